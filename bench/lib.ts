@@ -1,0 +1,76 @@
+// Benchmark records (DESIGN §5) and the table printed after a run. Speed is measured here, never in tests.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+
+export type BenchBackend = 'cpu-ref' | 'cpu-fast' | 'webgpu' | 'ort-wasm' | 'ort-webgpu' | 'transformersjs';
+
+export interface BenchRecord {
+  suite: string;
+  case: string;
+  backend: BenchBackend;
+  metric: string;
+  value: number;
+  unit: string;
+  threads: number;
+  shape?: string;
+  model?: string;
+  machine: string;
+  date: string;
+}
+
+export interface BenchContext {
+  /** Record one measurement; machine and date are filled in. */
+  record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite'>): void;
+  /** Quick mode (smaller shapes, fewer repeats) for smoke runs. */
+  quick: boolean;
+  log(msg: string): void;
+}
+
+export interface BenchSuite {
+  name: string;
+  run(ctx: BenchContext): Promise<void>;
+}
+
+export function machineName(gpuAdapter?: string): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown cpu';
+  return `${os.cpus().length}x ${cpu.trim()}${gpuAdapter ? `; gpu: ${gpuAdapter}` : ''}`;
+}
+
+/** Median wall-clock seconds of fn over `reps` runs after `warmup` runs. */
+export async function timeIt(fn: () => Promise<void> | void, reps = 5, warmup = 1): Promise<number> {
+  for (let i = 0; i < warmup; i++) await fn();
+  const times: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await fn();
+    times.push((performance.now() - t0) / 1000);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+export function writeResults(suite: string, records: BenchRecord[]): string {
+  mkdirSync('bench/results', { recursive: true });
+  const path = `bench/results/${suite}.json`;
+  writeFileSync(path, JSON.stringify(records, null, 2) + '\n');
+  return path;
+}
+
+/** One row per (case, shape, metric, threads); one column per backend; ratios to the ort-* baseline. */
+export function formatTable(records: BenchRecord[]): string {
+  const baseline = (b: string) => b.startsWith('ort-');
+  const groups = new Map<string, BenchRecord[]>();
+  for (const r of records) {
+    const key = `${r.case} | ${r.shape ?? r.model ?? ''} | ${r.metric} | t=${r.threads}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  const lines = [`${'case | shape | metric | threads'.padEnd(58)} ${'backend'.padEnd(12)} ${'value'.padStart(12)}  unit        vs ort`];
+  for (const [key, rs] of groups) {
+    const base = rs.find((r) => baseline(r.backend));
+    for (const r of rs) {
+      const ratio = base && !baseline(r.backend) ? `${(r.value / base.value).toFixed(2)}x` : '';
+      lines.push(`${key.padEnd(58)} ${r.backend.padEnd(12)} ${r.value.toPrecision(4).padStart(12)}  ${r.unit.padEnd(10)}  ${ratio}`);
+    }
+  }
+  return lines.join('\n');
+}
