@@ -54,6 +54,11 @@ export interface Backend {
   /** Overwrite the contents of an f32/i32 tensor (same element count). */
   write(t: Tensor, data: Float32Array | Int32Array): void;
   free(t: Tensor): void;
+  /**
+   * Same data, new shape with the same element count (f32/i32 only), e.g. (T,H*D) <-> (T,H,D).
+   * The result is a view sharing t's storage: free either t or the view, never both.
+   */
+  reshape(t: Tensor, shape: readonly number[]): Tensor;
   /** Wait for all enqueued work (no-op on CPU). Rejects with an EngineError if the device was lost. */
   sync(): Promise<void>;
   /** Release everything this backend owns. */

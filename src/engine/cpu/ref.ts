@@ -64,6 +64,11 @@ export class CpuRefBackend implements Backend {
     c.data!.set(data);
   }
   free(_t: Tensor): void {}
+  reshape(t: Tensor, shape: readonly number[]): Tensor {
+    const c = asCpu(t);
+    assertShape(c.data !== null && numel(shape) === c.size, `reshape: (${t.shape}) -> (${shape})`);
+    return new CpuTensor([...shape], c.dtype, c.data);
+  }
   async sync(): Promise<void> {}
   dispose(): void {}
 
