@@ -1,0 +1,199 @@
+// The Rehearse prompt (DESIGN §1): for each pending tool call, a fresh prompt of its own, in which the same
+// policy plays the environment. Sections: simulator instructions (validate, then simulate), the tool
+// schemas, grounding examples (real (name, arguments, result) triples from the task's reference
+// trajectory), the conversation so far, and the call. Target:
+//   <execution_result>\n{JSON}\n</execution_result>
+// and `parseExecutionResult`, the strict reader of that output (model output is untrusted).
+//
+// Compactness is a design rule here, not polish: the bundled policy is tiny, every prompt token costs a
+// forward pass on a laptop, and a Rehearse prompt is built for every single call. So the schemas, examples
+// and history are compact JSON (no spaces), tool-call markup is shortened, and examples and history are
+// cut to character budgets (whole items only, never a truncated JSON).
+import { renderChat, type ChatMessage, type ToolDefinition } from './chat';
+import { observationFromJson, observationJson, type JsonValue, type Observation } from './observation';
+
+export interface GroundingExample {
+  name: string;
+  arguments: JsonValue;
+  result: Observation;
+}
+
+/** The call Act wrote, already read as JSON (a call that is not even JSON never reaches Rehearse). */
+export interface PendingCall {
+  name: string;
+  arguments: JsonValue;
+}
+
+export interface RehearsePromptInput {
+  tools: readonly ToolDefinition[];
+  grounding: readonly GroundingExample[];
+  /** The Act conversation before the assistant turn that made the call (system messages are skipped). */
+  history: readonly ChatMessage[];
+  call: PendingCall;
+}
+
+export interface RehearsePromptOptions {
+  /** Character budget of the grounding section (default 1600). */
+  maxGroundingChars?: number;
+  /** Character budget of the conversation section (default 1600). */
+  maxHistoryChars?: number;
+  /** Same switch as the Act prompt; default false (the small policy does not think). */
+  enableThinking?: boolean;
+}
+
+export const REHEARSE_SYSTEM =
+  'You are the environment. Given tool schemas, real example executions, a conversation and one tool call, ' +
+  'write what the environment returns for that call.\n' +
+  'First validate the call: the tool exists, every required argument is present, no unknown arguments, ' +
+  'types match the schema. If invalid, or if the environment would refuse it, the result is {"error":"<reason>"}.\n' +
+  'Otherwise the result is what the tool returns, as JSON, consistent with the examples and the conversation.\n' +
+  'Answer exactly:\n<execution_result>\n{JSON}\n</execution_result>';
+
+export const RESULT_OPEN = '<execution_result>';
+export const RESULT_CLOSE = '</execution_result>';
+
+/** The target text of a Rehearse row for an observation (expert rows, pretraining, tests). */
+export function rehearseTarget(o: Observation): string {
+  return RESULT_OPEN + '\n' + JSON.stringify(observationJson(o)) + '\n' + RESULT_CLOSE;
+}
+
+const callJson = (name: string, args: JsonValue) => JSON.stringify({ name, arguments: args });
+
+/** A tool definition in OpenAI format is shown as its inner function object (the wrapper carries nothing). */
+function toolLine(t: ToolDefinition): string {
+  const f = t.type === 'function' && t.function && typeof t.function === 'object' ? t.function : t;
+  return JSON.stringify(f);
+}
+
+function exampleText(e: GroundingExample): string {
+  return 'call ' + callJson(e.name, e.arguments) + '\nresult ' + JSON.stringify(observationJson(e.result));
+}
+
+/**
+ * Grounding examples within a character budget: examples of the called tool first (they show the exact
+ * result shape), then the others, each in trajectory order; duplicates and examples that do not fit whole
+ * are skipped.
+ */
+export function selectGrounding(examples: readonly GroundingExample[], callName: string, maxChars: number): string[] {
+  const ordered = [...examples.filter((e) => e.name === callName), ...examples.filter((e) => e.name !== callName)];
+  const out: string[] = [];
+  const seen = new Set<string>();
+  let used = 0;
+  for (const e of ordered) {
+    const s = exampleText(e);
+    if (seen.has(s) || used + s.length + 1 > maxChars) continue;
+    seen.add(s);
+    out.push(s);
+    used += s.length + 1;
+  }
+  return out;
+}
+
+/** Replaces Qwen tool-call markup with a short `call {...}` line. */
+function shortenCalls(text: string): string {
+  return text.replace(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g, (_, body: string) => 'call ' + body.trim());
+}
+
+function messageLine(m: ChatMessage): string {
+  if (m.role === 'assistant') {
+    const calls = (m.toolCalls ?? []).map((c) => '\ncall ' + callJson(c.name, typeof c.arguments === 'string' ? c.arguments : (c.arguments as JsonValue)));
+    return 'assistant: ' + shortenCalls(m.content).trim() + calls.join('');
+  }
+  return m.role + ': ' + m.content;
+}
+
+/**
+ * The conversation within a character budget: the first user message (it states the task) and then the
+ * most recent messages that fit; a marker says how many were left out between them.
+ */
+export function serializeHistory(history: readonly ChatMessage[], maxChars: number): string {
+  const msgs = history.filter((m) => m.role !== 'system');
+  if (msgs.length === 0) return '(empty)';
+  const lines = msgs.map(messageLine);
+  const firstUser = msgs.findIndex((m) => m.role === 'user');
+  const head = firstUser >= 0 && lines[firstUser].length <= maxChars ? firstUser : -1;
+  let used = head >= 0 ? lines[head].length + 1 : 0;
+  const tail: number[] = [];
+  for (let i = lines.length - 1; i > head; i--) {
+    if (used + lines[i].length + 1 > maxChars) break;
+    tail.unshift(i);
+    used += lines[i].length + 1;
+  }
+  const keep = head >= 0 ? [head, ...tail] : tail;
+  const out: string[] = [];
+  keep.forEach((i, k) => {
+    const prev = k === 0 ? -1 : keep[k - 1];
+    const gap = i - prev - 1;
+    if (gap > 0) out.push(`(${gap} earlier message${gap > 1 ? 's' : ''} omitted)`);
+    out.push(lines[i]);
+  });
+  if (keep.length === 0) out.push(`(${lines.length} message${lines.length > 1 ? 's' : ''} omitted)`);
+  return out.join('\n');
+}
+
+/** The Rehearse prompt as chat messages and as rendered text (ends with the generation prompt). */
+export function buildRehearsePrompt(input: RehearsePromptInput, opts: RehearsePromptOptions = {}): { messages: ChatMessage[]; text: string } {
+  const examples = selectGrounding(input.grounding, input.call.name, opts.maxGroundingChars ?? 1600);
+  const user =
+    '# Tools\n' +
+    input.tools.map(toolLine).join('\n') +
+    '\n# Examples\n' +
+    (examples.length > 0 ? examples.join('\n') : '(none)') +
+    '\n# Conversation\n' +
+    serializeHistory(input.history, opts.maxHistoryChars ?? 1600) +
+    '\n# Call\n' +
+    callJson(input.call.name, input.call.arguments);
+  const messages: ChatMessage[] = [
+    { role: 'system', content: REHEARSE_SYSTEM },
+    { role: 'user', content: user },
+  ];
+  const text = renderChat(messages, { addGenerationPrompt: true, enableThinking: opts.enableThinking ?? false });
+  return { messages, text };
+}
+
+export type RehearseParseFailure =
+  | 'empty' // nothing but whitespace / end tokens
+  | 'no-open-tag' // does not start with <execution_result>
+  | 'no-close-tag' // the block is not closed (e.g. cut by the token limit)
+  | 'trailing-text' // anything after </execution_result>
+  | 'invalid-json'; // the block's body is not one JSON value
+
+export class RehearseParseError extends Error {
+  override readonly name = 'RehearseParseError';
+  constructor(
+    readonly code: RehearseParseFailure,
+    detail: string,
+  ) {
+    super(`rehearsal output rejected (${code}): ${detail}`);
+  }
+}
+
+export type ParsedRehearsal = { ok: true; observation: Observation; json: JsonValue } | { ok: false; error: RehearseParseError };
+
+const END_TOKENS = /(?:\s*(?:<\|im_end\|>|<\|endoftext\|>))+\s*$/;
+const EMPTY_THINK = /^<think>[\s\S]*?<\/think>\s*/;
+
+/**
+ * Strict reader of a Rehearse generation. Accepted: optional leading whitespace and one leading think
+ * block, then `<execution_result>`, one JSON value, `</execution_result>`, then only whitespace or end
+ * tokens. Everything else is a typed failure (the rollout ends that episode with reward 0). Never throws.
+ */
+export function parseExecutionResult(raw: string): ParsedRehearsal {
+  const failWith = (code: RehearseParseFailure, detail: string): ParsedRehearsal => ({ ok: false, error: new RehearseParseError(code, detail) });
+  let s = raw.replace(END_TOKENS, '').trimStart();
+  s = s.replace(EMPTY_THINK, '');
+  if (s.trim() === '') return failWith('empty', 'no output');
+  if (!s.startsWith(RESULT_OPEN)) return failWith('no-open-tag', JSON.stringify(s.slice(0, 40)));
+  const close = s.indexOf(RESULT_CLOSE, RESULT_OPEN.length);
+  if (close < 0) return failWith('no-close-tag', `${s.length} characters without ${RESULT_CLOSE}`);
+  const after = s.slice(close + RESULT_CLOSE.length);
+  if (after.trim() !== '') return failWith('trailing-text', JSON.stringify(after.slice(0, 40)));
+  const body = s.slice(RESULT_OPEN.length, close).trim();
+  let json: JsonValue;
+  try {
+    json = JSON.parse(body) as JsonValue;
+  } catch (e) {
+    return failWith('invalid-json', (e as Error).message);
+  }
+  return { ok: true, observation: observationFromJson(json), json };
+}

@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { renderChat, type ChatMessage, type ToolDefinition } from '../../src/rollout/chat';
+import { fail, ok, observationFromToolText, observationText, type JsonValue } from '../../src/rollout/observation';
+import {
+  buildRehearsePrompt,
+  parseExecutionResult,
+  rehearseTarget,
+  REHEARSE_SYSTEM,
+  selectGrounding,
+  serializeHistory,
+  type GroundingExample,
+} from '../../src/rollout/rehearse-prompt';
+
+const tools: ToolDefinition[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_order_details',
+      description: 'Get an order.',
+      parameters: { type: 'object', properties: { order_id: { type: 'string' } }, required: ['order_id'] },
+    },
+  },
+  {
+    type: 'function',
+    function: { name: 'calculate', description: 'Math.', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } },
+  },
+];
+
+const grounding: GroundingExample[] = [
+  { name: 'find_user_id_by_name_zip', arguments: { first_name: 'Yusuf', last_name: 'Rossi', zip: '19122' }, result: ok('yusuf_rossi_9620') },
+  { name: 'get_order_details', arguments: { order_id: '#W2378156' }, result: ok({ order_id: '#W2378156', status: 'delivered' }) },
+  { name: 'calculate', arguments: { expression: '1/0' }, result: fail('division by zero') },
+];
+
+const history: ChatMessage[] = [
+  { role: 'system', content: 'ACT SYSTEM PROMPT' },
+  { role: 'user', content: 'I am Yusuf Rossi, 19122. Where is #W2378156?' },
+  { role: 'assistant', content: '<tool_call>\n{"name": "find_user_id_by_name_zip", "arguments": {"first_name": "Yusuf"}}\n</tool_call>' },
+  { role: 'tool', content: 'yusuf_rossi_9620' },
+];
+
+describe('Rehearse prompt', () => {
+  it('has the sections of DESIGN §1 in order, compact, and renders through the chat template', () => {
+    const { messages, text } = buildRehearsePrompt({ tools, grounding, history, call: { name: 'get_order_details', arguments: { order_id: '#W2378156' } } });
+    expect(messages[0]).toEqual({ role: 'system', content: REHEARSE_SYSTEM });
+    const u = messages[1].content;
+    const at = ['# Tools\n', '# Examples\n', '# Conversation\n', '# Call\n'].map((h) => u.indexOf(h));
+    expect(at.every((p, i) => p >= 0 && (i === 0 || p > at[i - 1]))).toBe(true);
+    // Tool schemas: the inner function object, compact JSON, one per line.
+    expect(u).toContain('\n{"name":"get_order_details","description":"Get an order.","parameters":{"type":"object"');
+    // The called tool's example comes first; errors are written as {"error": ...}.
+    const ex = u.slice(at[1], at[2]);
+    expect(ex.indexOf('get_order_details')).toBeLessThan(ex.indexOf('find_user_id_by_name_zip'));
+    expect(ex).toContain('result {"error":"division by zero"}');
+    // History: no system message, tool-call markup shortened.
+    expect(u).not.toContain('ACT SYSTEM PROMPT');
+    expect(u).toContain('assistant: call {"name": "find_user_id_by_name_zip"');
+    expect(u).toContain('tool: yusuf_rossi_9620');
+    expect(u.endsWith('# Call\n{"name":"get_order_details","arguments":{"order_id":"#W2378156"}}')).toBe(true);
+    expect(text).toBe(renderChat(messages, { addGenerationPrompt: true, enableThinking: false }));
+    expect(text.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+  });
+
+  it('grounding: whole examples within the budget, duplicates dropped', () => {
+    const all = selectGrounding([...grounding, grounding[1]], 'calculate', 10_000);
+    expect(all).toHaveLength(3);
+    expect(all[0]).toBe('call {"name":"calculate","arguments":{"expression":"1/0"}}\nresult {"error":"division by zero"}');
+    const some = selectGrounding(grounding, 'calculate', all[0].length + 1);
+    expect(some).toEqual([all[0]]);
+    expect(selectGrounding(grounding, 'calculate', 5)).toEqual([]);
+  });
+
+  it('history: keeps the first user message and the most recent messages within the budget', () => {
+    const long: ChatMessage[] = [{ role: 'user', content: 'TASK' }];
+    for (let i = 0; i < 20; i++) long.push({ role: 'assistant', content: `a${i}` }, { role: 'tool', content: `t${i}` });
+    const s = serializeHistory(long, 60);
+    expect(s.length).toBeLessThanOrEqual(60 + 40); // + the omission marker
+    const lines = s.split('\n');
+    expect(lines[0]).toBe('user: TASK');
+    expect(lines[1]).toMatch(/^\(\d+ earlier messages omitted\)$/);
+    expect(lines[lines.length - 1]).toBe('tool: t19');
+    const omitted = Number(/\d+/.exec(lines[1])![0]);
+    expect(omitted + lines.length - 1).toBe(long.length); // every message is either shown or counted
+    expect(serializeHistory([], 100)).toBe('(empty)');
+    expect(serializeHistory(history, 100_000).split('\n')).toHaveLength(3 + 0 + 1 - 1 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0 + 0);
+  });
+
+  it('is compact on a real task (τ²-bench retail train task 0 with its real reference outputs)', () => {
+    const task = JSON.parse(readFileSync(new URL('../../../shared/data/tau2-retail/tasks-train.json', import.meta.url), 'utf8'))[0];
+    const gold = JSON.parse(readFileSync(new URL('../../../shared/data/tau2-retail/gold-train.jsonl', import.meta.url), 'utf8').split('\n')[0]);
+    const examples: GroundingExample[] = task.evaluation_criteria.actions.map((a: { name: string; arguments: JsonValue }, i: number) => ({
+      name: a.name,
+      arguments: a.arguments,
+      result: gold.actions[i].ok ? (typeof gold.actions[i].output === 'string' ? observationFromToolText(gold.actions[i].output, false) : ok(gold.actions[i].output)) : fail(String(gold.actions[i].output)),
+    }));
+    const { text } = buildRehearsePrompt({ tools, grounding: examples, history, call: { name: 'get_product_details', arguments: { product_id: '1656367028' } } });
+    // Budgets: 1600 + 1600 characters plus fixed parts.
+    expect(text.length).toBeLessThan(REHEARSE_SYSTEM.length + 1600 + 1600 + 1000);
+    expect(text).toContain('# Call\n{"name":"get_product_details","arguments":{"product_id":"1656367028"}}<|im_end|>');
+    // The keyboard's own record (~2.9K characters) does not fit the budget; the thermostat's, same tool, does and comes first.
+    expect(text).toContain('# Examples\ncall {"name":"get_product_details","arguments":{"product_id":"4896585277"}}');
+  });
+});
+
+describe('parseExecutionResult (untrusted output)', () => {
+  const cases = [ok({ order_id: '#W1', items: [1, 2.5, null], ok: true }), ok('yusuf_rossi_9620'), ok('4.0'), ok([]), fail('Order not found')];
+  it('round-trips every target, with or without end tokens', () => {
+    for (const o of cases) {
+      for (const suffix of ['', '<|im_end|>', '\n<|im_end|>\n', '<|im_end|><|endoftext|>']) {
+        const r = parseExecutionResult(rehearseTarget(o) + suffix);
+        expect(r.ok).toBe(true);
+        if (r.ok) expect(r.observation).toEqual(o);
+      }
+    }
+    const r = parseExecutionResult('<think>\n\n</think>\n\n' + rehearseTarget(ok({ a: 1 })));
+    expect(r.ok && r.observation).toEqual(ok({ a: 1 }));
+  });
+
+  it('the Act context shows rehearsed and real observations in the same text', () => {
+    expect(observationText(ok({ a: 1, b: 'x' }))).toBe('{"a":1,"b":"x"}');
+    expect(observationText(ok('4.0'))).toBe('4.0');
+    expect(observationText(fail('Order not found'))).toBe('Error: Order not found');
+    expect(observationFromToolText('Error: Order not found', true)).toEqual(fail('Order not found'));
+    expect(observationFromToolText('{"Action Camera": "3377618313"}', false)).toEqual(ok({ 'Action Camera': '3377618313' }));
+    expect(observationFromToolText('4.0', false)).toEqual(ok('4.0'));
+  });
+
+  it('rejects malformed output with a typed failure', () => {
+    const bad: [string, string][] = [
+      ['', 'empty'],
+      ['  <|im_end|>', 'empty'],
+      ['{"a":1}', 'no-open-tag'],
+      ['Sure! <execution_result>\n{}\n</execution_result>', 'no-open-tag'],
+      ['<execution_result>\n{"a":', 'no-close-tag'],
+      ['<execution_result>\n{"a":1}\n</execution_result> and more', 'trailing-text'],
+      ['<execution_result>\n{"a":1}\n</execution_result>\n<execution_result>\n{}\n</execution_result>', 'trailing-text'],
+      ['<execution_result>\n{a:1}\n</execution_result>', 'invalid-json'],
+      ['<execution_result>\n\n</execution_result>', 'invalid-json'],
+      ['<execution_result>\n{"a":1} {"b":2}\n</execution_result>', 'invalid-json'],
+    ];
+    for (const [text, code] of bad) {
+      const r = parseExecutionResult(text);
+      expect(r.ok, text).toBe(false);
+      if (!r.ok) expect(r.error.code, text).toBe(code);
+    }
+  });
+
+  it('never throws on arbitrary text', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80 }), fc.boolean(), (s, wrap) => {
+        const r = parseExecutionResult(wrap ? `<execution_result>\n${s}\n</execution_result>` : s);
+        expect(typeof r.ok).toBe('boolean');
+      }),
+      { numRuns: 500, seed: 2 },
+    );
+  });
+});
