@@ -1,0 +1,264 @@
+// The Qwen3 decoder, written once against the Backend interface.
+//
+//   x = embed[ids]                                              (T,d)
+//   per layer l:
+//     x = x + o( attn( rope(qnorm(q(n1(x)))), rope(knorm(k(n1(x)))), v(n1(x)) ) )   attentionBlock
+//     x = x + down( silu(gate(n2(x))) * up(n2(x)) )                                 mlpBlock
+//   logits = norm(x)[rows] lm_head^T                            (n,V)
+//
+// A batch is a flat list of T tokens, each with its KV-cache slot and position (TokenLayout), so a
+// prefill of one prompt, a decode step over many sequences and a mix of both are the same call.
+// Every linear map may carry a LoRA pair (lora.ts). With `save: true` each block keeps its
+// intermediate activations in a record (AttentionSaved / MlpSaved) for an explicit backward pass;
+// otherwise they are freed as soon as they are dead.
+import type { Backend, Tensor, TokenLayout } from '../engine/backend';
+import { EngineError } from '../engine/errors';
+import type { Qwen3Config } from './config';
+import type { LoraAdapter, LoraPair, LoraTarget } from './lora';
+
+export type WeightFormat = 'f32' | 'q8' | 'q4';
+
+export interface LayerWeights {
+  inputNorm: Tensor; // (d)
+  q: Tensor; // (Hq*D, d)
+  k: Tensor; // (Hkv*D, d)
+  v: Tensor; // (Hkv*D, d)
+  o: Tensor; // (d, Hq*D)
+  qNorm: Tensor; // (D)
+  kNorm: Tensor; // (D)
+  postNorm: Tensor; // (d)
+  gate: Tensor; // (F, d)
+  up: Tensor; // (F, d)
+  down: Tensor; // (d, F)
+}
+
+export interface Qwen3Weights {
+  embed: Tensor; // (V, d)
+  layers: LayerWeights[];
+  finalNorm: Tensor; // (d)
+  /** (V, d); the same tensor as `embed` when the embeddings are tied. */
+  lmHead: Tensor;
+}
+
+export class Qwen3Model {
+  constructor(
+    readonly config: Qwen3Config,
+    readonly backend: Backend,
+    readonly weights: Qwen3Weights,
+    readonly format: WeightFormat,
+  ) {}
+
+  free(): void {
+    const w = this.weights;
+    const all = [w.embed, w.finalNorm, ...w.layers.flatMap((l) => Object.values(l))];
+    if (w.lmHead !== w.embed) all.push(w.lmHead);
+    for (const t of all) this.backend.free(t);
+  }
+}
+
+/** Keys and values of every layer for S sequence slots of up to maxT tokens: (S,maxT,Hkv,D) each. */
+export class KvCache {
+  readonly k: Tensor[] = [];
+  readonly v: Tensor[] = [];
+  constructor(
+    readonly model: Qwen3Model,
+    readonly slots: number,
+    readonly maxT: number,
+  ) {
+    const c = model.config;
+    for (let l = 0; l < c.numLayers; l++) {
+      this.k.push(model.backend.zeros([slots, maxT, c.numKvHeads, c.headDim]));
+      this.v.push(model.backend.zeros([slots, maxT, c.numKvHeads, c.headDim]));
+    }
+  }
+  free(): void {
+    for (const t of [...this.k, ...this.v]) this.model.backend.free(t);
+  }
+}
+
+/** T tokens: ids, the cache slot each belongs to and its position in that sequence. */
+export interface TokenBatch {
+  ids: Int32Array;
+  slot: Int32Array;
+  pos: Int32Array;
+}
+
+export interface ForwardOptions {
+  /** LoRA adapter to apply; null or absent = the base model. */
+  adapter?: LoraAdapter | null;
+  /** Token rows whose logits are wanted (e.g. the last token of each sequence); default all T. */
+  logitRows?: Int32Array;
+  /** Keep the intermediate activations for a backward pass. */
+  save?: boolean;
+}
+
+/** What a LoRA'd linear map keeps: u = x A^T (T,r), the only LoRA intermediate its backward needs. */
+export type LoraSaved = Partial<Record<LoraTarget, Tensor>>;
+
+export interface AttentionSaved {
+  x: Tensor; // (T,d) block input (residual stream)
+  xn: Tensor; // (T,d) input_layernorm(x)
+  q: Tensor; // (T,Hq,D) q projection
+  k: Tensor; // (T,Hkv,D)
+  v: Tensor; // (T,Hkv,D), written to the cache as is
+  qn: Tensor; // (T,Hq,D) after q_norm
+  kn: Tensor; // (T,Hkv,D) after k_norm
+  qr: Tensor; // (T,Hq,D) after rope
+  kr: Tensor; // (T,Hkv,D) after rope, written to the cache
+  attn: Tensor; // (T,Hq*D) attention output, input of o_proj
+  lora: LoraSaved;
+  out: Tensor; // (T,d) x + o_proj(attn)
+}
+
+export interface MlpSaved {
+  x: Tensor; // (T,d) block input
+  xn: Tensor; // (T,d) post_attention_layernorm(x)
+  gate: Tensor; // (T,F)
+  up: Tensor; // (T,F)
+  act: Tensor; // (T,F) silu(gate) * up, input of down_proj
+  lora: LoraSaved;
+  out: Tensor; // (T,d) x + down_proj(act)
+}
+
+export interface SavedActivations {
+  layout: TokenLayout;
+  /** (T,d) embedding output = input of layer 0. */
+  embedded: Tensor;
+  layers: { attention: AttentionSaved; mlp: MlpSaved }[];
+  /** (T,d) final norm input is layers[L-1].mlp.out; this is its normed version. */
+  normed: Tensor;
+  /** (n,d) the rows of `normed` that went into lm_head (same tensor as normed when all rows). */
+  head: Tensor;
+}
+
+export interface ForwardResult {
+  /** (n,V) logits of the requested rows. */
+  logits: Tensor;
+  saved: SavedActivations | null;
+}
+
+/** Frees what a forward pass did not keep. */
+class Scratch {
+  private dead: Tensor[] = [];
+  constructor(
+    private readonly b: Backend,
+    readonly keep: boolean,
+  ) {}
+  /** t is an intermediate: freed at the end of the block unless activations are kept. */
+  tmp<T extends Tensor>(t: T): T {
+    if (!this.keep) this.dead.push(t);
+    return t;
+  }
+  /** t is dead in every case. */
+  drop(t: Tensor): void {
+    this.dead.push(t);
+  }
+  flush(): void {
+    for (const t of this.dead) this.b.free(t);
+    this.dead = [];
+  }
+}
+
+/** x (M,K), w (N,K) [+ LoRA A (r,K), B (N,r)] -> (M,N) = x W^T + s (x A^T) B^T */
+function linear(b: Backend, x: Tensor, w: Tensor, pair: LoraPair | undefined, scaling: number, s: Scratch, saved: LoraSaved, t: LoraTarget): Tensor {
+  const y = b.matmul(x, w);
+  if (!pair) return y;
+  const u = s.tmp(b.matmul(x, pair.A)); // (M,r)
+  saved[t] = u;
+  const d = b.matmul(u, pair.B); // (M,N)
+  const ds = b.scale(d, scaling);
+  const out = b.add(y, ds);
+  s.drop(y);
+  s.drop(d);
+  s.drop(ds);
+  return out;
+}
+
+/** x (T,d) -> x + o_proj(attention(...)) (T,d); writes this batch's k, v into the cache. */
+export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: TokenLayout, cache: KvCache, adapter: LoraAdapter | null, s: Scratch): { out: Tensor; saved: AttentionSaved | null } {
+  const b = m.backend;
+  const c = m.config;
+  const w = m.weights.layers[l];
+  const T = x.shape[0];
+  const [Hq, Hkv, D] = [c.numHeads, c.numKvHeads, c.headDim];
+  const sc = adapter?.scaling ?? 0;
+  const lora: LoraSaved = {};
+
+  const xn = s.tmp(b.rmsnorm(x, w.inputNorm, c.rmsNormEps)); // (T,d)
+  // Projections, viewed as one row per head for the per-head q/k-norm: (T,H*D) -> (T*H,D).
+  const q = s.tmp(b.reshape(linear(b, xn, w.q, adapter?.pair(l, 'q'), sc, s, lora, 'q'), [T * Hq, D]));
+  const k = s.tmp(b.reshape(linear(b, xn, w.k, adapter?.pair(l, 'k'), sc, s, lora, 'k'), [T * Hkv, D]));
+  const v = s.tmp(b.reshape(linear(b, xn, w.v, adapter?.pair(l, 'v'), sc, s, lora, 'v'), [T, Hkv, D]));
+  const qn = s.tmp(b.reshape(b.rmsnorm(q, w.qNorm, c.rmsNormEps), [T, Hq, D]));
+  const kn = s.tmp(b.reshape(b.rmsnorm(k, w.kNorm, c.rmsNormEps), [T, Hkv, D]));
+  const qr = s.tmp(b.rope(qn, layout.pos, c.ropeTheta)); // (T,Hq,D)
+  const kr = s.tmp(b.rope(kn, layout.pos, c.ropeTheta)); // (T,Hkv,D)
+  b.kvWrite(cache.k[l], cache.v[l], kr, v, layout);
+  const attn = s.tmp(b.reshape(b.attention(qr, cache.k[l], cache.v[l], layout), [T, Hq * D])); // (T,Hq*D)
+  const o = linear(b, attn, w.o, adapter?.pair(l, 'o'), sc, s, lora, 'o'); // (T,d)
+  s.drop(o);
+  const out = b.add(x, o);
+  const saved = s.keep
+    ? { x, xn, q: b.reshape(q, [T, Hq, D]), k: b.reshape(k, [T, Hkv, D]), v, qn, kn, qr, kr, attn, lora, out }
+    : null;
+  return { out, saved };
+}
+
+/** x (T,d) -> x + down(silu(gate(n2(x))) * up(n2(x))) (T,d) */
+export function mlpBlock(m: Qwen3Model, l: number, x: Tensor, adapter: LoraAdapter | null, s: Scratch): { out: Tensor; saved: MlpSaved | null } {
+  const b = m.backend;
+  const w = m.weights.layers[l];
+  const sc = adapter?.scaling ?? 0;
+  const lora: LoraSaved = {};
+  const xn = s.tmp(b.rmsnorm(x, w.postNorm, m.config.rmsNormEps)); // (T,d)
+  const gate = s.tmp(linear(b, xn, w.gate, adapter?.pair(l, 'gate'), sc, s, lora, 'gate')); // (T,F)
+  const up = s.tmp(linear(b, xn, w.up, adapter?.pair(l, 'up'), sc, s, lora, 'up')); // (T,F)
+  const act = s.tmp(b.swiglu(gate, up)); // (T,F)
+  const down = linear(b, act, w.down, adapter?.pair(l, 'down'), sc, s, lora, 'down'); // (T,d)
+  s.drop(down);
+  const out = b.add(x, down);
+  return { out, saved: s.keep ? { x, xn, gate, up, act, lora, out } : null };
+}
+
+/** Run T tokens through the model, writing their keys/values into `cache`. */
+export function forward(m: Qwen3Model, cache: KvCache, batch: TokenBatch, opts: ForwardOptions = {}): ForwardResult {
+  const b = m.backend;
+  const c = m.config;
+  const T = batch.ids.length;
+  if (batch.slot.length !== T || batch.pos.length !== T) throw new EngineError('shape', `forward: ${T} ids, ${batch.slot.length} slots, ${batch.pos.length} positions`);
+  for (let t = 0; t < T; t++) {
+    if (batch.ids[t] < 0 || batch.ids[t] >= c.vocabSize) throw new EngineError('shape', `forward: token id ${batch.ids[t]} outside the vocabulary [0,${c.vocabSize})`);
+    if (batch.slot[t] < 0 || batch.slot[t] >= cache.slots || batch.pos[t] < 0 || batch.pos[t] >= cache.maxT)
+      throw new EngineError('shape', `forward: slot ${batch.slot[t]} position ${batch.pos[t]} outside the KV cache (${cache.slots} slots x ${cache.maxT})`);
+  }
+  const keep = opts.save ?? false;
+  const adapter = opts.adapter ?? null;
+  const s = new Scratch(b, keep);
+  const layout: TokenLayout = { slot: b.tensor(batch.slot, [T]), pos: b.tensor(batch.pos, [T]) };
+  const ids = b.tensor(batch.ids, [T]);
+  const embedded = b.embedding(m.weights.embed, ids); // (T,d)
+  b.free(ids);
+  const layers: SavedActivations['layers'] = [];
+  let x = embedded;
+  for (let l = 0; l < c.numLayers; l++) {
+    const a = attentionBlock(m, l, x, layout, cache, adapter, s);
+    const f = mlpBlock(m, l, a.out, adapter, s);
+    if (!keep) {
+      s.drop(x);
+      s.drop(a.out);
+    } else layers.push({ attention: a.saved!, mlp: f.saved! });
+    s.flush();
+    x = f.out;
+  }
+  const normed = b.rmsnorm(x, m.weights.finalNorm, c.rmsNormEps); // (T,d)
+  let head = normed; // (n,d)
+  if (opts.logitRows) {
+    const rows = b.tensor(opts.logitRows, [opts.logitRows.length]);
+    head = b.gatherRows(normed, rows);
+    b.free(rows);
+  }
+  const logits = b.matmul(head, m.weights.lmHead); // (n,V)
+  if (keep) return { logits, saved: { layout, embedded, layers, normed, head } };
+  for (const t of new Set([x, normed, head, layout.slot, layout.pos])) b.free(t);
+  return { logits, saved: null };
+}

@@ -1,0 +1,189 @@
+// Host-side weights of a Qwen3 model, their Hugging Face names, and getting them onto a backend:
+// from a Hugging Face folder (config.json + model.safetensors or a sharded index), quantized on load,
+// one tensor at a time so a big checkpoint never sits in memory twice.
+import type { Backend, Tensor } from '../engine/backend';
+import { ModelFormatError } from '../engine/errors';
+import { dequantize, quantize, type QuantizedWeight } from '../engine/quant';
+import { CONFIG_FILE, parseQwen3Config, type Qwen3Config } from './config';
+import { Qwen3Model, type LayerWeights, type WeightFormat } from './qwen3';
+import { parseSafetensors, writeSafetensors, type SafetensorsFile, type TensorToWrite } from './safetensors';
+import { readJson, type ModelSource } from './source';
+
+export interface DenseWeight {
+  kind: 'f32';
+  shape: number[];
+  data: Float32Array;
+}
+export type HostWeight = DenseWeight | QuantizedWeight;
+/** HF tensor name -> weight */
+export type HostWeights = Map<string, HostWeight>;
+
+export interface WeightSpec {
+  name: string;
+  shape: [number] | [number, number];
+  /** Linear maps and the embedding are quantized; norms stay f32. */
+  quantizable: boolean;
+}
+
+const LAYER_KEYS: Record<keyof LayerWeights, string> = {
+  inputNorm: 'input_layernorm',
+  q: 'self_attn.q_proj',
+  k: 'self_attn.k_proj',
+  v: 'self_attn.v_proj',
+  o: 'self_attn.o_proj',
+  qNorm: 'self_attn.q_norm',
+  kNorm: 'self_attn.k_norm',
+  postNorm: 'post_attention_layernorm',
+  gate: 'mlp.gate_proj',
+  up: 'mlp.up_proj',
+  down: 'mlp.down_proj',
+};
+
+export function layerWeightName(l: number, key: keyof LayerWeights): string {
+  return `model.layers.${l}.${LAYER_KEYS[key]}.weight`;
+}
+
+/** Every tensor a checkpoint of this config must hold, with its shape. */
+export function weightSpecs(c: Qwen3Config): WeightSpec[] {
+  const d = c.hiddenSize;
+  const qd = c.numHeads * c.headDim;
+  const kvd = c.numKvHeads * c.headDim;
+  const f = c.intermediateSize;
+  const specs: WeightSpec[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, d], quantizable: true }];
+  const layerShapes: Record<keyof LayerWeights, [number] | [number, number]> = {
+    inputNorm: [d],
+    q: [qd, d],
+    k: [kvd, d],
+    v: [kvd, d],
+    o: [d, qd],
+    qNorm: [c.headDim],
+    kNorm: [c.headDim],
+    postNorm: [d],
+    gate: [f, d],
+    up: [f, d],
+    down: [d, f],
+  };
+  for (let l = 0; l < c.numLayers; l++)
+    for (const key of Object.keys(LAYER_KEYS) as (keyof LayerWeights)[])
+      specs.push({ name: layerWeightName(l, key), shape: layerShapes[key], quantizable: layerShapes[key].length === 2 });
+  specs.push({ name: 'model.norm.weight', shape: [d], quantizable: false });
+  if (!c.tieWordEmbeddings) specs.push({ name: 'lm_head.weight', shape: [c.vocabSize, d], quantizable: true });
+  return specs;
+}
+
+/** Quantize (if asked and allowed) and upload one weight. */
+function upload(b: Backend, spec: WeightSpec, w: HostWeight, format: WeightFormat): { tensor: Tensor; host: HostWeight } {
+  if (w.kind === 'f32') {
+    if (spec.quantizable && format !== 'f32') {
+      const q = quantize(w.data, spec.shape[0], spec.shape[1]!, format);
+      return { tensor: b.uploadQuantized(q), host: q };
+    }
+    return { tensor: b.tensor(w.data, spec.shape), host: w };
+  }
+  return { tensor: b.uploadQuantized(w), host: w };
+}
+
+export interface BuildOptions {
+  format: WeightFormat;
+  /** Keep the host copy of every weight (as uploaded: quantized where quantized), e.g. for ONNX export. */
+  keepHost?: boolean;
+}
+
+export interface LoadedModel {
+  model: Qwen3Model;
+  /** Present when keepHost was asked. */
+  host: HostWeights | null;
+}
+
+/** Build a model from weights produced one by one by `next(spec)` (from files or a generator). */
+export async function buildQwen3(
+  b: Backend,
+  c: Qwen3Config,
+  next: (spec: WeightSpec) => HostWeight | Promise<HostWeight>,
+  opts: BuildOptions,
+): Promise<LoadedModel> {
+  const tensors = new Map<string, Tensor>();
+  const host: HostWeights | null = opts.keepHost ? new Map() : null;
+  for (const spec of weightSpecs(c)) {
+    const u = upload(b, spec, await next(spec), opts.format);
+    tensors.set(spec.name, u.tensor);
+    host?.set(spec.name, u.host);
+  }
+  const get = (n: string) => tensors.get(n)!;
+  const layers: LayerWeights[] = [];
+  for (let l = 0; l < c.numLayers; l++) {
+    const lw = {} as LayerWeights;
+    for (const key of Object.keys(LAYER_KEYS) as (keyof LayerWeights)[]) lw[key] = get(layerWeightName(l, key));
+    layers.push(lw);
+  }
+  const embed = get('model.embed_tokens.weight');
+  const weights = { embed, layers, finalNorm: get('model.norm.weight'), lmHead: c.tieWordEmbeddings ? embed : get('lm_head.weight') };
+  return { model: new Qwen3Model(c, b, weights, opts.format), host };
+}
+
+export const WEIGHTS_FILE = 'model.safetensors';
+export const INDEX_FILE = 'model.safetensors.index.json';
+
+/** tensor name -> file, from a sharded index or the single model.safetensors. */
+async function weightFiles(src: ModelSource): Promise<Map<string, string> | null> {
+  if (!(await src.has(INDEX_FILE))) return null;
+  const idx = (await readJson(src, INDEX_FILE)) as { weight_map?: unknown };
+  const map = idx?.weight_map;
+  if (typeof map !== 'object' || map === null || Object.values(map).some((f) => typeof f !== 'string' || f.includes('/')))
+    throw new ModelFormatError(INDEX_FILE, 'weight_map must map tensor names to file names in the same folder');
+  return new Map(Object.entries(map as Record<string, string>));
+}
+
+/** Load a Hugging Face style Qwen3 folder: config.json + model.safetensors (or sharded). */
+export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions): Promise<LoadedModel> {
+  const config = parseQwen3Config(await readJson(src, CONFIG_FILE));
+  const index = await weightFiles(src);
+  // Shards are parsed lazily and dropped once every tensor they hold has been uploaded.
+  const open = new Map<string, SafetensorsFile>();
+  const remaining = new Map<string, number>();
+  const specs = weightSpecs(config);
+  const fileOf = (name: string) => (index ? index.get(name) : WEIGHTS_FILE);
+  for (const s of specs) {
+    const f = fileOf(s.name);
+    if (f === undefined) throw new ModelFormatError(INDEX_FILE, `weight_map has no entry for tensor '${s.name}'`);
+    remaining.set(f, (remaining.get(f) ?? 0) + 1);
+  }
+  return buildQwen3(
+    b,
+    config,
+    async (spec) => {
+      const file = fileOf(spec.name)!;
+      let st = open.get(file);
+      if (!st) {
+        st = parseSafetensors(await src.read(file), file);
+        open.set(file, st);
+      }
+      if (!st.has(spec.name)) throw new ModelFormatError(file, `tensor '${spec.name}' is missing`);
+      const info = st.info(spec.name);
+      if (info.shape.length !== spec.shape.length || info.shape.some((d, i) => d !== spec.shape[i]))
+        throw new ModelFormatError(file, `tensor '${spec.name}' has shape [${info.shape}] but ${CONFIG_FILE} implies [${spec.shape}]`);
+      const data = st.float32(spec.name);
+      const left = remaining.get(file)! - 1;
+      remaining.set(file, left);
+      if (left === 0) open.delete(file);
+      return { kind: 'f32', shape: [...spec.shape], data };
+    },
+    opts,
+  );
+}
+
+/** Host weights -> model.safetensors bytes (F32; quantized weights are dequantized). */
+export function toSafetensors(c: Qwen3Config, host: HostWeights): Uint8Array {
+  const out: Record<string, TensorToWrite> = {};
+  for (const spec of weightSpecs(c)) {
+    const w = host.get(spec.name);
+    if (!w) throw new Error(`toSafetensors: no weight '${spec.name}'`);
+    out[spec.name] = { dtype: 'F32', shape: spec.shape, data: w.kind === 'f32' ? w.data : dequantize(w) };
+  }
+  return writeSafetensors(out, { format: 'pt' });
+}
+
+/** A weight as f32 (N,K) or (C), dequantizing if needed. */
+export function denseOf(w: HostWeight): Float32Array {
+  return w.kind === 'f32' ? w.data : dequantize(w);
+}
