@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonical, compareObservations, flattenLeaves, leafF1, summarizeFidelity } from '../../src/rollout/fidelity';
-import { fail, ok } from '../../src/rollout/observation';
+import { fail, ok, type JsonValue } from '../../src/rollout/observation';
 
 const order = {
   order_id: '#W1',
@@ -26,7 +26,7 @@ describe('fidelity', () => {
     // Real leaves: order_id, status, items[0].item_id, items[0].price, items[1].item_id, items[1].price = 6.
     expect(flattenLeaves(order)).toHaveLength(6);
     // One wrong value (status) and one missing leaf (items[1].price): pred has 5 leaves, 4 right.
-    const pred = { order_id: '#W1', status: 'cancelled', items: [{ item_id: '1', price: 10.5 }, { item_id: '2' }] };
+    const pred: JsonValue = { order_id: '#W1', status: 'cancelled', items: [{ item_id: '1', price: 10.5 }, { item_id: '2' }] };
     const p = 4 / 5;
     const r = 4 / 6;
     const s = compareObservations(ok(pred), ok(order));
