@@ -13,6 +13,8 @@ export async function createBackend(name: BackendName, opts: BackendOptions = {}
   switch (name) {
     case 'cpu-ref':
       return new CpuRefBackend();
+    case 'webgpu':
+      return (await import('./webgpu/backend')).createWebGpuBackend({ gpu: opts.gpu });
     default:
       throw new Error(`backend ${name} is not built yet`);
   }

@@ -1,0 +1,413 @@
+// The WebGPU core: one device, a pipeline cache, batched dispatches, a buffer pool and typed errors.
+// Every WGSL kernel of the engine (forward ops here, backward ops in src/engine/webgpu/train/**) runs
+// through this file; keep its API small and stable.
+//
+// ## Adding a kernel (in its own file)
+//
+//   import { type GpuContext, GpuTensor, grid1d } from '../context';   // or './context'
+//   const SRC = /* wgsl */ `
+//     struct P { n: u32, s: f32 }
+//     @group(0) @binding(0) var<uniform> p: P;                 // uniforms: always binding 0 (if any)
+//     @group(0) @binding(1) var<storage, read> a: array<f32>;  // then the buffers, in the order passed
+//     @group(0) @binding(2) var<storage, read_write> y: array<f32>;
+//     @compute @workgroup_size(256)
+//     fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u,
+//             @builtin(local_invocation_index) l: u32) {
+//       let i = (w.y * nw.x + w.x) * 256u + l;                 // grid1d may fold big grids into y
+//       if (i < p.n) { y[i] = a[i] * p.s; }
+//     }`;
+//   export function myScale(ctx: GpuContext, a: GpuTensor, s: number): GpuTensor {
+//     const y = ctx.empty(a.shape, 'f32');                      // pooled, no createBuffer per call
+//     ctx.dispatch({ code: SRC }, [a.buf, y.buf], [a.size, { f32: s }], grid1d(a.size, 256));
+//     return y;
+//   }
+//
+// Rules a kernel must follow:
+// - Uniform values are packed in the order given, 4 bytes each: a plain number is a u32, `{ f32: x }`
+//   an f32, `{ i32: x }` an i32. Declare the WGSL struct with the same fields in the same order
+//   (scalars only, so no padding surprises). Omit the uniform binding when the list is empty.
+// - Every binding declared must be used by the shader (pipelines use layout 'auto').
+// - Small per-dispatch host data (e.g. per-row settings) goes through `ctx.inline(data)`, which
+//   returns a binding that is uploaded together with the uniforms at submit time (no extra flush).
+// - Validate shapes on the host before dispatching (throw `EngineError('shape', ...)`): the GPU
+//   cannot throw. Check `ctx.checkAlive()` is done for you by `dispatch`.
+// - Never createBuffer per op: use `ctx.empty` / `ctx.alloc` (pooled); free temporaries with
+//   `ctx.release(buffer)` or `tensor.free()` — release is deferred until the work that uses the
+//   buffer has been submitted, so freeing right after dispatching is safe.
+// - Work is recorded into one command encoder and submitted on `flush()` (done by read/sync/write and
+//   every MAX_BATCH dispatches), so hundreds of ops cost one submit.
+import { EngineError } from '../errors';
+import { GpuTensor } from './tensor';
+
+export { GpuTensor } from './tensor';
+
+export type Uniform = number | { f32: number } | { i32: number };
+
+/** A compute kernel: WGSL source and entry point. The pipeline is compiled once per (code, entry). */
+export interface Kernel {
+  code: string;
+  entry?: string;
+}
+
+/** A binding of part of a buffer (offset and size in bytes). */
+export interface BufferSlice {
+  buffer: GPUBuffer;
+  offset: number;
+  size: number;
+}
+
+export type Binding = GPUBuffer | BufferSlice;
+
+export interface GpuContextOptions {
+  /** navigator.gpu in browsers; Dawn's GPU object in Node. */
+  gpu?: GPU;
+  /** Largest single buffer this engine creates (bytes); bigger weights are sharded by rows. */
+  maxBufferBytes?: number;
+  /** Bytes of free buffers the pool may keep for reuse (default 256 MiB). */
+  poolBytes?: number;
+}
+
+const MAX_BATCH = 256; // dispatches per submit: keeps the GPU fed during long graphs
+const RING_CHUNK = 1 << 20; // bytes per uniform staging chunk
+const STORAGE = 0x80; // GPUBufferUsage.STORAGE etc., as numbers so this file loads before globals exist
+const COPY_SRC = 0x04;
+const COPY_DST = 0x08;
+const MAP_READ = 0x01;
+const UNIFORM = 0x40;
+
+/** Grid for `n` threads in workgroups of `wg`, folded into y when x would pass 65535. */
+export function grid1d(n: number, wg: number): [number, number, number] {
+  const groups = Math.max(1, Math.ceil(n / wg));
+  if (groups <= 65535) return [groups, 1, 1];
+  const y = Math.ceil(groups / 65535);
+  return [Math.ceil(groups / y), y, 1];
+}
+
+/** Maps a GPUError (from an error scope or an uncapturederror event) to a typed EngineError. */
+export function toEngineError(e: GPUError, where: string): EngineError {
+  const kind = e.constructor?.name ?? '';
+  if (kind.includes('OutOfMemory')) return new EngineError('out-of-memory', `${where}: ${e.message}`);
+  return new EngineError('validation', `${where}: ${e.message}`);
+}
+
+export class GpuContext {
+  readonly hasF16: boolean;
+  readonly hasSubgroups: boolean;
+  /** Largest buffer (bytes) this context creates; bigger tensors are sharded. */
+  readonly maxBufferBytes: number;
+  readonly adapterName: string;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private batched = 0;
+  private readonly pool = new Map<number, GPUBuffer[]>();
+  private pooledBytes = 0;
+  private readonly poolLimit: number;
+  private deferred: GPUBuffer[] = []; // released while still referenced by unsubmitted work
+  private readonly ring: { buffer: GPUBuffer; host: ArrayBuffer }[] = [];
+  private ringChunk = 0;
+  private ringOffset = 0;
+  private readonly align: number;
+  private lostInfo: GPUDeviceLostInfo | null = null;
+  private readonly lostPromise: Promise<GPUDeviceLostInfo>;
+  private errors: EngineError[] = [];
+  private checks: Promise<EngineError | null>[] = [];
+  private disposed = false;
+
+  private constructor(
+    // held so the GPU instance outlives its device: Dawn's Node binding crashes if it is collected first
+    readonly gpu: GPU,
+    readonly device: GPUDevice,
+    adapter: GPUAdapter,
+    opts: GpuContextOptions,
+  ) {
+    this.hasF16 = device.features.has('shader-f16');
+    this.hasSubgroups = device.features.has('subgroups');
+    const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+    this.maxBufferBytes = Math.max(256, Math.min(opts.maxBufferBytes ?? limit, limit));
+    this.poolLimit = opts.poolBytes ?? 256 << 20;
+    this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, device.limits.minStorageBufferOffsetAlignment);
+    const info = adapter.info;
+    this.adapterName = [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(' ') || 'unknown adapter';
+    this.lostPromise = device.lost.then((i) => (this.lostInfo = i));
+    device.addEventListener('uncapturederror', (ev) => {
+      this.errors.push(toEngineError((ev as GPUUncapturedErrorEvent).error, 'GPU'));
+    });
+  }
+
+  static async create(opts: GpuContextOptions = {}): Promise<GpuContext> {
+    const gpu = opts.gpu ?? (globalThis.navigator as Navigator | undefined)?.gpu;
+    if (!gpu) throw new EngineError('no-adapter', 'WebGPU is not available (no navigator.gpu and no gpu option)');
+    const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) throw new EngineError('no-adapter', 'requestAdapter() returned null');
+    const want: GPUFeatureName[] = ['shader-f16', 'subgroups'];
+    const requiredFeatures = want.filter((f) => adapter.features.has(f));
+    const l = adapter.limits;
+    let device: GPUDevice;
+    try {
+      device = await adapter.requestDevice({
+        requiredFeatures,
+        requiredLimits: {
+          maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
+          maxBufferSize: l.maxBufferSize,
+          maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize,
+          maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
+          maxComputeWorkgroupSizeX: l.maxComputeWorkgroupSizeX,
+          maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage,
+        },
+      });
+    } catch (e) {
+      throw new EngineError('no-adapter', `requestDevice failed: ${(e as Error).message}`);
+    }
+    return new GpuContext(gpu, device, adapter, opts);
+  }
+
+  /** Throws EngineError('device-lost') once the device is gone; then any pending error. */
+  checkAlive(): void {
+    if (this.lostInfo || this.disposed)
+      throw new EngineError('device-lost', `GPU device lost (${this.lostInfo?.reason ?? 'disposed'}): ${this.lostInfo?.message ?? 'backend disposed'}`);
+  }
+
+  // ---------------------------------------------------------------- pipelines and dispatch
+
+  pipeline(k: Kernel): GPUComputePipeline {
+    const entry = k.entry ?? 'main';
+    const key = `${entry}\u0000${k.code}`;
+    let p = this.pipelines.get(key);
+    if (!p) {
+      const module = this.device.createShaderModule({ code: k.code });
+      p = this.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: entry } });
+      this.pipelines.set(key, p);
+    }
+    return p;
+  }
+
+  /** Stage small host data for this batch; returns a binding valid for dispatches recorded before the next flush. */
+  inline(data: ArrayBuffer | ArrayBufferView): BufferSlice {
+    const bytes =
+      data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const size = Math.max(16, Math.ceil(bytes.byteLength / 16) * 16);
+    if (size > RING_CHUNK) throw new EngineError('unsupported', `inline data of ${size} bytes (max ${RING_CHUNK})`);
+    if (this.ringOffset + size > RING_CHUNK) {
+      this.ringChunk++;
+      this.ringOffset = 0;
+    }
+    if (this.ringChunk === this.ring.length) {
+      const buffer = this.createBuffer(RING_CHUNK, UNIFORM | STORAGE | COPY_DST, 'uniform ring');
+      this.ring.push({ buffer, host: new ArrayBuffer(RING_CHUNK) });
+    }
+    const chunk = this.ring[this.ringChunk];
+    new Uint8Array(chunk.host, this.ringOffset, bytes.byteLength).set(bytes);
+    const slice = { buffer: chunk.buffer, offset: this.ringOffset, size };
+    this.ringOffset += Math.ceil(size / this.align) * this.align;
+    return slice;
+  }
+
+  /**
+   * Record one dispatch. buffers bind to @binding(1..n) (or 0..n-1 without uniforms), uniforms to
+   * @binding(0). Nothing runs until the next flush.
+   */
+  dispatch(k: Kernel, buffers: readonly Binding[], uniforms: readonly Uniform[], workgroups: readonly [number, number?, number?]): void {
+    this.checkAlive();
+    const [x, y = 1, z = 1] = workgroups;
+    if (x === 0 || y === 0 || z === 0) return;
+    const pipe = this.pipeline(k);
+    const entries: GPUBindGroupEntry[] = [];
+    let b = 0;
+    if (uniforms.length > 0) {
+      const u = new ArrayBuffer(uniforms.length * 4);
+      const dv = new DataView(u);
+      uniforms.forEach((v, i) => {
+        if (typeof v === 'number') dv.setUint32(i * 4, v >>> 0, true);
+        else if ('f32' in v) dv.setFloat32(i * 4, v.f32, true);
+        else dv.setInt32(i * 4, v.i32, true);
+      });
+      const s = this.inline(u);
+      entries.push({ binding: b++, resource: { buffer: s.buffer, offset: s.offset, size: s.size } });
+    }
+    for (const buf of buffers) {
+      const resource = 'buffer' in buf ? { buffer: buf.buffer, offset: buf.offset, size: buf.size } : { buffer: buf };
+      entries.push({ binding: b++, resource });
+    }
+    const bind = this.device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries });
+    if (!this.pass) {
+      this.encoder ??= this.device.createCommandEncoder();
+      this.pass = this.encoder.beginComputePass();
+    }
+    this.pass.setPipeline(pipe);
+    this.pass.setBindGroup(0, bind);
+    this.pass.dispatchWorkgroups(x, y, z);
+    if (++this.batched >= MAX_BATCH) this.flush();
+  }
+
+  /** The pending command encoder (compute pass closed), for copies between dispatches. */
+  commandEncoder(): GPUCommandEncoder {
+    this.checkAlive();
+    if (this.pass) {
+      this.pass.end();
+      this.pass = null;
+    }
+    this.encoder ??= this.device.createCommandEncoder();
+    return this.encoder;
+  }
+
+  /** Submit everything recorded so far (uniforms are uploaded first, in queue order). */
+  flush(): void {
+    if (this.lostInfo || this.disposed) return;
+    if (this.pass) {
+      this.pass.end();
+      this.pass = null;
+    }
+    for (let i = 0; i <= this.ringChunk && i < this.ring.length; i++) {
+      const used = i < this.ringChunk ? RING_CHUNK : this.ringOffset;
+      if (used > 0) this.device.queue.writeBuffer(this.ring[i].buffer, 0, new Uint8Array(this.ring[i].host, 0, used));
+    }
+    if (this.encoder) this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    this.batched = 0;
+    this.ringChunk = 0;
+    this.ringOffset = 0;
+    for (const buf of this.deferred) this.toPool(buf);
+    this.deferred = [];
+  }
+
+  /** Submit and wait for the GPU; rejects with a typed error for a lost device or any GPU error. */
+  async sync(): Promise<void> {
+    this.checkAlive();
+    this.flush();
+    await this.guard(this.device.queue.onSubmittedWorkDone());
+    await this.throwPending();
+  }
+
+  // ---------------------------------------------------------------- memory
+
+  private createBuffer(size: number, usage: number, what: string): GPUBuffer {
+    this.checkAlive();
+    if (size > this.device.limits.maxBufferSize)
+      throw new EngineError('out-of-memory', `${what}: ${size} bytes exceeds the device's maxBufferSize ${this.device.limits.maxBufferSize}`);
+    this.device.pushErrorScope('out-of-memory');
+    this.device.pushErrorScope('validation');
+    const buf = this.device.createBuffer({ size, usage });
+    const validation = this.device.popErrorScope();
+    const oom = this.device.popErrorScope();
+    this.checks.push(
+      Promise.all([oom, validation]).then(
+        ([o, v]) => (o ? toEngineError(o, `allocating ${size} bytes for ${what}`) : v ? toEngineError(v, `allocating ${what}`) : null),
+        () => null,
+      ),
+    );
+    return buf;
+  }
+
+  /** Pool bucket: exact to 256 B for small buffers, within 1/8 of a power of two for big ones. */
+  private static bucket(bytes: number): number {
+    const b = Math.max(256, Math.ceil(bytes / 256) * 256);
+    if (b <= 65536) return b;
+    const step = 2 ** (Math.floor(Math.log2(b)) - 3);
+    return Math.ceil(b / step) * step;
+  }
+
+  /** A storage buffer of at least `bytes` (usable as copy source/destination), from the pool when possible. */
+  alloc(bytes: number, what = 'tensor'): GPUBuffer {
+    if (bytes > this.maxBufferBytes)
+      throw new EngineError('unsupported', `${what}: one buffer of ${bytes} bytes exceeds the ${this.maxBufferBytes}-byte limit (shard it)`);
+    const size = Math.min(GpuContext.bucket(bytes), Math.max(this.maxBufferBytes, 256));
+    const free = this.pool.get(size);
+    if (free && free.length > 0) {
+      this.pooledBytes -= size;
+      return free.pop()!;
+    }
+    return this.createBuffer(size, STORAGE | COPY_SRC | COPY_DST, what);
+  }
+
+  /** Give a buffer back; it becomes reusable once the work recorded so far is submitted. */
+  release(buf: GPUBuffer): void {
+    if (this.encoder || this.pass) this.deferred.push(buf);
+    else this.toPool(buf);
+  }
+
+  private toPool(buf: GPUBuffer): void {
+    if (this.pooledBytes + buf.size > this.poolLimit || buf.size !== GpuContext.bucket(buf.size)) {
+      buf.destroy();
+      return;
+    }
+    const list = this.pool.get(buf.size) ?? [];
+    list.push(buf);
+    this.pool.set(buf.size, list);
+    this.pooledBytes += buf.size;
+  }
+
+  /** A new single-buffer tensor with undefined contents. */
+  empty(shape: readonly number[], dtype: 'f32' | 'i32'): GpuTensor {
+    const n = shape.reduce((a, b) => a * b, 1);
+    return new GpuTensor(this, [...shape], dtype, [{ row0: 0, rows: shape[0] ?? 1, data: this.alloc(Math.max(4, n * 4)) }]);
+  }
+
+  /** Upload bytes into a buffer. Flushes first when recorded work could still read the old contents. */
+  upload(buf: GPUBuffer, data: ArrayBufferView, offset = 0, fresh = false): void {
+    this.checkAlive();
+    if (!fresh) this.flush();
+    const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
+    let aligned = bytes;
+    if (bytes.byteLength % 4 !== 0) {
+      aligned = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+      aligned.set(bytes);
+    }
+    this.device.queue.writeBuffer(buf, offset, aligned);
+  }
+
+  /** Copy `bytes` from each (buffer, offset) to host memory. One submit, one wait. */
+  async readBuffers(parts: readonly { buffer: GPUBuffer; offset: number; bytes: number }[]): Promise<Uint8Array> {
+    this.checkAlive();
+    const total = parts.reduce((a, p) => a + p.bytes, 0);
+    const staging = this.createBuffer(Math.max(16, Math.ceil(total / 16) * 16), MAP_READ | COPY_DST, 'readback');
+    const enc = this.commandEncoder();
+    let at = 0;
+    for (const p of parts) {
+      const n = Math.ceil(p.bytes / 4) * 4;
+      enc.copyBufferToBuffer(p.buffer, p.offset, staging, at, n);
+      at += n;
+    }
+    this.flush();
+    try {
+      await this.guard(staging.mapAsync(0x0001 /* GPUMapMode.READ */));
+      await this.throwPending();
+      const out = new Uint8Array(total);
+      out.set(new Uint8Array(staging.getMappedRange(), 0, total));
+      staging.unmap();
+      return out;
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Awaits `p`; a failure while the device is (or becomes) lost is reported as 'device-lost'. */
+  private async guard<T>(p: Promise<T>): Promise<T> {
+    try {
+      const r = await Promise.race([p, this.lostPromise.then(() => null)]);
+      this.checkAlive();
+      return r as T;
+    } catch (e) {
+      if (e instanceof EngineError) throw e;
+      await Promise.race([this.lostPromise, new Promise((r) => setTimeout(r, 100))]);
+      this.checkAlive();
+      throw new EngineError('validation', `GPU operation failed: ${(e as Error).message}`);
+    }
+  }
+
+  private async throwPending(): Promise<void> {
+    const found = (await Promise.all(this.checks.splice(0))).filter((e): e is EngineError => e !== null);
+    const all = [...found, ...this.errors.splice(0)];
+    if (all.length > 0) throw all.find((e) => e.code === 'out-of-memory') ?? all[0];
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.flush();
+    this.disposed = true;
+    for (const list of this.pool.values()) for (const b of list) b.destroy();
+    this.pool.clear();
+    for (const r of this.ring) r.buffer.destroy();
+    this.device.destroy();
+  }
+}

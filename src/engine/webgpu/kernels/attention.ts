@@ -1,0 +1,93 @@
+// Grouped-query causal attention over the KV cache. One workgroup per (token, query head): the token's
+// keys are visited in chunks of 64 (one key per thread for the scores), with a running max and sum
+// (online softmax) so any context length works in one pass; each thread owns up to 4 output dims.
+// Prefill (many tokens of one slot) and decode (one token per slot) are the same dispatch.
+import { assertShape } from '../../errors';
+import type { GpuContext } from '../context';
+import { type GpuTensor, assertF32 } from '../tensor';
+
+const WG = 64;
+const MAX_D = 4 * WG;
+
+const ATTENTION = {
+  code: /* wgsl */ `
+struct P { hq: u32, hkv: u32, d: u32, maxt: u32, s: u32, scale: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+@group(0) @binding(2) var<storage, read> kc: array<f32>;
+@group(0) @binding(3) var<storage, read> vc: array<f32>;
+@group(0) @binding(4) var<storage, read> slot: array<i32>;
+@group(0) @binding(5) var<storage, read> pos: array<i32>;
+@group(0) @binding(6) var<storage, read_write> y: array<f32>;
+var<workgroup> qs: array<f32, ${MAX_D}>;
+var<workgroup> sc: array<f32, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u32) {
+  let h = wg.x;
+  let t = wg.y;
+  let kvh = h / (p.hq / p.hkv);
+  let sl = slot[t];
+  let ps = pos[t];
+  // keys 0..pos of this slot; an out-of-range slot/pos attends to nothing and yields zeros
+  var n = 0u;
+  if (sl >= 0 && u32(sl) < p.s && ps >= 0 && u32(ps) < p.maxt) { n = u32(ps) + 1u; }
+  let qb = (t * p.hq + h) * p.d;
+  for (var d = l; d < p.d; d += ${WG}u) { qs[d] = q[qb + d]; }
+  workgroupBarrier();
+  let rowStride = p.hkv * p.d;
+  let base = (u32(max(sl, 0)) * p.maxt) * rowStride + kvh * p.d;
+  var mrun = -3.0e38;
+  var lrun = 0.0;
+  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+  for (var j0 = 0u; j0 < n; j0 += ${WG}u) {
+    let j = j0 + l;
+    var s = -3.0e38;
+    if (j < n) {
+      let kb = base + j * rowStride;
+      var dot = 0.0;
+      for (var d = 0u; d < p.d; d++) { dot += qs[d] * kc[kb + d]; }
+      s = dot * p.scale;
+    }
+    sc[l] = s;
+    workgroupBarrier();
+    let cnt = min(${WG}u, n - j0);
+    var cmax = mrun;
+    for (var i = 0u; i < cnt; i++) { cmax = max(cmax, sc[i]); }
+    let factor = exp(mrun - cmax);
+    workgroupBarrier();
+    sc[l] = select(0.0, exp(s - cmax), j < n);
+    workgroupBarrier();
+    var psum = 0.0;
+    for (var i = 0u; i < cnt; i++) { psum += sc[i]; }
+    lrun = lrun * factor + psum;
+    for (var e = 0u; e < 4u; e++) {
+      let d = l + e * ${WG}u;
+      if (d < p.d) {
+        var a = acc[e] * factor;
+        for (var i = 0u; i < cnt; i++) { a += sc[i] * vc[base + (j0 + i) * rowStride + d]; }
+        acc[e] = a;
+      }
+    }
+    mrun = cmax;
+    workgroupBarrier();
+  }
+  for (var e = 0u; e < 4u; e++) {
+    let d = l + e * ${WG}u;
+    if (d < p.d) { y[qb + d] = select(0.0, acc[e] / lrun, n > 0u); }
+  }
+}`,
+};
+
+// q (T,Hq,D), caches (S,maxT,Hkv,D), slot/pos (T) i32 -> (T,Hq,D)
+export function attention(ctx: GpuContext, q: GpuTensor, kc: GpuTensor, vc: GpuTensor, slot: GpuTensor, pos: GpuTensor): GpuTensor {
+  for (const [x, n] of [[q, 'q'], [kc, 'kCache'], [vc, 'vCache']] as const) assertF32(x, `attention ${n}`);
+  assertShape(q.shape.length === 3 && kc.shape.length === 4 && vc.shape.join() === kc.shape.join(), `attention: q (${q.shape}), caches (${kc.shape}) / (${vc.shape})`);
+  const [t, hq, d] = q.shape;
+  const [s, maxT, hkv, dk] = kc.shape;
+  assertShape(dk === d && hkv > 0 && hq % hkv === 0, `attention: q (${q.shape}) vs cache (${kc.shape})`);
+  assertShape(d <= MAX_D, `attention: head dim ${d} > ${MAX_D}`);
+  assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `attention: slot/pos must be (${t}) i32`);
+  const y = ctx.empty(q.shape, 'f32');
+  ctx.dispatch(ATTENTION, [q.buf, kc.buf, vc.buf, slot.buf, pos.buf, y.buf], [hq, hkv, d, maxT, s, { f32: 1 / Math.sqrt(d) }], [hq, t]);
+  return y;
+}

@@ -1,0 +1,115 @@
+// Index-driven copies: embedding (f32/q8/q4 tables, per shard), gatherRows, kvWrite.
+// Indices live on the GPU, so they cannot be checked on the host without a readback: out-of-range token
+// ids and rows give zero rows, and out-of-range cache slots/positions are skipped (the CPU reference throws).
+import { assertShape } from '../../errors';
+import { type GpuContext, grid1d } from '../context';
+import { type GpuTensor, assertF32 } from '../tensor';
+import { weightBuffers, weightStride, weightWgsl } from './weights';
+
+const WG = 256;
+
+const embedKernels = new Map<string, { code: string }>();
+function embedKernel(dtype: 'f32' | 'q8' | 'q4') {
+  let k = embedKernels.get(dtype);
+  if (!k) {
+    k = {
+      code: /* wgsl */ `
+struct P { t: u32, c: u32, row0: u32, rows: u32, v: u32, stride: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> ids: array<i32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+${weightWgsl(dtype, 3)}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let i = (w.y * nw.x + w.x) * ${WG}u + l; // one thread per (t, c)
+  if (i >= p.t * p.c) { return; }
+  let t = i / p.c;
+  let c = i % p.c;
+  let id = ids[t];
+  if (id >= 0 && u32(id) >= p.row0 && u32(id) < p.row0 + p.rows) {
+    y[i] = wload(u32(id) - p.row0, c, p.stride);
+  } else if (p.row0 == 0u && (id < 0 || u32(id) >= p.v)) {
+    y[i] = 0.0; // written once, by the first shard's dispatch
+  }
+}`,
+    };
+    embedKernels.set(dtype, k);
+  }
+  return k;
+}
+
+// table (V,C) f32|q8|q4, ids (T) i32 -> (T,C)
+export function embedding(ctx: GpuContext, table: GpuTensor, ids: GpuTensor): GpuTensor {
+  assertShape(table.shape.length === 2 && table.dtype !== 'i32', `embedding: table (${table.shape}) ${table.dtype}`);
+  assertShape(ids.dtype === 'i32' && ids.shape.length === 1, `embedding: ids must be (T) i32, got ${ids.dtype} (${ids.shape})`);
+  const [v, c] = table.shape;
+  const t = ids.size;
+  const y = ctx.empty([t, c], 'f32');
+  const k = embedKernel(table.dtype as 'f32' | 'q8' | 'q4');
+  for (const part of table.parts)
+    ctx.dispatch(k, [ids.buf, y.buf, ...weightBuffers(part)], [t, c, part.row0, part.rows, v, weightStride(table)], grid1d(t * c, WG));
+  return y;
+}
+
+const GATHER = {
+  code: /* wgsl */ `
+struct P { n: u32, c: u32, r: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> rows: array<i32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let i = (w.y * nw.x + w.x) * ${WG}u + l;
+  if (i >= p.n * p.c) { return; }
+  let row = rows[i / p.c];
+  y[i] = select(0.0, x[u32(row) * p.c + i % p.c], row >= 0 && u32(row) < p.r);
+}`,
+};
+
+// x (R,C), rows (n) i32 -> (n,C)
+export function gatherRows(ctx: GpuContext, x: GpuTensor, rows: GpuTensor): GpuTensor {
+  assertF32(x, 'gatherRows');
+  assertShape(x.shape.length === 2, `gatherRows: x must be (R,C), got (${x.shape})`);
+  assertShape(rows.dtype === 'i32' && rows.shape.length === 1, `gatherRows: rows must be (n) i32, got ${rows.dtype} (${rows.shape})`);
+  const [r, c] = x.shape;
+  const n = rows.size;
+  const y = ctx.empty([n, c], 'f32');
+  ctx.dispatch(GATHER, [x.buf, rows.buf, y.buf], [n, c, r], grid1d(n * c, WG));
+  return y;
+}
+
+const KV_WRITE = {
+  code: /* wgsl */ `
+struct P { t: u32, row: u32, s: u32, maxt: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> k: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read> slot: array<i32>;
+@group(0) @binding(4) var<storage, read> pos: array<i32>;
+@group(0) @binding(5) var<storage, read_write> kc: array<f32>;
+@group(0) @binding(6) var<storage, read_write> vc: array<f32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let i = (w.y * nw.x + w.x) * ${WG}u + l; // one thread per (t, j < Hkv*D)
+  if (i >= p.t * p.row) { return; }
+  let t = i / p.row;
+  let s = slot[t];
+  let ps = pos[t];
+  if (s < 0 || u32(s) >= p.s || ps < 0 || u32(ps) >= p.maxt) { return; }
+  let dst = (u32(s) * p.maxt + u32(ps)) * p.row + i % p.row;
+  kc[dst] = k[i];
+  vc[dst] = v[i];
+}`,
+};
+
+// k, v (T,Hkv,D) -> caches (S,maxT,Hkv,D) at [slot[t], pos[t]]
+export function kvWrite(ctx: GpuContext, kc: GpuTensor, vc: GpuTensor, k: GpuTensor, v: GpuTensor, slot: GpuTensor, pos: GpuTensor): void {
+  for (const [x, n] of [[kc, 'kCache'], [vc, 'vCache'], [k, 'k'], [v, 'v']] as const) assertF32(x, `kvWrite ${n}`);
+  assertShape(kc.shape.length === 4 && vc.shape.join() === kc.shape.join(), `kvWrite: caches (${kc.shape}) vs (${vc.shape})`);
+  const [s, maxT, hkv, d] = kc.shape;
+  assertShape(k.shape.length === 3 && k.shape[1] === hkv && k.shape[2] === d && v.shape.join() === k.shape.join(), `kvWrite: k (${k.shape}), v (${v.shape}) vs cache (${kc.shape})`);
+  const t = k.shape[0];
+  assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `kvWrite: slot/pos must be (${t}) i32`);
+  ctx.dispatch(KV_WRITE, [k.buf, v.buf, slot.buf, pos.buf, kc.buf, vc.buf], [t, hkv * d, s, maxT], grid1d(t * hkv * d, WG));
+}

@@ -1,0 +1,185 @@
+// Matmul y = x W^T with f32 / q8 / q4 weights, dequantization fused into the kernel. Three numbered
+// versions, kept so the benchmark can time each one:
+//   v1 'naive'  one thread per output, straight loop over K.
+//   v2 'tiled'  64x64 output tile per workgroup, 16-deep K slices staged in workgroup memory (weights
+//               dequantized while staging), 4x4 outputs per thread held in registers.
+//   v3 'gemv'   for small M (decode): each weight word is read once for up to 8 rows of x; 32 lanes
+//               split K per output and reduce in workgroup memory. q4 words decode 8 values at once.
+// 'auto' picks gemv for M <= 8 and tiled otherwise. A sharded weight is one dispatch per shard, each
+// writing its own columns [row0, row0 + rows) of y.
+import type { DType } from '../../backend';
+import { assertShape } from '../../errors';
+import type { GpuContext } from '../context';
+import { type GpuTensor, assertF32 } from '../tensor';
+import { weightBuffers, weightStride, weightWgsl } from './weights';
+
+export const MATMUL_VERSIONS = ['naive', 'tiled', 'gemv'] as const;
+export type MatmulVersion = (typeof MATMUL_VERSIONS)[number] | 'auto';
+
+// Uniforms shared by every version: y (M, N) receives columns n0 .. n0+ns from a shard of ns rows.
+const HEAD = /* wgsl */ `
+struct P { m: u32, k: u32, ns: u32, n: u32, n0: u32, stride: u32, m0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+`;
+
+function naive(dtype: DType): string {
+  return /* wgsl */ `${HEAD}${weightWgsl(dtype, 3)}
+@compute @workgroup_size(8, 8)
+fn main(@builtin(global_invocation_id) g: vec3u) {
+  let n = g.x;
+  let m = g.y;
+  if (n >= p.ns || m >= p.m) { return; }
+  var acc = 0.0;
+  for (var k = 0u; k < p.k; k++) { acc += x[m * p.k + k] * wload(n, k, p.stride); }
+  y[m * p.n + p.n0 + n] = acc;
+}`;
+}
+
+function tiled(dtype: DType): string {
+  return /* wgsl */ `${HEAD}${weightWgsl(dtype, 3)}
+const BM = 64u;
+const BN = 64u;
+const BK = 16u;
+var<workgroup> xs: array<f32, 1024>; // [BK][BM]
+var<workgroup> ws_: array<f32, 1024>; // [BK][BN]
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let l = lid.y * 16u + lid.x;
+  let nb = wg.x * BN;
+  let mb = wg.y * BM;
+  var acc: array<f32, 16>;
+  for (var k0 = 0u; k0 < p.k; k0 += BK) {
+    // stage x[mb..mb+64, k0..k0+16] and W[nb..nb+64, k0..k0+16]; 4 values per thread each, zero-padded
+    for (var j = 0u; j < 4u; j++) {
+      let e = l * 4u + j;      // 0..1023
+      let r = e / BK;          // row within the tile
+      let kk = e % BK;         // k within the slice
+      let k = k0 + kk;
+      let m = mb + r;
+      xs[kk * BM + r] = select(0.0, x[m * p.k + k], m < p.m && k < p.k);
+      let n = nb + r;
+      ws_[kk * BN + r] = select(0.0, wload(n, k, p.stride), n < p.ns && k < p.k);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk++) {
+      var a: array<f32, 4>;
+      var b: array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        a[i] = xs[kk * BM + lid.y + 16u * i];
+        b[i] = ws_[kk * BN + lid.x + 16u * i];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] += a[i] * b[j]; }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let m = mb + lid.y + 16u * i;
+    for (var j = 0u; j < 4u; j++) {
+      let n = nb + lid.x + 16u * j;
+      if (m < p.m && n < p.ns) { y[m * p.n + p.n0 + n] = acc[i * 4u + j]; }
+    }
+  }
+}`;
+}
+
+// Per dtype: how many k one storage word covers, and the partial dot of one word with x row m.
+function gemvWord(dtype: DType): { vpw: number; words: string; dot: string } {
+  if (dtype === 'f32')
+    return { vpw: 1, words: 'p.k', dot: 'let w = wd[n * p.stride + kw];\n      for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + kw] * w; }' };
+  if (dtype === 'q8')
+    return {
+      vpw: 4,
+      words: '(p.k + 3u) / 4u',
+      dot: `let word = wd[n * (p.stride / 4u) + kw];
+      let s = ws[n];
+      for (var j = 0u; j < 4u; j++) {
+        let k = kw * 4u + j;
+        if (k >= p.k) { break; }
+        let w = f32(bitcast<i32>(((word >> (8u * j)) & 0xffu) << 24u) >> 24u) * s;
+        for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + k] * w; }
+      }`,
+    };
+  return {
+    vpw: 8,
+    words: '(p.k + 7u) / 8u',
+    dot: `let word = wd[n * (p.stride / 8u) + kw];
+      let s = ws[n * (p.stride / 32u) + kw / 4u];
+      for (var j = 0u; j < 8u; j++) {
+        let k = kw * 8u + j;
+        if (k >= p.k) { break; }
+        let w = (f32((word >> (4u * j)) & 0xfu) - 8.0) * s;
+        for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + k] * w; }
+      }`,
+  };
+}
+
+const GEMV_M = 8; // rows of x per dispatch
+function gemv(dtype: DType): string {
+  const w = gemvWord(dtype);
+  return /* wgsl */ `${HEAD}${weightWgsl(dtype, 3)}
+var<workgroup> red: array<f32, ${256 * GEMV_M}>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let row = l / 32u;        // 8 outputs per workgroup
+  let lane = l % 32u;
+  let n = (wg.y * nw.x + wg.x) * 8u + row;
+  let mc = min(${GEMV_M}u, p.m - p.m0);
+  var acc: array<f32, ${GEMV_M}>;
+  if (n < p.ns) {
+    for (var kw = lane; kw < ${w.words}; kw += 32u) {
+      ${w.dot}
+    }
+  }
+  for (var m = 0u; m < ${GEMV_M}u; m++) { red[m * 256u + l] = acc[m]; }
+  workgroupBarrier();
+  for (var s = 16u; s > 0u; s >>= 1u) {
+    if (lane < s) {
+      for (var m = 0u; m < ${GEMV_M}u; m++) { red[m * 256u + l] += red[m * 256u + l + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && n < p.ns) {
+    for (var m = 0u; m < mc; m++) { y[(p.m0 + m) * p.n + p.n0 + n] = red[m * 256u + l]; }
+  }
+}`;
+}
+
+const kernels = new Map<string, { code: string }>();
+function kernel(version: Exclude<MatmulVersion, 'auto'>, dtype: DType): { code: string } {
+  const key = `${version}/${dtype}`;
+  let k = kernels.get(key);
+  if (!k) {
+    k = { code: version === 'naive' ? naive(dtype) : version === 'tiled' ? tiled(dtype) : gemv(dtype) };
+    kernels.set(key, k);
+  }
+  return k;
+}
+
+// x (M,K), w (N,K) f32|q8|q4 -> (M,N)
+export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: MatmulVersion = 'auto'): GpuTensor {
+  assertF32(x, 'matmul x');
+  assertShape(w.shape.length === 2 && w.dtype !== 'i32', `matmul: W must be (N,K) f32|q8|q4, got ${w.dtype} (${w.shape})`);
+  const [n, k] = w.shape;
+  assertShape(x.shape.length >= 1 && x.shape[x.shape.length - 1] === k, `matmul: x (${x.shape}) vs W (${n},${k})`);
+  const m = x.size / k;
+  const v = version === 'auto' ? (m <= GEMV_M ? 'gemv' : 'tiled') : version;
+  const y = ctx.empty([m, n], 'f32');
+  const code = kernel(v, w.dtype);
+  const stride = weightStride(w);
+  for (const part of w.parts) {
+    const bufs = [x.buf, y.buf, ...weightBuffers(part)];
+    const u = (m0: number) => [m, k, part.rows, n, part.row0, stride, m0];
+    if (v === 'naive') ctx.dispatch(code, bufs, u(0), [Math.ceil(part.rows / 8), Math.ceil(m / 8)]);
+    else if (v === 'tiled') ctx.dispatch(code, bufs, u(0), [Math.ceil(part.rows / 64), Math.ceil(m / 64)]);
+    else {
+      const groups = Math.ceil(part.rows / 8);
+      const gy = Math.ceil(groups / 65535);
+      for (let m0 = 0; m0 < m; m0 += GEMV_M) ctx.dispatch(code, bufs, u(m0), [Math.ceil(groups / gy), gy]);
+    }
+  }
+  return y;
+}

@@ -1,0 +1,168 @@
+// Sampling, one workgroup per row, implementing exactly the rule of src/engine/sampling.ts with the RNG of
+// src/engine/rng.ts ported to u32 arithmetic:
+//  - argmax with the lowest index on ties; logZ = log sum exp((x - max) / t), t = temperature or 1.
+//  - greedy (temperature <= 0): the argmax, logprob = -logZ.
+//  - else p_i = exp((x_i - max)/t - logZ). Nucleus threshold tau = the largest probability value v whose
+//    mass S(v) = sum of p_i >= v reaches topP: this is the CPU's "smallest probability among the fewest
+//    top tokens reaching topP" (ties at tau are kept on both). Found without sorting by a binary search
+//    over the bit patterns of positive f32 (their order is the order of the values), one reduction per step.
+//  - target = uniform(seed, step) * S(tau); the first kept token in index order whose running mass exceeds
+//    target (per-thread chunk sums, a scan, then one walk); if rounding leaves none, the last kept token.
+// Probabilities are kept in a pooled scratch buffer between passes.
+import type { SampleParams } from '../../backend';
+import { assertShape } from '../../errors';
+import type { GpuContext } from '../context';
+import { type GpuTensor, assertF32 } from '../tensor';
+
+const WG = 256;
+
+export const RNG_WGSL = /* wgsl */ `
+fn hash32(v: u32) -> u32 {
+  var x = v;
+  x ^= x >> 16u;
+  x *= 0x7feb352du;
+  x ^= x >> 15u;
+  x *= 0x846ca68bu;
+  x ^= x >> 16u;
+  return x;
+}
+fn uniform01(seed: u32, step: u32) -> f32 {
+  let h = hash32(hash32(seed) ^ (step * 0x9e3779b9u));
+  return f32(h >> 8u) / 16777216.0;
+}`;
+
+const SAMPLE = {
+  code: /* wgsl */ `
+struct P { v: u32 }
+struct Row { temp: f32, topp: f32, seed: u32, step: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> rows: array<Row>;
+@group(0) @binding(3) var<storage, read_write> probs: array<f32>;
+@group(0) @binding(4) var<storage, read_write> tokens: array<i32>;
+@group(0) @binding(5) var<storage, read_write> logprobs: array<f32>;
+${RNG_WGSL}
+var<workgroup> rv: array<f32, ${WG}>;
+var<workgroup> ri: array<u32, ${WG}>;
+var<workgroup> best: atomic<u32>;
+var<workgroup> lastKept: atomic<i32>;
+fn sum_all(l: u32, v: f32) -> f32 {
+  rv[l] = v;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
+    if (l < s) { rv[l] += rv[l + s]; }
+    workgroupBarrier();
+  }
+  let out = rv[0];
+  workgroupBarrier();
+  return out;
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u32) {
+  let r = wg.x;
+  let prm = rows[r];
+  let base = r * p.v;
+  // max and argmax (lowest index on ties)
+  var m = -3.4e38;
+  var mi = 0xffffffffu;
+  for (var i = l; i < p.v; i += ${WG}u) { let xv = x[base + i]; if (xv > m) { m = xv; mi = i; } }
+  rv[l] = m;
+  ri[l] = mi;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
+    if (l < s) {
+      let a = rv[l + s];
+      if (a > rv[l] || (a == rv[l] && ri[l + s] < ri[l])) { rv[l] = a; ri[l] = ri[l + s]; }
+    }
+    workgroupBarrier();
+  }
+  let mx = rv[0];
+  let arg = ri[0];
+  workgroupBarrier();
+  let greedy = prm.temp <= 0.0;
+  let t = select(prm.temp, 1.0, greedy);
+  var se = 0.0;
+  for (var i = l; i < p.v; i += ${WG}u) { se += exp((x[base + i] - mx) / t); }
+  let logz = log(sum_all(l, se));
+  // probabilities for the sampling passes (written also when greedy: keeps control flow uniform)
+  for (var i = l; i < p.v; i += ${WG}u) { probs[base + i] = exp((x[base + i] - mx) / t - logz); }
+  storageBarrier();
+  workgroupBarrier();
+  // nucleus threshold: largest bit pattern v in [0, bits(1.0)] with S(v) >= topP (S(0) = everything)
+  var lo = 0u;
+  var hi = 0x3f800001u;
+  let nucleus = prm.topp < 1.0 && !greedy;
+  for (var it = 0u; it < 31u; it++) {
+    let mid = lo + (hi - lo) / 2u;
+    let v = bitcast<f32>(mid);
+    var part = 0.0;
+    if (nucleus && hi - lo > 1u) {
+      for (var i = l; i < p.v; i += ${WG}u) { let pv = probs[base + i]; if (pv >= v) { part += pv; } }
+    }
+    let mass = sum_all(l, part);
+    if (nucleus && hi - lo > 1u) {
+      if (mass >= prm.topp) { lo = mid; } else { hi = mid; }
+    }
+  }
+  let tau = bitcast<f32>(lo);
+  // chunk sums of kept mass, exclusive scan, then walk the chunk that holds the target
+  let chunk = (p.v + ${WG - 1}u) / ${WG}u;
+  let c0 = min(l * chunk, p.v);
+  let c1 = min(c0 + chunk, p.v);
+  var cs = 0.0;
+  var lastMine = -1;
+  for (var i = c0; i < c1; i++) { let pv = probs[base + i]; if (pv >= tau) { cs += pv; lastMine = i32(i); } }
+  rv[l] = cs;
+  if (l == 0u) { atomicStore(&best, 0xffffffffu); atomicStore(&lastKept, -1); }
+  workgroupBarrier();
+  if (l == 0u) {
+    var run = 0.0;
+    for (var i = 0u; i < ${WG}u; i++) { let c = rv[i]; rv[i] = run; run += c; }
+    ri[0] = bitcast<u32>(run);
+  }
+  workgroupBarrier();
+  let kept = bitcast<f32>(ri[0]);
+  let target = uniform01(prm.seed, prm.step) * kept;
+  var run = rv[l];
+  for (var i = c0; i < c1; i++) {
+    let pv = probs[base + i];
+    if (pv >= tau) {
+      run += pv;
+      if (run > target) { atomicMin(&best, i); break; }
+    }
+  }
+  atomicMax(&lastKept, lastMine);
+  workgroupBarrier();
+  if (l == 0u) {
+    var tok = atomicLoad(&best);
+    if (tok == 0xffffffffu) { tok = u32(atomicLoad(&lastKept)); }
+    if (greedy) { tok = arg; }
+    tokens[r] = i32(tok);
+    logprobs[r] = (x[base + tok] - mx) / t - logz;
+  }
+}`,
+};
+
+// logits (R,V) -> tokens (R) i32, logprobs (R)
+export function sample(ctx: GpuContext, logits: GpuTensor, params: readonly SampleParams[]): { tokens: GpuTensor; logprobs: GpuTensor } {
+  assertF32(logits, 'sample');
+  assertShape(logits.shape.length === 2 && logits.shape[1] > 0, `sample: logits must be (R,V), got (${logits.shape})`);
+  const [r, v] = logits.shape;
+  assertShape(params.length === r, `sample: ${params.length} params for ${r} rows`);
+  assertShape(r <= 65535, `sample: ${r} rows (max 65535 per call)`);
+  const host = new ArrayBuffer(Math.max(1, r) * 16);
+  const dv = new DataView(host);
+  params.forEach((q, i) => {
+    assertShape(Number.isFinite(q.temperature) && q.topP > 0 && q.topP <= 1, `sample: row ${i} temperature ${q.temperature}, topP ${q.topP}`);
+    dv.setFloat32(i * 16, q.temperature, true);
+    dv.setFloat32(i * 16 + 4, q.topP, true);
+    dv.setUint32(i * 16 + 8, q.seed >>> 0, true);
+    dv.setUint32(i * 16 + 12, q.step >>> 0, true);
+  });
+  const tokens = ctx.empty([r], 'i32');
+  const logprobs = ctx.empty([r], 'f32');
+  const scratch = ctx.alloc(Math.max(4, r * v * 4), 'sampling scratch');
+  ctx.dispatch(SAMPLE, [logits.buf, ctx.inline(host), scratch, tokens.buf, logprobs.buf], [v], [r]);
+  ctx.release(scratch);
+  return { tokens, logprobs };
+}

@@ -1,0 +1,161 @@
+// Grouped-query causal attention backward over the KV cache, in two passes without atomics:
+//  1. one thread per (t, h): recompute p_j = softmax_j(scale q.k_j) over j <= pos[t], then
+//     D = sum_j p_j dp_j with dp_j = dOut.v_j, and dq = scale sum_j p_j (dp_j - D) k_j;
+//     keeps lse and D per (t, h).
+//  2. one thread per cache row (s, j, kvh): sums over the tokens t of slot s with pos[t] >= j and the
+//     query heads h of its group: dk_j = scale sum p (dp - D) q_t, dv_j = sum p dOut_t.
+// Head size D is a compile-time constant (one pipeline per D), so the per-thread accumulators live in
+// private arrays.
+import { assertShape } from '../../errors';
+import { type GpuContext, grid1d } from '../context';
+import { type GpuTensor, assertF32 } from '../tensor';
+import { INDEX, WG } from './common';
+
+const HEAD = /* wgsl */ `
+struct P { t: u32, hq: u32, hkv: u32, s: u32, maxT: u32, scale: f32 }
+@group(0) @binding(0) var<uniform> p: P;`;
+
+const k1 = new Map<number, { code: string }>();
+function pass1(D: number) {
+  let k = k1.get(D);
+  if (!k) {
+    k = {
+      code: /* wgsl */ `${HEAD}
+@group(0) @binding(1) var<storage, read> dO: array<f32>;
+@group(0) @binding(2) var<storage, read> q: array<f32>;
+@group(0) @binding(3) var<storage, read> kc: array<f32>;
+@group(0) @binding(4) var<storage, read> vc: array<f32>;
+@group(0) @binding(5) var<storage, read> slot: array<i32>;
+@group(0) @binding(6) var<storage, read> pos: array<i32>;
+@group(0) @binding(7) var<storage, read_write> dq: array<f32>;
+@group(0) @binding(8) var<storage, read_write> stats: array<vec2f>;
+${INDEX}
+const D = ${D}u;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let i = index(w, nw, l);
+  if (i >= p.t * p.hq) { return; }
+  let t = i / p.hq;
+  let h = i % p.hq;
+  let kvh = h / (p.hq / p.hkv);
+  let qo = i * D;
+  let n = u32(pos[t]) + 1u;
+  let base = u32(slot[t]) * p.maxT;
+  // online max / sum of the scores
+  var m = -3.0e38;
+  var z = 0.0;
+  for (var j = 0u; j < n; j++) {
+    let ko = ((base + j) * p.hkv + kvh) * D;
+    var dot = 0.0;
+    for (var d = 0u; d < D; d++) { dot += q[qo + d] * kc[ko + d]; }
+    let sc = dot * p.scale;
+    let mn = max(m, sc);
+    z = z * exp(m - mn) + exp(sc - mn);
+    m = mn;
+  }
+  let lse = m + log(z);
+  var acc: array<f32, ${D}>;
+  var accp: array<f32, ${D}>;
+  var dsum = 0.0;
+  for (var j = 0u; j < n; j++) {
+    let ko = ((base + j) * p.hkv + kvh) * D;
+    var dot = 0.0;
+    var dpv = 0.0;
+    for (var d = 0u; d < D; d++) {
+      dot += q[qo + d] * kc[ko + d];
+      dpv += dO[qo + d] * vc[ko + d];
+    }
+    let pj = exp(dot * p.scale - lse);
+    dsum += pj * dpv;
+    for (var d = 0u; d < D; d++) {
+      acc[d] += pj * dpv * kc[ko + d];
+      accp[d] += pj * kc[ko + d];
+    }
+  }
+  // dq = scale (sum_j p_j dp_j k_j - D sum_j p_j k_j)
+  for (var d = 0u; d < D; d++) { dq[qo + d] = p.scale * (acc[d] - dsum * accp[d]); }
+  stats[i] = vec2f(lse, dsum);
+}`,
+    };
+    k1.set(D, k);
+  }
+  return k;
+}
+
+const k2 = new Map<number, { code: string }>();
+function pass2(D: number) {
+  let k = k2.get(D);
+  if (!k) {
+    k = {
+      code: /* wgsl */ `${HEAD}
+@group(0) @binding(1) var<storage, read> dO: array<f32>;
+@group(0) @binding(2) var<storage, read> q: array<f32>;
+@group(0) @binding(3) var<storage, read> kc: array<f32>;
+@group(0) @binding(4) var<storage, read> vc: array<f32>;
+@group(0) @binding(5) var<storage, read> slot: array<i32>;
+@group(0) @binding(6) var<storage, read> pos: array<i32>;
+@group(0) @binding(7) var<storage, read> stats: array<vec2f>;
+@group(0) @binding(8) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(9) var<storage, read_write> dv: array<f32>;
+${INDEX}
+const D = ${D}u;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let i = index(w, nw, l);
+  if (i >= p.s * p.maxT * p.hkv) { return; }
+  let kvh = i % p.hkv;
+  let sj = i / p.hkv;
+  let j = sj % p.maxT;
+  let s = sj / p.maxT;
+  let ko = i * D;
+  let group = p.hq / p.hkv;
+  var ak: array<f32, ${D}>;
+  var av: array<f32, ${D}>;
+  for (var t = 0u; t < p.t; t++) {
+    if (u32(slot[t]) != s || u32(pos[t]) < j) { continue; }
+    for (var h = kvh * group; h < (kvh + 1u) * group; h++) {
+      let qo = (t * p.hq + h) * D;
+      var dot = 0.0;
+      var dpv = 0.0;
+      for (var d = 0u; d < D; d++) {
+        dot += q[qo + d] * kc[ko + d];
+        dpv += dO[qo + d] * vc[ko + d];
+      }
+      let st = stats[t * p.hq + h];
+      let pj = exp(dot * p.scale - st.x);
+      let ds = pj * (dpv - st.y) * p.scale;
+      for (var d = 0u; d < D; d++) {
+        ak[d] += ds * q[qo + d];
+        av[d] += pj * dO[qo + d];
+      }
+    }
+  }
+  for (var d = 0u; d < D; d++) {
+    dk[ko + d] = ak[d];
+    dv[ko + d] = av[d];
+  }
+}`,
+    };
+    k2.set(D, k);
+  }
+  return k;
+}
+
+/** dOut, q (T,Hq,D), caches (S,maxT,Hkv,D), slot/pos (T) -> dq (T,Hq,D), dkCache, dvCache (S,maxT,Hkv,D) */
+export function attentionBackward(ctx: GpuContext, dOut: GpuTensor, q: GpuTensor, kCache: GpuTensor, vCache: GpuTensor, slot: GpuTensor, pos: GpuTensor) {
+  for (const t of [dOut, q, kCache, vCache]) assertF32(t, 'attentionBackward');
+  const [T, Hq, D] = q.shape;
+  const [S, maxT, Hkv] = kCache.shape;
+  assertShape(q.shape.length === 3 && kCache.shape.length === 4 && kCache.shape[3] === D && Hq % Hkv === 0, `attentionBackward: q (${q.shape}) vs cache (${kCache.shape})`);
+  assertShape(dOut.size === q.size && slot.size === T && pos.size === T, `attentionBackward: dOut (${dOut.shape}), slot/pos (${slot.size}) vs q (${q.shape})`);
+  assertShape(D <= 256, `attentionBackward: head size ${D} > 256 is not supported`);
+  const u = [T, Hq, Hkv, S, maxT, { f32: 1 / Math.sqrt(D) }];
+  const dq = ctx.empty(q.shape, 'f32');
+  const stats = ctx.empty([T * Hq, 2], 'f32');
+  ctx.dispatch(pass1(D), [dOut.buf, q.buf, kCache.buf, vCache.buf, slot.buf, pos.buf, dq.buf, stats.buf], u, grid1d(T * Hq, WG));
+  const dkCache = ctx.empty(kCache.shape, 'f32');
+  const dvCache = ctx.empty(vCache.shape, 'f32');
+  ctx.dispatch(pass2(D), [dOut.buf, q.buf, kCache.buf, vCache.buf, slot.buf, pos.buf, stats.buf, dkCache.buf, dvCache.buf], u, grid1d(S * maxT * Hkv, WG));
+  stats.free();
+  return { dq, dkCache, dvCache };
+}

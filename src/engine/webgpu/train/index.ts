@@ -1,0 +1,89 @@
+// TrainOps of the WebGPU backend: the WGSL backward, loss and optimizer kernels of this folder behind
+// the seam of src/engine/train.ts. Importing this module registers the factory for 'webgpu'.
+import type { Backend, Tensor, TokenLayout } from '../../backend';
+import { assertShape } from '../../errors';
+import { registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult, type TrainOps } from '../../train';
+import type { GpuContext } from '../context';
+import { asGpu, type GpuTensor } from '../tensor';
+import { attentionBackward } from './attention';
+import { accumulate, embeddingBackward, fill, gatherKv, ropeBackward, swigluBackward } from './elementwise';
+import { lossHead } from './loss';
+import { matmulBackwardInput, matmulBackwardWeight } from './matmul';
+import { logSoftmaxBackward, rmsnormBackward } from './norm';
+import { adamw, sumSquares } from './optim';
+
+export class WebGpuTrainOps implements TrainOps {
+  private readonly ctx: GpuContext;
+  constructor(readonly backend: Backend) {
+    const ctx = (backend as unknown as { ctx?: GpuContext }).ctx;
+    assertShape(ctx !== undefined, `WebGpuTrainOps: backend ${backend.name} has no GPU context`);
+    this.ctx = ctx;
+  }
+
+  private g(t: Tensor, what: string): GpuTensor {
+    const x = asGpu(t, what);
+    assertShape(x.ctx === this.ctx, `${what}: tensor belongs to another WebGPU backend`);
+    return x;
+  }
+
+  embeddingBackward(dy: Tensor, ids: Int32Array, dTable: Tensor): void {
+    embeddingBackward(this.ctx, this.g(dy, 'embeddingBackward'), ids, this.g(dTable, 'embeddingBackward'));
+  }
+  rmsnormBackward(dy: Tensor, x: Tensor, w: Tensor, eps: number, dw: Tensor | null): Tensor {
+    const what = 'rmsnormBackward';
+    return rmsnormBackward(this.ctx, this.g(dy, what), this.g(x, what), this.g(w, what), eps, dw ? this.g(dw, what) : null);
+  }
+  ropeBackward(dy: Tensor, pos: Tensor, theta: number): Tensor {
+    return ropeBackward(this.ctx, this.g(dy, 'ropeBackward'), this.g(pos, 'ropeBackward'), theta);
+  }
+  matmulBackwardInput(dy: Tensor, w: Tensor): Tensor {
+    return matmulBackwardInput(this.ctx, this.g(dy, 'matmulBackwardInput'), this.g(w, 'matmulBackwardInput'));
+  }
+  matmulBackwardWeight(dy: Tensor, x: Tensor, dw: Tensor): void {
+    const what = 'matmulBackwardWeight';
+    matmulBackwardWeight(this.ctx, this.g(dy, what), this.g(x, what), this.g(dw, what));
+  }
+  swigluBackward(dy: Tensor, gate: Tensor, up: Tensor) {
+    return swigluBackward(this.ctx, this.g(dy, 'swigluBackward'), this.g(gate, 'swigluBackward'), this.g(up, 'swigluBackward'));
+  }
+  attentionBackward(dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout) {
+    const what = 'attentionBackward';
+    return attentionBackward(this.ctx, this.g(dOut, what), this.g(q, what), this.g(kCache, what), this.g(vCache, what), this.g(layout.slot, what), this.g(layout.pos, what));
+  }
+  kvWriteBackward(dkCache: Tensor, dvCache: Tensor, layout: TokenLayout) {
+    const what = 'kvWriteBackward';
+    const [slot, pos] = [this.g(layout.slot, what), this.g(layout.pos, what)];
+    return { dk: gatherKv(this.ctx, this.g(dkCache, what), slot, pos), dv: gatherKv(this.ctx, this.g(dvCache, what), slot, pos) };
+  }
+  logSoftmaxBackward(dy: Tensor, y: Tensor): Tensor {
+    return logSoftmaxBackward(this.ctx, this.g(dy, 'logSoftmaxBackward'), this.g(y, 'logSoftmaxBackward'));
+  }
+  crossEntropy(logits: Tensor, targets: Tensor, weight: Tensor): LossHeadResult {
+    const what = 'crossEntropy';
+    return lossHead(this.ctx, this.g(logits, what), this.g(targets, what), this.g(weight, what), null, null);
+  }
+  grpo(logits: Tensor, targets: Tensor, weight: Tensor, inputs: GrpoInputs, opts: GrpoOptions): LossHeadResult {
+    const what = 'grpo';
+    const gi = {
+      advantage: this.g(inputs.advantage, what),
+      oldLogp: this.g(inputs.oldLogp, what),
+      refLogp: inputs.refLogp ? this.g(inputs.refLogp, what) : null,
+    };
+    return lossHead(this.ctx, this.g(logits, what), this.g(targets, what), this.g(weight, what), gi, opts);
+  }
+  accumulate(dst: Tensor, src: Tensor, s = 1): void {
+    accumulate(this.ctx, this.g(dst, 'accumulate'), this.g(src, 'accumulate'), s);
+  }
+  fill(t: Tensor, value: number): void {
+    fill(this.ctx, this.g(t, 'fill'), value);
+  }
+  sumSquares(ts: readonly Tensor[]): Tensor {
+    return sumSquares(this.ctx, ts.map((t) => this.g(t, 'sumSquares')));
+  }
+  adamw(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, hp: AdamWStep): void {
+    const what = 'adamw';
+    adamw(this.ctx, this.g(param, what), this.g(grad, what), this.g(m, what), this.g(v, what), hp);
+  }
+}
+
+registerTrainOps('webgpu', (b) => new WebGpuTrainOps(b));

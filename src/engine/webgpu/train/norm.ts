@@ -1,0 +1,107 @@
+// Row-wise backward kernels (one workgroup per row): rmsnorm (dx, and dw by a column pass), log-softmax.
+import { assertShape } from '../../errors';
+import { type GpuContext, grid1d } from '../context';
+import { type GpuTensor, assertF32 } from '../tensor';
+import { INDEX, REDUCE, WG } from './common';
+
+// inv = 1/sqrt(mean(x^2)+eps); dx = inv (w dy) - x inv^3/C sum(w dy x); also stores inv per row.
+const RMS_DX = {
+  code: /* wgsl */ `
+struct P { rows: u32, c: u32, eps: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> dy: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> g: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(5) var<storage, read_write> invs: array<f32>;
+${REDUCE}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let row = row_of(w, nw);
+  if (row >= p.rows) { return; }
+  let base = row * p.c;
+  var ss = 0.0;
+  var dot = 0.0;
+  for (var i = l; i < p.c; i += ${WG}u) {
+    let v = x[base + i];
+    ss += v * v;
+    dot += g[i] * dy[base + i] * v;
+  }
+  let inv = inverseSqrt(reduce_sum(l, ss) / f32(p.c) + p.eps);
+  let k = inv * inv * inv * reduce_sum(l, dot) / f32(p.c);
+  for (var i = l; i < p.c; i += ${WG}u) { dx[base + i] = inv * g[i] * dy[base + i] - k * x[base + i]; }
+  if (l == 0u) { invs[row] = inv; }
+}`,
+};
+
+// dw[c] += sum_r dy[r,c] x[r,c] inv[r]
+const RMS_DW = {
+  code: /* wgsl */ `
+struct P { rows: u32, c: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> dy: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> invs: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dw: array<f32>;
+${INDEX}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let c = index(w, nw, l);
+  if (c >= p.c) { return; }
+  var s = 0.0;
+  for (var r = 0u; r < p.rows; r++) { s += dy[r * p.c + c] * x[r * p.c + c] * invs[r]; }
+  dw[c] += s;
+}`,
+};
+
+const rowGrid = (rows: number) => grid1d(rows, 1);
+
+/** dy, x (R,C), w (C) -> dx (R,C); dw (C) += d/dw when given */
+export function rmsnormBackward(ctx: GpuContext, dy: GpuTensor, x: GpuTensor, w: GpuTensor, eps: number, dw: GpuTensor | null): GpuTensor {
+  for (const t of [dy, x, w]) assertF32(t, 'rmsnormBackward');
+  const C = w.size;
+  assertShape(C > 0 && x.size % C === 0 && dy.size === x.size, `rmsnormBackward: dy (${dy.shape}), x (${x.shape}), w (${C})`);
+  const R = x.size / C;
+  const dx = ctx.empty(x.shape, 'f32');
+  const invs = ctx.empty([R], 'f32');
+  ctx.dispatch(RMS_DX, [dy.buf, x.buf, w.buf, dx.buf, invs.buf], [R, C, { f32: eps }], rowGrid(R));
+  if (dw) {
+    assertF32(dw, 'rmsnormBackward');
+    assertShape(dw.size === C, `rmsnormBackward: dw (${dw.shape}) vs C=${C}`);
+    ctx.dispatch(RMS_DW, [dy.buf, x.buf, invs.buf, dw.buf], [R, C], grid1d(C, WG));
+  }
+  invs.free();
+  return dx;
+}
+
+const LSM_BWD = {
+  code: /* wgsl */ `
+struct P { rows: u32, c: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> dy: array<f32>;
+@group(0) @binding(2) var<storage, read> y: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
+${REDUCE}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let row = row_of(w, nw);
+  if (row >= p.rows) { return; }
+  let base = row * p.c;
+  var s = 0.0;
+  for (var i = l; i < p.c; i += ${WG}u) { s += dy[base + i]; }
+  let tot = reduce_sum(l, s);
+  for (var i = l; i < p.c; i += ${WG}u) { dx[base + i] = dy[base + i] - exp(y[base + i]) * tot; }
+}`,
+};
+
+/** dy, y (R,V), y = logSoftmax(x) -> dx = dy - softmax(x) sum(dy) */
+export function logSoftmaxBackward(ctx: GpuContext, dy: GpuTensor, y: GpuTensor): GpuTensor {
+  assertF32(dy, 'logSoftmaxBackward');
+  assertF32(y, 'logSoftmaxBackward');
+  const V = y.shape[y.shape.length - 1];
+  assertShape(dy.size === y.size && V > 0, `logSoftmaxBackward: dy (${dy.shape}) vs y (${y.shape})`);
+  const R = y.size / V;
+  const dx = ctx.empty(y.shape, 'f32');
+  ctx.dispatch(LSM_BWD, [dy.buf, y.buf, dx.buf], [R, V], rowGrid(R));
+  return dx;
+}
