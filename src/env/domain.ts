@@ -1,0 +1,156 @@
+// The contract every domain implements, so that a second domain is a folder (src/env/<name>/) and not a
+// fork: tools with JSON schemas, a database of records, a task source, the reward and an expert. The
+// generic machinery (store, execution, parsing, rewards, judge) lives beside this file and never names a
+// domain.
+
+import type { Environment } from './env';
+import type { StoreTx } from './store';
+
+/** The JSON-schema subset used by tool parameters (validated by src/env/schema.ts). */
+export interface JsonSchema {
+  type: 'object' | 'string' | 'array' | 'number' | 'integer' | 'boolean';
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: false;
+  items?: JsonSchema;
+  maxLength?: number;
+  maxItems?: number;
+  enum?: string[];
+}
+
+/** A tool definition in the OpenAI function-calling format (also what MCP tool lists carry). */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description: string; parameters: JsonSchema };
+}
+
+export type ToolKind = 'read' | 'write' | 'generic';
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  kind: ToolKind;
+  parameters: JsonSchema;
+  /** Runs against a transaction; throws ToolError for a domain failure. Arguments are schema-valid. */
+  run(tx: StoreTx, args: Record<string, unknown>): unknown;
+}
+
+/** A failure the domain defines (its message is the upstream error text, without an "Error: " prefix). */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+export interface ToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Why a call produced an error observation; only 'tool' errors come from the domain itself. */
+export type ObservationErrorCode = 'parse' | 'unknown_tool' | 'invalid_arguments' | 'tool' | 'internal';
+
+export type Observation =
+  | { ok: true; name: string; result: unknown }
+  | { ok: false; name: string; error: string; code: ObservationErrorCode };
+
+/** One agent turn of a trajectory: a tool call with what came back (real or rehearsed), or a reply. */
+export type Step =
+  | { kind: 'call'; call: ToolCall; observation: Observation }
+  | { kind: 'reply'; text: string };
+
+/**
+ * Checklist items for the imagined-trajectory judge (rules in src/env/judge.ts). `call` items require a
+ * call by name whose arguments include `args` (after the domain's normaliseArgs); `no_forbidden_writes`
+ * fails if any successful write call matches no `call` item; `fact` requires the text in a reply.
+ */
+export type ChecklistItem =
+  | { kind: 'call'; name: string; args: Record<string, unknown>; weight: number }
+  | { kind: 'no_forbidden_writes'; weight: number }
+  | { kind: 'fact'; text: string; weight: number };
+
+export interface Task {
+  id: string;
+  /** What the user says, in order; generated tasks have one message that carries consent to act. */
+  userMessages: string[];
+  /** The calls whose replay defines the gold final database (some may fail on purpose). */
+  referenceActions: ToolCall[];
+  /** Strings some assistant reply must contain (τ²-bench communicate_info). */
+  facts: string[];
+  checklist: ChecklistItem[];
+  family?: string;
+  split?: 'train' | 'test';
+}
+
+/** A training row as plain data. Messages never include the system prompt or tool list: the renderer adds them. */
+export interface ChatMessage {
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+}
+
+export interface GroundingExample {
+  name: string;
+  arguments: Record<string, unknown>;
+  result: string; // the serialised observation, as a Rehearse target would write it
+}
+
+/**
+ * role 'act': `messages` is the history up to this turn; `target` is what the policy writes (a
+ * `<tool_call>` block or the final reply). role 'rehearse': `messages` is the history before the call,
+ * `call` is the call to simulate, `grounding` are real triples from the same task (never the call itself),
+ * and `target` is `<execution_result>\n{json}\n</execution_result>` with the real observation.
+ */
+export type Row =
+  | { role: 'act'; taskId: string; messages: ChatMessage[]; target: string }
+  | {
+      role: 'rehearse';
+      taskId: string;
+      messages: ChatMessage[];
+      call: ToolCall;
+      grounding: GroundingExample[];
+      target: string;
+    };
+
+export interface ExpertResult {
+  steps: Step[];
+  rows: Row[];
+  /** Number of deliberate mistakes the expert made (and recovered from) in this episode. */
+  mistakes: number;
+}
+
+export interface ExpertOptions {
+  /** Probability, per opportunity, of a realistic mistake followed by the error and the fix. */
+  mistakeRate?: number;
+  seed?: number;
+}
+
+export interface TaskSource<T extends Task = Task> {
+  /** Deterministic in (split, seed, count); train and test seeds never overlap. */
+  generate(opts: { split: 'train' | 'test'; count: number; seed?: number }): T[];
+}
+
+export interface Domain<T extends Task = Task> {
+  name: string;
+  /** Short policy text for the Act system prompt. */
+  policy: string;
+  tools: readonly ToolSpec[];
+  definitions(): ToolDefinition[];
+  /** A fresh environment over the domain's initial database (cheap: shares the frozen base). */
+  createEnv(): Environment;
+  tasks: TaskSource<T>;
+  /** Runs the scripted expert on a task in the given (fresh) environment. */
+  expert(task: T, env: Environment, opts?: ExpertOptions): ExpertResult;
+  /** Canonicalises arguments before the judge compares them (e.g. unordered id lists); identity by default. */
+  normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
+  /** Fields that upstream types as float, for byte-parity traces (see pyJson). */
+  floatKeys: ReadonlySet<string>;
+}
+
+export function toolDefinitions(tools: readonly ToolSpec[]): ToolDefinition[] {
+  return tools.map((t) => ({
+    type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
+}

@@ -1,0 +1,122 @@
+// Loader for τ²-bench task files (the June 2025 release layout of tasks.json: a JSON array of task
+// objects). Only what the lab uses is validated; other fields pass through untouched in `raw`. Bad files
+// give a TaskFileError naming the task and the field.
+
+import { z } from 'zod';
+import type { ChecklistItem, Task, ToolCall } from './domain';
+import type { Environment } from './env';
+
+export class TaskFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TaskFileError';
+  }
+}
+
+const ActionSchema = z.object({
+  action_id: z.string().optional(),
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+  info: z.unknown().optional(),
+});
+
+const TaskSchema = z.object({
+  id: z.union([z.string(), z.number()]).transform(String),
+  description: z.unknown().optional(),
+  user_scenario: z.object({
+    persona: z.unknown().optional(),
+    instructions: z.union([
+      z.string(),
+      z.object({
+        domain: z.string().optional(),
+        reason_for_call: z.string().nullish(),
+        known_info: z.string().nullish(),
+        unknown_info: z.string().nullish(),
+        task_instructions: z.string().nullish(),
+      }),
+    ]),
+  }),
+  initial_state: z.unknown().optional(),
+  evaluation_criteria: z
+    .object({
+      actions: z.array(ActionSchema).nullish(),
+      communicate_info: z.array(z.string()).nullish(),
+      nl_assertions: z.array(z.string()).nullish(),
+    })
+    .nullish(),
+});
+
+export type Tau2TaskJson = z.infer<typeof TaskSchema>;
+
+export interface Tau2Task extends Task {
+  /** The user simulator's instructions, kept for display and for user simulation. */
+  instructions: { reasonForCall: string; knownInfo: string; unknownInfo: string; taskInstructions: string };
+  raw: unknown;
+}
+
+/** Parses a tasks.json text (or already-parsed JSON) into tasks. */
+export function loadTau2Tasks(input: string | unknown): Tau2Task[] {
+  let json: unknown = input;
+  if (typeof input === 'string') {
+    try {
+      json = JSON.parse(input);
+    } catch (e) {
+      throw new TaskFileError(`task file is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  if (!Array.isArray(json)) throw new TaskFileError('task file must be a JSON array of task objects');
+  return json.map((raw, i) => {
+    const r = TaskSchema.safeParse(raw);
+    if (!r.success) {
+      const iss = r.error.issues[0];
+      const id = raw && typeof raw === 'object' && 'id' in raw ? String((raw as { id: unknown }).id) : `#${i}`;
+      throw new TaskFileError(`task ${id}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
+    }
+    return fromJson(r.data, raw);
+  });
+}
+
+function fromJson(t: Tau2TaskJson, raw: unknown): Tau2Task {
+  const ins = t.user_scenario.instructions;
+  const instructions =
+    typeof ins === 'string'
+      ? { reasonForCall: ins, knownInfo: '', unknownInfo: '', taskInstructions: '' }
+      : {
+          reasonForCall: ins.reason_for_call ?? '',
+          knownInfo: ins.known_info ?? '',
+          unknownInfo: ins.unknown_info ?? '',
+          taskInstructions: ins.task_instructions ?? '',
+        };
+  const referenceActions: ToolCall[] = (t.evaluation_criteria?.actions ?? []).map((a) => ({
+    name: a.name,
+    arguments: a.arguments,
+  }));
+  const facts = t.evaluation_criteria?.communicate_info ?? [];
+  const opening = [instructions.knownInfo, instructions.reasonForCall].filter((s) => s).join(' ');
+  return {
+    id: t.id,
+    userMessages: [opening],
+    referenceActions,
+    facts,
+    checklist: [],
+    instructions,
+    raw,
+  };
+}
+
+/**
+ * A checklist for a task whose reference actions come from elsewhere (τ²-bench files): every reference
+ * action that succeeds on a fresh database is a required call with all its arguments (failing ones are
+ * lookups the agent is expected to try, not requirements), plus "no forbidden writes" and one item per fact.
+ */
+export function checklistFromReference(task: Task, fresh: () => Environment): ChecklistItem[] {
+  const env = fresh();
+  const items: ChecklistItem[] = [];
+  for (const a of task.referenceActions) {
+    const o = env.execute(a);
+    if (o.ok) items.push({ kind: 'call', name: a.name, args: a.arguments, weight: env.isWrite(a.name) ? 2 : 1 });
+  }
+  items.push({ kind: 'no_forbidden_writes', weight: 2 });
+  for (const f of task.facts) items.push({ kind: 'fact', text: f, weight: 1 });
+  return items;
+}
