@@ -9,8 +9,8 @@ import type { WeightFormat } from './qwen3';
 
 /**
  * A generator for buildQwen3: norms are 1 + 0.1 N(0,1) (so a model's norms are not the identity),
- * matrices N(0, std^2) with std = 1/sqrt(K) for linear maps (keeps activations O(1) through depth)
- * and 1 for the embedding.
+ * matrices N(0, 1/K) (keeps activations O(1) through depth; for the tied embedding it keeps logits
+ * O(1), so sampling is not trivially greedy).
  */
 export function randomWeights(c: Qwen3Config, seed: number, format: WeightFormat): (spec: WeightSpec) => HostWeight {
   const rng = new Rng(seed);
@@ -21,7 +21,7 @@ export function randomWeights(c: Qwen3Config, seed: number, format: WeightFormat
       return { kind: 'f32', shape: [...spec.shape], data };
     }
     const [N, K] = spec.shape;
-    const std = spec.name.includes('embed_tokens') || spec.name === 'lm_head.weight' ? 1 : 1 / Math.sqrt(K);
+    const std = 1 / Math.sqrt(K);
     if (format === 'f32' || !spec.quantizable) {
       const data = new Float32Array(N * K);
       for (let i = 0; i < data.length; i++) data[i] = std * rng.normal();

@@ -106,17 +106,17 @@ describe('Qwen3 forward (CPU reference)', () => {
 
   // Stated bounds. Per weight, rounding error is uniform within half a step: rms = step/sqrt(12). With
   // Gaussian rows of 32 values absmax is ~2.5 sigma, so q8 (step absmax/127) errs ~0.6% of sigma per
-  // weight and q4 (step absmax/7) ~10%; through 2 layers of 7 maps plus embedding/lm_head that measured
-  // 1.1-1.8% (q8) and 22-31% (q4) on seeds 1-8. Bounds leave ~1.5x headroom.
-  it('q8 and q4 logits stay close to f32 (relative L2 error <= 0.03 and <= 0.4)', async () => {
+  // weight and q4 (step absmax/7) ~10%; through 2 layers of 7 maps plus the tied embedding/lm_head
+  // (quantized too) the logits measured 1.3-3.1% (q8) and 22-46% (q4) over seeds 1-12.
+  it('q8 and q4 logits stay close to f32 (relative L2 error <= 0.05 and <= 0.6)', async () => {
     const ids = tokens(8, 6);
     const f = await prefillLogits(await model('f32'), ids);
     const e8 = relErr(await prefillLogits(await model('q8'), ids), f);
     const e4 = relErr(await prefillLogits(await model('q4'), ids), f);
     console.log(`tiny model logits, relative L2 error vs f32: q8 ${e8.toExponential(2)}, q4 ${e4.toExponential(2)}`);
     expect(e8).toBeGreaterThan(0);
-    expect(e8).toBeLessThanOrEqual(0.03);
-    expect(e4).toBeLessThanOrEqual(0.4);
+    expect(e8).toBeLessThanOrEqual(0.05);
+    expect(e4).toBeLessThanOrEqual(0.6);
     expect(e4).toBeGreaterThan(e8);
   });
 

@@ -1,0 +1,250 @@
+// Batched generation: many sequences decode together, one forward per step over every live sequence.
+// Prompts of different lengths are prefilled in the same forward as other sequences' decode tokens
+// (a flat TokenLayout batch), a sequence that finishes frees its KV-cache slot for a waiting request,
+// and every sequence has its own sampling settings and seeded random stream, so a sequence generates
+// the same tokens whether it runs alone or in a batch.
+import type { SampleParams } from '../engine/backend';
+import { EngineError } from '../engine/errors';
+import type { LoraAdapter } from './lora';
+import { forward, KvCache, type Qwen3Model } from './qwen3';
+import type { Tokenizer } from './tokenizer';
+
+export interface Sampling {
+  /** 0 = greedy. */
+  temperature: number;
+  /** Nucleus mass in (0,1]; 1 = off. */
+  topP: number;
+  seed: number;
+}
+
+export const GREEDY: Sampling = { temperature: 0, topP: 1, seed: 0 };
+
+export interface GenerateRequest {
+  /** Token ids, or text encoded with the tokenizer (special tokens such as <|im_start|> are parsed). */
+  prompt: readonly number[] | string;
+  maxNewTokens: number;
+  /** Generation ends when the text contains one of these; the text is cut before it. */
+  stop?: readonly string[];
+  /** Token ids that end the generation (default: the tokenizer's eos / <|im_end|>). */
+  stopTokens?: readonly number[];
+  sampling?: Sampling;
+}
+
+export type FinishReason = 'eos' | 'stop' | 'length';
+
+export interface GenerateResult {
+  promptTokens: number[];
+  /** Generated tokens, including the eos token or the token that completed a stop string. */
+  tokens: number[];
+  /** log p(token) of each generated token under the sampling distribution (see SampleParams). */
+  logprobs: number[];
+  /** Decoded generated text, without the eos token and cut before a stop string. */
+  text: string;
+  finishReason: FinishReason;
+  /** Index of the stop string that matched (finishReason 'stop'). */
+  stopIndex?: number;
+}
+
+export interface GenerateOptions {
+  adapter?: LoraAdapter | null;
+  /** Sequences decoded at once (KV-cache slots). Default: all requests. */
+  maxConcurrent?: number;
+  /** Tokens per forward (prefill is chunked to stay under it). Default 512. */
+  maxBatchTokens?: number;
+  /** KV-cache length per slot. Default: the longest prompt + maxNewTokens, capped by the model's context. */
+  maxSeqLen?: number;
+  /** Called after every step with the number of finished sequences (for progress and cancellation). */
+  onStep?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+interface Live {
+  req: number;
+  slot: number;
+  prompt: number[];
+  /** Prompt tokens already in the cache. */
+  fed: number;
+  out: GenerateResult;
+  stopTokens: Set<number>;
+  sampling: Sampling;
+  /** Text length already searched for stop strings (minus the longest stop). */
+  searched: number;
+}
+
+export async function generate(model: Qwen3Model, tok: Tokenizer, requests: readonly GenerateRequest[], opts: GenerateOptions = {}): Promise<GenerateResult[]> {
+  const prompts = requests.map((r) => (typeof r.prompt === 'string' ? tok.encode(r.prompt) : [...r.prompt]));
+  const ctx = model.config.maxPositionEmbeddings;
+  const need = Math.max(1, ...prompts.map((p, i) => p.length + Math.max(1, requests[i].maxNewTokens)));
+  const maxT = Math.min(opts.maxSeqLen ?? need, ctx);
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new EngineError('shape', `generate: request ${i} has an empty prompt`);
+    if (p.length >= maxT) throw new EngineError('shape', `generate: request ${i} prompt has ${p.length} tokens, the context holds ${maxT}`);
+    for (const id of p) if (!(id >= 0 && id < model.config.vocabSize)) throw new EngineError('shape', `generate: request ${i} has token id ${id} outside the vocabulary`);
+  });
+  const slots = Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
+  const budget = Math.max(slots, opts.maxBatchTokens ?? 512);
+  const cache = new KvCache(model, slots, maxT);
+  const results: GenerateResult[] = new Array(requests.length);
+  const free = Array.from({ length: slots }, (_, i) => slots - 1 - i);
+  const live: Live[] = [];
+  let next = 0;
+  let done = 0;
+  const b = model.backend;
+
+  const finish = (s: Live, reason: FinishReason) => {
+    s.out.finishReason = reason;
+    results[s.req] = s.out;
+    live.splice(live.indexOf(s), 1);
+    free.push(s.slot);
+    done++;
+  };
+
+  try {
+    while (done < requests.length) {
+      if (opts.signal?.aborted) throw new DOMException('generation cancelled', 'AbortError');
+      while (free.length && next < requests.length) {
+        const r = requests[next];
+        live.push({
+          req: next,
+          slot: free.pop()!,
+          prompt: prompts[next],
+          fed: 0,
+          out: { promptTokens: prompts[next], tokens: [], logprobs: [], text: '', finishReason: 'length' },
+          stopTokens: new Set(r.stopTokens ?? tok.stopIds),
+          sampling: r.sampling ?? GREEDY,
+          searched: 0,
+        });
+        next++;
+      }
+      for (const s of [...live]) if (requests[s.req].maxNewTokens <= 0) finish(s, 'length');
+      if (live.length === 0) continue;
+
+      // One flat batch: one token per decoding sequence, then prompt chunks while the budget lasts.
+      const ids: number[] = [];
+      const slot: number[] = [];
+      const pos: number[] = [];
+      const sampled: { s: Live; row: number }[] = [];
+      let room = budget;
+      for (const s of live)
+        if (s.fed === s.prompt.length) {
+          ids.push(s.out.tokens[s.out.tokens.length - 1]);
+          slot.push(s.slot);
+          pos.push(s.prompt.length + s.out.tokens.length - 1);
+          sampled.push({ s, row: ids.length - 1 });
+          room--;
+        }
+      for (const s of live) {
+        if (s.fed === s.prompt.length || room <= 0) continue;
+        const n = Math.min(room, s.prompt.length - s.fed);
+        for (let i = 0; i < n; i++) (ids.push(s.prompt[s.fed + i]), slot.push(s.slot), pos.push(s.fed + i));
+        s.fed += n;
+        room -= n;
+        if (s.fed === s.prompt.length) sampled.push({ s, row: ids.length - 1 });
+      }
+
+      const { logits } = forward(model, cache, { ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos) }, {
+        adapter: opts.adapter ?? null,
+        logitRows: Int32Array.from(sampled.map((x) => x.row)),
+      });
+      if (sampled.length === 0) {
+        b.free(logits);
+        continue;
+      }
+      const params: SampleParams[] = sampled.map(({ s }) => ({ ...s.sampling, step: s.out.tokens.length }));
+      const pick = b.sample(logits, params);
+      const [toks, lps] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs)]);
+      for (const t of [logits, pick.tokens, pick.logprobs]) b.free(t);
+
+      sampled.forEach(({ s }, i) => {
+        const token = toks[i];
+        s.out.tokens.push(token);
+        s.out.logprobs.push(lps[i]);
+        const req = requests[s.req];
+        if (s.stopTokens.has(token)) {
+          s.out.text = tok.decode(s.out.tokens.slice(0, -1));
+          return finish(s, 'eos');
+        }
+        s.out.text = tok.decode(s.out.tokens);
+        if (req.stop?.length) {
+          const longest = Math.max(...req.stop.map((x) => x.length));
+          let best = -1;
+          let which = -1;
+          req.stop.forEach((str, k) => {
+            if (!str) return;
+            const at = s.out.text.indexOf(str, Math.max(0, s.searched - longest));
+            if (at >= 0 && (best < 0 || at < best)) ((best = at), (which = k));
+          });
+          s.searched = s.out.text.length;
+          if (best >= 0) {
+            s.out.text = s.out.text.slice(0, best);
+            s.out.stopIndex = which;
+            return finish(s, 'stop');
+          }
+        }
+        if (s.out.tokens.length >= req.maxNewTokens || s.prompt.length + s.out.tokens.length >= maxT) finish(s, 'length');
+      });
+      opts.onStep?.(done, requests.length);
+    }
+  } finally {
+    cache.free();
+  }
+  return results;
+}
+
+export interface ScoredSequence {
+  tokens: readonly number[];
+  /** Score tokens[start..]: the first scored token is tokens[start] given tokens[..start). start >= 1. */
+  start: number;
+}
+
+/**
+ * log p(tokens[i] | tokens[<i]) for i >= start, for many sequences (teacher forcing, temperature 1).
+ * Sequences are packed into forwards of at most maxBatchTokens tokens (one slot each).
+ */
+export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[], opts: { adapter?: LoraAdapter | null; maxBatchTokens?: number } = {}): Promise<number[][]> {
+  const b = model.backend;
+  const V = model.config.vocabSize;
+  const budget = opts.maxBatchTokens ?? 512;
+  const out: number[][] = [];
+  let i = 0;
+  while (i < seqs.length) {
+    // Pack whole sequences (all but their last token are inputs) until the budget is reached.
+    const group: ScoredSequence[] = [];
+    let total = 0;
+    while (i < seqs.length && (group.length === 0 || total + seqs[i].tokens.length - 1 <= budget)) {
+      const s = seqs[i++];
+      if (s.start < 1 || s.start > s.tokens.length) throw new EngineError('shape', `logprobs: start ${s.start} outside [1, ${s.tokens.length}]`);
+      group.push(s);
+      total += s.tokens.length - 1;
+    }
+    const maxT = Math.max(1, ...group.map((s) => s.tokens.length - 1));
+    const cache = new KvCache(model, group.length, maxT);
+    const ids: number[] = [];
+    const slot: number[] = [];
+    const pos: number[] = [];
+    const rows: number[] = [];
+    group.forEach((s, g) => {
+      for (let t = 0; t < s.tokens.length - 1; t++) {
+        if (t >= s.start - 1) rows.push(ids.length);
+        ids.push(s.tokens[t]), slot.push(g), pos.push(t);
+      }
+    });
+    if (ids.length === 0) {
+      for (const _ of group) out.push([]);
+      cache.free();
+      continue;
+    }
+    const { logits } = forward(model, cache, { ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos) }, { adapter: opts.adapter ?? null, logitRows: Int32Array.from(rows) });
+    const lsm = b.logSoftmax(logits);
+    const all = (await b.read(lsm)) as Float32Array;
+    for (const t of [logits, lsm]) b.free(t);
+    cache.free();
+    let r = 0;
+    for (const s of group) {
+      const lp: number[] = [];
+      for (let t = s.start; t < s.tokens.length; t++) lp.push(all[r++ * V + s.tokens[t]]);
+      out.push(lp);
+    }
+  }
+  return out;
+}

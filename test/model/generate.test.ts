@@ -1,0 +1,107 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CpuRefBackend } from '../../src/engine/cpu/ref';
+import { loadQwen3 } from '../../src/model/weights';
+import { MemorySource } from '../../src/model/source';
+import { Tokenizer } from '../../src/model/tokenizer';
+import { generate, logprobs, type GenerateRequest } from '../../src/model/generate';
+import type { Qwen3Model } from '../../src/model/qwen3';
+import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
+import { createLoraAdapter } from '../../src/model/lora';
+import { Rng } from '../../src/engine/rng';
+
+let model: Qwen3Model;
+let tok: Tokenizer;
+
+beforeAll(async () => {
+  const src = new MemorySource(await tinyModelFiles(tinyConfig(), 21));
+  model = (await loadQwen3(src, new CpuRefBackend(), { format: 'f32' })).model;
+  tok = await Tokenizer.load(src);
+});
+
+const prompts = ['<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n', 'x', 'The quick brown fox jumps', '{"name": "find_user"'];
+
+describe('generate', () => {
+  it('batched sequences of different prompt lengths give the same tokens as each alone (greedy and sampled)', async () => {
+    const reqs: GenerateRequest[] = prompts.flatMap((p, i) => [
+      { prompt: p, maxNewTokens: 10, stopTokens: [] },
+      { prompt: p, maxNewTokens: 7 + i, stopTokens: [], sampling: { temperature: 0.9, topP: 0.8, seed: 100 + i } },
+    ]);
+    const batched = await generate(model, tok, reqs);
+    // maxConcurrent 3: slots are freed and reused by waiting requests.
+    const reused = await generate(model, tok, reqs, { maxConcurrent: 3, maxBatchTokens: 8 });
+    for (let i = 0; i < reqs.length; i++) {
+      const [alone] = await generate(model, tok, [reqs[i]]);
+      expect(batched[i].tokens).toEqual(alone.tokens);
+      expect(reused[i].tokens).toEqual(alone.tokens);
+      expect(batched[i].logprobs).toEqual(alone.logprobs);
+      expect(alone.tokens).toHaveLength(reqs[i].maxNewTokens);
+      expect(alone.finishReason).toBe('length');
+      expect(alone.text).toBe(tok.decode(alone.tokens));
+      expect(alone.promptTokens).toEqual(tok.encode(prompts[i >> 1]));
+    }
+    // The chat prompt's special tokens were parsed into single ids.
+    expect(batched[0].promptTokens.filter((t) => t === tok.tokenId('<|im_start|>'))).toHaveLength(2);
+  });
+
+  it('seeds are reproducible and matter; greedy logprobs are the max log-softmax', async () => {
+    const req = (seed: number): GenerateRequest => ({ prompt: 'abc', maxNewTokens: 16, stopTokens: [], sampling: { temperature: 1, topP: 1, seed } });
+    const [a, b, c] = await generate(model, tok, [req(1), req(1), req(2)]);
+    expect(a.tokens).toEqual(b.tokens);
+    expect(a.tokens).not.toEqual(c.tokens);
+    // Sampling at temperature 1 reports the model's own log-probabilities: the scoring helper agrees.
+    const prompt = tok.encode('abc');
+    const [scored] = await logprobs(model, [{ tokens: [...prompt, ...a.tokens], start: prompt.length }]);
+    expect(scored).toHaveLength(a.tokens.length);
+    scored.forEach((lp, i) => expect(lp).toBeCloseTo(a.logprobs[i], 5));
+    const [g] = await generate(model, tok, [{ prompt: 'abc', maxNewTokens: 4, stopTokens: [] }]);
+    const [gs] = await logprobs(model, [{ tokens: [...prompt, ...g.tokens], start: prompt.length }]);
+    gs.forEach((lp, i) => expect(lp).toBeCloseTo(g.logprobs[i], 5));
+  });
+
+  it('stop strings end the generation and cut the text; stop tokens end it with eos', async () => {
+    // Sampled (seeded) rather than greedy: greedy on a random model tends to repeat one byte.
+    const sampling = { temperature: 1, topP: 1, seed: 5 };
+    const [free] = await generate(model, tok, [{ prompt: 'hello', maxNewTokens: 24, stopTokens: [], sampling }]);
+    // Choose a stop string that occurs in the free-running text (printable ASCII, 1 or 2 characters).
+    const text = free.text;
+    let k = 2;
+    while (k < text.length && !/[\x21-\x7e]/.test(text[k])) k++;
+    expect(k).toBeLessThan(text.length);
+    const stop = /[\x21-\x7e]/.test(text[k + 1] ?? '') ? text.slice(k, k + 2) : text[k];
+    const cut = text.indexOf(stop);
+    const [stopped] = await generate(model, tok, [{ prompt: 'hello', maxNewTokens: 24, stopTokens: [], stop: ['\u0000never', stop], sampling }]);
+    expect(stopped.finishReason).toBe('stop');
+    expect(stopped.stopIndex).toBe(1);
+    expect(stopped.text).toBe(text.slice(0, cut));
+    expect(stopped.tokens).toEqual(free.tokens.slice(0, stopped.tokens.length));
+    expect(tok.decode(stopped.tokens)).toContain(stop);
+    expect(tok.decode(stopped.tokens.slice(0, -1))).not.toContain(stop);
+    // Treat the 5th generated token as an end token: generation ends there, text without it.
+    const end = free.tokens[4];
+    const firstAt = free.tokens.indexOf(end);
+    const [eos] = await generate(model, tok, [{ prompt: 'hello', maxNewTokens: 24, stopTokens: [end], sampling }]);
+    expect(eos.finishReason).toBe('eos');
+    expect(eos.tokens).toEqual(free.tokens.slice(0, firstAt + 1));
+    expect(eos.text).toBe(tok.decode(free.tokens.slice(0, firstAt)));
+  });
+
+  it('uses the LoRA adapter it is given', async () => {
+    const adapter = createLoraAdapter(model.backend, model.config, { name: 'act', rank: 2, alpha: 4, seed: 3 });
+    const req: GenerateRequest = { prompt: 'hello', maxNewTokens: 8, stopTokens: [] };
+    const [base] = await generate(model, tok, [req]);
+    const [fresh] = await generate(model, tok, [req], { adapter });
+    expect(fresh.tokens).toEqual(base.tokens);
+    const r = new Rng(8);
+    for (const [n, t] of adapter.parameters()) if (n.includes('lora_B')) model.backend.write(t, Float32Array.from({ length: t.shape[0] * t.shape[1] }, () => r.normal()));
+    const [moved] = await generate(model, tok, [req], { adapter });
+    expect(moved.logprobs).not.toEqual(base.logprobs);
+  });
+
+  it('refuses prompts that cannot run instead of producing garbage', async () => {
+    await expect(generate(model, tok, [{ prompt: [], maxNewTokens: 3 }])).rejects.toThrow(/empty prompt/);
+    await expect(generate(model, tok, [{ prompt: [model.config.vocabSize + 5], maxNewTokens: 3 }])).rejects.toThrow(/outside the vocabulary/);
+    await expect(generate(model, tok, [{ prompt: 'abcdef', maxNewTokens: 3 }], { maxSeqLen: 4 })).rejects.toThrow(/context holds 4/);
+    const [r] = await generate(model, tok, [{ prompt: 'abc', maxNewTokens: 0 }]);
+    expect(r).toMatchObject({ tokens: [], finishReason: 'length' });
+  });
+});
