@@ -1,0 +1,8 @@
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
+//
+// Entry point of the CPU fast path's WebAssembly module. Every kernel has the same signature
+// (args: pointer to an i32 argument block, tid, nth) and computes thread `tid`'s share of the work, so
+// the main thread and the worker threads run the same exports on the same shared memory.
+export { gemm, GEMM_SCRATCH, KC } from './gemm';
+export { gemv } from './gemv';
+export { attention } from './attention';
