@@ -92,3 +92,9 @@ export class Tokenizer {
     }) as string;
   }
 }
+
+/** A tokenizer whose ids exceed the model's embedding would index out of range: refuse it up front. */
+export function checkTokenizerFits(tok: Tokenizer, vocabSize: number): void {
+  if (tok.size > vocabSize)
+    throw new ModelFormatError(TOKENIZER_FILE, `has token ids up to ${tok.size - 1} but config.json vocab_size is ${vocabSize}`);
+}

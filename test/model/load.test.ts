@@ -8,7 +8,7 @@ import { parseQwen3ConfigText } from '../../src/model/config';
 import { DirSource } from '../../src/model/source-node';
 import { MemorySource, FileMapSource } from '../../src/model/source';
 import { loadQwen3, INDEX_FILE } from '../../src/model/weights';
-import { Tokenizer } from '../../src/model/tokenizer';
+import { Tokenizer, checkTokenizerFits } from '../../src/model/tokenizer';
 import { writeSafetensors, parseSafetensors } from '../../src/model/safetensors';
 import { tinyConfig, tinyModelFiles, writeTinyModel } from '../fixtures/tiny-model';
 import { dequantize } from '../../src/engine/quant';
@@ -149,6 +149,12 @@ describe('bad model folders give one ModelFormatError naming the file', () => {
     e = await formatError(Tokenizer.load(await folderWith((f) => f.set('tokenizer.json', enc({ version: '1.0' })))));
     expect(e.file).toBe('tokenizer.json');
     expect(e.problem).toMatch(/not a tokenizers JSON file/);
+  });
+
+  it('a tokenizer with more ids than the model has embeddings', async () => {
+    const tok = await Tokenizer.load(await folderWith(() => {}));
+    expect(() => checkTokenizerFits(tok, tinyConfig().vocabSize)).not.toThrow();
+    expect(() => checkTokenizerFits(tok, 100)).toThrow(/^tokenizer\.json: has token ids up to 268 but config\.json vocab_size is 100$/);
   });
 
   it('a missing tokenizer file on disk', async () => {
