@@ -13,6 +13,8 @@ export async function createBackend(name: BackendName, opts: BackendOptions = {}
   switch (name) {
     case 'cpu-ref':
       return new CpuRefBackend();
+    case 'cpu-fast':
+      return (await import('./cpu/fast/backend')).createCpuFastBackend({ threads: opts.threads });
     case 'webgpu':
       return (await import('./webgpu/backend')).createWebGpuBackend({ gpu: opts.gpu });
     default:
