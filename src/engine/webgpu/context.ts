@@ -93,8 +93,10 @@ export function toEngineError(e: GPUError, where: string): EngineError {
 export class GpuContext {
   readonly hasF16: boolean;
   readonly hasSubgroups: boolean;
-  /** Largest buffer (bytes) this context creates; bigger tensors are sharded. */
+  /** Uploaded tensors (weights, tables) bigger than this many bytes are sharded by rows. */
   readonly maxBufferBytes: number;
+  /** Largest single buffer any op may allocate: the device's storage binding limit. */
+  readonly maxBindingBytes: number;
   readonly adapterName: string;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
   private encoder: GPUCommandEncoder | null = null;
@@ -124,7 +126,8 @@ export class GpuContext {
     this.hasF16 = device.features.has('shader-f16');
     this.hasSubgroups = device.features.has('subgroups');
     const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
-    this.maxBufferBytes = Math.max(256, Math.min(opts.maxBufferBytes ?? limit, limit));
+    this.maxBindingBytes = limit;
+    this.maxBufferBytes = Math.max(4, Math.min(opts.maxBufferBytes ?? limit, limit));
     this.poolLimit = opts.poolBytes ?? 256 << 20;
     this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, device.limits.minStorageBufferOffsetAlignment);
     const info = adapter.info;
@@ -309,9 +312,9 @@ export class GpuContext {
 
   /** A storage buffer of at least `bytes` (usable as copy source/destination), from the pool when possible. */
   alloc(bytes: number, what = 'tensor'): GPUBuffer {
-    if (bytes > this.maxBufferBytes)
-      throw new EngineError('unsupported', `${what}: one buffer of ${bytes} bytes exceeds the ${this.maxBufferBytes}-byte limit (shard it)`);
-    const size = Math.min(GpuContext.bucket(bytes), Math.max(this.maxBufferBytes, 256));
+    if (bytes > this.maxBindingBytes)
+      throw new EngineError('unsupported', `${what}: one buffer of ${bytes} bytes exceeds the device's ${this.maxBindingBytes}-byte binding limit`);
+    const size = Math.min(GpuContext.bucket(bytes), this.maxBindingBytes);
     const free = this.pool.get(size);
     if (free && free.length > 0) {
       this.pooledBytes -= size;
