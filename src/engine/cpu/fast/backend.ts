@@ -19,8 +19,11 @@ import { WASM_PLAIN, WASM_SHARED } from './wasm.gen';
 export interface CpuFastOptions {
   /** Threads, the calling one included (default: the machine's logical cores, at most 16). */
   threads?: number;
-  /** Refuse to fall back to one thread when shared memory is missing (tests of the threaded path). */
-  requireShared?: boolean;
+  /**
+   * Shared memory: 'auto' (default) uses it where the platform has it; false forces the plain-memory,
+   * single-thread fallback (as on a page that is not cross-origin isolated); true refuses to fall back.
+   */
+  shared?: 'auto' | boolean;
 }
 
 // Pack modes of the gemm kernel (src/engine/cpu/fast/kernels/gemm.ts).
@@ -62,6 +65,8 @@ export class CpuFastBackend extends CpuRefBackend {
   private readonly args: number;
   private readonly gemmScratch: number;
   private disposed = false;
+  /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
+  parallelJobs = 0;
 
   constructor(
     private readonly heap: WasmHeap,
@@ -209,6 +214,7 @@ export class CpuFastBackend extends CpuRefBackend {
     a.set(slots);
     a[slots.length] = scratch;
     a[slots.length + 1] = per;
+    if (parallel) this.parallelJobs++;
     this.pool.run(kernel, this.args, parallel);
   }
 
@@ -338,8 +344,9 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   }
   if (!Number.isInteger(threads) || threads < 1 || threads > 256)
     throw new EngineError('unsupported', `cpu-fast: threads must be an integer in [1, 256], got ${threads}`);
-  const shared = sharedMemoryAvailable();
-  if (!shared && opts.requireShared) throw new EngineError('unsupported', 'cpu-fast: shared memory is not available here');
+  const want = opts.shared ?? 'auto';
+  const shared = want !== false && sharedMemoryAvailable();
+  if (!shared && want === true) throw new EngineError('unsupported', 'cpu-fast: shared memory is not available here');
   const heap = new WasmHeap(shared);
   const module = await wasmModule(shared);
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);

@@ -1,0 +1,196 @@
+// The CPU fast path against the reference backend (the oracle), on random and odd shapes, on one and
+// two threads and in the plain-memory fallback.
+//
+// Tolerance: the kernels accumulate in f32 (in a different order), the reference in f64. With inputs
+// in [-1, 1] each product is at most 1 and the f32 rounding error of a K-term sum stays below about
+// K * 2^-24 per term magnitude; we allow 4e-7 * K + 1e-6 absolute. q8/q4 weights are dequantized by
+// the same rule on both sides, so the same bound applies. Attention (softmax-weighted means of values
+// in [-1, 1]): 2e-6 absolute.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Backend, Tensor } from '../../src/engine/backend';
+import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import { CpuRefBackend } from '../../src/engine/cpu/ref';
+import { CpuRefTrainOps } from '../../src/engine/cpu/ref-train';
+import { EngineError } from '../../src/engine/errors';
+import { createBackend } from '../../src/engine/index';
+import { quantize, type QuantKind } from '../../src/engine/quant';
+import { trainOps } from '../../src/engine/train';
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const randn = (n: number, r: () => number) => Float32Array.from({ length: n }, () => r() * 2 - 1);
+
+function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+const ref = new CpuRefBackend();
+const refTrain = new CpuRefTrainOps(ref);
+const kinds: ('f32' | QuantKind)[] = ['f32', 'q8', 'q4'];
+const weight = (b: Backend, w: Float32Array, N: number, K: number, kind: 'f32' | QuantKind): Tensor =>
+  kind === 'f32' ? b.tensor(w, [N, K]) : b.uploadQuantized(quantize(w, N, K, kind));
+
+// (M, K, N): decode rows (gemv), M % 4 != 0, K not a multiple of 4 or 32, K > 256 (inner blocking),
+// M > 128 (row blocking), N not a multiple of 8, narrow N (threads split rows), >= 1 Mflop (threaded).
+const SHAPES: [number, number, number][] = [
+  [1, 1, 1],
+  [1, 17, 33],
+  [2, 3, 17],
+  [3, 100, 7],
+  [1, 1000, 600],
+  [4, 33, 8],
+  [5, 64, 300],
+  [17, 33, 100],
+  [33, 17, 3],
+  [100, 513, 33],
+  [133, 40, 20],
+  [64, 300, 72],
+];
+
+describe.each([
+  { label: '1 thread', threads: 1, shared: 'auto' as const },
+  { label: '2 threads', threads: 2, shared: 'auto' as const },
+  { label: 'plain-memory fallback', threads: 2, shared: false as const },
+])('cpu-fast ($label)', ({ threads, shared }) => {
+  let fast: CpuFastBackend;
+  beforeAll(async () => {
+    fast = await createCpuFastBackend({ threads, shared });
+  });
+  afterAll(() => fast?.dispose());
+
+  it('runs the configured threads', () => {
+    expect(fast.name).toBe('cpu-fast');
+    expect(fast.sharedMemory).toBe(shared !== false);
+    expect(fast.threads).toBe(shared === false ? 1 : threads);
+  });
+
+  it.each(SHAPES)('matmul x (%i,%i) W (%i,K) in f32, q8 and q4 matches the reference', async (M, K, N) => {
+    const r = rng(M * 7919 + K * 31 + N);
+    const x = randn(M * K, r);
+    const w = randn(N * K, r);
+    for (const kind of kinds) {
+      const want = (await ref.read(ref.matmul(ref.tensor(x, [M, K]), weight(ref, w, N, K, kind)))) as Float32Array;
+      const y = fast.matmul(fast.tensor(x, [M, K]), weight(fast, w, N, K, kind));
+      expect(y.shape).toEqual([M, N]);
+      expect(maxDiff(await fast.read(y), want), `${kind}`).toBeLessThanOrEqual(4e-7 * K + 1e-6);
+      // Inputs that live on the JS heap (outputs of inherited ops, other backends' tensors) are copied in.
+      const y2 = fast.matmul(ref.tensor(x, [M, K]), weight(ref, w, N, K, kind));
+      expect(maxDiff(await fast.read(y2), want), `${kind}, JS-heap inputs`).toBeLessThanOrEqual(4e-7 * K + 1e-6);
+    }
+  });
+
+  it.each(SHAPES)('matmulTransposed dy (%i,N) W (%i,K), N=%i, matches matmulBackwardInput', async (M, K, N) => {
+    const r = rng(M * 13 + K * 17 + N * 19);
+    const dy = randn(M * N, r);
+    const w = randn(N * K, r);
+    for (const kind of kinds) {
+      const want = await ref.read(refTrain.matmulBackwardInput(ref.tensor(dy, [M, N]), weight(ref, w, N, K, kind)));
+      const dx = fast.matmulTransposed(fast.tensor(dy, [M, N]), weight(fast, w, N, K, kind));
+      expect(dx.shape).toEqual([M, K]);
+      expect(maxDiff(await fast.read(dx), want), kind).toBeLessThanOrEqual(4e-7 * N + 1e-6);
+    }
+  });
+
+  it.each(SHAPES)('matmulWeightGradInto dy (%i,N) x (M,%i) accumulates like matmulBackwardWeight (N=%i)', async (M, K, N) => {
+    const r = rng(M + K * 3 + N * 5);
+    const dy = randn(M * N, r);
+    const x = randn(M * K, r);
+    const dw0 = randn(N * K, r);
+    const want = ref.tensor(dw0, [N, K]);
+    refTrain.matmulBackwardWeight(ref.tensor(dy, [M, N]), ref.tensor(x, [M, K]), want);
+    for (const dw of [fast.tensor(dw0, [N, K]), ref.tensor(dw0, [N, K])]) {
+      fast.matmulWeightGradInto(fast.tensor(dy, [M, N]), fast.tensor(x, [M, K]), dw);
+      expect(maxDiff(await fast.read(dw), await ref.read(want))).toBeLessThanOrEqual(4e-7 * M + 1e-6);
+    }
+  });
+
+  it.each([
+    { Hq: 4, Hkv: 2, D: 8 },
+    { Hq: 3, Hkv: 3, D: 5 },
+    { Hq: 8, Hkv: 1, D: 64 },
+    { Hq: 2, Hkv: 1, D: 17 },
+  ])('attention Hq=$Hq Hkv=$Hkv D=$D matches the reference (prefill, decode, several slots)', async ({ Hq, Hkv, D }) => {
+    const r = rng(Hq * 100 + Hkv * 10 + D);
+    const S = 3;
+    const maxT = 40;
+    const kc = randn(S * maxT * Hkv * D, r);
+    const vc = randn(S * maxT * Hkv * D, r);
+    // slot 0: a prefill of 37 tokens; slots 1 and 2: one decode token each at different depths.
+    const slot = Int32Array.from([...Array(37).fill(0), 1, 2]);
+    const pos = Int32Array.from([...Array.from({ length: 37 }, (_, i) => i), 0, 39]);
+    const T = slot.length;
+    const q = randn(T * Hq * D, r);
+    const run = (b: Backend) =>
+      b.read(
+        b.attention(b.tensor(q, [T, Hq, D]), b.tensor(kc, [S, maxT, Hkv, D]), b.tensor(vc, [S, maxT, Hkv, D]), {
+          slot: b.tensor(slot, [T]),
+          pos: b.tensor(pos, [T]),
+        }),
+      );
+    expect(maxDiff(await run(fast), await run(ref))).toBeLessThanOrEqual(2e-6);
+  });
+
+  it('refuses bad shapes and out-of-cache positions with an EngineError', () => {
+    const x = fast.tensor(new Float32Array(6), [2, 3]);
+    expect(() => fast.matmul(x, fast.tensor(new Float32Array(8), [2, 4]))).toThrow(EngineError);
+    expect(() => fast.matmulTransposed(x, fast.tensor(new Float32Array(8), [4, 2]))).toThrow(EngineError);
+    expect(() => fast.matmulWeightGradInto(x, x, fast.tensor(new Float32Array(10), [5, 2]))).toThrow(EngineError);
+    const cache = fast.zeros([1, 4, 1, 2]);
+    const q = fast.tensor(new Float32Array(2), [1, 1, 2]);
+    const layout = { slot: fast.tensor(Int32Array.from([0]), [1]), pos: fast.tensor(Int32Array.from([4]), [1]) };
+    expect(() => fast.attention(q, cache, cache, layout)).toThrow(/outside cache/);
+    const badSlot = { slot: fast.tensor(Int32Array.from([1]), [1]), pos: fast.tensor(Int32Array.from([0]), [1]) };
+    expect(() => fast.attention(q, cache, cache, badSlot)).toThrow(EngineError);
+  });
+
+  it('gives freed tensors back to the wasm heap', async () => {
+    const before = fast.liveBytes;
+    for (let i = 0; i < 3; i++) {
+      const a = fast.tensor(randn(64 * 64, rng(i)), [64, 64]);
+      const w = fast.uploadQuantized(quantize(randn(64 * 64, rng(i + 9)), 64, 64, 'q4'));
+      const y = fast.matmul(a, w);
+      await fast.read(y);
+      for (const t of [a, w, y]) fast.free(t);
+    }
+    expect(fast.liveBytes).toBe(before);
+  });
+
+  if (threads > 1 && shared !== false)
+    it('splits large products across the threads', () => {
+      const before = fast.parallelJobs;
+      fast.matmul(fast.tensor(randn(64 * 128, rng(1)), [64, 128]), fast.tensor(randn(128 * 128, rng(2)), [128, 128]));
+      expect(fast.parallelJobs).toBe(before + 1);
+    });
+});
+
+describe('cpu-fast wiring', () => {
+  it('is built by the registry, has the fast training ops, and refuses work after dispose', async () => {
+    const b = (await createBackend('cpu-fast', { threads: 2 })) as CpuFastBackend;
+    try {
+      expect(b.name).toBe('cpu-fast');
+      expect(trainOps(b).constructor.name).toBe('CpuFastTrainOps');
+      const w = b.tensor(randn(12, rng(3)), [4, 3]);
+      const dx = trainOps(b).matmulBackwardInput(b.tensor(randn(8, rng(4)), [2, 4]), w);
+      expect(dx.shape).toEqual([2, 3]);
+    } finally {
+      b.dispose();
+    }
+    expect(() => b.matmul(b.tensor(new Float32Array(3), [1, 3]), b.tensor(new Float32Array(3), [1, 3]))).toThrow(/disposed/);
+  });
+
+  it('rejects a bad thread count', async () => {
+    await expect(createCpuFastBackend({ threads: 0 })).rejects.toThrow(EngineError);
+    await expect(createCpuFastBackend({ threads: 1.5 })).rejects.toThrow(EngineError);
+  });
+});
