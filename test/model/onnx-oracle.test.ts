@@ -1,0 +1,77 @@
+// The independent oracle: our CPU reference forward equals onnxruntime-web (wasm) running the same
+// model exported to ONNX, for prefill and KV-cached decode, f32 and q4 (MatMulNBits) weights.
+import { describe, expect, it } from 'vitest';
+import * as ort from 'onnxruntime-web';
+import { CpuRefBackend } from '../../src/engine/cpu/ref';
+import { buildQwen3 } from '../../src/model/weights';
+import { randomWeights } from '../../src/model/random';
+import { forward, KvCache } from '../../src/model/qwen3';
+import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '../../src/model/onnx/export';
+import { tinyConfig } from '../fixtures/tiny-model';
+import type { Qwen3Config } from '../../src/model/config';
+import { Rng } from '../../src/engine/rng';
+
+ort.env.wasm.numThreads = 1;
+
+function relErr(a: Float32Array, b: Float32Array): number {
+  expect(a.length).toBe(b.length);
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < a.length; i++) ((num += (a[i] - b[i]) ** 2), (den += b[i] ** 2));
+  return Math.sqrt(num / den);
+}
+
+async function check(c: Qwen3Config, format: 'f32' | 'q4', seed: number) {
+  const { model, host } = await buildQwen3(new CpuRefBackend(), c, randomWeights(c, seed, 'f32'), { format, keepHost: true });
+  const r = new Rng(seed + 1);
+  const ids = Int32Array.from({ length: 9 }, () => r.int(c.vocabSize));
+  const T = ids.length;
+  const cpu = forward(model, new KvCache(model, 1, 16), { ids, slot: new Int32Array(T), pos: Int32Array.from(ids, (_, i) => i) });
+  const want = (await model.backend.read(cpu.logits)) as Float32Array;
+
+  const onnx = exportQwen3Onnx(c, host!, { weights: format });
+  const nbits = new TextDecoder('latin1').decode(onnx).split('MatMulNBits').length - 1;
+  // q4: every linear map and lm_head run as MatMulNBits (op_type and node name each spell it once).
+  expect(nbits).toBe(format === 'q4' ? 2 * (7 * c.numLayers + 1) : 0);
+  const session = await ort.InferenceSession.create(onnx);
+  const feeds = (part: Int32Array, past: (l: number, kind: 'k' | 'v') => ort.Tensor) => {
+    const f: Record<string, ort.Tensor> = { input_ids: new ort.Tensor('int64', BigInt64Array.from(part, (v) => BigInt(v)), [part.length]) };
+    for (let l = 0; l < c.numLayers; l++) ((f[pastKey(l)] = past(l, 'k')), (f[pastValue(l)] = past(l, 'v')));
+    return f;
+  };
+  const empty = () => new ort.Tensor('float32', new Float32Array(0), [c.numKvHeads, 0, c.headDim]);
+  // Full prefill.
+  const full = await session.run(feeds(ids, empty));
+  const e = relErr(full.logits.data as Float32Array, want);
+  // Prefill 5 tokens, then decode the remaining 4 one at a time through present -> past.
+  let out = await session.run(feeds(ids.subarray(0, 5), empty));
+  const rows: Float32Array[] = [out.logits.data as Float32Array];
+  for (let t = 5; t < T; t++) {
+    const prev = out;
+    out = await session.run(feeds(ids.subarray(t, t + 1), (l, kind) => prev[kind === 'k' ? presentKey(l) : presentValue(l)]));
+    rows.push(out.logits.data as Float32Array);
+  }
+  const stitched = new Float32Array(want.length);
+  let o = 0;
+  for (const row of rows) (stitched.set(row, o), (o += row.length));
+  const eDecode = relErr(stitched, want);
+  await session.release();
+  return { e, eDecode };
+}
+
+describe('ONNX oracle (onnxruntime-web wasm)', () => {
+  it('f32: CPU reference logits equal ORT on the exported model (relative error <= 1e-4), prefill and decode', async () => {
+    const { e, eDecode } = await check(tinyConfig(), 'f32', 31);
+    console.log(`ORT vs CPU ref, tiny f32: prefill rel err ${e.toExponential(2)}, decode ${eDecode.toExponential(2)}`);
+    expect(e).toBeLessThanOrEqual(1e-4);
+    expect(eDecode).toBeLessThanOrEqual(1e-4);
+  });
+
+  it('q4 through MatMulNBits (same quantized weights) and an untied lm_head, GQA group 3, K not a multiple of 32', async () => {
+    const c = tinyConfig({ tieWordEmbeddings: false, numHeads: 6, numKvHeads: 2, intermediateSize: 40 });
+    const { e, eDecode } = await check(c, 'q4', 32);
+    console.log(`ORT vs CPU ref, tiny q4: prefill rel err ${e.toExponential(2)}, decode ${eDecode.toExponential(2)}`);
+    expect(e).toBeLessThanOrEqual(1e-4);
+    expect(eDecode).toBeLessThanOrEqual(1e-4);
+  });
+});
