@@ -122,13 +122,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   }
   workgroupBarrier();
   let kept = bitcast<f32>(ri[0]);
-  let target = uniform01(prm.seed, prm.step) * kept;
+  let goal = uniform01(prm.seed, prm.step) * kept;
   var run = rv[l];
   for (var i = c0; i < c1; i++) {
     let pv = probs[base + i];
     if (pv >= tau) {
       run += pv;
-      if (run > target) { atomicMin(&best, i); break; }
+      if (run > goal) { atomicMin(&best, i); break; }
     }
   }
   atomicMax(&lastKept, lastMine);

@@ -1,0 +1,122 @@
+// KV-cache write and grouped-query causal attention vs the CPU reference: several slots of different
+// lengths (one longer than the 64-key chunk), mixed in one flat batch; and prefill followed by decode
+// steps equal to recomputing everything at once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Backend, Tensor } from '../../src/engine/backend';
+import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
+import { gpuAvailable } from '../helpers/gpu';
+import { cpu, expectClose, gpuBackend, randn } from './webgpu-helpers';
+
+const run = await gpuAvailable();
+const [S, MAXT, HQ, HKV, D] = [3, 80, 6, 2, 33];
+const LENS = [5, 70, 1]; // tokens per slot; 70 spans two 64-key chunks
+
+/** Tokens of every slot, interleaved: (slot, pos) for positions [from, to) of each slot. */
+function layoutOf(from: (s: number) => number, to: (s: number) => number) {
+  const slot: number[] = [];
+  const pos: number[] = [];
+  for (let p = 0; p < MAXT; p++)
+    for (let s = 0; s < S; s++)
+      if (p >= from(s) && p < to(s)) {
+        slot.push(s);
+        pos.push(p);
+      }
+  return { slot: Int32Array.from(slot), pos: Int32Array.from(pos) };
+}
+
+// Per (slot, pos) deterministic q/k/v rows so any batching sees the same data.
+const rowOf = (kind: number, s: number, p: number, width: number) => randn(width, kind * 100000 + s * 1000 + p);
+function qkv(slot: Int32Array, pos: Int32Array) {
+  const q = new Float32Array(slot.length * HQ * D);
+  const k = new Float32Array(slot.length * HKV * D);
+  const v = new Float32Array(slot.length * HKV * D);
+  for (let t = 0; t < slot.length; t++) {
+    q.set(rowOf(1, slot[t], pos[t], HQ * D), t * HQ * D);
+    k.set(rowOf(2, slot[t], pos[t], HKV * D), t * HKV * D);
+    v.set(rowOf(3, slot[t], pos[t], HKV * D), t * HKV * D);
+  }
+  return { q, k, v };
+}
+
+/** kvWrite + attention for one batch; returns the output (T,Hq,D). */
+async function step(b: Backend, kc: Tensor, vc: Tensor, slot: Int32Array, pos: Int32Array): Promise<Float32Array> {
+  const { q, k, v } = qkv(slot, pos);
+  const T = slot.length;
+  const layout = { slot: b.tensor(slot, [T]), pos: b.tensor(pos, [T]) };
+  b.kvWrite(kc, vc, b.tensor(k, [T, HKV, D]), b.tensor(v, [T, HKV, D]), layout);
+  return (await b.read(b.attention(b.tensor(q, [T, HQ, D]), kc, vc, layout))) as Float32Array;
+}
+
+describe.skipIf(!run)('WebGPU KV cache and attention', () => {
+  let gpu: WebGpuBackend;
+  beforeAll(async () => {
+    gpu = await gpuBackend();
+  });
+  afterAll(() => gpu?.dispose());
+
+  it('kvWrite fills the same cache cells as the CPU (exact copies)', async () => {
+    const { slot, pos } = layoutOf(() => 0, (s) => LENS[s]);
+    const caches = (b: Backend) => [b.zeros([S, MAXT, HKV, D]), b.zeros([S, MAXT, HKV, D])] as const;
+    const [ck, cv] = caches(cpu);
+    const [gk, gv] = caches(gpu);
+    await step(cpu, ck, cv, slot, pos);
+    await step(gpu, gk, gv, slot, pos);
+    expectClose(await gpu.read(gk), await cpu.read(ck), 0, 0, 'k cache');
+    expectClose(await gpu.read(gv), await cpu.read(cv), 0, 0, 'v cache');
+  });
+
+  it('attention over mixed slots equals the CPU (f32 online softmax vs f64: 2e-5 abs on outputs ~N(0,1))', async () => {
+    const { slot, pos } = layoutOf(() => 0, (s) => LENS[s]);
+    const want = await step(cpu, cpu.zeros([S, MAXT, HKV, D]), cpu.zeros([S, MAXT, HKV, D]), slot, pos);
+    const got = await step(gpu, gpu.zeros([S, MAXT, HKV, D]), gpu.zeros([S, MAXT, HKV, D]), slot, pos);
+    expectClose(got, want, 2e-5, 1e-5, 'attention');
+  });
+
+  it('attention with one key returns v exactly up to rounding (softmax of one score is 1)', async () => {
+    const slot = Int32Array.from([2]);
+    const pos = Int32Array.from([0]);
+    const out = await step(gpu, gpu.zeros([S, MAXT, HKV, D]), gpu.zeros([S, MAXT, HKV, D]), slot, pos);
+    const { v } = qkv(slot, pos);
+    const want = new Float32Array(HQ * D);
+    for (let h = 0; h < HQ; h++) want.set(v.subarray(Math.floor(h / (HQ / HKV)) * D, Math.floor(h / (HQ / HKV)) * D + D), h * D);
+    expectClose(out, want, 1e-6, 1e-6, 'one key');
+  });
+
+  it('prefill then 3 batched decode steps equal full recomputation (same kernel: bit-exact) and the CPU', async () => {
+    const DEC = 3;
+    const kc = gpu.zeros([S, MAXT, HKV, D]);
+    const vc = gpu.zeros([S, MAXT, HKV, D]);
+    // slots shorter than DEC start decoding at position 0: prefill covers max(0, len - DEC) tokens
+    const preLen = (s: number) => Math.max(0, LENS[s] - DEC);
+    const prefill = layoutOf(() => 0, preLen);
+    expect(prefill.slot.length).toBeGreaterThan(0);
+    await step(gpu, kc, vc, prefill.slot, prefill.pos);
+    const decoded = new Map<string, Float32Array>();
+    for (let i = 0; i < DEC; i++) {
+      const slot: number[] = [];
+      const pos: number[] = [];
+      for (let s = 0; s < S; s++) if (preLen(s) + i < LENS[s]) (slot.push(s), pos.push(preLen(s) + i));
+      const out = await step(gpu, kc, vc, Int32Array.from(slot), Int32Array.from(pos));
+      slot.forEach((s, t) => decoded.set(`${s}/${pos[t]}`, out.subarray(t * HQ * D, (t + 1) * HQ * D)));
+    }
+    const full = layoutOf(() => 0, (s) => LENS[s]);
+    const all = await step(gpu, gpu.zeros([S, MAXT, HKV, D]), gpu.zeros([S, MAXT, HKV, D]), full.slot, full.pos);
+    const ref = await step(cpu, cpu.zeros([S, MAXT, HKV, D]), cpu.zeros([S, MAXT, HKV, D]), full.slot, full.pos);
+    let checked = 0;
+    for (let t = 0; t < full.slot.length; t++) {
+      const d = decoded.get(`${full.slot[t]}/${full.pos[t]}`);
+      if (!d) continue;
+      checked++;
+      expectClose(d, all.subarray(t * HQ * D, (t + 1) * HQ * D), 0, 0, `decode vs full, token ${t}`);
+      expectClose(d, ref.subarray(t * HQ * D, (t + 1) * HQ * D), 2e-5, 1e-5, `decode vs CPU, token ${t}`);
+    }
+    expect(checked).toBe(LENS.reduce((a, l) => a + Math.min(l, DEC), 0));
+  });
+
+  it('attention rejects an incompatible head layout', () => {
+    const q = gpu.zeros([1, 5, D]); // 5 query heads cannot share 2 kv heads
+    const c = gpu.zeros([S, MAXT, HKV, D]);
+    const l = { slot: gpu.zeros([1], 'i32'), pos: gpu.zeros([1], 'i32') };
+    expect(() => gpu.attention(q, c, c, l)).toThrow(expect.objectContaining({ code: 'shape' }));
+  });
+});
