@@ -33,6 +33,8 @@ async function check(c: Qwen3Config, format: 'f32' | 'q4', seed: number) {
   const nbits = new TextDecoder('latin1').decode(onnx).split('MatMulNBits').length - 1;
   // q4: every linear map and lm_head run as MatMulNBits (op_type and node name each spell it once).
   expect(nbits).toBe(format === 'q4' ? 2 * (7 * c.numLayers + 1) : 0);
+  // ...and the q4 embedding table is gathered as is (GatherBlockQuantized, default zero point 8).
+  expect(new TextDecoder('latin1').decode(onnx).includes('GatherBlockQuantized')).toBe(format === 'q4');
   const session = await ort.InferenceSession.create(onnx);
   const feeds = (part: Int32Array, past: (l: number, kind: 'k' | 'v') => ort.Tensor) => {
     const f: Record<string, ort.Tensor> = { input_ids: new ort.Tensor('int64', BigInt64Array.from(part, (v) => BigInt(v)), [part.length]) };

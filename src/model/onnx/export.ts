@@ -9,8 +9,9 @@
 // Weights: 'f32' exports every matrix dequantized to f32 (Gemm with transB, so W keeps HF's (N,K)
 // layout). 'q4' keeps our q4 weights as com.microsoft MatMulNBits (bits 4, block 32, no zero-point
 // input = zero point 8): its uint8 blob per row is exactly our u32 words' bytes (lowest nibble first),
-// its scales our (N, K/32) scales, so ORT multiplies the very same quantized weights. The embedding
-// gather always reads an f32 (dequantized) table.
+// its scales our (N, K/32) scales, so ORT multiplies the very same quantized weights. A q4 embedding
+// is gathered with com.microsoft GatherBlockQuantized (same bytes, default zero point 8) when its
+// width is a multiple of 32, else from a dequantized f32 table.
 import { dequantize, Q4_GROUP, type QuantizedWeight } from '../../engine/quant';
 import type { Qwen3Config } from '../config';
 import type { HostWeight, HostWeights } from '../weights';
@@ -120,8 +121,19 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
 
   // ---- the decoder ----
   const embed = get('model.embed_tokens.weight');
-  g.addInitializer('embed_f32', dense(embed), [V, d]);
-  let x = g.op('Gather', ['embed_f32', 'input_ids'], { axis: 0 }); // (T,d)
+  let x: string; // (T,d)
+  let embedF32 = false;
+  if (opts.weights === 'q4' && embed.kind === 'q4' && embed.stride === embed.cols) {
+    // The q4 table itself (no 600 MB f32 copy for a 0.6B model): GatherBlockQuantized dequantizes rows.
+    const blocks = embed.stride / Q4_GROUP;
+    g.addInitializer('embed.q4', new Uint8Array(embed.data.buffer, embed.data.byteOffset, embed.data.byteLength), [V, embed.stride / 2]);
+    g.addInitializer('embed.scales', embed.scales, [V, blocks]);
+    x = g.op('GatherBlockQuantized', ['embed.q4', 'input_ids', 'embed.scales'], { gather_axis: 0, quantize_axis: 1, block_size: Q4_GROUP, bits: 4 }, 'com.microsoft');
+  } else {
+    g.addInitializer('embed_f32', dense(embed), [V, d]);
+    embedF32 = true;
+    x = g.op('Gather', ['embed_f32', 'input_ids'], { axis: 0 });
+  }
   const group = Hq / Hkv;
   const invSqrtD = scalarF32(1 / Math.sqrt(D));
   for (let l = 0; l < c.numLayers; l++) {
@@ -155,7 +167,7 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
   const head = get(headName);
   let logits: string;
   if (opts.weights === 'q4' && head.kind === 'q4') logits = matMulNBits(g, h, headName, head);
-  else if (c.tieWordEmbeddings) logits = g.op('Gemm', [h, 'embed_f32'], { transB: 1 });
+  else if (c.tieWordEmbeddings && embedF32) logits = g.op('Gemm', [h, 'embed_f32'], { transB: 1 });
   else logits = linear(h, headName);
   g.addNode('Identity', [logits], ['logits']);
   g.addOutput('logits', 'float32', ['T', V]);
