@@ -1,0 +1,97 @@
+// matmul suite: GFLOP/s of y = x W^T (K = N = 1024; M = 1, 16, 256, 1024; f32, q8 and q4 weights) on
+// onnxruntime-web's wasm EP (the baseline), cpu-fast, cpu-ref and WebGPU, side by side in one run with
+// the same thread counts (1 and 2), printed with ratios to ORT.
+//
+// WebGPU cases come from bench/matmul-cases/webgpu.ts (its `webgpuMatmulRunner`, kernel 'auto') when that
+// module loads and finds an adapter; otherwise they are skipped with a logged note.
+import type { BenchContext, BenchSuite } from '../lib';
+import { caseFlops, caseName, caseShape, cpuFastRunner, cpuRefRunner, type MatmulCase, type MatmulRunner, type WeightKind } from '../matmul-cases/cpu';
+import { timeOrt } from '../matmul-cases/ort';
+
+const K = 1024;
+const N = 1024;
+const MS = [1, 16, 256, 1024];
+const KINDS: WeightKind[] = ['f32', 'q8', 'q4'];
+const THREADS = [1, 2];
+/** cpu-ref runs at ~0.7 GFLOP/s: only the shapes that take well under a second. */
+const REF_MAX_M = 16;
+
+async function webgpuRunner(ctx: BenchContext): Promise<MatmulRunner | null> {
+  const path = '../matmul-cases/webgpu';
+  let mod: { webgpuMatmulRunner?: (version: string, log: (m: string) => void) => Promise<MatmulRunner & { adapter: string | null }> };
+  try {
+    mod = await import(/* @vite-ignore */ path);
+  } catch (e) {
+    ctx.log(`webgpu skipped: bench/matmul-cases/webgpu.ts not available (${(e as Error).message.split('\n')[0]})`);
+    return null;
+  }
+  if (typeof mod.webgpuMatmulRunner !== 'function') {
+    ctx.log('webgpu skipped: bench/matmul-cases/webgpu.ts exports no webgpuMatmulRunner()');
+    return null;
+  }
+  try {
+    const r = await mod.webgpuMatmulRunner('auto', ctx.log);
+    if (r.adapter === null) return null;
+    ctx.log(`webgpu adapter: ${r.adapter}`);
+    return r;
+  } catch (e) {
+    ctx.log(`webgpu skipped: ${(e as Error).message.split('\n')[0]}`);
+    return null;
+  }
+}
+
+const suite: BenchSuite = {
+  name: 'matmul',
+  async run(ctx) {
+    const samples = ctx.quick ? 2 : 7;
+    const cases: MatmulCase[] = MS.flatMap((M) => KINDS.map((kind) => ({ M, K, N, kind })));
+    const gflops = (c: MatmulCase, s: number) => caseFlops(c) / s / 1e9;
+    const put = (c: MatmulCase, backend: 'ort-wasm' | 'cpu-fast' | 'cpu-ref' | 'webgpu', threads: number, s: number) =>
+      ctx.record({ case: caseName(c), backend, metric: 'gflops', value: gflops(c, s), unit: 'GFLOP/s', threads, shape: caseShape(c) });
+    const worst: string[] = [];
+
+    for (const threads of THREADS) {
+      ctx.log(`ort-wasm, ${threads} thread(s)`);
+      const ort = await timeOrt(cases, threads, samples);
+      ctx.log(`cpu-fast, ${threads} thread(s)`);
+      const fast = await cpuFastRunner(threads);
+      let minRatio = Infinity;
+      let minAt = '';
+      try {
+        for (const [i, c] of cases.entries()) {
+          const o = ort[i];
+          if ('seconds' in o) put(c, 'ort-wasm', threads, o.seconds);
+          else ctx.log(`ort-wasm skipped ${caseName(c)} ${caseShape(c)}: ${o.skipped}`);
+          const s = (await fast.time(c, samples))!;
+          put(c, 'cpu-fast', threads, s);
+          if ('seconds' in o && o.seconds / s < minRatio) {
+            minRatio = o.seconds / s;
+            minAt = `${caseName(c)} ${caseShape(c)}`;
+          }
+        }
+      } finally {
+        fast.dispose();
+      }
+      worst.push(`${threads} thread(s): lowest cpu-fast / ort-wasm = ${minRatio.toFixed(2)}x (${minAt})`);
+    }
+
+    ctx.log('cpu-ref (1 thread, small M only)');
+    const ref = cpuRefRunner();
+    for (const c of cases.filter((c) => c.M <= REF_MAX_M)) put(c, 'cpu-ref', 1, (await ref.time(c, ctx.quick ? 1 : 3))!);
+
+    const gpu = await webgpuRunner(ctx);
+    if (gpu) {
+      try {
+        for (const c of cases) {
+          const s = await gpu.time(c, samples);
+          if (s !== null) put(c, 'webgpu', 1, s);
+        }
+      } finally {
+        gpu.dispose();
+      }
+    }
+    for (const w of worst) ctx.log(w);
+  },
+};
+
+export default suite;
