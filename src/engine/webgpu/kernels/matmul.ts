@@ -134,16 +134,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
       ${w.dot}
     }
   }
-  for (var m = 0u; m < ${GEMV_M}u; m++) { red[m * 256u + l] = acc[m]; }
-  workgroupBarrier();
-  for (var s = 16u; s > 0u; s >>= 1u) {
-    if (lane < s) {
-      for (var m = 0u; m < ${GEMV_M}u; m++) { red[m * 256u + l] += red[m * 256u + l + s]; }
-    }
-    workgroupBarrier();
-  }
+  for (var m = 0u; m < mc; m++) { red[m * 256u + l] = acc[m]; }
+  workgroupBarrier(); // one barrier, then lane 0 of each output sums its 32 partials
   if (lane == 0u && n < p.ns) {
-    for (var m = 0u; m < mc; m++) { y[(p.m0 + m) * p.n + p.n0 + n] = red[m * 256u + l]; }
+    for (var m = 0u; m < mc; m++) {
+      var sum = 0.0;
+      for (var i = 0u; i < 32u; i++) { sum += red[m * 256u + l + i]; }
+      y[(p.m0 + m) * p.n + p.n0 + n] = sum;
+    }
   }
 }`;
 }
