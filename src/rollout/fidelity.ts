@@ -5,8 +5,15 @@
 // - f1: field-level F1 over the flattened leaves, each leaf a "path=value" string (multiset), so a
 //   record right in 9 of 10 fields scores 0.9, not 0.
 // - errorAgree: both are errors or both are not.
-import type { JsonValue, Observation } from './observation';
-import { observationJson } from './observation';
+import type { Observation } from '../env/domain';
+
+/** Parsed JSON (what tool results and rehearsed results are). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
+
+/** The JSON an observation stands for: {"result": …} or {"error": "…"} (src/env/toolcall.ts). */
+export function observationJson(o: Observation): JsonValue {
+  return o.ok ? { result: o.result as JsonValue } : { error: o.error };
+}
 
 export interface StepFidelity {
   exact: boolean;
@@ -82,9 +89,9 @@ export function compareObservations(rehearsed: Observation, real: Observation): 
   return {
     exact: canonical(a) === canonical(b),
     f1: leafF1(flattenLeaves(a), flattenLeaves(b)),
-    errorAgree: rehearsed.error === real.error,
-    rehearsedError: rehearsed.error,
-    realError: real.error,
+    errorAgree: rehearsed.ok === real.ok,
+    rehearsedError: !rehearsed.ok,
+    realError: !real.ok,
   };
 }
 

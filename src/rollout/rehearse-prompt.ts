@@ -1,35 +1,28 @@
 // The Rehearse prompt (DESIGN §1): for each pending tool call, a fresh prompt of its own, in which the same
 // policy plays the environment. Sections: simulator instructions (validate, then simulate), the tool
 // schemas, grounding examples (real (name, arguments, result) triples from the task's reference
-// trajectory), the conversation so far, and the call. Target:
-//   <execution_result>\n{JSON}\n</execution_result>
-// and `parseExecutionResult`, the strict reader of that output (model output is untrusted).
+// trajectory), the conversation so far, and the call. Target (src/env/toolcall.ts formatObservation):
+//   <execution_result>\n{"result":…} or {"error":"…"}\n</execution_result>
+// and `parseExecutionResult`, the strict reader of that output (model output is untrusted), with a
+// typed reason for every rejection.
 //
 // Compactness is a design rule here, not polish: the bundled policy is tiny, every prompt token costs a
 // forward pass on a laptop, and a Rehearse prompt is built for every single call. So the schemas, examples
 // and history are compact JSON (no spaces), tool-call markup is shortened, and examples and history are
 // cut to character budgets (whole items only, never a truncated JSON).
+import type { GroundingExample, Observation, ToolCall } from '../env/domain';
+import { formatObservation, MAX_TEXT, safeJsonParse } from '../env/toolcall';
 import { renderChat, type ChatMessage, type ToolDefinition } from './chat';
-import { observationFromJson, observationJson, type JsonValue, type Observation } from './observation';
 
-export interface GroundingExample {
-  name: string;
-  arguments: JsonValue;
-  result: Observation;
-}
-
-/** The call Act wrote, already read as JSON (a call that is not even JSON never reaches Rehearse). */
-export interface PendingCall {
-  name: string;
-  arguments: JsonValue;
-}
+export type { GroundingExample } from '../env/domain';
 
 export interface RehearsePromptInput {
   tools: readonly ToolDefinition[];
   grounding: readonly GroundingExample[];
   /** The Act conversation before the assistant turn that made the call (system messages are skipped). */
   history: readonly ChatMessage[];
-  call: PendingCall;
+  /** The call Act wrote, already parsed (a block that is not even a call never reaches Rehearse). */
+  call: ToolCall;
 }
 
 export interface RehearsePromptOptions {
@@ -45,19 +38,19 @@ export const REHEARSE_SYSTEM =
   'You are the environment. Given tool schemas, real example executions, a conversation and one tool call, ' +
   'write what the environment returns for that call.\n' +
   'First validate the call: the tool exists, every required argument is present, no unknown arguments, ' +
-  'types match the schema. If invalid, or if the environment would refuse it, the result is {"error":"<reason>"}.\n' +
-  'Otherwise the result is what the tool returns, as JSON, consistent with the examples and the conversation.\n' +
+  'types match the schema. If invalid, or if the environment would refuse it, write {"error":"<reason>"}.\n' +
+  'Otherwise write {"result":<what the tool returns>}, consistent with the examples and the conversation.\n' +
   'Answer exactly:\n<execution_result>\n{JSON}\n</execution_result>';
 
 export const RESULT_OPEN = '<execution_result>';
 export const RESULT_CLOSE = '</execution_result>';
 
-/** The target text of a Rehearse row for an observation (expert rows, pretraining, tests). */
+/** The target text of a Rehearse row for an observation (the env's format, so expert rows agree). */
 export function rehearseTarget(o: Observation): string {
-  return RESULT_OPEN + '\n' + JSON.stringify(observationJson(o)) + '\n' + RESULT_CLOSE;
+  return formatObservation(o);
 }
 
-const callJson = (name: string, args: JsonValue) => JSON.stringify({ name, arguments: args });
+const callJson = (name: string, args: unknown) => JSON.stringify({ name, arguments: args });
 
 /** A tool definition in OpenAI format is shown as its inner function object (the wrapper carries nothing). */
 function toolLine(t: ToolDefinition): string {
@@ -66,7 +59,7 @@ function toolLine(t: ToolDefinition): string {
 }
 
 function exampleText(e: GroundingExample): string {
-  return 'call ' + callJson(e.name, e.arguments) + '\nresult ' + JSON.stringify(observationJson(e.result));
+  return 'call ' + callJson(e.name, e.arguments) + '\nresult ' + e.result;
 }
 
 /**
@@ -96,7 +89,7 @@ function shortenCalls(text: string): string {
 
 function messageLine(m: ChatMessage): string {
   if (m.role === 'assistant') {
-    const calls = (m.toolCalls ?? []).map((c) => '\ncall ' + callJson(c.name, typeof c.arguments === 'string' ? c.arguments : (c.arguments as JsonValue)));
+    const calls = (m.toolCalls ?? []).map((c) => '\ncall ' + callJson(c.name, c.arguments));
     return 'assistant: ' + shortenCalls(m.content).trim() + calls.join('');
   }
   return m.role + ': ' + m.content;
@@ -153,10 +146,12 @@ export function buildRehearsePrompt(input: RehearsePromptInput, opts: RehearsePr
 
 export type RehearseParseFailure =
   | 'empty' // nothing but whitespace / end tokens
+  | 'too-long' // more than MAX_TEXT characters
   | 'no-open-tag' // does not start with <execution_result>
   | 'no-close-tag' // the block is not closed (e.g. cut by the token limit)
   | 'trailing-text' // anything after </execution_result>
-  | 'invalid-json'; // the block's body is not one JSON value
+  | 'invalid-json' // the block's body is not one JSON value (or is too deep / too long)
+  | 'bad-shape'; // JSON, but not {"result": …} or {"error": "<string>"}
 
 export class RehearseParseError extends Error {
   override readonly name = 'RehearseParseError';
@@ -168,32 +163,38 @@ export class RehearseParseError extends Error {
   }
 }
 
-export type ParsedRehearsal = { ok: true; observation: Observation; json: JsonValue } | { ok: false; error: RehearseParseError };
+export type ParsedRehearsal = { ok: true; observation: Observation } | { ok: false; error: RehearseParseError };
 
 const END_TOKENS = /(?:\s*(?:<\|im_end\|>|<\|endoftext\|>))+\s*$/;
-const EMPTY_THINK = /^<think>[\s\S]*?<\/think>\s*/;
+const LEADING_THINK = /^<think>[\s\S]*?<\/think>\s*/;
 
 /**
- * Strict reader of a Rehearse generation. Accepted: optional leading whitespace and one leading think
- * block, then `<execution_result>`, one JSON value, `</execution_result>`, then only whitespace or end
- * tokens. Everything else is a typed failure (the rollout ends that episode with reward 0). Never throws.
+ * Strict reader of a Rehearse generation for a call to tool `name`. Accepted: optional leading whitespace
+ * and one leading think block, then `<execution_result>`, {"result": …} or {"error": "…"}, then
+ * `</execution_result>` and only whitespace or end tokens. Everything else is a typed failure (the
+ * rollout ends that episode with reward 0). Never throws. Agrees with src/env/toolcall.ts
+ * parseObservation on what it accepts; this one also says why it rejects.
  */
-export function parseExecutionResult(raw: string): ParsedRehearsal {
+export function parseExecutionResult(raw: string, name: string): ParsedRehearsal {
   const failWith = (code: RehearseParseFailure, detail: string): ParsedRehearsal => ({ ok: false, error: new RehearseParseError(code, detail) });
-  let s = raw.replace(END_TOKENS, '').trimStart();
-  s = s.replace(EMPTY_THINK, '');
+  if (typeof raw !== 'string') return failWith('empty', 'not text');
+  if (raw.length > MAX_TEXT) return failWith('too-long', `${raw.length} > ${MAX_TEXT} characters`);
+  const s = raw.replace(END_TOKENS, '').trimStart().replace(LEADING_THINK, '');
   if (s.trim() === '') return failWith('empty', 'no output');
   if (!s.startsWith(RESULT_OPEN)) return failWith('no-open-tag', JSON.stringify(s.slice(0, 40)));
   const close = s.indexOf(RESULT_CLOSE, RESULT_OPEN.length);
   if (close < 0) return failWith('no-close-tag', `${s.length} characters without ${RESULT_CLOSE}`);
   const after = s.slice(close + RESULT_CLOSE.length);
   if (after.trim() !== '') return failWith('trailing-text', JSON.stringify(after.slice(0, 40)));
-  const body = s.slice(RESULT_OPEN.length, close).trim();
-  let json: JsonValue;
-  try {
-    json = JSON.parse(body) as JsonValue;
-  } catch (e) {
-    return failWith('invalid-json', (e as Error).message);
+  const p = safeJsonParse(s.slice(RESULT_OPEN.length, close).trim(), MAX_TEXT);
+  if (!p.ok) return failWith('invalid-json', p.error);
+  const v = p.value;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return failWith('bad-shape', 'not a JSON object');
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o);
+  if (keys.length === 1 && keys[0] === 'result') return { ok: true, observation: { ok: true, name, result: o.result } };
+  if (keys.length === 1 && keys[0] === 'error' && typeof o.error === 'string') {
+    return { ok: true, observation: { ok: false, name, error: o.error, code: 'tool' } };
   }
-  return { ok: true, observation: observationFromJson(json), json };
+  return failWith('bad-shape', `keys ${JSON.stringify(keys.slice(0, 4))}, expected "result" or "error"`);
 }

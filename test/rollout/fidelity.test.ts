@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { canonical, compareObservations, flattenLeaves, leafF1, summarizeFidelity } from '../../src/rollout/fidelity';
-import { fail, ok, type JsonValue } from '../../src/rollout/observation';
+import type { Observation } from '../../src/env/domain';
+import type { JsonValue } from '../../src/rollout/fidelity';
+
+const ok = (result: JsonValue): Observation => ({ ok: true, name: 'get_order_details', result });
+const fail = (error: string): Observation => ({ ok: false, name: 'get_order_details', error, code: 'tool' });
 
 const order = {
   order_id: '#W1',

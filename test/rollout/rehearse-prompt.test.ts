@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { renderChat, type ChatMessage, type ToolDefinition } from '../../src/rollout/chat';
-import { fail, ok, observationFromToolText, observationText, type JsonValue } from '../../src/rollout/observation';
+import type { Observation } from '../../src/env/domain';
+import { formatObservation, parseObservation, serializeObservation } from '../../src/env/toolcall';
 import {
   buildRehearsePrompt,
   parseExecutionResult,
@@ -28,10 +29,13 @@ const tools: ToolDefinition[] = [
   },
 ];
 
+const ok = (result: unknown, name = 'get_order_details'): Observation => ({ ok: true, name, result });
+const fail = (error: string, name = 'get_order_details'): Observation => ({ ok: false, name, error, code: 'tool' });
+
 const grounding: GroundingExample[] = [
-  { name: 'find_user_id_by_name_zip', arguments: { first_name: 'Yusuf', last_name: 'Rossi', zip: '19122' }, result: ok('yusuf_rossi_9620') },
-  { name: 'get_order_details', arguments: { order_id: '#W2378156' }, result: ok({ order_id: '#W2378156', status: 'delivered' }) },
-  { name: 'calculate', arguments: { expression: '1/0' }, result: fail('division by zero') },
+  { name: 'find_user_id_by_name_zip', arguments: { first_name: 'Yusuf', last_name: 'Rossi', zip: '19122' }, result: serializeObservation(ok('yusuf_rossi_9620')) },
+  { name: 'get_order_details', arguments: { order_id: '#W2378156' }, result: serializeObservation(ok({ order_id: '#W2378156', status: 'delivered' })) },
+  { name: 'calculate', arguments: { expression: '1/0' }, result: serializeObservation(fail('division by zero')) },
 ];
 
 const history: ChatMessage[] = [
@@ -67,6 +71,7 @@ describe('Rehearse prompt', () => {
     const all = selectGrounding([...grounding, grounding[1]], 'calculate', 10_000);
     expect(all).toHaveLength(3);
     expect(all[0]).toBe('call {"name":"calculate","arguments":{"expression":"1/0"}}\nresult {"error":"division by zero"}');
+    expect(all[1]).toBe('call {"name":"find_user_id_by_name_zip","arguments":{"first_name":"Yusuf","last_name":"Rossi","zip":"19122"}}\nresult {"result":"yusuf_rossi_9620"}');
     const some = selectGrounding(grounding, 'calculate', all[0].length + 1);
     expect(some).toEqual([all[0]]);
     expect(selectGrounding(grounding, 'calculate', 5)).toEqual([]);
@@ -88,70 +93,73 @@ describe('Rehearse prompt', () => {
   });
 
   it('is compact on a real task (τ²-bench retail train task 0 with its real reference outputs)', () => {
-    const task = JSON.parse(readFileSync(new URL('../../../shared/data/tau2-retail/tasks-train.json', import.meta.url), 'utf8'))[0];
-    const gold = JSON.parse(readFileSync(new URL('../../../shared/data/tau2-retail/gold-train.jsonl', import.meta.url), 'utf8').split('\n')[0]);
-    const examples: GroundingExample[] = task.evaluation_criteria.actions.map((a: { name: string; arguments: JsonValue }, i: number) => ({
+    const task = JSON.parse(readFileSync(new URL('../../data/tau2-retail/tasks-train.json', import.meta.url), 'utf8'))[0];
+    const gold = JSON.parse(readFileSync(new URL('../../data/tau2-retail/gold-train.jsonl', import.meta.url), 'utf8').split('\n')[0]);
+    const examples: GroundingExample[] = task.evaluation_criteria.actions.map((a: { name: string; arguments: Record<string, unknown> }, i: number) => ({
       name: a.name,
       arguments: a.arguments,
-      result: gold.actions[i].ok ? (typeof gold.actions[i].output === 'string' ? observationFromToolText(gold.actions[i].output, false) : ok(gold.actions[i].output)) : fail(String(gold.actions[i].output)),
+      result: serializeObservation(gold.actions[i].ok ? ok(gold.actions[i].output, a.name) : fail(gold.actions[i].error, a.name)),
     }));
     const { text } = buildRehearsePrompt({ tools, grounding: examples, history, call: { name: 'get_product_details', arguments: { product_id: '1656367028' } } });
     // Budgets: 1600 + 1600 characters plus fixed parts.
     expect(text.length).toBeLessThan(REHEARSE_SYSTEM.length + 1600 + 1600 + 1000);
     expect(text).toContain('# Call\n{"name":"get_product_details","arguments":{"product_id":"1656367028"}}<|im_end|>');
     // The keyboard's own record (~2.9K characters) does not fit the budget; the thermostat's, same tool, does and comes first.
-    expect(text).toContain('# Examples\ncall {"name":"get_product_details","arguments":{"product_id":"4896585277"}}');
+    expect(text).toContain('# Examples\ncall {"name":"get_product_details","arguments":{"product_id":"4896585277"}}\nresult {"result":{"name":"Smart Thermostat"');
   });
 });
 
 describe('parseExecutionResult (untrusted output)', () => {
-  const cases = [ok({ order_id: '#W1', items: [1, 2.5, null], ok: true }), ok('yusuf_rossi_9620'), ok('4.0'), ok([]), fail('Order not found')];
-  it('round-trips every target, with or without end tokens', () => {
+  const cases = [ok({ order_id: '#W1', items: [1, 2.5, null], ok: true }), ok('yusuf_rossi_9620'), ok('4.0'), ok([]), ok(null), fail('Order not found')];
+  it('round-trips every target, with or without end tokens, and agrees with the env reader', () => {
     for (const o of cases) {
       for (const suffix of ['', '<|im_end|>', '\n<|im_end|>\n', '<|im_end|><|endoftext|>']) {
-        const r = parseExecutionResult(rehearseTarget(o) + suffix);
+        const text = rehearseTarget(o) + suffix;
+        const r = parseExecutionResult(text, o.name);
         expect(r.ok).toBe(true);
         if (r.ok) expect(r.observation).toEqual(o);
       }
+      expect(rehearseTarget(o)).toBe(formatObservation(o));
     }
-    const r = parseExecutionResult('<think>\n\n</think>\n\n' + rehearseTarget(ok({ a: 1 })));
+    const r = parseExecutionResult('<think>\n\n</think>\n\n' + rehearseTarget(ok({ a: 1 })), 'get_order_details');
     expect(r.ok && r.observation).toEqual(ok({ a: 1 }));
-  });
-
-  it('the Act context shows rehearsed and real observations in the same text', () => {
-    expect(observationText(ok({ a: 1, b: 'x' }))).toBe('{"a":1,"b":"x"}');
-    expect(observationText(ok('4.0'))).toBe('4.0');
-    expect(observationText(fail('Order not found'))).toBe('Error: Order not found');
-    expect(observationFromToolText('Error: Order not found', true)).toEqual(fail('Order not found'));
-    expect(observationFromToolText('{"Action Camera": "3377618313"}', false)).toEqual(ok({ 'Action Camera': '3377618313' }));
-    expect(observationFromToolText('4.0', false)).toEqual(ok('4.0'));
   });
 
   it('rejects malformed output with a typed failure', () => {
     const bad: [string, string][] = [
       ['', 'empty'],
       ['  <|im_end|>', 'empty'],
-      ['{"a":1}', 'no-open-tag'],
-      ['Sure! <execution_result>\n{}\n</execution_result>', 'no-open-tag'],
-      ['<execution_result>\n{"a":', 'no-close-tag'],
-      ['<execution_result>\n{"a":1}\n</execution_result> and more', 'trailing-text'],
-      ['<execution_result>\n{"a":1}\n</execution_result>\n<execution_result>\n{}\n</execution_result>', 'trailing-text'],
-      ['<execution_result>\n{a:1}\n</execution_result>', 'invalid-json'],
+      ['{"result":1}', 'no-open-tag'],
+      ['Sure! <execution_result>\n{"result":1}\n</execution_result>', 'no-open-tag'],
+      ['<execution_result>\n{"result":', 'no-close-tag'],
+      ['<execution_result>\n{"result":1}\n</execution_result> and more', 'trailing-text'],
+      ['<execution_result>\n{"result":1}\n</execution_result>\n<execution_result>\n{}\n</execution_result>', 'trailing-text'],
+      ['<execution_result>\n{result:1}\n</execution_result>', 'invalid-json'],
       ['<execution_result>\n\n</execution_result>', 'invalid-json'],
-      ['<execution_result>\n{"a":1} {"b":2}\n</execution_result>', 'invalid-json'],
+      ['<execution_result>\n{"result":1} {"b":2}\n</execution_result>', 'invalid-json'],
+      ['<execution_result>\n' + '['.repeat(40) + ']'.repeat(40) + '\n</execution_result>', 'invalid-json'],
+      ['<execution_result>\n{"order_id":"#W1"}\n</execution_result>', 'bad-shape'],
+      ['<execution_result>\n{"result":1,"error":"x"}\n</execution_result>', 'bad-shape'],
+      ['<execution_result>\n{"error":42}\n</execution_result>', 'bad-shape'],
+      ['<execution_result>\n"text"\n</execution_result>', 'bad-shape'],
+      ['x'.repeat(70_000), 'too-long'],
     ];
     for (const [text, code] of bad) {
-      const r = parseExecutionResult(text);
-      expect(r.ok, text).toBe(false);
-      if (!r.ok) expect(r.error.code, text).toBe(code);
+      const r = parseExecutionResult(text, 'get_order_details');
+      expect(r.ok, text.slice(0, 60)).toBe(false);
+      if (!r.ok) expect(r.error.code, text.slice(0, 60)).toBe(code);
+      // The env's reader rejects the same texts.
+      expect(parseObservation(text, 'get_order_details')).toBeNull();
     }
   });
 
-  it('never throws on arbitrary text', () => {
+  it('never throws on arbitrary text and accepts exactly what the env reader accepts', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 80 }), fc.boolean(), (s, wrap) => {
-        const r = parseExecutionResult(wrap ? `<execution_result>\n${s}\n</execution_result>` : s);
-        expect(typeof r.ok).toBe('boolean');
+      fc.property(fc.string({ maxLength: 80 }), fc.constantFrom(0, 1, 2), (s, wrap) => {
+        const text = wrap === 0 ? s : wrap === 1 ? `<execution_result>\n${s}\n</execution_result>` : `<execution_result>\n{"result":${s}}\n</execution_result>`;
+        const r = parseExecutionResult(text, 'calculate');
+        const env = parseObservation(text, 'calculate');
+        expect(r.ok ? r.observation : null).toEqual(env);
       }),
       { numRuns: 500, seed: 2 },
     );
