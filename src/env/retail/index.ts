@@ -1,13 +1,61 @@
-// The retail domain (τ²-bench retail, June 2025 release), assembled from its parts.
+// The retail domain (τ²-bench retail, June 2025 release), assembled from its parts into the generic
+// Domain contract of src/env/domain.ts.
 
+import type { Domain } from '../domain';
+import { toolDefinitions } from '../domain';
 import { Environment } from '../env';
 import type { BaseData } from '../store';
+import { runRetailExpert } from './expert';
+import { RetailTaskGenerator } from './generator';
+import type { RetailTask } from './intent';
 import { RETAIL_TOOLS } from './tools';
+import { RETAIL_FLOAT_KEYS } from './types';
 
 export { RETAIL_TOOLS, RETAIL_WRITE_TOOLS } from './tools';
 export { RETAIL_FLOAT_KEYS, retailBase } from './types';
+export type { RetailTask, RetailIntent, Request, Family } from './intent';
 
 /** A factory of fresh retail environments over one shared base. */
 export function retailEnvFactory(base: BaseData): () => Environment {
   return () => new Environment(base, RETAIL_TOOLS);
+}
+
+/** The agent policy, condensed for a small model's system prompt. */
+export const RETAIL_POLICY = [
+  'You are a retail customer-service agent. Use the tools; never invent information.',
+  'First authenticate the user: find their user id by email, or by first name, last name and zip.',
+  'Help only that user, with their own orders and profile. Check an order\'s status before acting on it.',
+  'Order ids start with "#W". Cancel only pending orders, and only for "no longer needed" or "ordered by mistake".',
+  'Modify (address, payment, items) only pending orders; items only once, to available variants of the same product.',
+  'Return or exchange only delivered orders; refunds go to the original payment method or a gift card.',
+  'A gift card must cover what it pays. Refuse requests the rules forbid and say why.',
+  'Each turn is one tool call or one reply; the reply ends the conversation and must state the outcome.',
+].join('\n');
+
+/**
+ * Argument canonicalisation for the judge: return and exchange store their id lists sorted, so the order a
+ * call lists them in does not change the outcome; item modification keeps its order (it matters there).
+ */
+export function retailNormaliseArgs(name: string, args: Record<string, unknown>): Record<string, unknown> {
+  const sortList = (v: unknown) => (Array.isArray(v) ? [...v].map(String).sort() : v);
+  if (name === 'return_delivered_order_items') return { ...args, item_ids: sortList(args.item_ids) };
+  if (name === 'exchange_delivered_order_items') {
+    return { ...args, item_ids: sortList(args.item_ids), new_item_ids: sortList(args.new_item_ids) };
+  }
+  return args;
+}
+
+export function retailDomain(base: BaseData): Domain<RetailTask> {
+  const gens = { train: new RetailTaskGenerator(base, 'train'), test: new RetailTaskGenerator(base, 'test') };
+  return {
+    name: 'retail',
+    policy: RETAIL_POLICY,
+    tools: RETAIL_TOOLS,
+    definitions: () => toolDefinitions(RETAIL_TOOLS),
+    createEnv: retailEnvFactory(base),
+    tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
+    expert: (task, env, opts) => runRetailExpert(task, env, opts),
+    normaliseArgs: retailNormaliseArgs,
+    floatKeys: RETAIL_FLOAT_KEYS,
+  };
 }
