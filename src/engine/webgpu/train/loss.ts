@@ -9,7 +9,7 @@ import { REDUCE, WG } from './common';
 
 const ROWS = {
   code: /* wgsl */ `
-struct P { rows: u32, v: u32, mode: u32, hasRef: u32, eps: f32, dual: f32, kl: f32 }
+struct P { rows: u32, v: u32, mode: u32, hasRef: u32, eps: f32, dual: f32, kl: f32, nanBits: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> tg: array<i32>;
@@ -45,11 +45,11 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   z = reduce_sum(l, z);
   zx = reduce_sum(l, zx);
   let lse = m + log(z);
-  let target = tg[row];
+  let tgt = tg[row];
   if (l == 0u) {
     // an out-of-range target poisons the row with NaN, which the trainer's guard refuses
-    var logp = bitcast<f32>(0x7fc00000u);
-    if (target >= 0 && u32(target) < p.v) { logp = x[base + u32(target)] - lse; }
+    var logp = bitcast<f32>(p.nanBits);
+    if (tgt >= 0 && u32(tgt) < p.v) { logp = x[base + u32(tgt)] - lse; }
     var loss = -logp;
     var dl = -1.0;
     var clipped = 0.0;
@@ -83,7 +83,7 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   let g = dlw;
   for (var i = l; i < p.v; i += ${WG}u) {
     let pr = exp(x[base + i] - lse);
-    dx[base + i] = g * (select(0.0, 1.0, i32(i) == target) - pr);
+    dx[base + i] = g * (select(0.0, 1.0, i32(i) == tgt) - pr);
   }
 }`,
 };
@@ -135,7 +135,7 @@ export function lossHead(ctx: GpuContext, logits: GpuTensor, targets: GpuTensor,
   ctx.dispatch(
     ROWS,
     [logits.buf, targets.buf, weight.buf, side(gg?.advantage, 'advantage'), side(gg?.oldLogp, 'oldLogp'), side(gg?.refLogp, 'refLogp'), dLogits.buf, met.buf],
-    [R, V, o ? 1 : 0, gg?.refLogp ? 1 : 0, { f32: o?.clipEps ?? 0 }, { f32: o?.dualClip ?? 0 }, { f32: o?.klCoef ?? 0 }],
+    [R, V, o ? 1 : 0, gg?.refLogp ? 1 : 0, { f32: o?.clipEps ?? 0 }, { f32: o?.dualClip ?? 0 }, { f32: o?.klCoef ?? 0 }, 0x7fc00000],
     grid1d(R, 1),
   );
   const metrics = ctx.empty([4], 'f32');
