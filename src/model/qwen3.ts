@@ -138,7 +138,7 @@ export interface ForwardResult {
 }
 
 /** Frees what a forward pass did not keep. */
-class Scratch {
+export class Scratch {
   private dead: Tensor[] = [];
   constructor(
     private readonly b: Backend,
