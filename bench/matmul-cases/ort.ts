@@ -5,15 +5,15 @@
 // our per-row scale repeated for each block: the same numbers as our q8, if the wasm build has it.
 //
 // ort-web reads env.wasm.numThreads once, when it first initializes, so each thread count runs in its
-// own child process (this file, run directly); the parent gets one JSON line back.
-import { execFile } from 'node:child_process';
+// own child process (this file, forked with an IPC channel).
+import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { OnnxGraph } from '../../src/model/onnx/graph';
 import { Q4_GROUP } from '../../src/engine/quant';
 import { caseData, secondsPerCall, type MatmulCase } from './cpu';
 
 /** Per case: seconds per product, or the reason ORT could not run it. */
-export type OrtResult = { seconds: number } | { skipped: string };
+export type OrtResult = { seconds: number; head: number[] } | { skipped: string };
 
 function graphFor(c: MatmulCase): Uint8Array {
   const { w, q } = caseData(c);
@@ -49,51 +49,66 @@ function graphFor(c: MatmulCase): Uint8Array {
   return g.toBytes();
 }
 
-async function childMain(cases: MatmulCase[], threads: number, samples: number): Promise<OrtResult[]> {
+/** One case in the child: seconds per product and the first outputs (to check the graph's meaning). */
+async function runCase(ort: typeof import('onnxruntime-web'), c: MatmulCase, samples: number): Promise<OrtResult> {
+  try {
+    const session = await ort.InferenceSession.create(graphFor(c), { executionProviders: ['wasm'] });
+    const x = new ort.Tensor('float32', caseData(c).x, [c.M, c.K]);
+    const first = await session.run({ x });
+    const head = Array.from((first.y.data as Float32Array).subarray(0, 8));
+    const seconds = await secondsPerCall(async () => {
+      const r = await session.run({ x });
+      r.y.dispose();
+    }, samples);
+    await session.release();
+    return { seconds, head };
+  } catch (e) {
+    return { skipped: (e as Error).message.split('\n')[0].slice(0, 200) };
+  }
+}
+
+/** onnxruntime-web with a fixed thread count, in its own process; cases are timed one message at a time
+ *  so the suite can interleave them with ours (the machine's load drifts; interleaving keeps it fair). */
+export interface OrtProcess {
+  time(c: MatmulCase, samples: number): Promise<OrtResult>;
+  close(): void;
+}
+
+export async function startOrt(threads: number): Promise<OrtProcess> {
+  const child = fork(fileURLToPath(import.meta.url), [String(threads)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  let pending: ((r: OrtResult) => void) | null = null;
+  let failed: Error | null = null;
+  child.on('message', (m) => {
+    const p = pending;
+    pending = null;
+    p?.(m as OrtResult);
+  });
+  child.on('exit', (code) => {
+    failed = new Error(`ort child exited (${code})`);
+    pending?.({ skipped: failed.message });
+    pending = null;
+  });
+  return {
+    time(c, samples) {
+      if (failed) return Promise.resolve({ skipped: failed.message });
+      return new Promise((resolve) => {
+        pending = resolve;
+        child.send({ c, samples });
+      });
+    },
+    close() {
+      if (child.connected) child.disconnect();
+    },
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.send) {
+  const threads = Number(process.argv[2]);
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
   ort.env.logLevel = 'error';
-  const out: OrtResult[] = [];
-  for (const c of cases) {
-    try {
-      const session = await ort.InferenceSession.create(graphFor(c), { executionProviders: ['wasm'] });
-      const x = new ort.Tensor('float32', caseData(c).x, [c.M, c.K]);
-      const seconds = await secondsPerCall(async () => {
-        const r = await session.run({ x });
-        r.y.dispose();
-      }, samples);
-      await session.release();
-      out.push({ seconds });
-    } catch (e) {
-      out.push({ skipped: (e as Error).message.split('\n')[0].slice(0, 200) });
-    }
-  }
-  return out;
-}
-
-/** Times the cases on onnxruntime-web's wasm EP with `threads` threads (in a child process). */
-export function timeOrt(cases: MatmulCase[], threads: number, samples: number): Promise<OrtResult[]> {
-  const self = fileURLToPath(import.meta.url);
-  const arg = JSON.stringify({ cases, threads, samples });
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', self, arg], { maxBuffer: 1 << 24, timeout: 900_000 }, (err, stdout, stderr) => {
-      const line = stdout.split('\n').find((l) => l.startsWith('@@ORT '));
-      if (!line) return reject(new Error(`ort child failed: ${err?.message ?? ''}\n${stderr.slice(-2000)}`));
-      resolve(JSON.parse(line.slice(6)) as OrtResult[]);
-    });
+  process.on('message', (m: { c: MatmulCase; samples: number }) => {
+    void runCase(ort, m.c, m.samples).then((r) => process.send!(r));
   });
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { cases, threads, samples } = JSON.parse(process.argv[2]) as { cases: MatmulCase[]; threads: number; samples: number };
-  childMain(cases, threads, samples).then(
-    (r) => {
-      console.log(`@@ORT ${JSON.stringify(r)}`);
-      process.exit(0); // ort's worker threads would keep the process alive
-    },
-    (e) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
+  process.on('disconnect', () => process.exit(0)); // ort's worker threads would keep the process alive
 }

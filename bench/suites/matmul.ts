@@ -6,7 +6,26 @@
 // module loads and finds an adapter; otherwise they are skipped with a logged note.
 import type { BenchContext, BenchSuite } from '../lib';
 import { caseFlops, caseName, caseShape, cpuFastRunner, cpuRefRunner, type MatmulCase, type MatmulRunner, type WeightKind } from '../matmul-cases/cpu';
-import { timeOrt } from '../matmul-cases/ort';
+import { caseData } from '../matmul-cases/cpu';
+import { startOrt } from '../matmul-cases/ort';
+import { dequantAt } from '../../src/engine/quant';
+
+/** Largest relative error of ORT's first outputs y[0, 0..7] against the f64 product of the same weights. */
+function headError(c: MatmulCase, head: number[]): number {
+  const { x, w, q } = caseData(c);
+  let worst = 0;
+  head.forEach((got, n) => {
+    let acc = 0;
+    let mag = 0;
+    for (let k = 0; k < c.K; k++) {
+      const p = x[k] * (q ? dequantAt(q, n, k) : w[n * c.K + k]);
+      acc += p;
+      mag += Math.abs(p);
+    }
+    worst = Math.max(worst, Math.abs(got - acc) / mag);
+  });
+  return worst;
+}
 
 const K = 1024;
 const N = 1024;
@@ -51,17 +70,19 @@ const suite: BenchSuite = {
     const worst: string[] = [];
 
     for (const threads of THREADS) {
-      ctx.log(`ort-wasm, ${threads} thread(s)`);
-      const ort = await timeOrt(cases, threads, samples);
-      ctx.log(`cpu-fast, ${threads} thread(s)`);
+      ctx.log(`ort-wasm and cpu-fast, ${threads} thread(s), interleaved case by case`);
+      const ort = await startOrt(threads);
       const fast = await cpuFastRunner(threads);
       let minRatio = Infinity;
       let minAt = '';
       try {
-        for (const [i, c] of cases.entries()) {
-          const o = ort[i];
-          if ('seconds' in o) put(c, 'ort-wasm', threads, o.seconds);
-          else ctx.log(`ort-wasm skipped ${caseName(c)} ${caseShape(c)}: ${o.skipped}`);
+        for (const c of cases) {
+          const o = await ort.time(c, samples);
+          if ('seconds' in o) {
+            put(c, 'ort-wasm', threads, o.seconds);
+            const err = headError(c, o.head);
+            if (err > 1e-3) ctx.log(`WARNING: ort-wasm ${caseName(c)} ${caseShape(c)} disagrees with the reference by ${err.toExponential(2)}`);
+          } else ctx.log(`ort-wasm skipped ${caseName(c)} ${caseShape(c)}: ${o.skipped}`);
           const s = (await fast.time(c, samples))!;
           put(c, 'cpu-fast', threads, s);
           if ('seconds' in o && o.seconds / s < minRatio) {
@@ -71,6 +92,7 @@ const suite: BenchSuite = {
         }
       } finally {
         fast.dispose();
+        ort.close();
       }
       worst.push(`${threads} thread(s): lowest cpu-fast / ort-wasm = ${minRatio.toFixed(2)}x (${minAt})`);
     }
