@@ -42,7 +42,27 @@ struct Row { temp: f32, topp: f32, seed: u32, step: u32 }
 @group(0) @binding(4) var<storage, read_write> tokens: array<i32>;
 @group(0) @binding(5) var<storage, read_write> logprobs: array<f32>;
 ${RNG_WGSL}
-var<workgroup> rv: array<f32, ${WG}>;
+var<workgroup> rv: array<f32, ${WG + 1}>;
+var<workgroup> re: array<f32, ${WG + 1}>;
+// compensated sum: a.x + a.y holds the running total with the rounding error of each step kept in a.y
+fn add2(a: vec2f, v: f32) -> vec2f {
+  let t = a.x + v;
+  let e = select((v - t) + a.x, (a.x - t) + v, abs(a.x) >= abs(v));
+  return vec2f(t, a.y + e);
+}
+// u * (k.x + k.y) as a compensated pair, for u = n / 2^24: u and k.x split in 12-bit halves make the four
+// partial products exact in f32, so the target keeps the precision of the CPU's f64 product.
+fn mul2(u: f32, k: vec2f) -> vec2f {
+  let uh = floor(u * 4096.0) / 4096.0;
+  let ul = u - uh;
+  let kh = bitcast<f32>(bitcast<u32>(k.x) & 0xfffff000u);
+  let kl = k.x - kh;
+  var a = vec2f(uh * kh, 0.0);
+  a = add2(a, uh * kl);
+  a = add2(a, ul * kh);
+  a = add2(a, ul * kl);
+  return add2(a, u * k.y);
+}
 var<workgroup> ri: array<u32, ${WG}>;
 var<workgroup> best: atomic<u32>;
 var<workgroup> lastKept: atomic<i32>;
@@ -105,30 +125,38 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
     }
   }
   let tau = bitcast<f32>(lo);
-  // chunk sums of kept mass, exclusive scan, then walk the chunk that holds the target
+  // chunk sums of kept mass, exclusive scan, then walk the chunk that holds the target. These running
+  // sums are compensated (value = s + e, Neumaier) so that, like the CPU's f64 sums, they do not drift
+  // with the length of the walk; plain f32 here picks a neighbouring token in a few % of draws at V ~ 150K.
   let chunk = (p.v + ${WG - 1}u) / ${WG}u;
   let c0 = min(l * chunk, p.v);
   let c1 = min(c0 + chunk, p.v);
-  var cs = 0.0;
+  var cs = vec2f(0.0, 0.0);
   var lastMine = -1;
-  for (var i = c0; i < c1; i++) { let pv = probs[base + i]; if (pv >= tau) { cs += pv; lastMine = i32(i); } }
-  rv[l] = cs;
+  for (var i = c0; i < c1; i++) { let pv = probs[base + i]; if (pv >= tau) { cs = add2(cs, pv); lastMine = i32(i); } }
+  rv[l] = cs.x;
+  re[l] = cs.y;
   if (l == 0u) { atomicStore(&best, 0xffffffffu); atomicStore(&lastKept, -1); }
   workgroupBarrier();
   if (l == 0u) {
-    var run = 0.0;
-    for (var i = 0u; i < ${WG}u; i++) { let c = rv[i]; rv[i] = run; run += c; }
-    ri[0] = bitcast<u32>(run);
+    var acc = vec2f(0.0, 0.0);
+    for (var i = 0u; i < ${WG}u; i++) {
+      let c = vec2f(rv[i], re[i]);
+      rv[i] = acc.x;
+      re[i] = acc.y;
+      acc = add2(add2(acc, c.x), c.y);
+    }
+    rv[${WG}u] = acc.x;
+    re[${WG}u] = acc.y;
   }
   workgroupBarrier();
-  let kept = bitcast<f32>(ri[0]);
-  let goal = uniform01(prm.seed, prm.step) * kept;
-  var run = rv[l];
+  let goal = mul2(uniform01(prm.seed, prm.step), vec2f(rv[${WG}u], re[${WG}u]));
+  var run = vec2f(rv[l], re[l]);
   for (var i = c0; i < c1; i++) {
     let pv = probs[base + i];
     if (pv >= tau) {
-      run += pv;
-      if (run > goal) { atomicMin(&best, i); break; }
+      run = add2(run, pv);
+      if ((run.x - goal.x) + (run.y - goal.y) > 0.0) { atomicMin(&best, i); break; }
     }
   }
   atomicMax(&lastKept, lastMine);

@@ -6,7 +6,7 @@ import { registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, ty
 import type { GpuContext } from '../context';
 import { asGpu, type GpuTensor } from '../tensor';
 import { attentionBackward } from './attention';
-import { accumulate, embeddingBackward, fill, gatherKv, ropeBackward, swigluBackward } from './elementwise';
+import { accumulate, embeddingBackward, fill, gatherKv, ropeBackward, swigluBackward, writeRows } from './elementwise';
 import { lossHead } from './loss';
 import { matmulBackwardInput, matmulBackwardWeight } from './matmul';
 import { logSoftmaxBackward, rmsnormBackward } from './norm';
@@ -70,6 +70,9 @@ export class WebGpuTrainOps implements TrainOps {
       refLogp: inputs.refLogp ? this.g(inputs.refLogp, what) : null,
     };
     return lossHead(this.ctx, this.g(logits, what), this.g(targets, what), this.g(weight, what), gi, opts);
+  }
+  writeRows(dst: Tensor, src: Tensor, row0: number): void {
+    writeRows(this.ctx, this.g(dst, 'writeRows'), this.g(src, 'writeRows'), row0);
   }
   accumulate(dst: Tensor, src: Tensor, s = 1): void {
     accumulate(this.ctx, this.g(dst, 'accumulate'), this.g(src, 'accumulate'), s);
