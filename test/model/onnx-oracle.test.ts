@@ -57,6 +57,12 @@ async function check(c: Qwen3Config, format: 'f32' | 'q4', seed: number) {
   let o = 0;
   for (const row of rows) (stitched.set(row, o), (o += row.length));
   const eDecode = relErr(stitched, want);
+  // The 'last' variant returns the last row only, the same values.
+  const last = await ort.InferenceSession.create(exportQwen3Onnx(c, host!, { weights: format, logits: 'last', maxPositions: 16 }));
+  const lastRow = (await last.run(feeds(ids, empty))).logits;
+  expect(lastRow.dims).toEqual([1, c.vocabSize]);
+  expect(relErr(lastRow.data as Float32Array, want.subarray((T - 1) * c.vocabSize))).toBeLessThanOrEqual(1e-4);
+  await last.release();
   await session.release();
   return { e, eDecode };
 }

@@ -22,6 +22,8 @@ export interface ExportOptions {
   weights: 'f32' | 'q4';
   /** Rows of the RoPE tables = the longest sequence the graph accepts. Default: config.maxPositionEmbeddings. */
   maxPositions?: number;
+  /** 'last': logits (1,V) of the last token only (what generation needs); default 'all' (T,V). */
+  logits?: 'all' | 'last';
 }
 
 export const pastKey = (l: number) => `past_key.${l}`;
@@ -162,6 +164,7 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
     const act = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), linear(hn, n('up'))]);
     x = g.op('Add', [x, linear(act, n('down'))]);
   }
+  if (opts.logits === 'last') x = g.op('Slice', [x, constI64(-1), constI64(2 ** 53 - 1), constI64(0)]); // (1,d)
   const h = rmsnorm(x, 'model.norm.weight');
   const headName = c.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   const head = get(headName);
@@ -170,7 +173,7 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
   else if (c.tieWordEmbeddings && embedF32) logits = g.op('Gemm', [h, 'embed_f32'], { transB: 1 });
   else logits = linear(h, headName);
   g.addNode('Identity', [logits], ['logits']);
-  g.addOutput('logits', 'float32', ['T', V]);
+  g.addOutput('logits', 'float32', [opts.logits === 'last' ? 1 : 'T', V]);
   return g.toBytes();
 }
 
