@@ -120,3 +120,36 @@ export function checklistFromReference(task: Task, fresh: () => Environment): Ch
   for (const f of task.facts) items.push({ kind: 'fact', text: f, weight: 1 });
   return items;
 }
+
+const LabTaskSchema = z.object({
+  id: z.string(),
+  userMessages: z.array(z.string()),
+  referenceActions: z.array(z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) })),
+  facts: z.array(z.string()),
+  checklist: z.array(z.unknown()),
+});
+
+/**
+ * Reads either a τ²-bench task file or a file of the lab's own tasks (as `npm run env -- generate` writes
+ * them: objects with `referenceActions`), telling them apart by the first element.
+ */
+export function loadTaskFile(text: string): Task[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new TaskFileError(`task file is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(json)) throw new TaskFileError('task file must be a JSON array of task objects');
+  if (json.length > 0 && json[0] !== null && typeof json[0] === 'object' && 'referenceActions' in json[0]) {
+    return json.map((raw, i) => {
+      const r = LabTaskSchema.safeParse(raw);
+      if (!r.success) {
+        const iss = r.error.issues[0];
+        throw new TaskFileError(`task #${i}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
+      }
+      return raw as Task;
+    });
+  }
+  return loadTau2Tasks(json);
+}

@@ -14,7 +14,7 @@
 //    exact text.
 // Each mistake is a failed call, so the database and the real reward are unaffected.
 
-import { Rng } from '../../engine/rng';
+import { hash32, Rng } from '../../engine/rng';
 import type { ExpertOptions, ExpertResult, Observation, Step } from '../domain';
 import type { Environment } from '../env';
 import { rowsFromEpisode } from '../rows';
@@ -56,7 +56,10 @@ function describePm(pm: PaymentMethod): string {
 }
 
 export function runRetailExpert(task: RetailTask, env: Environment, opts: ExpertOptions = {}): ExpertResult {
-  const ep = new Episode(env, new Rng((opts.seed ?? 0) ^ 0x3e9e47), opts.mistakeRate ?? 0);
+  // Mistakes depend on (seed, task), so a batch of tasks does not repeat one pattern.
+  let h = hash32((opts.seed ?? 0) ^ 0x3e9e47);
+  for (let i = 0; i < task.id.length; i++) h = hash32(h ^ task.id.charCodeAt(i));
+  const ep = new Episode(env, new Rng(h), opts.mistakeRate ?? 0);
   const parts: string[] = [];
   const userId = authenticate(ep, task);
   if (userId === null) {

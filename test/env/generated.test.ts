@@ -1,0 +1,139 @@
+// Generated retail tasks: determinism, held-out split, family coverage, and the scripted expert solving
+// them in the real environment (real-execution reward) with and without deliberate mistakes.
+
+import { describe, expect, it } from 'vitest';
+import type { Step } from '../../src/env/domain';
+import { judge } from '../../src/env/judge';
+import { retailDomain } from '../../src/env/retail/index';
+import type { RetailTask } from '../../src/env/retail/intent';
+import { FAMILY_WEIGHTS, userSplit } from '../../src/env/retail/generator';
+import { realReward } from '../../src/env/reward';
+import { base, fresh } from './helpers';
+
+const domain = retailDomain(base);
+const train = domain.tasks.generate({ split: 'train', count: 240, seed: 11 });
+const test = domain.tasks.generate({ split: 'test', count: 80, seed: 11 });
+
+function solve(task: RetailTask, mistakeRate: number, seed = 1) {
+  const env = domain.createEnv();
+  const r = domain.expert(task, env, { mistakeRate, seed });
+  return { ...r, env, real: realReward(domain.createEnv, task, r.steps) };
+}
+
+const orderOwner = (id: string) => (base.tables.get('orders')!.get(id) as { user_id: string } | undefined)?.user_id;
+
+describe('task generator', () => {
+  it('is a pure function of (split, seed, count)', () => {
+    expect(domain.tasks.generate({ split: 'train', count: 240, seed: 11 })).toEqual(train);
+    const other = domain.tasks.generate({ split: 'train', count: 20, seed: 12 });
+    expect(other.map((t) => t.userMessages[0])).not.toEqual(train.slice(0, 20).map((t) => t.userMessages[0]));
+  });
+
+  it('keeps the test split on held-out users only', () => {
+    for (const [tasks, split] of [[train, 'train'], [test, 'test']] as const) {
+      for (const t of tasks) {
+        expect(t.split).toBe(split);
+        for (const a of t.referenceActions) {
+          const args = a.arguments as Record<string, string>;
+          if (args.user_id) expect(userSplit(args.user_id)).toBe(split);
+          const owner = args.order_id ? orderOwner(args.order_id) : undefined;
+          if (owner) expect(userSplit(owner)).toBe(split);
+        }
+      }
+    }
+    const trainMsgs = new Set(train.map((t) => t.userMessages[0]));
+    expect(test.some((t) => trainMsgs.has(t.userMessages[0]))).toBe(false);
+  });
+
+  it('covers every family, ids without "#", unknown ids and multi-step requests', () => {
+    const fams = new Set(train.map((t) => t.family));
+    for (const f of Object.keys(FAMILY_WEIGHTS)) expect(fams, f).toContain(f);
+    expect(train.some((t) => / W\d{7}\b/.test(t.userMessages[0]))).toBe(true);
+    expect(train.filter((t) => t.family === 'multi').every((t) => t.intent.requests.length === 2)).toBe(true);
+    expect(new Set(train.map((t) => t.userMessages[0])).size).toBe(train.length);
+    for (const t of train) {
+      expect(t.checklist.some((c) => c.kind === 'no_forbidden_writes')).toBe(true);
+      expect(t.checklist.filter((c) => c.kind === 'fact').map((c) => (c as { text: string }).text)).toEqual(t.facts);
+    }
+  });
+
+  it('reference actions of refusal tasks write nothing; the others write', () => {
+    const env = fresh();
+    for (const t of train) {
+      const writes = t.referenceActions.filter((a) => env.isWrite(a.name));
+      if (t.family.startsWith('refuse') || ['status', 'unknown_order', 'product_price'].includes(t.family)) expect(writes, t.id).toEqual([]);
+      else if (t.family !== 'multi') expect(writes.length, t.id).toBeGreaterThan(0);
+    }
+  });
+});
+
+describe('scripted expert in the real environment', () => {
+  it('solves >= 99% of train and test tasks without mistakes, and its trajectories judge 1', () => {
+    for (const tasks of [train, test]) {
+      let solved = 0;
+      for (const t of tasks) {
+        const r = solve(t, 0);
+        if (r.real.reward === 1) solved++;
+        expect(r.mistakes).toBe(0);
+        expect(judge(t.checklist, r.steps, { isWrite: (n) => r.env.isWrite(n), normaliseArgs: domain.normaliseArgs }).reward, t.id).toBe(1);
+      }
+      expect(solved / tasks.length).toBeGreaterThanOrEqual(0.99);
+    }
+  });
+
+  it('with mistakes it still solves >= 99%: each mistake is an error observation followed by the fix', () => {
+    let solved = 0;
+    let mistakes = 0;
+    let errorSteps = 0;
+    for (const t of train) {
+      const r = solve(t, 0.5, 3);
+      if (r.real.reward === 1) solved++;
+      mistakes += r.mistakes;
+      // Error turns that are not reference actions (those fail on purpose, e.g. a wrong email) are mistakes.
+      const ref = new Set(t.referenceActions.map((a) => JSON.stringify(a)));
+      const errs = r.steps.filter((s) => s.kind === 'call' && !s.observation.ok && !ref.has(JSON.stringify(s.call)));
+      errorSteps += errs.length;
+      expect(judge(t.checklist, r.steps, { isWrite: (n) => r.env.isWrite(n), normaliseArgs: domain.normaliseArgs }).reward, t.id).toBe(1);
+    }
+    expect(solved / train.length).toBeGreaterThanOrEqual(0.99);
+    expect(mistakes).toBeGreaterThan(20);
+    expect(errorSteps).toBe(mistakes);
+  });
+
+  it('shows the documented mistakes: forgotten "#", a forbidden write, a wrong reason text', () => {
+    const errors = new Set<string>();
+    for (const t of train) {
+      for (const s of solve(t, 1, 9).steps) if (s.kind === 'call' && !s.observation.ok) errors.add(s.observation.error);
+    }
+    expect(errors).toContain('Order not found');
+    expect(errors).toContain('Non-pending order cannot be cancelled');
+    expect(errors).toContain('Non-delivered order cannot be returned');
+    expect(errors).toContain('Invalid reason');
+  });
+});
+
+describe('expert rows', () => {
+  it('one act row per turn, one rehearse row per call, with real observations and grounding from the same task', async () => {
+    const { parse, parseObservation } = await import('../../src/env/toolcall');
+    const t = train.find((x) => x.family === 'exchange')!;
+    const r = solve(t, 0);
+    const calls = r.steps.filter((s): s is Extract<Step, { kind: 'call' }> => s.kind === 'call');
+    const act = r.rows.filter((x) => x.role === 'act');
+    const reh = r.rows.filter((x) => x.role === 'rehearse');
+    expect(act.length).toBe(r.steps.length);
+    expect(reh.length).toBe(calls.length);
+    expect(act[0].messages).toEqual([{ role: 'user', content: t.userMessages[0] }]);
+    calls.forEach((s, i) => {
+      expect(parse(act[i].target).calls).toEqual([s.call]);
+      const row = reh[i];
+      if (row.role !== 'rehearse') throw new Error('role');
+      expect(row.call).toEqual(s.call);
+      expect(parseObservation(row.target, s.call.name)).toEqual(JSON.parse(JSON.stringify(s.observation.ok ? s.observation : { ...s.observation, code: 'tool' })));
+      expect(row.grounding.length).toBeGreaterThan(0);
+      for (const g of row.grounding) expect(g.name === s.call.name && JSON.stringify(g.arguments) === JSON.stringify(s.call.arguments)).toBe(false);
+      expect(row.messages.length).toBe(1 + 2 * i);
+    });
+    expect(act.at(-1)!.target).toBe((r.steps.at(-1) as { text: string }).text);
+    expect(act.at(-1)!.messages.at(-1)!.role).toBe('tool');
+  });
+});
