@@ -113,6 +113,35 @@ describe.skipIf(!run)('WebGPU KV cache and attention', () => {
     expect(checked).toBe(LENS.reduce((a, l) => a + Math.min(l, DEC), 0));
   });
 
+  it('a KV cache sharded by slots (tiny maxBufferBytes) gives exactly the unsharded results', async () => {
+    const small = await gpuBackend({ maxBufferBytes: 512 }); // (3 slots, 8 pos, 1 head, D 8): 256 B per slot
+    try {
+      const shape = [3, 8, 1, 8];
+      const slot = Int32Array.from([0, 1, 2, 2, 1, 2]);
+      const pos = Int32Array.from([0, 0, 0, 1, 1, 2]);
+      const q = randn(6 * 2 * 8, 1);
+      const k = randn(6 * 8, 2);
+      const v = randn(6 * 8, 3);
+      const outs: Float32Array[] = [];
+      for (const b of [gpu, small]) {
+        const kc = b.zeros(shape);
+        const vc = b.zeros(shape);
+        const layout = { slot: b.tensor(slot, [6]), pos: b.tensor(pos, [6]) };
+        b.kvWrite(kc, vc, b.tensor(k, [6, 1, 8]), b.tensor(v, [6, 1, 8]), layout);
+        outs.push((await b.read(b.attention(b.tensor(q, [6, 2, 8]), kc, vc, layout))) as Float32Array);
+        if (b === small) {
+          expect((kc as unknown as { parts: unknown[] }).parts.length).toBe(2);
+          const ref = cpu.zeros(shape);
+          cpu.kvWrite(ref, cpu.zeros(shape), cpu.tensor(k, [6, 1, 8]), cpu.tensor(v, [6, 1, 8]), { slot: cpu.tensor(slot, [6]), pos: cpu.tensor(pos, [6]) });
+          expectClose(await b.read(kc), await cpu.read(ref), 0, 0, 'sharded k cache');
+        }
+      }
+      expectClose(outs[1], outs[0], 0, 0, 'sharded attention');
+    } finally {
+      small.dispose();
+    }
+  });
+
   it('attention rejects an incompatible head layout', () => {
     const q = gpu.zeros([1, 5, D]); // 5 query heads cannot share 2 kv heads
     const c = gpu.zeros([S, MAXT, HKV, D]);

@@ -63,6 +63,25 @@ describe.skipIf(!run)('WebGPU sampling', () => {
     expectClose(r.logprobs, r.wantLogp, 2e-5, 1e-5, 'logprobs V=151936');
   });
 
+  it('splits rows over several dispatches when the probability scratch would pass maxBufferBytes', async () => {
+    const small = await gpuBackend({ maxBufferBytes: 512 }); // V=33: 3 rows per dispatch
+    try {
+      const v = 33;
+      const params = Array.from({ length: 7 }, (_, i) => ({ temperature: 1, topP: 0.8, seed: i, step: 1 }));
+      const logits = randn(7 * v, 99, 2);
+      // logits come from an op (ops allocate one buffer; only uploads are sharded): I (7,7) x L^T, L (33,7)
+      const eye = new Float32Array(49).map((_, i) => (i % 8 === 0 ? 1 : 0));
+      const lt = new Float32Array(v * 7);
+      for (let r = 0; r < 7; r++) for (let c = 0; c < v; c++) lt[c * 7 + r] = logits[r * v + c];
+      const l = small.matmul(small.tensor(eye, [7, 7]), small.tensor(lt, [v, 7]));
+      const { tokens } = small.sample(l, params);
+      const want = params.map((p, r) => sampleRow(logits.subarray(r * v, (r + 1) * v), p).token);
+      expect(Array.from(await small.read(tokens))).toEqual(want);
+    } finally {
+      small.dispose();
+    }
+  });
+
   it('greedy breaks ties to the lowest index; nucleus keeps every token tied at the threshold', async () => {
     const v = 6;
     const logits = Float32Array.from([0, 3, 1, 3, 3, -1, /* row 2 */ 2, 2, 2, 1, 1, 0]);

@@ -5,13 +5,14 @@
 import { assertShape } from '../../errors';
 import type { GpuContext } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
+import { samePartition } from './gather';
 
 const WG = 64;
 const MAX_D = 4 * WG;
 
 const ATTENTION = {
   code: /* wgsl */ `
-struct P { hq: u32, hkv: u32, d: u32, maxt: u32, s: u32, scale: f32 }
+struct P { hq: u32, hkv: u32, d: u32, maxt: u32, s: u32, scale: f32, s0: u32, ns: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> kc: array<f32>;
@@ -28,14 +29,18 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   let kvh = h / (p.hq / p.hkv);
   let sl = slot[t];
   let ps = pos[t];
-  // keys 0..pos of this slot; an out-of-range slot/pos attends to nothing and yields zeros
+  // keys 0..pos of this slot; an out-of-range slot/pos attends to nothing and yields zeros (written by
+  // the dispatch of the first cache shard). A cache sharded by slots is one dispatch per shard.
+  let valid = sl >= 0 && u32(sl) < p.s && ps >= 0 && u32(ps) < p.maxt;
+  let mine = valid && u32(sl) >= p.s0 && u32(sl) < p.s0 + p.ns;
+  if (!mine && (valid || p.s0 != 0u)) { return; }
   var n = 0u;
-  if (sl >= 0 && u32(sl) < p.s && ps >= 0 && u32(ps) < p.maxt) { n = u32(ps) + 1u; }
+  if (mine) { n = u32(ps) + 1u; }
   let qb = (t * p.hq + h) * p.d;
   for (var d = l; d < p.d; d += ${WG}u) { qs[d] = q[qb + d]; }
   workgroupBarrier();
   let rowStride = p.hkv * p.d;
-  let base = (u32(max(sl, 0)) * p.maxt) * rowStride + kvh * p.d;
+  let base = ((u32(max(sl, 0)) - select(0u, p.s0, mine)) * p.maxt) * rowStride + kvh * p.d;
   var mrun = -3.0e38;
   var lrun = 0.0;
   var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
@@ -87,7 +92,11 @@ export function attention(ctx: GpuContext, q: GpuTensor, kc: GpuTensor, vc: GpuT
   assertShape(dk === d && hkv > 0 && hq % hkv === 0, `attention: q (${q.shape}) vs cache (${kc.shape})`);
   assertShape(d <= MAX_D, `attention: head dim ${d} > ${MAX_D}`);
   assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `attention: slot/pos must be (${t}) i32`);
+  assertShape(samePartition(kc, vc), 'attention: k and v caches are sharded differently');
   const y = ctx.empty(q.shape, 'f32');
-  ctx.dispatch(ATTENTION, [q.buf, kc.buf, vc.buf, slot.buf, pos.buf, y.buf], [hq, hkv, d, maxT, s, { f32: 1 / Math.sqrt(d) }], [hq, t]);
+  kc.parts.forEach((kp, i) => {
+    const u = [hq, hkv, d, maxT, s, { f32: 1 / Math.sqrt(d) }, kp.row0, kp.rows];
+    ctx.dispatch(ATTENTION, [q.buf, kp.data, vc.parts[i].data, slot.buf, pos.buf, y.buf], u, [hq, t]);
+  });
   return y;
 }

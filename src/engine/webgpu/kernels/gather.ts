@@ -81,7 +81,7 @@ export function gatherRows(ctx: GpuContext, x: GpuTensor, rows: GpuTensor): GpuT
 
 const KV_WRITE = {
   code: /* wgsl */ `
-struct P { t: u32, row: u32, s: u32, maxt: u32 }
+struct P { t: u32, row: u32, s0: u32, ns: u32, maxt: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> k: array<f32>;
 @group(0) @binding(2) var<storage, read> v: array<f32>;
@@ -96,8 +96,8 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   let t = i / p.row;
   let s = slot[t];
   let ps = pos[t];
-  if (s < 0 || u32(s) >= p.s || ps < 0 || u32(ps) >= p.maxt) { return; }
-  let dst = (u32(s) * p.maxt + u32(ps)) * p.row + i % p.row;
+  if (s < i32(p.s0) || u32(s) >= p.s0 + p.ns || ps < 0 || u32(ps) >= p.maxt) { return; } // another shard's, or out of range
+  let dst = ((u32(s) - p.s0) * p.maxt + u32(ps)) * p.row + i % p.row;
   kc[dst] = k[i];
   vc[dst] = v[i];
 }`,
@@ -107,9 +107,17 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
 export function kvWrite(ctx: GpuContext, kc: GpuTensor, vc: GpuTensor, k: GpuTensor, v: GpuTensor, slot: GpuTensor, pos: GpuTensor): void {
   for (const [x, n] of [[kc, 'kCache'], [vc, 'vCache'], [k, 'k'], [v, 'v']] as const) assertF32(x, `kvWrite ${n}`);
   assertShape(kc.shape.length === 4 && vc.shape.join() === kc.shape.join(), `kvWrite: caches (${kc.shape}) vs (${vc.shape})`);
-  const [s, maxT, hkv, d] = kc.shape;
+  const [, maxT, hkv, d] = kc.shape;
   assertShape(k.shape.length === 3 && k.shape[1] === hkv && k.shape[2] === d && v.shape.join() === k.shape.join(), `kvWrite: k (${k.shape}), v (${v.shape}) vs cache (${kc.shape})`);
   const t = k.shape[0];
   assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `kvWrite: slot/pos must be (${t}) i32`);
-  ctx.dispatch(KV_WRITE, [k.buf, v.buf, slot.buf, pos.buf, kc.buf, vc.buf], [t, hkv * d, s, maxT], grid1d(t * hkv * d, WG));
+  assertShape(samePartition(kc, vc), 'kvWrite: k and v caches are sharded differently');
+  kc.parts.forEach((kp, i) =>
+    ctx.dispatch(KV_WRITE, [k.buf, v.buf, slot.buf, pos.buf, kp.data, vc.parts[i].data], [t, hkv * d, kp.row0, kp.rows, maxT], grid1d(t * hkv * d, WG)),
+  );
+}
+
+/** Two tensors split into the same row ranges (e.g. a K and a V cache, sharded by slots). */
+export function samePartition(a: GpuTensor, b: GpuTensor): boolean {
+  return a.parts.length === b.parts.length && a.parts.every((p, i) => p.row0 === b.parts[i].row0 && p.rows === b.parts[i].rows);
 }

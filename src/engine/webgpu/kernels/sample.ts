@@ -33,7 +33,7 @@ fn uniform01(seed: u32, step: u32) -> f32 {
 
 const SAMPLE = {
   code: /* wgsl */ `
-struct P { v: u32 }
+struct P { v: u32, r0: u32 }
 struct Row { temp: f32, topp: f32, seed: u32, step: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -79,9 +79,10 @@ fn sum_all(l: u32, v: f32) -> f32 {
 }
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u32) {
-  let r = wg.x;
+  let r = wg.x + p.r0;
   let prm = rows[r];
   let base = r * p.v;
+  let pb = wg.x * p.v; // this row in the scratch (which holds one dispatch's rows)
   // max and argmax (lowest index on ties)
   var m = -3.4e38;
   var mi = 0xffffffffu;
@@ -105,7 +106,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   for (var i = l; i < p.v; i += ${WG}u) { se += exp((x[base + i] - mx) / t); }
   let logz = log(sum_all(l, se));
   // probabilities for the sampling passes (written also when greedy: keeps control flow uniform)
-  for (var i = l; i < p.v; i += ${WG}u) { probs[base + i] = exp((x[base + i] - mx) / t - logz); }
+  for (var i = l; i < p.v; i += ${WG}u) { probs[pb + i] = exp((x[base + i] - mx) / t - logz); }
   storageBarrier();
   workgroupBarrier();
   // nucleus threshold: largest bit pattern v in [0, bits(1.0)] with S(v) >= topP (S(0) = everything)
@@ -117,7 +118,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
     let v = bitcast<f32>(mid);
     var part = 0.0;
     if (nucleus && hi - lo > 1u) {
-      for (var i = l; i < p.v; i += ${WG}u) { let pv = probs[base + i]; if (pv >= v) { part += pv; } }
+      for (var i = l; i < p.v; i += ${WG}u) { let pv = probs[pb + i]; if (pv >= v) { part += pv; } }
     }
     let mass = sum_all(l, part);
     if (nucleus && hi - lo > 1u) {
@@ -133,7 +134,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   let c1 = min(c0 + chunk, p.v);
   var cs = vec2f(0.0, 0.0);
   var lastMine = -1;
-  for (var i = c0; i < c1; i++) { let pv = probs[base + i]; if (pv >= tau) { cs = add2(cs, pv); lastMine = i32(i); } }
+  for (var i = c0; i < c1; i++) { let pv = probs[pb + i]; if (pv >= tau) { cs = add2(cs, pv); lastMine = i32(i); } }
   rv[l] = cs.x;
   re[l] = cs.y;
   if (l == 0u) { atomicStore(&best, 0xffffffffu); atomicStore(&lastKept, -1); }
@@ -153,7 +154,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   let goal = mul2(uniform01(prm.seed, prm.step), vec2f(rv[${WG}u], re[${WG}u]));
   var run = vec2f(rv[l], re[l]);
   for (var i = c0; i < c1; i++) {
-    let pv = probs[base + i];
+    let pv = probs[pb + i];
     if (pv >= tau) {
       run = add2(run, pv);
       if ((run.x - goal.x) + (run.y - goal.y) > 0.0) { atomicMin(&best, i); break; }
@@ -189,8 +190,11 @@ export function sample(ctx: GpuContext, logits: GpuTensor, params: readonly Samp
   });
   const tokens = ctx.empty([r], 'i32');
   const logprobs = ctx.empty([r], 'f32');
-  const scratch = ctx.alloc(Math.max(4, r * v * 4), 'sampling scratch');
-  ctx.dispatch(SAMPLE, [logits.buf, ctx.inline(host), scratch, tokens.buf, logprobs.buf], [v], [r]);
+  // rows per dispatch so that the probability scratch stays within the buffer size limit
+  const per = Math.max(1, Math.min(r, Math.floor(ctx.maxBufferBytes / (v * 4))));
+  const scratch = ctx.alloc(Math.max(4, per * v * 4), 'sampling scratch');
+  const rows = ctx.inline(host);
+  for (let r0 = 0; r0 < r; r0 += per) ctx.dispatch(SAMPLE, [logits.buf, rows, scratch, tokens.buf, logprobs.buf], [v, r0], [Math.min(per, r - r0)]);
   ctx.release(scratch);
   return { tokens, logprobs };
 }

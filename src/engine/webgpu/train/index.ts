@@ -6,7 +6,7 @@ import { registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, ty
 import type { GpuContext } from '../context';
 import { asGpu, type GpuTensor } from '../tensor';
 import { attentionBackward } from './attention';
-import { accumulate, embeddingBackward, fill, gatherKv, ropeBackward, swigluBackward, writeRows } from './elementwise';
+import { accumulate, embeddingBackward, fill, gatherKv, ropeBackward, swigluBackward, scatterAddRows } from './elementwise';
 import { lossHead } from './loss';
 import { matmulBackwardInput, matmulBackwardWeight } from './matmul';
 import { logSoftmaxBackward, rmsnormBackward } from './norm';
@@ -71,8 +71,8 @@ export class WebGpuTrainOps implements TrainOps {
     };
     return lossHead(this.ctx, this.g(logits, what), this.g(targets, what), this.g(weight, what), gi, opts);
   }
-  writeRows(dst: Tensor, src: Tensor, row0: number): void {
-    writeRows(this.ctx, this.g(dst, 'writeRows'), this.g(src, 'writeRows'), row0);
+  scatterAddRows(dst: Tensor, src: Tensor, rows: Tensor): void {
+    scatterAddRows(this.ctx, this.g(dst, 'scatterAddRows'), this.g(src, 'scatterAddRows'), this.g(rows, 'scatterAddRows'));
   }
   accumulate(dst: Tensor, src: Tensor, s = 1): void {
     accumulate(this.ctx, this.g(dst, 'accumulate'), this.g(src, 'accumulate'), s);
