@@ -98,6 +98,8 @@ export interface TrainOps {
   grpo(logits: Tensor, targets: Tensor, weight: Tensor, inputs: GrpoInputs, opts: GrpoOptions): LossHeadResult;
 
   // ---- optimizer and gradient utilities ----
+  /** dst (R,C), src (n,C), rows (n) i32 distinct: dst[rows[i]] += src[i] (the backward of gatherRows). */
+  scatterAddRows(dst: Tensor, src: Tensor, rows: Tensor): void;
   /** dst += s * src (same element count, in place). */
   accumulate(dst: Tensor, src: Tensor, s?: number): void;
   /** Set every element of an f32 tensor (zeroing gradients). */

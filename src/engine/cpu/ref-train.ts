@@ -319,6 +319,18 @@ export class CpuRefTrainOps implements TrainOps {
     return { dLogits: f32([R, V], dx), metrics: f32([4], metrics) };
   }
 
+  scatterAddRows(dst: Tensor, src: Tensor, rows: Tensor): void {
+    const d = asCpu(dst).f32;
+    const x = asCpu(src).f32;
+    const idx = asCpu(rows).i32;
+    const [R, C] = dst.shape;
+    assertShape(x.length === idx.length * C, `scatterAddRows: src (${src.shape}) vs ${idx.length} rows of ${C}`);
+    for (let i = 0; i < idx.length; i++) {
+      assertShape(idx[i] >= 0 && idx[i] < R, `scatterAddRows: row ${idx[i]} outside [0,${R})`);
+      for (let c = 0; c < C; c++) d[idx[i] * C + c] += x[i * C + c];
+    }
+  }
+
   accumulate(dst: Tensor, src: Tensor, s = 1): void {
     const d = asCpu(dst).f32;
     const x = asCpu(src).f32;

@@ -1,0 +1,231 @@
+// One optimizer step = forward + loss + backward over one or more micro-batches (gradients accumulate),
+// then a guard, grad-norm clipping and AdamW, all through the backend's TrainOps.
+//
+// The loss head only sees rows that carry loss (weight != 0), in chunks of `headChunk` rows, so the
+// (rows,V) logits of a big vocabulary never exist for the whole batch at once.
+// Guard: if the loss or any gradient is NaN/Inf the step is refused: weights, moments and the step
+// counter are left untouched, gradients are cleared, and the report says what was not finite.
+import type { Tensor } from '../engine/backend';
+import { EngineError } from '../engine/errors';
+import { clipFactor, lrAt, trainOps, type GrpoOptions, type LrSchedule } from '../engine/train';
+import type { LoraAdapter } from '../model/lora';
+import type { Qwen3Model } from '../model/qwen3';
+import { writeSafetensors, parseSafetensors, type TensorToWrite } from '../model/safetensors';
+import type { TrainBatch } from './batch';
+import { freeActivations, modelBackward, trainForward } from './model-grad';
+import { fullParams, loraParams, type ParamSet } from './params';
+
+export type LossSpec = { kind: 'ce' } | ({ kind: 'grpo' } & GrpoOptions);
+
+export interface TrainerOptions {
+  /** 'lora': train `adapter` (base frozen, any format); 'full': every weight of an f32 model. */
+  mode: 'lora' | 'full';
+  adapter?: LoraAdapter;
+  schedule: LrSchedule;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  weightDecay?: number;
+  /** Global grad-norm clip (0 = off). Default 1. */
+  maxGradNorm?: number;
+  /** Recompute each block's activations in the backward (checkpoint per block). */
+  recompute?: boolean;
+  /** Rows of logits per loss-head chunk. Default 256. */
+  headChunk?: number;
+  loss: LossSpec;
+}
+
+export interface StepReport {
+  applied: boolean;
+  /** Why a step was refused (NaN/Inf loss or gradient). */
+  refused?: string;
+  /** 1-based optimizer step this report is for (unchanged when refused). */
+  step: number;
+  lr: number;
+  loss: number;
+  clipFrac: number;
+  kl: number;
+  entropy: number;
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** Tokens with loss in this step. */
+  tokens: number;
+}
+
+export class Trainer {
+  readonly params: ParamSet;
+  /** Completed optimizer steps. */
+  step = 0;
+  private readonly o: Required<Omit<TrainerOptions, 'adapter'>> & { adapter: LoraAdapter | null };
+
+  constructor(
+    readonly model: Qwen3Model,
+    opts: TrainerOptions,
+  ) {
+    if (opts.mode === 'lora' && !opts.adapter) throw new EngineError('shape', "Trainer: mode 'lora' needs an adapter");
+    this.o = {
+      beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1, recompute: false, headChunk: 256,
+      ...opts,
+      adapter: opts.mode === 'lora' ? opts.adapter! : null,
+    };
+    this.params = opts.mode === 'lora' ? loraParams(model.backend, opts.adapter!) : fullParams(model);
+  }
+
+  get adapter(): LoraAdapter | null {
+    return this.o.adapter;
+  }
+
+  /**
+   * Forward + loss + backward of one micro-batch; adds into the gradients. Returns two (4) tensors:
+   * the sum of the chunks' metrics (its [0] is the loss) and their row-weighted sum (for the means).
+   */
+  lossAndGrad(batch: TrainBatch): { sum: Tensor; weighted: Tensor } | null {
+    const m = this.model;
+    const b = m.backend;
+    const ops = trainOps(b);
+    const T = batch.ids.length;
+    if (batch.targets.length !== T || batch.weight.length !== T) throw new EngineError('shape', `train batch: ${T} ids, ${batch.targets.length} targets, ${batch.weight.length} weights`);
+    if (this.o.loss.kind === 'grpo' && !batch.grpo) throw new EngineError('shape', 'train batch: a GRPO loss needs batch.grpo');
+    for (let t = 0; t < T; t++) {
+      if (batch.ids[t] < 0 || batch.ids[t] >= m.config.vocabSize) throw new EngineError('shape', `train batch: token id ${batch.ids[t]} outside the vocabulary`);
+      if (batch.slot[t] < 0 || batch.slot[t] >= batch.slots || batch.pos[t] < 0 || batch.pos[t] >= batch.maxT)
+        throw new EngineError('shape', `train batch: slot ${batch.slot[t]} pos ${batch.pos[t]} outside (${batch.slots},${batch.maxT})`);
+    }
+    const rows: number[] = [];
+    for (let t = 0; t < T; t++) if (batch.weight[t] !== 0) rows.push(t);
+    if (rows.length === 0) return null;
+
+    const act = trainForward(m, batch.ids, batch.slot, batch.pos, batch.slots, batch.maxT, this.o.adapter, this.o.recompute);
+    const d = m.config.hiddenSize;
+    const dNormed = b.zeros([T, d]);
+    const lmGrad = this.params.grad(m.weights.lmHead);
+    const sum = b.zeros([4]);
+    const weighted = b.zeros([4]);
+    for (let r0 = 0; r0 < rows.length; r0 += this.o.headChunk) {
+      const idx = Int32Array.from(rows.slice(r0, r0 + this.o.headChunk));
+      const n = idx.length;
+      const pick = <A extends Float32Array | Int32Array>(a: A) => {
+        const out = new (a.constructor as { new (n: number): A })(n);
+        for (let i = 0; i < n; i++) out[i] = a[idx[i]];
+        return b.tensor(out, [n]);
+      };
+      const rowT = b.tensor(idx, [n]);
+      const h = b.gatherRows(act.normed, rowT); // (n,d)
+      const logits = b.matmul(h, m.weights.lmHead); // (n,V)
+      const tg = pick(batch.targets);
+      const wt = pick(batch.weight);
+      const side: Tensor[] = [];
+      let res;
+      if (this.o.loss.kind === 'ce') res = ops.crossEntropy(logits, tg, wt);
+      else {
+        const g = batch.grpo!;
+        const adv = pick(g.advantage);
+        const old = pick(g.oldLogp);
+        const ref = g.refLogp ? pick(g.refLogp) : null;
+        side.push(adv, old, ...(ref ? [ref] : []));
+        res = ops.grpo(logits, tg, wt, { advantage: adv, oldLogp: old, refLogp: ref }, this.o.loss);
+      }
+      const dh = ops.matmulBackwardInput(res.dLogits, m.weights.lmHead); // (n,d)
+      if (lmGrad) ops.matmulBackwardWeight(res.dLogits, h, lmGrad);
+      ops.scatterAddRows(dNormed, dh, rowT);
+      ops.accumulate(sum, res.metrics);
+      ops.accumulate(weighted, res.metrics, n);
+      for (const t of [rowT, h, logits, tg, wt, res.dLogits, res.metrics, dh, ...side]) b.free(t);
+    }
+    modelBackward(m, this.params, act, dNormed, batch.ids, this.o.adapter);
+    b.free(dNormed);
+    freeActivations(b, act);
+    return { sum, weighted };
+  }
+
+  /**
+   * One optimizer step over micro-batches. Their weights must already include the 1/micro-batches
+   * scale (packBatch's `scale`), so the loss is the sum of the micro-batch losses.
+   */
+  async trainStep(micro: readonly TrainBatch[]): Promise<StepReport> {
+    const b = this.model.backend;
+    const ops = trainOps(b);
+    for (const p of this.params.params) ops.fill(p.grad, 0);
+    let loss = 0;
+    let clip = 0;
+    let kl = 0;
+    let ent = 0;
+    let tokens = 0;
+    for (const batch of micro) {
+      const met = this.lossAndGrad(batch);
+      if (!met) continue;
+      loss += ((await b.read(met.sum)) as Float32Array)[0];
+      const [, c, k, e] = (await b.read(met.weighted)) as Float32Array;
+      b.free(met.sum);
+      b.free(met.weighted);
+      clip += c;
+      kl += k;
+      ent += e;
+      tokens += batch.weight.reduce((a, w) => a + (w !== 0 ? 1 : 0), 0);
+    }
+    const nextStep = this.step + 1;
+    const lr = lrAt(this.o.schedule, nextStep);
+    const ssT = ops.sumSquares(this.params.params.map((p) => p.grad));
+    const ss = ((await b.read(ssT)) as Float32Array)[0];
+    b.free(ssT);
+    const report: StepReport = {
+      applied: false, step: nextStep, lr, loss, gradNorm: Math.sqrt(ss), tokens,
+      clipFrac: clip / Math.max(tokens, 1), kl: kl / Math.max(tokens, 1), entropy: ent / Math.max(tokens, 1),
+    };
+    if (!Number.isFinite(loss) || !Number.isFinite(ss)) {
+      report.refused = Number.isFinite(loss) ? `gradient is not finite (${await this.firstBadGrad()})` : `loss is ${loss}`;
+      report.step = this.step;
+      for (const p of this.params.params) ops.fill(p.grad, 0);
+      return report;
+    }
+    const gradScale = clipFactor(ss, this.o.maxGradNorm);
+    const hp = { lr, beta1: this.o.beta1, beta2: this.o.beta2, eps: this.o.eps, weightDecay: this.o.weightDecay, step: nextStep, gradScale };
+    for (const p of this.params.params) ops.adamw(p.param, p.grad, p.m, p.v, hp);
+    await b.sync();
+    this.step = nextStep;
+    report.applied = true;
+    return report;
+  }
+
+  private async firstBadGrad(): Promise<string> {
+    const ops = trainOps(this.model.backend);
+    for (const p of this.params.params) {
+      const t = ops.sumSquares([p.grad]);
+      const v = ((await this.model.backend.read(t)) as Float32Array)[0];
+      this.model.backend.free(t);
+      if (!Number.isFinite(v)) return `first in ${p.name}`;
+    }
+    return 'overflow of the global norm';
+  }
+
+  /** AdamW state (step and both moments of every parameter) as a safetensors file. */
+  async saveOptimizerState(): Promise<Uint8Array> {
+    const b = this.model.backend;
+    const tensors: Record<string, TensorToWrite> = {};
+    for (const p of this.params.params) {
+      tensors[`${p.name}.exp_avg`] = { dtype: 'F32', shape: p.param.shape, data: (await b.read(p.m)) as Float32Array };
+      tensors[`${p.name}.exp_avg_sq`] = { dtype: 'F32', shape: p.param.shape, data: (await b.read(p.v)) as Float32Array };
+    }
+    return writeSafetensors(tensors, { step: String(this.step), format: 'envace-adamw' });
+  }
+
+  /** Restore a state written by saveOptimizerState for the same parameters. */
+  loadOptimizerState(bytes: Uint8Array, file = 'optimizer.safetensors'): void {
+    const st = parseSafetensors(bytes, file);
+    const step = Number(st.metadata.step);
+    if (!Number.isInteger(step) || step < 0) throw new EngineError('shape', `${file}: missing or bad step in metadata`);
+    for (const p of this.params.params) {
+      const m = st.float32(`${p.name}.exp_avg`);
+      const v = st.float32(`${p.name}.exp_avg_sq`);
+      const n = p.param.shape.reduce((a, x) => a * x, 1);
+      if (m.length !== n || v.length !== n) throw new EngineError('shape', `${file}: moments of ${p.name} have ${m.length} values, expected ${n}`);
+      this.model.backend.write(p.m, m);
+      this.model.backend.write(p.v, v);
+    }
+    this.step = step;
+  }
+
+  free(): void {
+    this.params.free();
+  }
+}
