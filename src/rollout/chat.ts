@@ -28,8 +28,8 @@ export type ChatMessage =
   | { role: 'assistant'; content: string; toolCalls?: ToolCall[]; reasoning?: string }
   | { role: 'tool'; content: string };
 
-/** A tool definition in OpenAI function format; rendered as one `tojson` line. */
-export type ToolDefinition = Record<string, unknown>;
+/** A tool definition in OpenAI function format (src/env/domain.ts ToolDefinition); rendered as one `tojson` line. */
+export type ToolDefinition = object;
 
 export interface RenderOptions {
   tools?: readonly ToolDefinition[];

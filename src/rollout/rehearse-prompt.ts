@@ -54,7 +54,8 @@ const callJson = (name: string, args: unknown) => JSON.stringify({ name, argumen
 
 /** A tool definition in OpenAI format is shown as its inner function object (the wrapper carries nothing). */
 function toolLine(t: ToolDefinition): string {
-  const f = t.type === 'function' && t.function && typeof t.function === 'object' ? t.function : t;
+  const o = t as { type?: unknown; function?: unknown };
+  const f = o.type === 'function' && o.function && typeof o.function === 'object' ? o.function : t;
   return JSON.stringify(f);
 }
 

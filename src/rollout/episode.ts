@@ -1,0 +1,155 @@
+// One rollout as a state machine, independent of how generations are batched (rollout.ts drives many):
+//
+//   act ──(generation)──▶ reply ─▶ done (the reply to the user ends the episode)
+//                      └▶ calls ─▶ real mode: the real environment answers at once
+//                                  rehearse modes: each call waits for its own Rehearse generation
+//                                  (parse errors are answered at once with an error observation)
+//   rehearse ──(one generation per pending call)──▶ all answered ─▶ act
+//
+// In the rehearse modes a shadow environment executes every call too, in order, so that each rehearsed
+// observation can be compared with the real one on the same state (fidelity). The shadow's answers are
+// never shown to the policy.
+import type { GroundingExample, Observation, Step, Task, ToolCall } from '../env/domain';
+import type { Environment } from '../env/env';
+import { endsEpisode, parse, serializeObservation } from '../env/toolcall';
+import type { ChatMessage } from './chat';
+import { compareObservations, type StepFidelity } from './fidelity';
+import { parseExecutionResult, type RehearseParseFailure } from './rehearse-prompt';
+
+export type RolloutMode = 'rehearse' | 'real' | 'per-role' | 'frozen-simulator';
+export const ROLLOUT_MODES: readonly RolloutMode[] = ['rehearse', 'real', 'per-role', 'frozen-simulator'];
+
+export type EndReason =
+  | 'reply' // the final reply to the last user message
+  | 'empty' // an empty Act generation (reward −0.1)
+  | 'max-turns' // the Act turn limit (terminated: reward 0)
+  | 'context' // a prompt plus its generation budget would not fit the context (terminated: reward 0)
+  | 'rehearse-invalid'; // a Rehearse generation that does not parse (reward 0)
+
+export interface PendingCall {
+  /** Index of this call's slot among the observations of the current turn. */
+  slot: number;
+  call: ToolCall;
+  /** What the real environment answered on the shadow state (rehearse modes). */
+  shadow: Observation;
+}
+
+export interface FidelityRecord extends StepFidelity {
+  turn: number;
+  call: ToolCall;
+  rehearsed: Observation;
+  real: Observation;
+}
+
+export class Episode {
+  /** The Act conversation (without the system prompt, which the prompt builder adds). */
+  readonly messages: ChatMessage[] = [];
+  readonly steps: Step[] = [];
+  readonly fidelity: FidelityRecord[] = [];
+  /** Act turns taken so far (generated or scripted). */
+  turns = 0;
+  end: EndReason | null = null;
+  rehearseFailure: RehearseParseFailure | null = null;
+  /** Calls of the current turn waiting for their Rehearse generation. */
+  pending: PendingCall[] = [];
+  /** Observations of the current turn, in call order; null while a rehearsal is pending. */
+  private slots: ({ call: ToolCall; obs: Observation | null })[] = [];
+  /** The conversation before the current assistant turn (the Rehearse prompt's history). */
+  historyBefore: ChatMessage[] = [];
+
+  constructor(
+    readonly promptId: string,
+    readonly rolloutId: string,
+    readonly task: Task,
+    readonly mode: RolloutMode,
+    /** real mode: the environment the policy acts in; rehearse modes: the hidden shadow. */
+    readonly env: Environment,
+    readonly grounding: readonly GroundingExample[],
+    readonly maxTurns: number,
+  ) {
+    // All user messages open the conversation, as in the expert rows (src/env/rows.ts): there is no user
+    // simulator, and generated tasks carry the whole request (with consent) in one message.
+    for (const content of task.userMessages) this.messages.push({ role: 'user', content });
+  }
+
+  get done(): boolean {
+    return this.end !== null;
+  }
+  get wantsAct(): boolean {
+    return !this.done && this.pending.length === 0;
+  }
+  get terminated(): boolean {
+    return this.end === 'max-turns' || this.end === 'context';
+  }
+
+  finish(reason: EndReason): void {
+    if (this.end === null) this.end = reason;
+    this.pending = [];
+  }
+
+  /**
+   * Applies one Act output (the full text, including the closing tag of a stop string). Real mode answers
+   * the calls here; rehearse modes queue them in `pending`.
+   */
+  applyAct(text: string): void {
+    if (this.done) throw new Error('applyAct on a finished episode');
+    this.turns++;
+    this.historyBefore = [...this.messages];
+    if (text.trim() === '') {
+      this.steps.push({ kind: 'reply', text: '' });
+      return this.finish('empty');
+    }
+    this.messages.push({ role: 'assistant', content: text });
+    const parsed = parse(text);
+    if (endsEpisode(parsed)) {
+      this.steps.push({ kind: 'reply', text: parsed.reply });
+      return this.finish('reply');
+    }
+    // Replies alongside calls are kept as a reply step too (facts can be stated there).
+    if (parsed.reply !== '') this.steps.push({ kind: 'reply', text: parsed.reply });
+    this.slots = [];
+    for (const part of parsed.parts) {
+      if (part.kind === 'error') {
+        // A malformed call is answered by an error observation, never by the simulator or the tools.
+        const call: ToolCall = { name: '', arguments: {} };
+        this.slots.push({ call, obs: { ok: false, name: '', error: part.error.error, code: 'parse' } });
+      } else if (this.mode === 'real') {
+        this.slots.push({ call: part.call, obs: this.env.execute(part.call) });
+      } else {
+        const shadow = this.env.execute(part.call);
+        this.pending.push({ slot: this.slots.length, call: part.call, shadow });
+        this.slots.push({ call: part.call, obs: null });
+      }
+    }
+    if (this.pending.length === 0) this.closeTurn();
+  }
+
+  /** Applies the Rehearse generation for `pending[i]` (full text including the closing tag). */
+  applyRehearse(p: PendingCall, text: string): void {
+    if (this.done) return;
+    const r = parseExecutionResult(text, p.call.name);
+    if (!r.ok) {
+      this.rehearseFailure = r.error.code;
+      return this.finish('rehearse-invalid');
+    }
+    this.slots[p.slot].obs = r.observation;
+    this.fidelity.push({ turn: this.turns, call: p.call, rehearsed: r.observation, real: p.shadow, ...compareObservations(r.observation, p.shadow) });
+    this.pending = this.pending.filter((x) => x !== p);
+    if (this.pending.length === 0) this.closeTurn();
+  }
+
+  /** All observations of the turn are known: they enter the Act context as ordinary tool messages. */
+  private closeTurn(): void {
+    for (const s of this.slots) {
+      const obs = s.obs!;
+      this.steps.push({ kind: 'call', call: s.call, observation: obs });
+      this.messages.push({ role: 'tool', content: serializeObservation(obs) });
+    }
+    this.slots = [];
+    this.afterTurn();
+  }
+
+  private afterTurn(): void {
+    if (!this.done && this.turns >= this.maxTurns) this.finish('max-turns');
+  }
+}

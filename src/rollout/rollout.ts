@@ -1,0 +1,256 @@
+// Batched rollouts in every mode (DESIGN §1, issue 6):
+//   rehearse          EnvACE: Act writes a call, Rehearse (same adapter) writes its observation from its own
+//                     grounded prompt, Act continues on it. The real environment is never shown.
+//   real              observations come from the real environment (no rows for them: they are not generated).
+//   per-role          as rehearse, with one adapter per role on the same frozen base.
+//   frozen-simulator  as rehearse, but the base model (adapter off) rehearses; only Act rows get loss.
+// Batching: the K rollouts of each prompt and all prompts advance together. Each round, every episode that
+// wants an Act turn goes into one generate() call, then every pending call of every episode goes into one
+// Rehearse generate() call. Every generation becomes a training row. Fidelity is measured on the side
+// for every rehearsed call (shadow environment; see episode.ts).
+import { hash32 } from '../engine/rng';
+import type { GroundingExample, Task } from '../env/domain';
+import type { Environment } from '../env/env';
+import { EMPTY_RESPONSE_REWARD, judge } from '../env/judge';
+import { realReward } from '../env/reward';
+import { serializeObservation } from '../env/toolcall';
+import { generate, type GenerateRequest, type GenerateResult } from '../model/generate';
+import type { LoraAdapter } from '../model/lora';
+import type { Qwen3Model } from '../model/qwen3';
+import type { Tokenizer } from '../model/tokenizer';
+import type { Role } from '../rl/advantage';
+import { makeRow, type TrainingRow } from '../rl/rows';
+import { ACT_STOP, buildActPrompt, REHEARSE_STOP } from './act-prompt';
+import type { ToolDefinition } from './chat';
+import { Episode, ROLLOUT_MODES, type EndReason, type FidelityRecord, type PendingCall, type RolloutMode } from './episode';
+import { summarizeFidelity, type FidelitySummary } from './fidelity';
+import { buildRehearsePrompt, type RehearsePromptOptions } from './rehearse-prompt';
+
+export type { RolloutMode } from './episode';
+
+/** What the loop needs of a domain (src/env/domain.ts Domain satisfies it). */
+export interface RolloutDomain {
+  /** The Act system prompt. */
+  policy: string;
+  definitions(): readonly ToolDefinition[];
+  createEnv(): Environment;
+  normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
+}
+
+export interface RolloutPolicy {
+  model: Qwen3Model;
+  tokenizer: Tokenizer;
+  /** The trained adapter (null = the base model). In per-role mode, the Act adapter. */
+  adapter: LoraAdapter | null;
+  /** per-role mode only: the Rehearse adapter. */
+  rehearseAdapter?: LoraAdapter | null;
+}
+
+export interface RolloutLimits {
+  /** Act turns per rollout (paper: 30). */
+  maxTurns: number;
+  /** New tokens per Act generation. */
+  maxActTokens: number;
+  /** New tokens per Rehearse generation. */
+  maxRehearseTokens: number;
+  /** Prompt + new tokens must fit this (default: the model's context). */
+  maxContext?: number;
+}
+
+export interface RolloutConfig {
+  mode: RolloutMode;
+  /** Rollouts per prompt (the GRPO group size). */
+  k: number;
+  seed: number;
+  limits: RolloutLimits;
+  temperature?: number; // default 1
+  topP?: number; // default 1
+  enableThinking?: boolean; // default false
+  rehearsePrompt?: RehearsePromptOptions;
+  /**
+   * Optional scripted Act turns: a text for (task, turn) is used instead of a generation (no row), e.g. the
+   * reference actions, to measure rehearsal fidelity on the same calls for every policy. undefined = generate.
+   */
+  actScript?: (task: Task, turn: number) => string | undefined;
+  /** Reward of a finished rollout; default: real mode τ²'s DB×communicate, rehearse modes the checklist judge. */
+  reward?: (ep: Episode, domain: RolloutDomain) => number;
+  /** Passed to generate(). */
+  maxConcurrent?: number;
+  maxBatchTokens?: number;
+  signal?: AbortSignal;
+  onProgress?: (e: { round: number; active: number; phase: 'act' | 'rehearse'; requests: number }) => void;
+}
+
+export interface RolloutRecord {
+  promptId: string;
+  rolloutId: string;
+  taskId: string;
+  mode: RolloutMode;
+  end: EndReason;
+  reward: number;
+  turns: number;
+  steps: Episode['steps'];
+  messages: Episode['messages'];
+  fidelity: FidelityRecord[];
+  rehearseFailure: string | null;
+  /** Indices into RolloutBatch.rows. */
+  rows: number[];
+}
+
+export interface RolloutBatch {
+  rollouts: RolloutRecord[];
+  rows: TrainingRow[];
+  /** Over every rehearsed call of the batch (NaN fields when none). */
+  fidelity: FidelitySummary;
+  stats: { rounds: number; actGenerations: number; rehearseGenerations: number; generatedTokens: number; promptTokens: number; wallMs: number };
+}
+
+export class RolloutConfigError extends Error {
+  override readonly name = 'RolloutConfigError';
+}
+
+/** Roles whose rows carry loss in a mode (frozen-simulator: the simulator is the frozen base). */
+export function trainedRoles(mode: RolloutMode): Role[] {
+  return mode === 'rehearse' || mode === 'per-role' ? ['act', 'rehearse'] : ['act'];
+}
+
+/** Real (name, arguments, result) triples of the task's reference actions, replayed on a fresh database. */
+export function referenceGrounding(domain: RolloutDomain, task: Task): GroundingExample[] {
+  const env = domain.createEnv();
+  return task.referenceActions.map((a) => ({ name: a.name, arguments: a.arguments, result: serializeObservation(env.execute(a)) }));
+}
+
+export function defaultReward(ep: Episode, domain: RolloutDomain): number {
+  if (ep.end === 'empty') return EMPTY_RESPONSE_REWARD;
+  if (ep.end === 'rehearse-invalid' || ep.terminated) return 0;
+  if (ep.mode === 'real') return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
+  const env = ep.env;
+  return judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
+}
+
+function seedOf(base: number, ...parts: number[]): number {
+  let h = hash32(base);
+  for (const p of parts) h = hash32(h ^ Math.imul(p + 1, 0x9e3779b9));
+  return h;
+}
+
+export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, tasks: readonly Task[], cfg: RolloutConfig): Promise<RolloutBatch> {
+  const t0 = performance.now();
+  if (!ROLLOUT_MODES.includes(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
+  if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
+  const L = cfg.limits;
+  for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
+    if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
+  if (cfg.mode === 'per-role' && policy.rehearseAdapter === undefined) throw new RolloutConfigError('per-role mode needs policy.rehearseAdapter');
+  if (cfg.mode !== 'per-role' && policy.rehearseAdapter !== undefined) throw new RolloutConfigError(`policy.rehearseAdapter is only used in per-role mode, not ${cfg.mode}`);
+  const actAdapter = policy.adapter;
+  const rehearseAdapter = cfg.mode === 'per-role' ? (policy.rehearseAdapter ?? null) : cfg.mode === 'frozen-simulator' ? null : policy.adapter;
+  const maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
+  const tools = domain.definitions();
+  const tok = policy.tokenizer;
+  const sampling = (seed: number) => ({ temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
+  const rewardOf = cfg.reward ?? defaultReward;
+
+  const episodes: Episode[] = [];
+  tasks.forEach((task, p) => {
+    const grounding = cfg.mode === 'real' ? [] : referenceGrounding(domain, task);
+    for (let k = 0; k < cfg.k; k++) episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns));
+  });
+  const rows: TrainingRow[] = [];
+  const rowsOf = new Map<Episode, number[]>(episodes.map((e) => [e, []]));
+  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, wallMs: 0 };
+
+  const addRow = (ep: Episode, role: Role, r: GenerateResult) => {
+    const row = makeRow({ role, promptId: ep.promptId, rolloutId: ep.rolloutId, turn: ep.turns, promptTokens: r.promptTokens, generated: { tokens: r.tokens, logprobs: r.logprobs } });
+    rowsOf.get(ep)!.push(rows.length);
+    rows.push(row);
+    stats.generatedTokens += r.tokens.length;
+    stats.promptTokens += r.promptTokens.length;
+  };
+  // The text as the model wrote it: generate() cuts before a stop string, the context keeps it.
+  const fullText = (r: GenerateResult, stop: string) => (r.finishReason === 'stop' ? r.text + stop : r.text);
+  const run = async (reqs: GenerateRequest[], adapter: LoraAdapter | null) =>
+    reqs.length === 0 ? [] : generate(policy.model, tok, reqs, { adapter, maxConcurrent: cfg.maxConcurrent, maxBatchTokens: cfg.maxBatchTokens, signal: cfg.signal });
+
+  for (let round = 0; episodes.some((e) => !e.done); round++) {
+    stats.rounds++;
+    // ---- Act phase: scripted turns first, then one batched generation for every other live episode.
+    const actReqs: GenerateRequest[] = [];
+    const actEps: Episode[] = [];
+    for (const ep of episodes) {
+      if (!ep.wantsAct) continue;
+      const scripted = cfg.actScript?.(ep.task, ep.turns);
+      if (scripted !== undefined) {
+        ep.applyAct(scripted);
+        continue;
+      }
+      const prompt = tok.encode(buildActPrompt(domain.policy, tools, ep.messages, { enableThinking: cfg.enableThinking }));
+      if (prompt.length + L.maxActTokens > maxContext) {
+        ep.finish('context');
+        continue;
+      }
+      const e = episodes.indexOf(ep);
+      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
+      actEps.push(ep);
+    }
+    cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
+    const actOut = await run(actReqs, actAdapter);
+    stats.actGenerations += actOut.length;
+    actOut.forEach((r, i) => {
+      const ep = actEps[i];
+      addRow(ep, 'act', r);
+      ep.applyAct(fullText(r, ACT_STOP));
+    });
+
+    // ---- Rehearse phase: one generation per pending call, all episodes together.
+    const rehReqs: GenerateRequest[] = [];
+    const rehFor: { ep: Episode; p: PendingCall }[] = [];
+    for (const ep of episodes) {
+      for (const p of ep.pending) {
+        const { text } = buildRehearsePrompt({ tools, grounding: ep.grounding, history: ep.historyBefore, call: p.call }, { enableThinking: cfg.enableThinking, ...cfg.rehearsePrompt });
+        const prompt = tok.encode(text);
+        if (prompt.length + L.maxRehearseTokens > maxContext) {
+          ep.finish('context');
+          break;
+        }
+        const e = episodes.indexOf(ep);
+        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
+        rehFor.push({ ep, p });
+      }
+    }
+    // An episode that ran out of context above drops its already-queued requests.
+    const keep = rehFor.map((x) => !x.ep.done);
+    const reqs = rehReqs.filter((_, i) => keep[i]);
+    const fors = rehFor.filter((_, i) => keep[i]);
+    if (reqs.length > 0) cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'rehearse', requests: reqs.length });
+    const rehOut = await run(reqs, rehearseAdapter);
+    stats.rehearseGenerations += rehOut.length;
+    rehOut.forEach((r, i) => {
+      const { ep, p } = fors[i];
+      addRow(ep, 'rehearse', r);
+      ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
+    });
+  }
+
+  const rollouts: RolloutRecord[] = episodes.map((ep) => {
+    const reward = rewardOf(ep, domain);
+    const idx = rowsOf.get(ep)!;
+    for (const i of idx) rows[i].reward = reward;
+    return {
+      promptId: ep.promptId,
+      rolloutId: ep.rolloutId,
+      taskId: ep.task.id,
+      mode: ep.mode,
+      end: ep.end!,
+      reward,
+      turns: ep.turns,
+      steps: ep.steps,
+      messages: ep.messages,
+      fidelity: ep.fidelity,
+      rehearseFailure: ep.rehearseFailure,
+      rows: idx,
+    };
+  });
+  stats.wallMs = performance.now() - t0;
+  return { rollouts, rows, fidelity: summarizeFidelity(episodes.flatMap((e) => e.fidelity)), stats };
+}
