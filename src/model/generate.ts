@@ -56,6 +56,43 @@ export interface GenerateOptions {
   /** Called after every step with the number of finished sequences (for progress and cancellation). */
   onStep?: (done: number, total: number) => void;
   signal?: AbortSignal;
+  /**
+   * Keep keys/values between calls: a request whose prompt starts with what a free slot already holds
+   * (an earlier turn of the same conversation, a shared system prompt) only feeds the rest. Its slot
+   * count and length replace maxConcurrent and maxSeqLen.
+   */
+  prefixCache?: PrefixCache;
+}
+
+/**
+ * A KV cache that outlives one generate() call, with the tokens each slot holds. The cached keys and
+ * values depend on the weights: it forgets everything when generate() is given another adapter, and
+ * the caller must clear() it after changing weights in place (a training step).
+ */
+export class PrefixCache {
+  readonly kv: KvCache;
+  /** tokens[slot]: the tokens whose keys/values slot holds, at positions 0.. */
+  readonly tokens: number[][];
+  adapter: LoraAdapter | null | undefined = undefined;
+  /** Prompt tokens served from the cache / fed through the model, over the cache's life. */
+  reused = 0;
+  fed = 0;
+  constructor(model: Qwen3Model, slots: number, maxT: number) {
+    this.kv = new KvCache(model, slots, maxT);
+    this.tokens = Array.from({ length: slots }, () => []);
+  }
+  clear(): void {
+    for (const t of this.tokens) t.length = 0;
+  }
+  free(): void {
+    this.kv.free();
+  }
+}
+
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
 }
 
 interface Live {
@@ -75,15 +112,22 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
   const prompts = requests.map((r) => (typeof r.prompt === 'string' ? tok.encode(r.prompt) : [...r.prompt]));
   const ctx = model.config.maxPositionEmbeddings;
   const need = Math.max(1, ...prompts.map((p, i) => p.length + Math.max(1, requests[i].maxNewTokens)));
-  const maxT = Math.min(opts.maxSeqLen ?? need, ctx);
+  const pc = opts.prefixCache;
+  const maxT = pc ? pc.kv.maxT : Math.min(opts.maxSeqLen ?? need, ctx);
   prompts.forEach((p, i) => {
     if (p.length === 0) throw new EngineError('shape', `generate: request ${i} has an empty prompt`);
     if (p.length >= maxT) throw new EngineError('shape', `generate: request ${i} prompt has ${p.length} tokens, the context holds ${maxT}`);
     for (const id of p) if (!(id >= 0 && id < model.config.vocabSize)) throw new EngineError('shape', `generate: request ${i} has token id ${id} outside the vocabulary`);
   });
-  const slots = Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
+  const slots = pc ? pc.kv.slots : Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
   const budget = Math.max(slots, opts.maxBatchTokens ?? 512);
-  const cache = new KvCache(model, slots, maxT);
+  const cache = pc ? pc.kv : new KvCache(model, slots, maxT);
+  if (pc && pc.adapter !== (opts.adapter ?? null)) {
+    pc.clear();
+    pc.adapter = opts.adapter ?? null;
+  }
+  // What each slot holds (kept up to date only when a prefix cache asks for it).
+  const held: number[][] = pc ? pc.tokens : [];
   const results: GenerateResult[] = new Array(requests.length);
   const free = Array.from({ length: slots }, (_, i) => slots - 1 - i);
   const live: Live[] = [];
@@ -104,11 +148,25 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
       if (opts.signal?.aborted) throw new DOMException('generation cancelled', 'AbortError');
       while (free.length && next < requests.length) {
         const r = requests[next];
+        // With a prefix cache: the free slot sharing the longest prefix; at least one token is fed so
+        // that the last prompt token yields logits.
+        let pick = free.length - 1;
+        let reuse = 0;
+        if (pc)
+          free.forEach((sl, i) => {
+            const n = Math.min(commonPrefix(held[sl], prompts[next]), prompts[next].length - 1);
+            if (n > reuse) ((reuse = n), (pick = i));
+          });
+        const chosen = free.splice(pick, 1)[0];
+        if (pc) {
+          held[chosen].length = reuse;
+          pc.reused += reuse;
+        }
         live.push({
           req: next,
-          slot: free.pop()!,
+          slot: chosen,
           prompt: prompts[next],
-          fed: 0,
+          fed: reuse,
           out: { promptTokens: prompts[next], tokens: [], logprobs: [], text: '', finishReason: 'length' },
           stopTokens: new Set(r.stopTokens ?? tok.stopIds),
           sampling: r.sampling ?? GREEDY,
@@ -127,6 +185,7 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
       let room = budget;
       for (const s of live)
         if (s.fed === s.prompt.length) {
+          if (pc) held[s.slot].push(s.out.tokens[s.out.tokens.length - 1]);
           ids.push(s.out.tokens[s.out.tokens.length - 1]);
           slot.push(s.slot);
           pos.push(s.prompt.length + s.out.tokens.length - 1);
@@ -137,6 +196,10 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
         if (s.fed === s.prompt.length || room <= 0) continue;
         const n = Math.min(room, s.prompt.length - s.fed);
         for (let i = 0; i < n; i++) (ids.push(s.prompt[s.fed + i]), slot.push(s.slot), pos.push(s.fed + i));
+        if (pc) {
+          for (let i = 0; i < n; i++) held[s.slot].push(s.prompt[s.fed + i]);
+          pc.fed += n;
+        }
         s.fed += n;
         room -= n;
         if (s.fed === s.prompt.length) sampled.push({ s, row: ids.length - 1 });
@@ -185,8 +248,11 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
       });
       opts.onStep?.(done, requests.length);
     }
+  } catch (e) {
+    pc?.clear(); // what the slots hold is unknown after a failed step
+    throw e;
   } finally {
-    cache.free();
+    if (!pc) cache.free();
   }
   return results;
 }

@@ -3,7 +3,7 @@ import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { loadQwen3 } from '../../src/model/weights';
 import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { generate, logprobs, type GenerateRequest } from '../../src/model/generate';
+import { generate, logprobs, PrefixCache, type GenerateRequest } from '../../src/model/generate';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 import { createLoraAdapter } from '../../src/model/lora';
@@ -95,6 +95,37 @@ describe('generate', () => {
     for (const [n, t] of adapter.parameters()) if (n.includes('lora_B')) model.backend.write(t, Float32Array.from({ length: t.shape[0] * t.shape[1] }, () => r.normal()));
     const [moved] = await generate(model, tok, [req], { adapter });
     expect(moved.logprobs).not.toEqual(base.logprobs);
+  });
+
+  it('a prefix cache reuses earlier turns without changing the tokens; another adapter empties it', async () => {
+    const system = tok.encode('<|im_start|>system\nYou are a retail agent.<|im_end|>\n');
+    const turn1 = ['find order', 'cancel it', 'hello'].map((u, i): GenerateRequest => ({
+      prompt: [...system, ...tok.encode(`<|im_start|>user\n${u}<|im_end|>\n<|im_start|>assistant\n`)],
+      maxNewTokens: 6,
+      stopTokens: [],
+      sampling: { temperature: 1, topP: 0.95, seed: 40 + i },
+    }));
+    const pc = new PrefixCache(model, 3, 200);
+    const a1 = await generate(model, tok, turn1, { prefixCache: pc });
+    expect(a1.map((r) => r.tokens)).toEqual((await generate(model, tok, turn1)).map((r) => r.tokens));
+    expect(pc.reused).toBe(0);
+    // Turn 2 extends each conversation; they come back in another order and find their own slots.
+    const turn2 = [2, 0, 1].map((i): GenerateRequest => ({
+      ...turn1[i],
+      prompt: [...(turn1[i].prompt as number[]), ...a1[i].tokens, ...tok.encode('<|im_end|>\n<|im_start|>user\nok<|im_end|>\n<|im_start|>assistant\n')],
+    }));
+    const fedBefore = pc.fed;
+    const a2 = await generate(model, tok, turn2, { prefixCache: pc });
+    expect(a2.map((r) => r.tokens)).toEqual((await generate(model, tok, turn2)).map((r) => r.tokens));
+    // Everything but each conversation's last generated token was already in the cache.
+    const cached = turn2.reduce((n, r, j) => n + (turn1[[2, 0, 1][j]].prompt as number[]).length + a1[[2, 0, 1][j]].tokens.length - 1, 0);
+    expect(pc.reused).toBe(cached);
+    expect(pc.fed - fedBefore).toBe(turn2.reduce((n, r) => n + (r.prompt as number[]).length, 0) - cached);
+    // Another adapter: the cache forgets (its keys/values were computed with other weights).
+    const adapter = createLoraAdapter(model.backend, model.config, { name: 'x', rank: 2, alpha: 2, seed: 1 });
+    await generate(model, tok, turn2.slice(0, 1), { prefixCache: pc, adapter });
+    expect(pc.reused).toBe(cached);
+    pc.free();
   });
 
   it('refuses prompts that cannot run instead of producing garbage', async () => {
