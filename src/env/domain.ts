@@ -19,11 +19,14 @@ export interface JsonSchema {
   enum?: string[];
 }
 
-/** A tool definition in the OpenAI function-calling format (also what MCP tool lists carry). */
-export interface ToolDefinition {
+/**
+ * A tool definition in the OpenAI function-calling format (also what MCP tool lists carry). A type alias,
+ * not an interface, so it stays assignable to plain JSON-object types (Record<string, unknown>).
+ */
+export type ToolDefinition = {
   type: 'function';
   function: { name: string; description: string; parameters: JsonSchema };
-}
+};
 
 export type ToolKind = 'read' | 'write' | 'generic';
 
@@ -146,6 +149,10 @@ export interface Domain<T extends Task = Task> {
   normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
   /** Fields that upstream types as float, for byte-parity traces (see pyJson). */
   floatKeys: ReadonlySet<string>;
+  /** Real-execution reward of a trajectory (src/env/reward.ts rules): 0 or 1. */
+  realReward(task: T, steps: readonly Step[], opts?: { terminated?: boolean }): number;
+  /** Checklist-judge reward of a (possibly imagined) trajectory (src/env/judge.ts rules): -0.1 or [0, 1]. */
+  judge(task: T, steps: readonly Step[]): number;
 }
 
 export function toolDefinitions(tools: readonly ToolSpec[]): ToolDefinition[] {

@@ -4,7 +4,10 @@
 import type { Domain } from '../domain';
 import { toolDefinitions } from '../domain';
 import { Environment } from '../env';
+import { judge } from '../judge';
+import { realReward } from '../reward';
 import type { BaseData } from '../store';
+import { RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
 import { RetailTaskGenerator } from './generator';
 import type { RetailTask } from './intent';
@@ -47,15 +50,19 @@ export function retailNormaliseArgs(name: string, args: Record<string, unknown>)
 
 export function retailDomain(base: BaseData): Domain<RetailTask> {
   const gens = { train: new RetailTaskGenerator(base, 'train'), test: new RetailTaskGenerator(base, 'test') };
+  const fresh = retailEnvFactory(base);
+  const isWrite = (n: string) => RETAIL_WRITE_TOOLS.has(n);
   return {
     name: 'retail',
     policy: RETAIL_POLICY,
     tools: RETAIL_TOOLS,
     definitions: () => toolDefinitions(RETAIL_TOOLS),
-    createEnv: retailEnvFactory(base),
+    createEnv: fresh,
     tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
     expert: (task, env, opts) => runRetailExpert(task, env, opts),
     normaliseArgs: retailNormaliseArgs,
     floatKeys: RETAIL_FLOAT_KEYS,
+    realReward: (task, steps, opts) => realReward(fresh, task, steps, opts).reward,
+    judge: (task, steps) => judge(task.checklist, steps, { isWrite, normaliseArgs: retailNormaliseArgs }).reward,
   };
 }
