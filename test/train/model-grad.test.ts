@@ -7,7 +7,7 @@ import type { Tensor } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { Rng } from '../../src/engine/rng';
 import { trainOps } from '../../src/engine/train';
-import { createLoraAdapter } from '../../src/model/lora';
+import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import { forward, KvCache, type Qwen3Model } from '../../src/model/qwen3';
 import { randomWeights } from '../../src/model/random';
 import { buildQwen3 } from '../../src/model/weights';
@@ -28,7 +28,7 @@ function batch(): TrainBatch {
 }
 
 /** Loss of the model's plain forward pass, as the trainer defines it. */
-function lossOf(m: Qwen3Model, b: TrainBatch, adapter: Parameters<typeof forward>[3]['adapter']): number {
+function lossOf(m: Qwen3Model, b: TrainBatch, adapter: LoraAdapter | null): number {
   const cache = new KvCache(m, b.slots, b.maxT);
   const { logits } = forward(m, cache, { ids: b.ids, slot: b.slot, pos: b.pos }, { adapter });
   const tg = Int32Array.from(b.targets, (t) => Math.max(t, 0));
