@@ -24,8 +24,11 @@ describe.skipIf(!run)('WebGPU typed errors', () => {
   it('a GPU validation error surfaces from the next sync as EngineError validation, then clears', async () => {
     const gpu = await gpuBackend();
     const y = gpu.ctx.empty([4], 'f32');
-    gpu.ctx.dispatch({ code: '@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }' }, [y.buf], [], [1]);
+    const bad = '@group(0) @binding(0) var<storage, read_write> y: array<f32>;\n@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; y[0] = 1.0; }';
+    gpu.ctx.dispatch({ code: bad }, [y.buf], [], [1]); // compiles on the GPU side: reported asynchronously
     await expect(gpu.sync()).rejects.toEqual(code('validation'));
+    // a dispatch that passes the wrong number of buffers is refused on the host
+    expect(() => gpu.ctx.dispatch({ code: bad }, [y.buf, y.buf], [], [1])).toThrow(code('validation'));
     const a = gpu.tensor(Float32Array.from([1, 2]), [2]);
     expect(Array.from(await gpu.read(gpu.add(a, a)))).toEqual([2, 4]);
     gpu.dispose();

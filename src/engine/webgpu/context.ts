@@ -26,7 +26,9 @@
 // - Uniform values are packed in the order given, 4 bytes each: a plain number is a u32, `{ f32: x }`
 //   an f32, `{ i32: x }` an i32. Declare the WGSL struct with the same fields in the same order
 //   (scalars only, so no padding surprises). Omit the uniform binding when the list is empty.
-// - Every binding declared must be used by the shader (pipelines use layout 'auto').
+// - Declare bindings in @group(0), numbered 0..n-1, as `var<uniform>`, `var<storage, read>` or
+//   `var<storage, read_write>`: the bind group layout is read from these declarations (bindingKinds),
+//   so a binding may go unused. dispatch() checks that the number of buffers passed matches.
 // - Small per-dispatch host data (e.g. per-row settings) goes through `ctx.inline(data)`, which
 //   returns a binding that is uploaded together with the uniforms at submit time (no extra flush).
 // - Validate shapes on the host before dispatching (throw `EngineError('shape', ...)`): the GPU
@@ -67,6 +69,7 @@ export interface GpuContextOptions {
   poolBytes?: number;
 }
 
+const MAX_BIND_GROUPS = 4096; // cached bind groups before the cache is dropped (stale ones only cost memory)
 const MAX_BATCH = 256; // dispatches per submit: keeps the GPU fed during long graphs
 const RING_CHUNK = 1 << 20; // bytes per uniform staging chunk
 const STORAGE = 0x80; // GPUBufferUsage.STORAGE etc., as numbers so this file loads before globals exist
@@ -74,6 +77,40 @@ const COPY_SRC = 0x04;
 const COPY_DST = 0x08;
 const MAP_READ = 0x01;
 const UNIFORM = 0x40;
+
+export interface Compiled {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+  kinds: GPUBufferBindingType[];
+  id: number;
+}
+
+/**
+ * Binding types of a kernel, by binding number, from its `@group(0) @binding(i) var<...>` declarations
+ * (uniform | storage, read | storage, read_write). Bindings must be numbered 0..n-1 without gaps.
+ */
+export function bindingKinds(code: string): GPUBufferBindingType[] {
+  const kinds: GPUBufferBindingType[] = [];
+  const re = /@group\(0\)\s*@binding\((\d+)\)\s*var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read)\s*)?>/g;
+  for (const m of code.matchAll(re)) {
+    const type: GPUBufferBindingType = m[2] === 'uniform' ? 'uniform' : m[3] === 'read_write' ? 'storage' : 'read-only-storage';
+    kinds[Number(m[1])] = type;
+  }
+  for (let i = 0; i < kinds.length; i++)
+    if (!kinds[i]) throw new EngineError('validation', `kernel bindings must be numbered 0..n-1 without gaps (binding ${i} missing)`);
+  return kinds;
+}
+
+function packUniforms(uniforms: readonly Uniform[]): ArrayBuffer {
+  const u = new ArrayBuffer(uniforms.length * 4);
+  const dv = new DataView(u);
+  uniforms.forEach((v, i) => {
+    if (typeof v === 'number') dv.setUint32(i * 4, v >>> 0, true);
+    else if ('f32' in v) dv.setFloat32(i * 4, v.f32, true);
+    else dv.setInt32(i * 4, v.i32, true);
+  });
+  return u;
+}
 
 /** Grid for `n` threads in workgroups of `wg`, folded into y when x would pass 65535. */
 export function grid1d(n: number, wg: number): [number, number, number] {
@@ -98,7 +135,13 @@ export class GpuContext {
   /** Largest single buffer any op may allocate: the device's storage binding limit. */
   readonly maxBindingBytes: number;
   readonly adapterName: string;
-  private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly pipelines = new Map<string, Compiled>();
+  // Bind groups keyed by kernel and buffers: decode repeats the same (pooled) buffers every step, and
+  // createBindGroup is the costliest host call of a dispatch.
+  private readonly bindGroups = new Map<string, GPUBindGroup>();
+  private readonly ids = new WeakMap<GPUBuffer, number>();
+  private readonly constants = new Map<string, GPUBuffer>();
+  private nextId = 1;
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
   private batched = 0;
@@ -173,16 +216,47 @@ export class GpuContext {
 
   // ---------------------------------------------------------------- pipelines and dispatch
 
-  pipeline(k: Kernel): GPUComputePipeline {
+  /** The compiled kernel: pipeline and the explicit bind group layout read from its declarations. */
+  compiled(k: Kernel): Compiled {
     const entry = k.entry ?? 'main';
     const key = `${entry}\u0000${k.code}`;
-    let p = this.pipelines.get(key);
-    if (!p) {
+    let c = this.pipelines.get(key);
+    if (!c) {
+      const kinds = bindingKinds(k.code);
+      const layout = this.device.createBindGroupLayout({
+        entries: kinds.map((type, binding) => ({
+          binding,
+          visibility: 0x4 /* GPUShaderStage.COMPUTE */,
+          buffer: { type, hasDynamicOffset: type === 'uniform' },
+        })),
+      });
       const module = this.device.createShaderModule({ code: k.code });
-      p = this.device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: entry } });
-      this.pipelines.set(key, p);
+      const pipeline = this.device.createComputePipeline({
+        layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+        compute: { module, entryPoint: entry },
+      });
+      c = { pipeline, layout, kinds, id: this.pipelines.size };
+      this.pipelines.set(key, c);
     }
-    return p;
+    return c;
+  }
+
+  private bufferId(b: GPUBuffer): number {
+    let id = this.ids.get(b);
+    if (id === undefined) this.ids.set(b, (id = this.nextId++));
+    return id;
+  }
+
+  /** A persistent buffer of host data that never changes (e.g. a rope frequency table), made once per key. */
+  constant(key: string, make: () => Float32Array | Uint32Array | Int32Array): GPUBuffer {
+    let b = this.constants.get(key);
+    if (!b) {
+      const data = make();
+      b = this.createBuffer(Math.max(16, Math.ceil(data.byteLength / 16) * 16), STORAGE | COPY_DST, `constant ${key}`);
+      this.upload(b, data, 0, true);
+      this.constants.set(key, b);
+    }
+    return b;
   }
 
   /** Stage small host data for this batch; returns a binding valid for dispatches recorded before the next flush. */
@@ -214,31 +288,43 @@ export class GpuContext {
     this.checkAlive();
     const [x, y = 1, z = 1] = workgroups;
     if (x === 0 || y === 0 || z === 0) return;
-    const pipe = this.pipeline(k);
+    const c = this.compiled(k);
+    const declared = c.kinds.length;
+    const passed = buffers.length + (uniforms.length > 0 ? 1 : 0);
+    if (declared !== passed || (uniforms.length > 0) !== (c.kinds[0] === 'uniform'))
+      throw new EngineError('validation', `kernel declares ${declared} bindings (uniform first: ${c.kinds[0] === 'uniform'}); dispatch passes ${buffers.length} buffers and ${uniforms.length} uniforms`);
     const entries: GPUBindGroupEntry[] = [];
-    let b = 0;
+    let key = `${c.id}`;
+    const offsets: number[] = [];
     if (uniforms.length > 0) {
-      const u = new ArrayBuffer(uniforms.length * 4);
-      const dv = new DataView(u);
-      uniforms.forEach((v, i) => {
-        if (typeof v === 'number') dv.setUint32(i * 4, v >>> 0, true);
-        else if ('f32' in v) dv.setFloat32(i * 4, v.f32, true);
-        else dv.setInt32(i * 4, v.i32, true);
-      });
-      const s = this.inline(u);
-      entries.push({ binding: b++, resource: { buffer: s.buffer, offset: s.offset, size: s.size } });
+      const s = this.inline(packUniforms(uniforms));
+      // bound at offset 0 with a dynamic offset, so the bind group is reusable across dispatches
+      entries.push({ binding: 0, resource: { buffer: s.buffer, offset: 0, size: s.size } });
+      offsets.push(s.offset);
+      key += `|${this.bufferId(s.buffer)}:${s.size}`;
     }
     for (const buf of buffers) {
-      const resource = 'buffer' in buf ? { buffer: buf.buffer, offset: buf.offset, size: buf.size } : { buffer: buf };
-      entries.push({ binding: b++, resource });
+      const binding = entries.length;
+      if ('buffer' in buf) {
+        entries.push({ binding, resource: { buffer: buf.buffer, offset: buf.offset, size: buf.size } });
+        key += `|${this.bufferId(buf.buffer)}@${buf.offset}:${buf.size}`;
+      } else {
+        entries.push({ binding, resource: { buffer: buf } });
+        key += `|${this.bufferId(buf)}`;
+      }
     }
-    const bind = this.device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries });
+    let bind = this.bindGroups.get(key);
+    if (!bind) {
+      if (this.bindGroups.size >= MAX_BIND_GROUPS) this.bindGroups.clear();
+      bind = this.device.createBindGroup({ layout: c.layout, entries });
+      this.bindGroups.set(key, bind);
+    }
     if (!this.pass) {
       this.encoder ??= this.device.createCommandEncoder();
       this.pass = this.encoder.beginComputePass();
     }
-    this.pass.setPipeline(pipe);
-    this.pass.setBindGroup(0, bind);
+    this.pass.setPipeline(c.pipeline);
+    this.pass.setBindGroup(0, bind, offsets);
     this.pass.dispatchWorkgroups(x, y, z);
     if (++this.batched >= MAX_BATCH) this.flush();
   }
@@ -411,6 +497,7 @@ export class GpuContext {
     for (const list of this.pool.values()) for (const b of list) b.destroy();
     this.pool.clear();
     for (const r of this.ring) r.buffer.destroy();
+    for (const b of this.constants.values()) b.destroy();
     this.device.destroy();
   }
 }

@@ -155,7 +155,7 @@ export function rope(ctx: GpuContext, x: GpuTensor, pos: GpuTensor, theta: numbe
   const [t, h, d] = x.shape;
   assertShape(pos.dtype === 'i32' && pos.size === t && d % 2 === 0, `rope: x (${x.shape}), pos ${pos.dtype} (${pos.shape})`);
   const y = ctx.empty(x.shape, 'f32');
-  const freq = ctx.inline(ropeFreqs(theta, d));
+  const freq = ctx.constant(`rope/${theta}/${d}`, () => ropeFreqs(theta, d));
   ctx.dispatch(ROPE, [x.buf, pos.buf, freq, y.buf], [t, h, d], grid1d((t * h * d) / 2, WG));
   return y;
 }
