@@ -53,10 +53,10 @@ export const RETAIL_SCHEMAS: readonly Schema[] = [
   }),
   tool('list_all_product_types', 'read', 'List every product type name with its product id.', {}),
   tool('calculate', 'generic', 'Evaluate an arithmetic expression (digits, + - * / ( ) . and spaces); result rounded to 2 decimals.', {
-    expression: str('The expression, e.g. "2 * (3.5 + 1)".'),
+    expression: str('The expression, e.g. "2 * (3.5 + 1)".', 1000),
   }),
   tool('transfer_to_human_agents', 'generic', 'Transfer the user to a human agent, with a summary of the issue.', {
-    summary: str('A summary of the user issue.', 2000),
+    summary: str('A summary of the user issue.', 4000),
   }),
   tool('cancel_pending_order', 'write', 'Cancel a pending order. Refunds go to the original payment methods.', {
     order_id: ORDER_ID,
