@@ -11,6 +11,7 @@
 // and history are compact JSON (no spaces), tool-call markup is shortened, and examples and history are
 // cut to character budgets (whole items only, never a truncated JSON).
 import type { GroundingExample, Observation, ToolCall } from '../env/domain';
+import { canonicalJson } from '../env/json';
 import { formatObservation, MAX_TEXT, safeJsonParse } from '../env/toolcall';
 import { renderChat, type ChatMessage, type ToolDefinition } from './chat';
 
@@ -32,6 +33,12 @@ export interface RehearsePromptOptions {
   maxHistoryChars?: number;
   /** Same switch as the Act prompt; default false (the small policy does not think). */
   enableThinking?: boolean;
+  /**
+   * Leave out examples of the very call being simulated (same name and arguments), as the expert rows do
+   * (src/env/rows.ts): then a faithful rehearsal must come from the dynamics, not from copying. Default false:
+   * rollouts ground on the whole reference trajectory, as the method describes.
+   */
+  excludeSameCall?: boolean;
 }
 
 export const REHEARSE_SYSTEM =
@@ -68,8 +75,11 @@ function exampleText(e: GroundingExample): string {
  * result shape), then the others, each in trajectory order; duplicates and examples that do not fit whole
  * are skipped.
  */
-export function selectGrounding(examples: readonly GroundingExample[], callName: string, maxChars: number): string[] {
-  const ordered = [...examples.filter((e) => e.name === callName), ...examples.filter((e) => e.name !== callName)];
+export function selectGrounding(examples: readonly GroundingExample[], callName: string, maxChars: number, exclude?: ToolCall): string[] {
+  const key = (name: string, args: unknown) => name + '\u0000' + canonicalJson(args);
+  const skip = exclude ? key(exclude.name, exclude.arguments) : null;
+  const usable = skip === null ? examples : examples.filter((e) => key(e.name, e.arguments) !== skip);
+  const ordered = [...usable.filter((e) => e.name === callName), ...usable.filter((e) => e.name !== callName)];
   const out: string[] = [];
   const seen = new Set<string>();
   let used = 0;
@@ -127,7 +137,7 @@ export function serializeHistory(history: readonly ChatMessage[], maxChars: numb
 
 /** The Rehearse prompt as chat messages and as rendered text (ends with the generation prompt). */
 export function buildRehearsePrompt(input: RehearsePromptInput, opts: RehearsePromptOptions = {}): { messages: ChatMessage[]; text: string } {
-  const examples = selectGrounding(input.grounding, input.call.name, opts.maxGroundingChars ?? 1600);
+  const examples = selectGrounding(input.grounding, input.call.name, opts.maxGroundingChars ?? 1600, opts.excludeSameCall ? input.call : undefined);
   const user =
     '# Tools\n' +
     input.tools.map(toolLine).join('\n') +

@@ -75,6 +75,12 @@ describe('Rehearse prompt', () => {
     const some = selectGrounding(grounding, 'calculate', all[0].length + 1);
     expect(some).toEqual([all[0]]);
     expect(selectGrounding(grounding, 'calculate', 5)).toEqual([]);
+    // Excluding the simulated call itself (argument order does not matter), as expert rows do.
+    const g = [grounding[0], { ...grounding[1] }, { name: 'get_order_details', arguments: { order_id: '#W1' }, result: '{"result":{}}' }];
+    const ex = selectGrounding(g, 'get_order_details', 10_000, { name: 'get_order_details', arguments: { order_id: '#W2378156' } });
+    expect(ex.map((e) => e.split('\n')[0])).toEqual(['call {"name":"get_order_details","arguments":{"order_id":"#W1"}}', expect.stringContaining('find_user_id_by_name_zip')]);
+    const args = { last_name: 'Rossi', zip: '19122', first_name: 'Yusuf' };
+    expect(selectGrounding(grounding, 'x', 10_000, { name: 'find_user_id_by_name_zip', arguments: args }).join()).not.toContain('find_user_id');
   });
 
   it('history: keeps the first user message and the most recent messages within the budget', () => {

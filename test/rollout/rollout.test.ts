@@ -19,6 +19,7 @@ import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
 import { lossTokens, teacherForced } from '../../src/rl/rows';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
+import { evalRehearsalFidelity } from '../../src/rollout/fidelity-eval';
 import { RolloutConfigError, runRollouts, trainedRoles, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 
@@ -178,5 +179,25 @@ describe('runRollouts (tiny random model, real retail environment)', () => {
     await expect(runRollouts(policy, domain, tasks, base({ mode: 'dream' as never }))).rejects.toThrow(RolloutConfigError);
     await expect(runRollouts(policy, domain, tasks, base({ mode: 'per-role' }))).rejects.toThrow(RolloutConfigError);
     await expect(runRollouts(policy, domain, tasks, base({ limits: { ...limits, maxActTokens: 0 } }))).rejects.toThrow(RolloutConfigError);
+  });
+
+  it('fidelity on reference trajectories: one batched pass over every reference call, invalid output scored as disagreement', async () => {
+    const two = { ...tasks[0], id: 'a2', referenceActions: [find, { name: 'calculate', arguments: { expression: '2+2' } }] };
+    const r = await evalRehearsalFidelity(model, tok, adapterA, domain, [two, tasks[1]], { maxRehearseTokens: 8, rehearsePrompt });
+    expect(r.skipped).toBe(0);
+    expect(r.steps.map((s) => [s.taskId, s.index, s.call.name])).toEqual([
+      ['a2', 0, find.name],
+      ['a2', 1, 'calculate'],
+      ['b', 0, cancel.name],
+    ]);
+    // Real answers come from replaying the reference actions in order on a fresh database.
+    expect(r.steps[1].real).toEqual({ ok: true, name: 'calculate', result: '4.0' });
+    expect(r.steps[2].real).toEqual(retail.createEnv().execute(cancel));
+    // A random model never writes a valid <execution_result>.
+    expect(r.invalid).toBe(1);
+    expect(r.steps.every((s) => s.failure !== null && s.rehearsed === null && !s.fidelity.exact && s.fidelity.f1 === 0)).toBe(true);
+    expect(r.summary).toMatchObject({ steps: 3, exact: 0, f1: 0, errorAgree: 0 });
+    const tight = await evalRehearsalFidelity(model, tok, null, domain, [two], { maxRehearseTokens: 8, rehearsePrompt, maxContext: 100 });
+    expect([tight.skipped, tight.steps.length]).toEqual([2, 0]);
   });
 });
