@@ -141,6 +141,29 @@ describe.each([
     expect(maxDiff(await run(fast), await run(ref))).toBeLessThanOrEqual(2e-6);
   });
 
+  it.each([
+    [1, 1],
+    [3, 7],
+    [17, 128],
+    [64, 1000],
+  ])('rmsnorm, swiglu, add, scale and rope on (%i,%i) match the reference', async (R, C) => {
+    const r = rng(R * 1000 + C);
+    const x = randn(R * C, r);
+    const y = randn(R * C, r).map((v) => v * 8); // silu over [-8, 8]: both tails
+    const w = randn(C, r);
+    const both = async (f: (b: Backend) => Tensor) => maxDiff(await fast.read(f(fast)), await ref.read(f(ref)));
+    // f32 row sums and f32 exp against f64: a few ulps of values <= ~8 in magnitude.
+    expect(await both((b) => b.rmsnorm(b.tensor(x, [R, C]), b.tensor(w, [C]), 1e-6))).toBeLessThanOrEqual(1e-5);
+    expect(await both((b) => b.swiglu(b.tensor(y, [R, C]), b.tensor(x, [R, C])))).toBeLessThanOrEqual(4e-6);
+    expect(await both((b) => b.add(b.tensor(x, [R, C]), b.tensor(y, [R, C])))).toBeLessThanOrEqual(1e-6);
+    expect(await both((b) => b.scale(b.tensor(x, [R, C]), 0.3))).toBeLessThanOrEqual(1e-7);
+    if (C % 2 === 0) {
+      const pos = Int32Array.from({ length: R }, (_, i) => i * 37);
+      // Same f64 angles as the reference: bit-identical.
+      expect(await both((b) => b.rope(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000))).toBe(0);
+    }
+  });
+
   it('refuses bad shapes and out-of-cache positions with an EngineError', () => {
     const x = fast.tensor(new Float32Array(6), [2, 3]);
     expect(() => fast.matmul(x, fast.tensor(new Float32Array(8), [2, 4]))).toThrow(EngineError);
@@ -152,6 +175,10 @@ describe.each([
     expect(() => fast.attention(q, cache, cache, layout)).toThrow(/outside cache/);
     const badSlot = { slot: fast.tensor(Int32Array.from([1]), [1]), pos: fast.tensor(Int32Array.from([0]), [1]) };
     expect(() => fast.attention(q, cache, cache, badSlot)).toThrow(EngineError);
+    expect(() => fast.rmsnorm(x, fast.tensor(new Float32Array(4), [4]), 1e-6)).toThrow(EngineError);
+    expect(() => fast.swiglu(x, fast.tensor(new Float32Array(2), [2]))).toThrow(EngineError);
+    expect(() => fast.add(x, fast.tensor(new Float32Array(2), [2]))).toThrow(EngineError);
+    expect(() => fast.rope(x, fast.tensor(Int32Array.from([0, 1]), [2]), 1e4)).toThrow(EngineError);
   });
 
   it('gives freed tensors back to the wasm heap', async () => {

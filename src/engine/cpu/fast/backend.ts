@@ -1,19 +1,14 @@
 // The CPU fast path ('cpu-fast'): the reference backend with its hot ops (matmul in every weight format,
-// the transposed products of backward, attention) replaced by WebAssembly SIMD kernels on several threads.
-// Everything else is inherited from CpuRefBackend, which stays the oracle the tests compare against.
-//
-// Memory: with shared memory (Node; cross-origin isolated pages) tensors this backend creates live in
-// the wasm memory itself, as typed-array views, so the inherited ops read and write them in place and the
-// kernels need no copies. Tensors from elsewhere (the inherited ops' outputs) are copied in per op; that
-// costs O(inputs) against the O(M*K*N) product. Without shared memory everything is single-threaded and
-// tensors stay on the JS heap (a plain memory's views are detached when it grows); only quantized
-// weights, which never change, are kept in the wasm memory.
+// the transposed products of backward, attention, the row-wise ops around them) replaced by WebAssembly
+// SIMD kernels on several threads. Everything else is inherited from CpuRefBackend, which stays the
+// oracle the tests compare against. Where operands live: ./runtime.ts.
 import type { Backend, Tensor, TokenLayout } from '../../backend';
 import { assertShape, EngineError } from '../../errors';
 import type { QuantizedWeight } from '../../quant';
 import { asCpu, CpuRefBackend, CpuTensor } from '../ref';
 import { sharedMemoryAvailable, WasmHeap } from './heap';
-import { ThreadPool, type KernelName } from './pool';
+import { ThreadPool } from './pool';
+import { f32Bits, WasmRuntime, type Temps } from './runtime';
 import { WASM_PLAIN, WASM_SHARED } from './wasm.gen';
 
 export interface CpuFastOptions {
@@ -30,9 +25,6 @@ export interface CpuFastOptions {
 const FWD = { f32: 0, q8: 1, q4: 2 } as const;
 const ROWS = { f32: 3, q8: 4, q4: 5 } as const;
 
-/** Below this many flops a job runs on the calling thread only: waking workers costs ~10-50 us. */
-const PARALLEL_MIN_FLOPS = 1 << 20;
-
 const modules = new Map<boolean, Promise<WebAssembly.Module>>();
 function wasmModule(shared: boolean): Promise<WebAssembly.Module> {
   let m = modules.get(shared);
@@ -44,48 +36,30 @@ function wasmModule(shared: boolean): Promise<WebAssembly.Module> {
   return m;
 }
 
-interface WeightOperand {
-  kind: 'f32' | 'q8' | 'q4';
-  ptr: number;
-  scales: number;
-  /** Elements per stored row (K for f32, the padded K for q8/q4). */
-  stride: number;
-}
-
-/** Offsets of the per-op copies made for one kernel call, released when it returns. */
-type Temps = number[];
-
 export class CpuFastBackend extends CpuRefBackend {
   override readonly name = 'cpu-fast' as const;
   /** Threads a large op runs on. */
   readonly threads: number;
-  private readonly resident = new WeakMap<ArrayBufferView, number>();
-  private readonly quant = new WeakMap<QuantizedWeight, { data: number; scales: number }>();
-  private readonly finalizer: FinalizationRegistry<number[]>;
-  private readonly args: number;
-  private readonly gemmScratch: number;
-  private disposed = false;
-  /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
-  parallelJobs = 0;
 
   constructor(
-    private readonly heap: WasmHeap,
-    private readonly pool: ThreadPool,
-    gemmScratch: number,
+    private readonly rt: WasmRuntime,
+    private readonly gemmScratch: number,
   ) {
     super();
-    this.threads = pool.size;
-    this.gemmScratch = gemmScratch;
-    this.args = heap.alloc(256);
-    // Tensors the caller forgets to free give their wasm blocks back when their view is collected.
-    this.finalizer = new FinalizationRegistry((ptrs) => {
-      if (!this.disposed) for (const p of ptrs) heap.release(p);
-    });
+    this.threads = rt.pool.size;
   }
 
   /** Whether tensors live in a shared wasm memory (false: the single-thread fallback). */
   get sharedMemory(): boolean {
-    return this.heap.shared;
+    return this.rt.shared;
+  }
+  /** Bytes of wasm memory held by tensors and caches (for leak checks). */
+  get liveBytes(): number {
+    return this.rt.heap.live;
+  }
+  /** Kernel calls that ran on every thread. */
+  get parallelJobs(): number {
+    return this.rt.parallelJobs;
   }
 
   // ---- memory ----
@@ -93,133 +67,33 @@ export class CpuFastBackend extends CpuRefBackend {
   override tensor(data: Float32Array | Int32Array, shape: readonly number[]): Tensor {
     const n = shape.reduce((a, b) => a * b, 1);
     assertShape(data.length === n, `tensor: ${data.length} values for shape (${shape})`);
-    if (!this.heap.shared) return super.tensor(data, shape);
-    const t = this.residentTensor(shape, data instanceof Float32Array ? 'f32' : 'i32');
+    if (!this.rt.shared) return super.tensor(data, shape);
+    const t = this.rt.residentTensor(shape, data instanceof Float32Array ? 'f32' : 'i32');
     t.data!.set(data);
     return t;
   }
 
   override zeros(shape: readonly number[], dtype: 'f32' | 'i32' = 'f32'): Tensor {
-    if (!this.heap.shared) return super.zeros(shape, dtype);
-    const t = this.residentTensor(shape, dtype);
+    if (!this.rt.shared) return super.zeros(shape, dtype);
+    const t = this.rt.residentTensor(shape, dtype);
     t.data!.fill(0);
     return t;
   }
 
   override uploadQuantized(q: QuantizedWeight): Tensor {
-    if (!this.heap.shared) {
-      this.placeQuant(q);
+    if (!this.rt.shared) {
+      this.rt.placeQuant(q);
       return super.uploadQuantized(q);
     }
-    // The tensor's host copy becomes views of the wasm copy, so the weight is held once.
-    const data = this.heap.alloc(q.data.byteLength);
-    const scales = this.heap.alloc(q.scales.byteLength);
-    const views: QuantizedWeight = { ...q, data: this.heap.u32(data, q.data.length), scales: this.heap.f32(scales, q.scales.length) };
-    views.data.set(q.data);
-    views.scales.set(q.scales);
-    this.quant.set(views, { data, scales });
-    this.finalizer.register(views, [data, scales], views);
-    return new CpuTensor([q.rows, q.cols], q.kind, null, views);
+    return new CpuTensor([q.rows, q.cols], q.kind, null, this.rt.residentQuant(q));
   }
 
   override free(t: Tensor): void {
-    const c = asCpu(t);
-    const ptr = c.data ? this.resident.get(c.data) : undefined;
-    if (ptr !== undefined) {
-      this.resident.delete(c.data!);
-      this.finalizer.unregister(c.data!);
-      this.heap.release(ptr);
-    }
-    const q = c.quant ? this.quant.get(c.quant) : undefined;
-    if (q) {
-      this.quant.delete(c.quant!);
-      this.finalizer.unregister(c.quant!);
-      this.heap.release(q.data);
-      this.heap.release(q.scales);
-    }
+    this.rt.free(asCpu(t));
   }
 
   override dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    this.pool.dispose();
-  }
-
-  /** Bytes of wasm memory held by tensors and caches (for leak checks). */
-  get liveBytes(): number {
-    return this.heap.live;
-  }
-
-  private residentTensor(shape: readonly number[], dtype: 'f32' | 'i32'): CpuTensor {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const ptr = this.heap.alloc(n * 4);
-    const view = dtype === 'f32' ? this.heap.f32(ptr, n) : this.heap.i32(ptr, n);
-    this.resident.set(view, ptr);
-    this.finalizer.register(view, [ptr], view);
-    return new CpuTensor([...shape], dtype, view);
-  }
-
-  private placeQuant(q: QuantizedWeight): { data: number; scales: number } {
-    let p = this.quant.get(q);
-    if (!p) {
-      p = { data: this.heap.alloc(q.data.byteLength), scales: this.heap.alloc(q.scales.byteLength) };
-      this.heap.u32(p.data, q.data.length).set(q.data);
-      this.heap.f32(p.scales, q.scales.length).set(q.scales);
-      this.quant.set(q, p);
-      this.finalizer.register(q, [p.data, p.scales], q);
-    }
-    return p;
-  }
-
-  /** Offset of an input's data in wasm memory (copied in, and recorded in temps, unless resident). */
-  private place(a: Float32Array | Int32Array, temps: Temps): number {
-    const p = this.resident.get(a);
-    if (p !== undefined) return p;
-    const ptr = this.heap.alloc(a.byteLength);
-    temps.push(ptr);
-    (a instanceof Float32Array ? this.heap.f32(ptr, a.length) : this.heap.i32(ptr, a.length)).set(a);
-    return ptr;
-  }
-
-  private weight(w: CpuTensor, temps: Temps): WeightOperand {
-    if (w.quant) {
-      const p = this.placeQuant(w.quant);
-      return { kind: w.quant.kind, ptr: p.data, scales: p.scales, stride: w.quant.stride };
-    }
-    assertShape(w.dtype === 'f32', `weight of dtype ${w.dtype}`);
-    return { kind: 'f32', ptr: this.place(w.f32, temps), scales: 0, stride: w.shape[1] };
-  }
-
-  /** An f32 output of n values: resident when memory is shared, else a temp copied out by `finish`. */
-  private output(shape: number[], temps: Temps): { ptr: number; finish: () => CpuTensor } {
-    const n = shape.reduce((a, b) => a * b, 1);
-    if (this.heap.shared) {
-      const t = this.residentTensor(shape, 'f32');
-      return { ptr: this.resident.get(t.data!)!, finish: () => t };
-    }
-    const ptr = this.heap.alloc(n * 4);
-    temps.push(ptr);
-    return { ptr, finish: () => new CpuTensor(shape, 'f32', this.heap.f32(ptr, n).slice()) };
-  }
-
-  /** Runs a kernel with an i32 argument block, with per-thread scratch appended as the last two slots. */
-  private launch(kernel: KernelName, slots: number[], scratchPerThread: number, flops: number, temps: Temps): void {
-    if (this.disposed) throw new EngineError('unsupported', 'cpu-fast: the backend was disposed');
-    const parallel = this.pool.size > 1 && flops >= PARALLEL_MIN_FLOPS;
-    const nth = parallel ? this.pool.size : 1;
-    const per = Math.ceil(scratchPerThread / 64) * 64;
-    const scratch = this.heap.alloc(per * nth);
-    temps.push(scratch);
-    const a = this.heap.i32(this.args, 64);
-    a.set(slots);
-    a[slots.length] = scratch;
-    a[slots.length + 1] = per;
-    if (parallel) this.parallelJobs++;
-    this.pool.run(kernel, this.args, parallel);
-  }
-
-  private releaseAll(temps: Temps): void {
-    for (const p of temps) this.heap.release(p);
+    this.rt.dispose();
   }
 
   // ---- fast ops ----
@@ -233,16 +107,16 @@ export class CpuFastBackend extends CpuRefBackend {
     const M = xs.length / K;
     const temps: Temps = [];
     try {
-      const W = this.weight(wc, temps);
-      const X = this.place(xs, temps);
-      const y = this.output([M, N], temps);
+      const W = this.rt.weight(wc, temps);
+      const X = this.rt.place(xs, temps);
+      const y = this.rt.output([M, N], temps);
       const small = M <= 3;
       const scratch = small ? 64 + W.stride * 4 : this.gemmScratch;
       const slots = [FWD[W.kind], X, 4, K * 4, M, K, N, W.ptr, W.scales, W.stride, y.ptr, N, 0];
-      this.launch(small ? 'gemv' : 'gemm', slots, scratch, 2 * M * K * N, temps);
+      this.rt.launch(small ? 'gemv' : 'gemm', slots, scratch, 2 * M * K * N, temps);
       return y.finish();
     } finally {
-      this.releaseAll(temps);
+      this.rt.release(temps);
     }
   }
 
@@ -255,14 +129,14 @@ export class CpuFastBackend extends CpuRefBackend {
     const M = g.length / N;
     const temps: Temps = [];
     try {
-      const W = this.weight(wc, temps);
-      const G = this.place(g, temps);
-      const dx = this.output([M, K], temps);
+      const W = this.rt.weight(wc, temps);
+      const G = this.rt.place(g, temps);
+      const dx = this.rt.output([M, K], temps);
       const slots = [ROWS[W.kind], G, 4, N * 4, M, N, K, W.ptr, W.scales, W.stride, dx.ptr, K, 0];
-      this.launch('gemm', slots, this.gemmScratch, 2 * M * K * N, temps);
+      this.rt.launch('gemm', slots, this.gemmScratch, 2 * M * K * N, temps);
       return dx.finish();
     } finally {
-      this.releaseAll(temps);
+      this.rt.release(temps);
     }
   }
 
@@ -277,16 +151,16 @@ export class CpuFastBackend extends CpuRefBackend {
     assertShape(Number.isInteger(M) && xs.length === M * K, `matmulWeightGradInto: dy (${dy.shape}), x (${x.shape}), dW (${N},${K})`);
     const temps: Temps = [];
     try {
-      const G = this.place(g, temps);
-      const X = this.place(xs, temps);
-      const resident = this.resident.get(d);
-      const D = this.place(d, temps);
+      const G = this.rt.place(g, temps);
+      const X = this.rt.place(xs, temps);
+      const resident = this.rt.isResident(d);
+      const D = this.rt.place(d, temps);
       // C = dW (N,K) += A (N,M) . B (M,K) with A = dy^T read in place: step N floats along m, 1 between rows.
       const slots = [ROWS.f32, G, N * 4, 4, N, M, K, X, 0, K, D, K, 1];
-      this.launch('gemm', slots, this.gemmScratch, 2 * M * K * N, temps);
-      if (resident === undefined) d.set(this.heap.f32(D, d.length));
+      this.rt.launch('gemm', slots, this.gemmScratch, 2 * M * K * N, temps);
+      if (!resident) d.set(this.rt.heap.f32(D, d.length));
     } finally {
-      this.releaseAll(temps);
+      this.rt.release(temps);
     }
   }
 
@@ -310,19 +184,101 @@ export class CpuFastBackend extends CpuRefBackend {
     }
     const temps: Temps = [];
     try {
-      const Q = this.place(qs, temps);
-      const Kc = this.place(ks, temps);
-      const Vc = this.place(vs, temps);
-      const sl = this.place(slot, temps);
-      const ps = this.place(pos, temps);
-      const out = this.output([T, Hq, D], temps);
-      const scaleBits = new Int32Array(new Float32Array([1 / Math.sqrt(D)]).buffer)[0];
-      const slots = [Q, Kc, Vc, out.ptr, sl, ps, T, Hq, Hkv, D, maxT, scaleBits];
-      this.launch('attention', slots, (Hq / Hkv) * maxT * 4, 4 * work * Hq * D, temps);
+      const Q = this.rt.place(qs, temps);
+      const Kc = this.rt.place(ks, temps);
+      const Vc = this.rt.place(vs, temps);
+      const sl = this.rt.place(slot, temps);
+      const ps = this.rt.place(pos, temps);
+      const out = this.rt.output([T, Hq, D], temps);
+      const slots = [Q, Kc, Vc, out.ptr, sl, ps, T, Hq, Hkv, D, maxT, f32Bits(1 / Math.sqrt(D))];
+      this.rt.launch('attention', slots, (Hq / Hkv) * maxT * 4, 4 * work * Hq * D, temps);
       return out.finish();
     } finally {
-      this.releaseAll(temps);
+      this.rt.release(temps);
     }
+  }
+
+  // x (R,C), w (C) -> (R,C)
+  override rmsnorm(x: Tensor, w: Tensor, eps: number): Tensor {
+    const xs = asCpu(x).f32;
+    const ws = asCpu(w).f32;
+    const C = ws.length;
+    assertShape(C > 0 && xs.length % C === 0, `rmsnorm: x (${x.shape}) vs w (${C})`);
+    const temps: Temps = [];
+    try {
+      const X = this.rt.place(xs, temps);
+      const W = this.rt.place(ws, temps);
+      const out = this.rt.output([...x.shape], temps);
+      this.rt.launch('rmsnorm', [X, W, out.ptr, xs.length / C, C, f32Bits(eps)], 0, xs.length * 8, temps);
+      return out.finish();
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
+  // gate, up (T,F) -> silu(gate) * up
+  override swiglu(gate: Tensor, up: Tensor): Tensor {
+    const g = asCpu(gate).f32;
+    const u = asCpu(up).f32;
+    assertShape(g.length === u.length, `swiglu: (${gate.shape}) vs (${up.shape})`);
+    return this.elementwise('swiglu', gate.shape, [g, u], [g.length], g.length * 32);
+  }
+
+  override add(a: Tensor, b: Tensor): Tensor {
+    const as = asCpu(a).f32;
+    const bs = asCpu(b).f32;
+    assertShape(as.length === bs.length, `add: (${a.shape}) vs (${b.shape})`);
+    return this.elementwise('axpb', a.shape, [as, bs], [as.length, 0, 0], as.length);
+  }
+
+  override scale(a: Tensor, s: number): Tensor {
+    const as = asCpu(a).f32;
+    return this.elementwise('axpb', a.shape, [as, as], [as.length, f32Bits(s), 1], as.length);
+  }
+
+  private elementwise(kernel: 'swiglu' | 'axpb', shape: readonly number[], inputs: Float32Array[], rest: number[], work: number): Tensor {
+    const temps: Temps = [];
+    try {
+      const ptrs = inputs.map((a) => this.rt.place(a, temps));
+      const out = this.rt.output([...shape], temps);
+      this.rt.launch(kernel, [...ptrs, out.ptr, ...rest], 0, work, temps);
+      return out.finish();
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
+  // x (T,H,D), pos (T) -> (T,H,D). The reference's rule and f64 angles, but each token's cos/sin are
+  // computed once for all heads (the transcendentals are what this op costs).
+  override rope(x: Tensor, pos: Tensor, theta: number): Tensor {
+    const xs = asCpu(x).f32;
+    const ps = asCpu(pos).i32;
+    assertShape(x.shape.length === 3, `rope: x (${x.shape}) is not (T,H,D)`);
+    const [T, H, D] = x.shape;
+    assertShape(ps.length === T && D % 2 === 0, `rope: x (${x.shape}), pos (${ps.length})`);
+    const half = D / 2;
+    const inv = Float64Array.from({ length: half }, (_, i) => Math.pow(theta, (-2 * i) / D));
+    const cos = new Float64Array(half);
+    const sin = new Float64Array(half);
+    const out = this.rt.shared ? this.rt.residentTensor([T, H, D], 'f32') : new CpuTensor([T, H, D], 'f32', new Float32Array(xs.length));
+    const o = out.f32;
+    for (let t = 0; t < T; t++) {
+      for (let i = 0; i < half; i++) {
+        const ang = ps[t] * inv[i];
+        cos[i] = Math.cos(ang);
+        sin[i] = Math.sin(ang);
+      }
+      for (let h = 0; h < H; h++) {
+        const base = (t * H + h) * D;
+        for (let i = 0; i < half; i++) {
+          const a = xs[base + i];
+          const b = xs[base + i + half];
+          o[base + i] = a * cos[i] - b * sin[i];
+          o[base + i + half] = b * cos[i] + a * sin[i];
+        }
+      }
+    }
+    return out;
   }
 }
 
@@ -350,7 +306,6 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const heap = new WasmHeap(shared);
   const module = await wasmModule(shared);
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
-  const scratch = pool.global('GEMM_SCRATCH');
   await import('./train'); // registers the fast training ops for 'cpu-fast'
-  return new CpuFastBackend(heap, pool, scratch);
+  return new CpuFastBackend(new WasmRuntime(heap, pool), pool.global('GEMM_SCRATCH'));
 }

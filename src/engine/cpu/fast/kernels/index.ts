@@ -6,3 +6,4 @@
 export { gemm, GEMM_SCRATCH, KC } from './gemm';
 export { gemv } from './gemv';
 export { attention } from './attention';
+export { rmsnorm, swiglu, axpb } from './elementwise';

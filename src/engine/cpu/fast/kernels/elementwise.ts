@@ -1,0 +1,104 @@
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
+//
+// Row-wise and elementwise forward ops: once the matmuls are fast these are what a small model's
+// prefill spends its time on. Threads split rows (rmsnorm) or contiguous ranges of elements.
+
+@inline
+function range(n: i32, tid: i32, nth: i32, align: i32): i64 {
+  // [start, end) of thread tid's share, boundaries on multiples of `align` elements
+  const chunks = (n + align - 1) / align;
+  const c0 = <i32>((<i64>chunks * tid) / nth);
+  const c1 = <i32>((<i64>chunks * (tid + 1)) / nth);
+  return (<i64>min(n, c0 * align) << 32) | <i64>min(n, c1 * align);
+}
+
+// args: 0 x, 1 w, 2 out, 3 R, 4 C, 5 eps (f32 bits). out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
+export function rmsnorm(args: usize, tid: i32, nth: i32): void {
+  const X = <usize>load<u32>(args);
+  const W = <usize>load<u32>(args, 4);
+  const O = <usize>load<u32>(args, 8);
+  const R = load<i32>(args, 12);
+  const C = load<i32>(args, 16);
+  const eps = load<f32>(args, 20);
+  const r0 = <i32>((<i64>R * tid) / nth);
+  const r1 = <i32>((<i64>R * (tid + 1)) / nth);
+  const rowBytes = <usize>C << 2;
+  for (let r = r0; r < r1; r++) {
+    const x = X + <usize>r * rowBytes;
+    const o = O + <usize>r * rowBytes;
+    // f64 sum of squares, like the reference: rows can be long (hidden sizes in the thousands).
+    let s0 = f64x2.splat(0), s1 = f64x2.splat(0);
+    let c = 0;
+    for (; c + 4 <= C; c += 4) {
+      const v = v128.load(x + (<usize>c << 2));
+      const lo = f64x2.promote_low_f32x4(v);
+      const hi = f64x2.promote_low_f32x4(i32x4.shuffle(v, v, 2, 3, 0, 1));
+      s0 = f64x2.add(s0, f64x2.mul(lo, lo));
+      s1 = f64x2.add(s1, f64x2.mul(hi, hi));
+    }
+    const s = f64x2.add(s0, s1);
+    let ss = f64x2.extract_lane(s, 0) + f64x2.extract_lane(s, 1);
+    for (; c < C; c++) {
+      const v = <f64>load<f32>(x + (<usize>c << 2));
+      ss += v * v;
+    }
+    const inv = <f32>(1 / Math.sqrt(ss / <f64>C + <f64>eps));
+    const iv = f32x4.splat(inv);
+    c = 0;
+    for (; c + 4 <= C; c += 4) {
+      const off = <usize>c << 2;
+      v128.store(o + off, f32x4.mul(f32x4.mul(v128.load(x + off), iv), v128.load(W + off)));
+    }
+    for (; c < C; c++) {
+      const off = <usize>c << 2;
+      store<f32>(o + off, load<f32>(x + off) * inv * load<f32>(W + off));
+    }
+  }
+}
+
+// args: 0 gate, 1 up, 2 out, 3 n. out = silu(gate) * up
+export function swiglu(args: usize, tid: i32, nth: i32): void {
+  const G = <usize>load<u32>(args);
+  const U = <usize>load<u32>(args, 4);
+  const O = <usize>load<u32>(args, 8);
+  const n = load<i32>(args, 12);
+  const r = range(n, tid, nth, 16);
+  for (let i = <i32>(r >> 32); i < <i32>r; i++) {
+    const off = <usize>i << 2;
+    const g = load<f32>(G + off);
+    store<f32>(O + off, (g / (1 + Mathf.exp(-g))) * load<f32>(U + off));
+  }
+}
+
+// args: 0 a, 1 b, 2 out, 3 n, 4 s (f32 bits), 5 op (0: a + b, 1: a * s)
+export function axpb(args: usize, tid: i32, nth: i32): void {
+  const A = <usize>load<u32>(args);
+  const B = <usize>load<u32>(args, 4);
+  const O = <usize>load<u32>(args, 8);
+  const n = load<i32>(args, 12);
+  const s = load<f32>(args, 16);
+  const op = load<i32>(args, 20);
+  const r = range(n, tid, nth, 16);
+  let i = <i32>(r >> 32);
+  const end = <i32>r;
+  if (op == 0) {
+    for (; i + 4 <= end; i += 4) {
+      const off = <usize>i << 2;
+      v128.store(O + off, f32x4.add(v128.load(A + off), v128.load(B + off)));
+    }
+    for (; i < end; i++) {
+      const off = <usize>i << 2;
+      store<f32>(O + off, load<f32>(A + off) + load<f32>(B + off));
+    }
+  } else {
+    const sv = f32x4.splat(s);
+    for (; i + 4 <= end; i += 4) {
+      const off = <usize>i << 2;
+      v128.store(O + off, f32x4.mul(v128.load(A + off), sv));
+    }
+    for (; i < end; i++) {
+      const off = <usize>i << 2;
+      store<f32>(O + off, load<f32>(A + off) * s);
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// What the fast backend's ops share: where each operand lives in the wasm memory, outputs, argument
+// blocks and kernel launches.
+//
+// With shared memory (Node; cross-origin isolated pages) the tensors the backend creates live in the
+// wasm memory itself, as typed-array views, so the inherited reference ops read and write them in place
+// and the kernels need no copies. Tensors from elsewhere (the inherited ops' outputs, other backends')
+// are copied in per op: O(inputs) against the O(M*K*N) of a product. Without shared memory everything
+// is single-threaded and tensors stay on the JS heap (a plain memory's views are detached when it
+// grows); only quantized weights, which never change, are kept in the wasm memory.
+import { assertShape, EngineError } from '../../errors';
+import type { QuantizedWeight } from '../../quant';
+import { CpuTensor } from '../ref';
+import type { WasmHeap } from './heap';
+import type { KernelName, ThreadPool } from './pool';
+
+/** Below this much work (flops, or element-ops) a job runs on the calling thread only: waking workers costs ~10-50 us. */
+const PARALLEL_MIN_WORK = 1 << 20;
+
+export interface WeightOperand {
+  kind: 'f32' | 'q8' | 'q4';
+  ptr: number;
+  scales: number;
+  /** Elements per stored row (K for f32, the padded K for q8/q4). */
+  stride: number;
+}
+
+/** Offsets of the per-op copies made for one kernel call, released when it returns. */
+export type Temps = number[];
+
+export class WasmRuntime {
+  private readonly resident = new WeakMap<ArrayBufferView, number>();
+  private readonly quant = new WeakMap<QuantizedWeight, { data: number; scales: number }>();
+  private readonly finalizer: FinalizationRegistry<number[]>;
+  private readonly args: number;
+  private disposed = false;
+  /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
+  parallelJobs = 0;
+
+  constructor(
+    readonly heap: WasmHeap,
+    readonly pool: ThreadPool,
+  ) {
+    this.args = heap.alloc(256);
+    // Tensors the caller forgets to free give their wasm blocks back when their view is collected.
+    this.finalizer = new FinalizationRegistry((ptrs) => {
+      if (!this.disposed) for (const p of ptrs) heap.release(p);
+    });
+  }
+
+  get shared(): boolean {
+    return this.heap.shared;
+  }
+
+  /** A zero-copy tensor in wasm memory (shared mode only). Contents are not initialized. */
+  residentTensor(shape: readonly number[], dtype: 'f32' | 'i32'): CpuTensor {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const ptr = this.heap.alloc(n * 4);
+    const view = dtype === 'f32' ? this.heap.f32(ptr, n) : this.heap.i32(ptr, n);
+    this.resident.set(view, ptr);
+    this.finalizer.register(view, [ptr], view);
+    return new CpuTensor([...shape], dtype, view);
+  }
+
+  /** A quantized weight whose host arrays are views of its wasm copy (held once). */
+  residentQuant(q: QuantizedWeight): QuantizedWeight {
+    const data = this.heap.alloc(q.data.byteLength);
+    const scales = this.heap.alloc(q.scales.byteLength);
+    const views: QuantizedWeight = { ...q, data: this.heap.u32(data, q.data.length), scales: this.heap.f32(scales, q.scales.length) };
+    views.data.set(q.data);
+    views.scales.set(q.scales);
+    this.quant.set(views, { data, scales });
+    this.finalizer.register(views, [data, scales], views);
+    return views;
+  }
+
+  /** Offsets of a quantized weight's wasm copy (made and cached on first use). */
+  placeQuant(q: QuantizedWeight): { data: number; scales: number } {
+    let p = this.quant.get(q);
+    if (!p) {
+      p = { data: this.heap.alloc(q.data.byteLength), scales: this.heap.alloc(q.scales.byteLength) };
+      this.heap.u32(p.data, q.data.length).set(q.data);
+      this.heap.f32(p.scales, q.scales.length).set(q.scales);
+      this.quant.set(q, p);
+      this.finalizer.register(q, [p.data, p.scales], q);
+    }
+    return p;
+  }
+
+  /** Gives a tensor's wasm blocks back (no-op for JS-heap data and for a second free). */
+  free(c: CpuTensor): void {
+    const ptr = c.data ? this.resident.get(c.data) : undefined;
+    if (ptr !== undefined) {
+      this.resident.delete(c.data!);
+      this.finalizer.unregister(c.data!);
+      this.heap.release(ptr);
+    }
+    const q = c.quant ? this.quant.get(c.quant) : undefined;
+    if (q) {
+      this.quant.delete(c.quant!);
+      this.finalizer.unregister(c.quant!);
+      this.heap.release(q.data);
+      this.heap.release(q.scales);
+    }
+  }
+
+  isResident(a: ArrayBufferView): boolean {
+    return this.resident.has(a);
+  }
+
+  /** Offset of an input's data in wasm memory (copied in, and recorded in temps, unless resident). */
+  place(a: Float32Array | Int32Array, temps: Temps): number {
+    const p = this.resident.get(a);
+    if (p !== undefined) return p;
+    const ptr = this.heap.alloc(a.byteLength);
+    temps.push(ptr);
+    (a instanceof Float32Array ? this.heap.f32(ptr, a.length) : this.heap.i32(ptr, a.length)).set(a);
+    return ptr;
+  }
+
+  weight(w: CpuTensor, temps: Temps): WeightOperand {
+    if (w.quant) {
+      const p = this.placeQuant(w.quant);
+      return { kind: w.quant.kind, ptr: p.data, scales: p.scales, stride: w.quant.stride };
+    }
+    assertShape(w.dtype === 'f32', `weight of dtype ${w.dtype}`);
+    return { kind: 'f32', ptr: this.place(w.f32, temps), scales: 0, stride: w.shape[1] };
+  }
+
+  /** An f32 output: resident when memory is shared, else a temp that `finish` copies out. */
+  output(shape: number[], temps: Temps): { ptr: number; finish: () => CpuTensor } {
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (this.heap.shared) {
+      const t = this.residentTensor(shape, 'f32');
+      return { ptr: this.resident.get(t.data!)!, finish: () => t };
+    }
+    const ptr = this.heap.alloc(n * 4);
+    temps.push(ptr);
+    return { ptr, finish: () => new CpuTensor(shape, 'f32', this.heap.f32(ptr, n).slice()) };
+  }
+
+  /** Runs a kernel with an i32 argument block; per-thread scratch (if any) goes in the last two slots. */
+  launch(kernel: KernelName, slots: number[], scratchPerThread: number, work: number, temps: Temps): void {
+    if (this.disposed) throw new EngineError('unsupported', 'cpu-fast: the backend was disposed');
+    const parallel = this.pool.size > 1 && work >= PARALLEL_MIN_WORK;
+    const nth = parallel ? this.pool.size : 1;
+    const a = this.heap.i32(this.args, 64);
+    a.set(slots);
+    if (scratchPerThread > 0) {
+      const per = Math.ceil(scratchPerThread / 64) * 64;
+      const scratch = this.heap.alloc(per * nth);
+      temps.push(scratch);
+      a[slots.length] = scratch;
+      a[slots.length + 1] = per;
+    }
+    if (parallel) this.parallelJobs++;
+    this.pool.run(kernel, this.args, parallel);
+  }
+
+  release(temps: Temps): void {
+    for (const p of temps) this.heap.release(p);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.pool.dispose();
+  }
+}
+
+/** The i32 bit pattern of an f32 (for f32 kernel arguments in the i32 argument block). */
+export function f32Bits(x: number): number {
+  return new Int32Array(new Float32Array([x]).buffer)[0];
+}
