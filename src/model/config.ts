@@ -36,6 +36,7 @@ const schema = z.object({
   rope_scaling: z.unknown().optional(),
   hidden_act: z.string().optional(),
   attention_bias: z.boolean().optional(),
+  use_sliding_window: z.boolean().optional(),
 });
 
 export const CONFIG_FILE = 'config.json';
@@ -57,6 +58,7 @@ export function parseQwen3Config(raw: unknown, file = CONFIG_FILE): Qwen3Config 
   if (c.hidden_act !== undefined && c.hidden_act !== 'silu') throw new ModelFormatError(file, `unsupported hidden_act '${c.hidden_act}' (only silu)`);
   if (c.attention_bias) throw new ModelFormatError(file, 'attention_bias=true is not supported (Qwen3 has no attention bias)');
   if (c.rope_scaling !== undefined && c.rope_scaling !== null) throw new ModelFormatError(file, 'rope_scaling is not supported');
+  if (c.use_sliding_window) throw new ModelFormatError(file, 'use_sliding_window=true is not supported (full attention only)');
   const numKvHeads = c.num_key_value_heads ?? c.num_attention_heads;
   if (c.num_attention_heads % numKvHeads !== 0)
     throw new ModelFormatError(file, `num_attention_heads (${c.num_attention_heads}) is not a multiple of num_key_value_heads (${numKvHeads})`);
