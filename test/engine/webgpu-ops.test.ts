@@ -73,6 +73,10 @@ describe.skipIf(!run)('WebGPU ops vs CPU reference', () => {
     gpu.write(z, data);
     const v = gpu.reshape(z, [3, 7]);
     expectClose(await gpu.read(v), data, 0, 0, 'write+reshape');
+    // a (64,4) view of a (4,64) tensor fills its 1 KiB buffer exactly: reads must size copies by the view
+    const big = randn(256, 12);
+    expectClose(await gpu.read(gpu.reshape(gpu.tensor(big, [4, 64]), [64, 4])), big, 0, 0, 'reshape exact-size');
+    expectClose(await gpu.read(gpu.reshape(gpu.tensor(big, [64, 4]), [256])), big, 0, 0, 'reshape to 1-D');
     const zi = gpu.zeros([5], 'i32');
     expectClose(await gpu.read(zi), new Int32Array(5), 0, 0, 'zeros i32');
   });

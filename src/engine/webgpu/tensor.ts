@@ -38,7 +38,9 @@ export class GpuTensor implements Tensor {
     assertShape(n === this.size && shape.every((d) => Number.isInteger(d) && d >= 0), `reshape: (${this.shape}) -> (${shape})`);
     if (this.parts.length > 1 && shape[0] !== this.shape[0])
       throw new EngineError('unsupported', `reshape: sharded tensor (${this.shape}) must keep its first axis`);
-    return new GpuTensor(this.ctx, [...shape], this.dtype, this.parts, null, this.storage);
+    // one part: its row range follows the new first axis (read/write size their copies from it)
+    const parts = this.parts.length === 1 ? [{ ...this.parts[0], row0: 0, rows: shape.length > 0 ? shape[0] : 1 }] : this.parts;
+    return new GpuTensor(this.ctx, [...shape], this.dtype, parts, null, this.storage);
   }
 
   get size(): number {

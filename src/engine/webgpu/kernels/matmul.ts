@@ -103,16 +103,30 @@ function gemvWord(dtype: DType): { vpw: number; words: string; dot: string } {
         for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + k] * w; }
       }`,
     };
+  // q4: one lane per group of 32 values (4 words, one scale); each word's 8 weights are decoded once and
+  // reused for every row of x, and the scale is applied once per group and row.
   return {
-    vpw: 8,
-    words: '(p.k + 7u) / 8u',
-    dot: `let word = wd[n * (p.stride / 8u) + kw];
-      let s = ws[n * (p.stride / 32u) + kw / 4u];
-      for (var j = 0u; j < 8u; j++) {
-        let k = kw * 8u + j;
-        if (k >= p.k) { break; }
-        let w = (f32((word >> (4u * j)) & 0xfu) - 8.0) * s;
-        for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + k] * w; }
+    vpw: 32,
+    words: '(p.k + 31u) / 32u',
+    dot: `let wb = n * (p.stride / 8u) + kw * 4u;
+      let s = ws[n * (p.stride / 32u) + kw];
+      let k0 = kw * 32u;
+      for (var j = 0u; j < 4u; j++) {
+        let word = wd[wb + j];
+        var wv: array<f32, 8>;
+        for (var b = 0u; b < 8u; b++) { wv[b] = f32((word >> (4u * b)) & 0xfu) - 8.0; }
+        let kj = k0 + j * 8u;
+        let nb = min(8u, max(p.k, kj) - kj); // 8 except in a last, partial group
+        for (var m = 0u; m < mc; m++) {
+          let xb = (p.m0 + m) * p.k + kj;
+          var d = 0.0;
+          if (nb == 8u) {
+            for (var b = 0u; b < 8u; b++) { d += x[xb + b] * wv[b]; }
+          } else {
+            for (var b = 0u; b < nb; b++) { d += x[xb + b] * wv[b]; }
+          }
+          acc[m] += d * s;
+        }
       }`,
   };
 }

@@ -74,6 +74,9 @@ export class WebGpuTrainOps implements TrainOps {
   scatterAddRows(dst: Tensor, src: Tensor, rows: Tensor): void {
     scatterAddRows(this.ctx, this.g(dst, 'scatterAddRows'), this.g(src, 'scatterAddRows'), this.g(rows, 'scatterAddRows'));
   }
+  flush(): void {
+    this.ctx.flush();
+  }
   accumulate(dst: Tensor, src: Tensor, s = 1): void {
     accumulate(this.ctx, this.g(dst, 'accumulate'), this.g(src, 'accumulate'), s);
   }
