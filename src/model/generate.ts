@@ -275,13 +275,19 @@ export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[
   let i = 0;
   while (i < seqs.length) {
     // Pack whole sequences (all but their last token are inputs) until the budget is reached.
+    // Also bound the scored rows, whose (rows,V) log-softmax is read back: ~64 MB at most, unless a
+    // single sequence needs more.
+    const rowCap = Math.max(1, Math.floor(2 ** 24 / V));
     const group: ScoredSequence[] = [];
     let total = 0;
-    while (i < seqs.length && (group.length === 0 || total + seqs[i].tokens.length - 1 <= budget)) {
+    let scoredRows = 0;
+    const scoredOf = (s: ScoredSequence) => s.tokens.length - s.start;
+    while (i < seqs.length && (group.length === 0 || (total + seqs[i].tokens.length - 1 <= budget && scoredRows + scoredOf(seqs[i]) <= rowCap))) {
       const s = seqs[i++];
       if (s.start < 1 || s.start > s.tokens.length) throw new EngineError('shape', `logprobs: start ${s.start} outside [1, ${s.tokens.length}]`);
       group.push(s);
       total += s.tokens.length - 1;
+      scoredRows += scoredOf(s);
     }
     const maxT = Math.max(1, ...group.map((s) => s.tokens.length - 1));
     const cache = new KvCache(model, group.length, maxT);

@@ -128,6 +128,20 @@ describe('generate', () => {
     pc.free();
   });
 
+  it('logprobs packs many sequences into forwards of bounded size with the same results', async () => {
+    const r = new Rng(77);
+    const seqs = [9, 3, 14, 2, 6].map((n, i) => ({ tokens: Array.from({ length: n }, () => r.int(model.config.vocabSize)), start: 1 + (i % 2) }));
+    const packed = await logprobs(model, seqs, { maxBatchTokens: 12 });
+    const wide = await logprobs(model, seqs);
+    for (let i = 0; i < seqs.length; i++) {
+      const [alone] = await logprobs(model, [seqs[i]]);
+      expect(alone).toHaveLength(seqs[i].tokens.length - seqs[i].start);
+      expect(packed[i]).toEqual(alone);
+      expect(wide[i]).toEqual(alone);
+    }
+    await expect(logprobs(model, [{ tokens: [1, 2], start: 0 }])).rejects.toThrow(/start 0 outside/);
+  });
+
   it('refuses prompts that cannot run instead of producing garbage', async () => {
     await expect(generate(model, tok, [{ prompt: [], maxNewTokens: 3 }])).rejects.toThrow(/empty prompt/);
     await expect(generate(model, tok, [{ prompt: [model.config.vocabSize + 5], maxNewTokens: 3 }])).rejects.toThrow(/outside the vocabulary/);
