@@ -14,7 +14,7 @@ import type { Environment } from '../env/env';
 import { EMPTY_RESPONSE_REWARD, judge } from '../env/judge';
 import { realReward } from '../env/reward';
 import { serializeObservation } from '../env/toolcall';
-import { generate, type GenerateRequest, type GenerateResult } from '../model/generate';
+import { generate, PrefixCache, type GenerateRequest, type GenerateResult } from '../model/generate';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
@@ -74,7 +74,13 @@ export interface RolloutConfig {
   actScript?: (task: Task, turn: number) => string | undefined;
   /** Reward of a finished rollout; default: real mode τ²'s DB×communicate, rehearse modes the checklist judge. */
   reward?: (ep: Episode, domain: RolloutDomain) => number;
-  /** Passed to generate(). */
+  /**
+   * Keep each role's KV cache across rounds (generate()'s PrefixCache): an Act prompt re-feeds only what
+   * the last turn added, a Rehearse prompt only what follows the shared instructions. Costs, per role,
+   * (episodes × maxContext × layers × kvHeads × headDim × 8) bytes for the whole call; off by default.
+   */
+  kvReuse?: boolean;
+  /** Passed to generate() (ignored with kvReuse: one slot per episode). */
   maxConcurrent?: number;
   maxBatchTokens?: number;
   signal?: AbortSignal;
@@ -102,7 +108,16 @@ export interface RolloutBatch {
   rows: TrainingRow[];
   /** Over every rehearsed call of the batch (NaN fields when none). */
   fidelity: FidelitySummary;
-  stats: { rounds: number; actGenerations: number; rehearseGenerations: number; generatedTokens: number; promptTokens: number; wallMs: number };
+  stats: {
+    rounds: number;
+    actGenerations: number;
+    rehearseGenerations: number;
+    generatedTokens: number;
+    promptTokens: number;
+    /** Prompt tokens served from the KV cache instead of being fed (kvReuse). */
+    reusedPromptTokens: number;
+    wallMs: number;
+  };
 }
 
 export class RolloutConfigError extends Error {
@@ -158,7 +173,7 @@ export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, 
   });
   const rows: TrainingRow[] = [];
   const rowsOf = new Map<Episode, number[]>(episodes.map((e) => [e, []]));
-  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, wallMs: 0 };
+  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
 
   const addRow = (ep: Episode, role: Role, r: GenerateResult) => {
     const row = makeRow({ role, promptId: ep.promptId, rolloutId: ep.rolloutId, turn: ep.turns, promptTokens: r.promptTokens, generated: { tokens: r.tokens, logprobs: r.logprobs } });
@@ -169,67 +184,79 @@ export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, 
   };
   // The text as the model wrote it: generate() cuts before a stop string, the context keeps it.
   const fullText = (r: GenerateResult, stop: string) => (r.finishReason === 'stop' ? r.text + stop : r.text);
-  const run = async (reqs: GenerateRequest[], adapter: LoraAdapter | null) =>
-    reqs.length === 0 ? [] : generate(policy.model, tok, reqs, { adapter, maxConcurrent: cfg.maxConcurrent, maxBatchTokens: cfg.maxBatchTokens, signal: cfg.signal });
+  // One cache per role, so Rehearse prompts never evict the Act conversations (and adapters may differ).
+  const caches = cfg.kvReuse && Number.isFinite(maxContext)
+    ? { act: new PrefixCache(policy.model, episodes.length, maxContext), rehearse: cfg.mode === 'real' ? null : new PrefixCache(policy.model, episodes.length, maxContext) }
+    : null;
+  const run = async (reqs: GenerateRequest[], adapter: LoraAdapter | null, prefixCache: PrefixCache | null) =>
+    reqs.length === 0
+      ? []
+      : generate(policy.model, tok, reqs, { adapter, maxConcurrent: cfg.maxConcurrent, maxBatchTokens: cfg.maxBatchTokens, signal: cfg.signal, prefixCache: prefixCache ?? undefined });
 
-  for (let round = 0; episodes.some((e) => !e.done); round++) {
-    stats.rounds++;
-    // ---- Act phase: scripted turns first, then one batched generation for every other live episode.
-    const actReqs: GenerateRequest[] = [];
-    const actEps: Episode[] = [];
-    for (const ep of episodes) {
-      if (!ep.wantsAct) continue;
-      const scripted = cfg.actScript?.(ep.task, ep.turns);
-      if (scripted !== undefined) {
-        ep.applyAct(scripted);
-        continue;
-      }
-      const prompt = tok.encode(buildActPrompt(domain.policy, tools, ep.messages, { enableThinking: cfg.enableThinking }));
-      if (prompt.length + L.maxActTokens > maxContext) {
-        ep.finish('context');
-        continue;
-      }
-      const e = episodes.indexOf(ep);
-      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
-      actEps.push(ep);
-    }
-    cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
-    const actOut = await run(actReqs, actAdapter);
-    stats.actGenerations += actOut.length;
-    actOut.forEach((r, i) => {
-      const ep = actEps[i];
-      addRow(ep, 'act', r);
-      ep.applyAct(fullText(r, ACT_STOP));
-    });
-
-    // ---- Rehearse phase: one generation per pending call, all episodes together.
-    const rehReqs: GenerateRequest[] = [];
-    const rehFor: { ep: Episode; p: PendingCall }[] = [];
-    for (const ep of episodes) {
-      for (const p of ep.pending) {
-        const { text } = buildRehearsePrompt({ tools, grounding: ep.grounding, history: ep.historyBefore, call: p.call }, { enableThinking: cfg.enableThinking, ...cfg.rehearsePrompt });
-        const prompt = tok.encode(text);
-        if (prompt.length + L.maxRehearseTokens > maxContext) {
+  try {
+    for (let round = 0; episodes.some((e) => !e.done); round++) {
+      stats.rounds++;
+      // ---- Act phase: scripted turns first, then one batched generation for every other live episode.
+      const actReqs: GenerateRequest[] = [];
+      const actEps: Episode[] = [];
+      for (const ep of episodes) {
+        if (!ep.wantsAct) continue;
+        const scripted = cfg.actScript?.(ep.task, ep.turns);
+        if (scripted !== undefined) {
+          ep.applyAct(scripted);
+          continue;
+        }
+        const prompt = tok.encode(buildActPrompt(domain.policy, tools, ep.messages, { enableThinking: cfg.enableThinking }));
+        if (prompt.length + L.maxActTokens > maxContext) {
           ep.finish('context');
-          break;
+          continue;
         }
         const e = episodes.indexOf(ep);
-        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
-        rehFor.push({ ep, p });
+        actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
+        actEps.push(ep);
       }
+      cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
+      const actOut = await run(actReqs, actAdapter, caches?.act ?? null);
+      stats.actGenerations += actOut.length;
+      actOut.forEach((r, i) => {
+        const ep = actEps[i];
+        addRow(ep, 'act', r);
+        ep.applyAct(fullText(r, ACT_STOP));
+      });
+
+      // ---- Rehearse phase: one generation per pending call, all episodes together.
+      const rehReqs: GenerateRequest[] = [];
+      const rehFor: { ep: Episode; p: PendingCall }[] = [];
+      for (const ep of episodes) {
+        for (const p of ep.pending) {
+          const { text } = buildRehearsePrompt({ tools, grounding: ep.grounding, history: ep.historyBefore, call: p.call }, { enableThinking: cfg.enableThinking, ...cfg.rehearsePrompt });
+          const prompt = tok.encode(text);
+          if (prompt.length + L.maxRehearseTokens > maxContext) {
+            ep.finish('context');
+            break;
+          }
+          const e = episodes.indexOf(ep);
+          rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
+          rehFor.push({ ep, p });
+        }
+      }
+      // An episode that ran out of context above drops its already-queued requests.
+      const keep = rehFor.map((x) => !x.ep.done);
+      const reqs = rehReqs.filter((_, i) => keep[i]);
+      const fors = rehFor.filter((_, i) => keep[i]);
+      if (reqs.length > 0) cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'rehearse', requests: reqs.length });
+      const rehOut = await run(reqs, rehearseAdapter, caches?.rehearse ?? null);
+      stats.rehearseGenerations += rehOut.length;
+      rehOut.forEach((r, i) => {
+        const { ep, p } = fors[i];
+        addRow(ep, 'rehearse', r);
+        ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
+      });
     }
-    // An episode that ran out of context above drops its already-queued requests.
-    const keep = rehFor.map((x) => !x.ep.done);
-    const reqs = rehReqs.filter((_, i) => keep[i]);
-    const fors = rehFor.filter((_, i) => keep[i]);
-    if (reqs.length > 0) cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'rehearse', requests: reqs.length });
-    const rehOut = await run(reqs, rehearseAdapter);
-    stats.rehearseGenerations += rehOut.length;
-    rehOut.forEach((r, i) => {
-      const { ep, p } = fors[i];
-      addRow(ep, 'rehearse', r);
-      ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
-    });
+  } finally {
+    stats.reusedPromptTokens = (caches?.act.reused ?? 0) + (caches?.rehearse?.reused ?? 0);
+    caches?.act.free();
+    caches?.rehearse?.free();
   }
 
   const rollouts: RolloutRecord[] = episodes.map((ep) => {

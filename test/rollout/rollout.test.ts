@@ -200,4 +200,18 @@ describe('runRollouts (tiny random model, real retail environment)', () => {
     const tight = await evalRehearsalFidelity(model, tok, null, domain, [two], { maxRehearseTokens: 8, rehearsePrompt, maxContext: 100 });
     expect([tight.skipped, tight.steps.length]).toEqual([2, 0]);
   });
+
+  it('kvReuse: the same rollouts, with prompt prefixes served from the cache', async () => {
+    // Task a generates at turn 0; task b is scripted for two turns and generates at turn 2, when the Act
+    // cache holds a's prompts (same system prompt and tools).
+    const script = (t: Task, turn: number) => (t.id === 'b' && turn < 2 ? formatCall(find) : undefined);
+    const cfg = base({ mode: 'real', k: 1, actScript: script });
+    const plain = await runRollouts({ model, tokenizer: tok, adapter: adapterA }, domain, tasks, cfg);
+    const cached = await runRollouts({ model, tokenizer: tok, adapter: adapterA }, domain, tasks, { ...cfg, kvReuse: true });
+    expect(plain.stats.reusedPromptTokens).toBe(0);
+    expect(cached.stats.reusedPromptTokens).toBeGreaterThan(200);
+    expect(cached.rows.map((r) => [...r.responseTokens])).toEqual(plain.rows.map((r) => [...r.responseTokens]));
+    cached.rows.forEach((r, i) => r.oldLogprobs.forEach((lp, j) => expect(lp).toBeCloseTo(plain.rows[i].oldLogprobs[j], 4)));
+    expect(cached.rollouts.map((r) => r.end)).toEqual(plain.rollouts.map((r) => r.end));
+  });
 });
