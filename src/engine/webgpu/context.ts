@@ -31,34 +31,21 @@
 //   so a binding may go unused. dispatch() checks that the number of buffers passed matches.
 // - Small per-dispatch host data (e.g. per-row settings) goes through `ctx.inline(data)`, which
 //   returns a binding that is uploaded together with the uniforms at submit time (no extra flush).
-// - Validate shapes on the host before dispatching (throw `EngineError('shape', ...)`): the GPU
-//   cannot throw. Check `ctx.checkAlive()` is done for you by `dispatch`.
+// - Validate shapes on the host before dispatching (throw `EngineError('shape', ...)`; `asGpu` and
+//   `assertF32` from ./tensor help): the GPU cannot throw. dispatch() itself refuses a lost device.
+// - Host data that never changes (tables) goes in `ctx.constant(key, make)`, made once per key.
 // - Never createBuffer per op: use `ctx.empty` / `ctx.alloc` (pooled); free temporaries with
 //   `ctx.release(buffer)` or `tensor.free()` — release is deferred until the work that uses the
 //   buffer has been submitted, so freeing right after dispatching is safe.
 // - Work is recorded into one command encoder and submitted on `flush()` (done by read/sync/write and
 //   every MAX_BATCH dispatches), so hundreds of ops cost one submit.
 import { EngineError } from '../errors';
+import { type Binding, type BufferSlice, type Compiled, type Kernel, type Uniform, bindingKinds, packUniforms, toEngineError } from './bindings';
+import { BufferPool } from './pool';
 import { GpuTensor } from './tensor';
 
 export { GpuTensor } from './tensor';
-
-export type Uniform = number | { f32: number } | { i32: number };
-
-/** A compute kernel: WGSL source and entry point. The pipeline is compiled once per (code, entry). */
-export interface Kernel {
-  code: string;
-  entry?: string;
-}
-
-/** A binding of part of a buffer (offset and size in bytes). */
-export interface BufferSlice {
-  buffer: GPUBuffer;
-  offset: number;
-  size: number;
-}
-
-export type Binding = GPUBuffer | BufferSlice;
+export * from './bindings';
 
 export interface GpuContextOptions {
   /** navigator.gpu in browsers; Dawn's GPU object in Node. */
@@ -78,55 +65,6 @@ const COPY_DST = 0x08;
 const MAP_READ = 0x01;
 const UNIFORM = 0x40;
 
-export interface Compiled {
-  pipeline: GPUComputePipeline;
-  layout: GPUBindGroupLayout;
-  kinds: GPUBufferBindingType[];
-  id: number;
-}
-
-/**
- * Binding types of a kernel, by binding number, from its `@group(0) @binding(i) var<...>` declarations
- * (uniform | storage, read | storage, read_write). Bindings must be numbered 0..n-1 without gaps.
- */
-export function bindingKinds(code: string): GPUBufferBindingType[] {
-  const kinds: GPUBufferBindingType[] = [];
-  const re = /@group\(0\)\s*@binding\((\d+)\)\s*var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read)\s*)?>/g;
-  for (const m of code.matchAll(re)) {
-    const type: GPUBufferBindingType = m[2] === 'uniform' ? 'uniform' : m[3] === 'read_write' ? 'storage' : 'read-only-storage';
-    kinds[Number(m[1])] = type;
-  }
-  for (let i = 0; i < kinds.length; i++)
-    if (!kinds[i]) throw new EngineError('validation', `kernel bindings must be numbered 0..n-1 without gaps (binding ${i} missing)`);
-  return kinds;
-}
-
-function packUniforms(uniforms: readonly Uniform[]): ArrayBuffer {
-  const u = new ArrayBuffer(uniforms.length * 4);
-  const dv = new DataView(u);
-  uniforms.forEach((v, i) => {
-    if (typeof v === 'number') dv.setUint32(i * 4, v >>> 0, true);
-    else if ('f32' in v) dv.setFloat32(i * 4, v.f32, true);
-    else dv.setInt32(i * 4, v.i32, true);
-  });
-  return u;
-}
-
-/** Grid for `n` threads in workgroups of `wg`, folded into y when x would pass 65535. */
-export function grid1d(n: number, wg: number): [number, number, number] {
-  const groups = Math.max(1, Math.ceil(n / wg));
-  if (groups <= 65535) return [groups, 1, 1];
-  const y = Math.ceil(groups / 65535);
-  return [Math.ceil(groups / y), y, 1];
-}
-
-/** Maps a GPUError (from an error scope or an uncapturederror event) to a typed EngineError. */
-export function toEngineError(e: GPUError, where: string): EngineError {
-  const kind = e.constructor?.name ?? '';
-  if (kind.includes('OutOfMemory')) return new EngineError('out-of-memory', `${where}: ${e.message}`);
-  return new EngineError('validation', `${where}: ${e.message}`);
-}
-
 export class GpuContext {
   readonly hasF16: boolean;
   readonly hasSubgroups: boolean;
@@ -145,9 +83,7 @@ export class GpuContext {
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
   private batched = 0;
-  private readonly pool = new Map<number, GPUBuffer[]>();
-  private pooledBytes = 0;
-  private readonly poolLimit: number;
+  private readonly pool: BufferPool;
   private deferred: GPUBuffer[] = []; // released while still referenced by unsubmitted work
   private readonly ring: { buffer: GPUBuffer; host: ArrayBuffer }[] = [];
   private ringChunk = 0;
@@ -171,7 +107,7 @@ export class GpuContext {
     const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
     this.maxBindingBytes = limit;
     this.maxBufferBytes = Math.max(4, Math.min(opts.maxBufferBytes ?? limit, limit));
-    this.poolLimit = opts.poolBytes ?? 256 << 20;
+    this.pool = new BufferPool(opts.poolBytes ?? 256 << 20);
     this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, device.limits.minStorageBufferOffsetAlignment);
     const info = adapter.info;
     this.adapterName = [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(' ') || 'unknown adapter';
@@ -356,7 +292,7 @@ export class GpuContext {
     this.batched = 0;
     this.ringChunk = 0;
     this.ringOffset = 0;
-    for (const buf of this.deferred) this.toPool(buf);
+    for (const buf of this.deferred) this.pool.put(buf);
     this.deferred = [];
   }
 
@@ -388,42 +324,18 @@ export class GpuContext {
     return buf;
   }
 
-  /** Pool bucket: exact to 256 B for small buffers, within 1/8 of a power of two for big ones. */
-  private static bucket(bytes: number): number {
-    const b = Math.max(256, Math.ceil(bytes / 256) * 256);
-    if (b <= 65536) return b;
-    const step = 2 ** (Math.floor(Math.log2(b)) - 3);
-    return Math.ceil(b / step) * step;
-  }
-
   /** A storage buffer of at least `bytes` (usable as copy source/destination), from the pool when possible. */
   alloc(bytes: number, what = 'tensor'): GPUBuffer {
     if (bytes > this.maxBindingBytes)
       throw new EngineError('unsupported', `${what}: one buffer of ${bytes} bytes exceeds the device's ${this.maxBindingBytes}-byte binding limit`);
-    const size = Math.min(GpuContext.bucket(bytes), this.maxBindingBytes);
-    const free = this.pool.get(size);
-    if (free && free.length > 0) {
-      this.pooledBytes -= size;
-      return free.pop()!;
-    }
-    return this.createBuffer(size, STORAGE | COPY_SRC | COPY_DST, what);
+    const size = Math.min(BufferPool.bucket(bytes), this.maxBindingBytes);
+    return this.pool.take(size) ?? this.createBuffer(size, STORAGE | COPY_SRC | COPY_DST, what);
   }
 
   /** Give a buffer back; it becomes reusable once the work recorded so far is submitted. */
   release(buf: GPUBuffer): void {
     if (this.encoder || this.pass) this.deferred.push(buf);
-    else this.toPool(buf);
-  }
-
-  private toPool(buf: GPUBuffer): void {
-    if (this.pooledBytes + buf.size > this.poolLimit || buf.size !== GpuContext.bucket(buf.size)) {
-      buf.destroy();
-      return;
-    }
-    const list = this.pool.get(buf.size) ?? [];
-    list.push(buf);
-    this.pool.set(buf.size, list);
-    this.pooledBytes += buf.size;
+    else this.pool.put(buf);
   }
 
   /** A new single-buffer tensor with undefined contents. */
@@ -494,8 +406,7 @@ export class GpuContext {
     if (this.disposed) return;
     this.flush();
     this.disposed = true;
-    for (const list of this.pool.values()) for (const b of list) b.destroy();
-    this.pool.clear();
+    this.pool.destroy();
     for (const r of this.ring) r.buffer.destroy();
     for (const b of this.constants.values()) b.destroy();
     this.device.destroy();
