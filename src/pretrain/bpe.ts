@@ -1,0 +1,325 @@
+// A byte-level BPE tokenizer for the bundled policy: trainer, encoder, decoder.
+//
+// Design choices (the context length is the main cost of a small policy, DESIGN §6):
+// - No word pre-tokenization (the byte-level pre-tokenizer runs with use_regex: false, like the second
+//   stage of Qwen's own pipeline): merges may cross spaces and punctuation, so frequent multi-word domain
+//   strings (the constant tool block, `{"name": "get_order_details", "arguments": {"order_id": "#W`,
+//   `<execution_result>\n{"result":`) become a few tokens instead of dozens.
+// - Special tokens split the text first and never take part in merges (as Hugging Face added tokens).
+// - A token string that two different merges produce is one vocab entry (keyed by its bytes), exactly as
+//   the tokenizers library does, so the rank-ordered merge list encodes the same way here and in
+//   transformers.js.
+// Token ids: 0..255 are the single bytes (id = byte value), merged tokens follow in creation order, the
+// special tokens come last.
+
+export class BpeError extends Error {
+  override readonly name = 'BpeError';
+}
+
+export interface BpeTrainOptions {
+  /** Total vocabulary including the 256 bytes and the special tokens. */
+  vocabSize: number;
+  /** Strings that split the text and become their own tokens (never merged). */
+  specials: readonly string[];
+  /** A pair seen fewer times than this is never merged (default 2). */
+  minFrequency?: number;
+  /** Longest token in bytes (default 64): stops a few huge tokens eating the vocabulary. */
+  maxTokenBytes?: number;
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: false });
+
+/** Splits text on special-token strings (leftmost match, longest special first): ordinary segments and specials. */
+export function splitSpecials(text: string, specials: readonly string[]): { text: string; special: boolean }[] {
+  const out: { text: string; special: boolean }[] = [];
+  const sorted = [...specials].sort((a, b) => b.length - a.length);
+  let i = 0;
+  let start = 0;
+  while (i < text.length) {
+    const hit = text.charCodeAt(i) === 0x3c ? sorted.find((s) => text.startsWith(s, i)) : undefined;
+    if (hit) {
+      if (i > start) out.push({ text: text.slice(start, i), special: false });
+      out.push({ text: hit, special: true });
+      i += hit.length;
+      start = i;
+    } else i++;
+  }
+  if (start < text.length) out.push({ text: text.slice(start), special: false });
+  return out;
+}
+
+/** Min-heap entries packed as (primary, secondary) numbers; small and allocation-light. */
+class Heap {
+  private a: number[] = [];
+  private b: number[] = [];
+  get size(): number {
+    return this.a.length;
+  }
+  private less(i: number, j: number): boolean {
+    return this.a[i] < this.a[j] || (this.a[i] === this.a[j] && this.b[i] < this.b[j]);
+  }
+  private swap(i: number, j: number): void {
+    const ta = this.a[i];
+    this.a[i] = this.a[j];
+    this.a[j] = ta;
+    const tb = this.b[i];
+    this.b[i] = this.b[j];
+    this.b[j] = tb;
+  }
+  push(p: number, s: number): void {
+    this.a.push(p);
+    this.b.push(s);
+    let i = this.a.length - 1;
+    while (i > 0) {
+      const up = (i - 1) >> 1;
+      if (!this.less(i, up)) break;
+      this.swap(i, up);
+      i = up;
+    }
+  }
+  pop(): [number, number] {
+    const top: [number, number] = [this.a[0], this.b[0]];
+    const la = this.a.pop()!;
+    const lb = this.b.pop()!;
+    if (this.a.length > 0) {
+      this.a[0] = la;
+      this.b[0] = lb;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < this.a.length && this.less(l, m)) m = l;
+        if (r < this.a.length && this.less(r, m)) m = r;
+        if (m === i) break;
+        this.swap(i, m);
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+// Pair keys: ids stay below 2^21, so a * 2^21 + b is an exact integer.
+const SHIFT = 2 ** 21;
+const pairKey = (a: number, b: number) => a * SHIFT + b;
+
+export class Bpe {
+  /** Bytes of every non-special token, by id. */
+  readonly tokens: Uint8Array[];
+  /** Merge rules in rank order, as token ids (left, right). */
+  readonly merges: [number, number][];
+  readonly specials: readonly string[];
+  private readonly rank = new Map<number, number>();
+  private readonly mergedId = new Map<number, number>();
+  private readonly specialIds = new Map<string, number>();
+  private readonly cache = new Map<string, number[]>();
+
+  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[]) {
+    this.tokens = tokens;
+    this.merges = merges;
+    this.specials = specials;
+    const byBytes = new Map<string, number>();
+    tokens.forEach((t, id) => byBytes.set(bytesKey(t), id));
+    merges.forEach(([a, b], r) => {
+      const id = byBytes.get(bytesKey(concat(tokens[a], tokens[b])));
+      if (id === undefined) throw new BpeError(`merge ${r} produces a token missing from the vocabulary`);
+      if (!this.rank.has(pairKey(a, b))) this.rank.set(pairKey(a, b), r);
+      this.mergedId.set(pairKey(a, b), id);
+    });
+    specials.forEach((s, i) => this.specialIds.set(s, tokens.length + i));
+  }
+
+  get size(): number {
+    return this.tokens.length + this.specials.length;
+  }
+
+  tokenId(special: string): number {
+    const id = this.specialIds.get(special);
+    if (id === undefined) throw new BpeError(`unknown special token ${JSON.stringify(special)}`);
+    return id;
+  }
+
+  /** Text -> ids: specials split first, then each segment's bytes merged lowest rank first, leftmost first. */
+  encode(text: string): number[] {
+    const out: number[] = [];
+    for (const seg of splitSpecials(text, this.specials)) {
+      if (seg.special) out.push(this.specialIds.get(seg.text)!);
+      else for (const id of this.encodeSegment(seg.text)) out.push(id);
+    }
+    return out;
+  }
+
+  private encodeSegment(text: string): number[] {
+    const hit = this.cache.get(text);
+    if (hit) return hit;
+    const sym = Array.from(enc.encode(text));
+    const n = sym.length;
+    const next = new Int32Array(n).map((_, i) => (i + 1 < n ? i + 1 : -1));
+    const prev = new Int32Array(n).map((_, i) => i - 1);
+    const alive = new Uint8Array(n).fill(1);
+    const heap = new Heap();
+    const offer = (i: number) => {
+      const j = next[i];
+      if (i < 0 || j < 0) return;
+      const r = this.rank.get(pairKey(sym[i], sym[j]));
+      if (r !== undefined) heap.push(r * n + i, pairKey(sym[i], sym[j]));
+    };
+    for (let i = 0; i + 1 < n; i++) offer(i);
+    while (heap.size > 0) {
+      const [score, key] = heap.pop();
+      const i = score % n;
+      const j = next[i];
+      // Stale entry: the pair at i changed since it was pushed.
+      if (!alive[i] || j < 0 || pairKey(sym[i], sym[j]) !== key) continue;
+      sym[i] = this.mergedId.get(key)!;
+      alive[j] = 0;
+      next[i] = next[j];
+      if (next[j] >= 0) prev[next[j]] = i;
+      offer(prev[i]);
+      offer(i);
+    }
+    const ids: number[] = [];
+    for (let i = 0; i >= 0 && i < n; i = next[i]) ids.push(sym[i]);
+    // Whole segments repeat (the tool block starts every prompt): cache them, bounded.
+    if (this.cache.size > 50_000) this.cache.clear();
+    this.cache.set(text, ids);
+    return ids;
+  }
+
+  /** Ids -> text (invalid UTF-8 across a cut becomes U+FFFD, as byte-level decoders do). */
+  decode(ids: readonly number[]): string {
+    let out = '';
+    let buf: number[] = [];
+    const flush = () => {
+      if (buf.length) out += dec.decode(new Uint8Array(buf));
+      buf = [];
+    };
+    for (const id of ids) {
+      if (id >= this.tokens.length) {
+        const s = this.specials[id - this.tokens.length];
+        if (s === undefined) throw new BpeError(`token id ${id} out of range (vocab ${this.size})`);
+        flush();
+        out += s;
+      } else if (id >= 0) for (const b of this.tokens[id]) buf.push(b);
+      else throw new BpeError(`negative token id ${id}`);
+    }
+    flush();
+    return out;
+  }
+}
+
+const bytesKey = (b: Uint8Array) => Array.from(b).join(',');
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const c = new Uint8Array(a.length + b.length);
+  c.set(a);
+  c.set(b, a.length);
+  return c;
+}
+
+/**
+ * Learns merges from texts: the most frequent adjacent pair (ties: smaller left id, then smaller right id)
+ * is merged everywhere, until the vocabulary is full or no pair reaches minFrequency. Deterministic.
+ */
+export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
+  const minFreq = opts.minFrequency ?? 2;
+  const maxBytes = opts.maxTokenBytes ?? 64;
+  const budget = opts.vocabSize - opts.specials.length;
+  if (!Number.isInteger(opts.vocabSize) || budget < 256 || opts.vocabSize >= SHIFT)
+    throw new BpeError(`vocabSize ${opts.vocabSize} must leave room for 256 bytes and ${opts.specials.length} specials`);
+
+  // Unique segments with their counts: the constant tool block is one entry however often it occurs.
+  const counts = new Map<string, number>();
+  for (const t of texts) for (const s of splitSpecials(t, opts.specials)) if (!s.special) counts.set(s.text, (counts.get(s.text) ?? 0) + 1);
+  const words: number[][] = [];
+  const wc: number[] = [];
+  for (const [s, c] of counts) {
+    words.push(Array.from(enc.encode(s)));
+    wc.push(c);
+  }
+
+  const tokens: Uint8Array[] = Array.from({ length: 256 }, (_, b) => Uint8Array.of(b));
+  const byBytes = new Map<string, number>(tokens.map((t, i) => [bytesKey(t), i]));
+  const merges: [number, number][] = [];
+  const pairCount = new Map<number, number>();
+  const pairWords = new Map<number, Set<number>>();
+  // Max-heap by count via negation; stale entries are re-checked on pop.
+  const heap = new Heap();
+  // Pairs whose count grew since the last heap push (pushed once per merge step, not once per word).
+  const grown = new Set<number>();
+  const bump = (k: number, w: number, d: number) => {
+    const c = (pairCount.get(k) ?? 0) + d;
+    if (c === 0) pairCount.delete(k);
+    else pairCount.set(k, c);
+    if (d > 0) {
+      let set = pairWords.get(k);
+      if (!set) pairWords.set(k, (set = new Set()));
+      set.add(w);
+      grown.add(k);
+    }
+  };
+  const pushGrown = () => {
+    for (const k of grown) {
+      const c = pairCount.get(k) ?? 0;
+      if (c > 0) heap.push(-c, k);
+    }
+    grown.clear();
+  };
+  words.forEach((w, i) => {
+    for (let j = 0; j + 1 < w.length; j++) bump(pairKey(w[j], w[j + 1]), i, wc[i]);
+  });
+  pushGrown();
+
+  while (tokens.length < budget && heap.size > 0) {
+    const [negC, key] = heap.pop();
+    const cur = pairCount.get(key) ?? 0;
+    if (cur !== -negC) {
+      if (cur > 0 && cur < -negC) heap.push(-cur, key);
+      continue;
+    }
+    if (cur < minFreq) break;
+    const a = Math.floor(key / SHIFT);
+    const b = key % SHIFT;
+    const bytes = concat(tokens[a], tokens[b]);
+    if (bytes.length > maxBytes) continue; // never merged; the entry is dropped for good
+    let id = byBytes.get(bytesKey(bytes));
+    if (id === undefined) {
+      id = tokens.length;
+      tokens.push(bytes);
+      byBytes.set(bytesKey(bytes), id);
+    }
+    merges.push([a, b]);
+    for (const wi of pairWords.get(key) ?? []) mergeWord(wi, a, b, id);
+    pairWords.delete(key);
+    pushGrown();
+  }
+  return new Bpe(tokens, merges, [...opts.specials]);
+
+  // Replaces every leftmost non-overlapping (a,b) in word wi by id and updates only the pairs that touch it.
+  function mergeWord(wi: number, a: number, b: number, id: number): void {
+    const old = words[wi];
+    const c = wc[wi];
+    const sites: number[] = [];
+    for (let j = 0; j + 1 < old.length; j++) if (old[j] === a && old[j + 1] === b) sites.push(j++);
+    if (sites.length === 0) return;
+    const gone = new Set<number>();
+    for (const j of sites) for (const s of [j - 1, j, j + 1]) if (s >= 0 && s + 1 < old.length) gone.add(s);
+    for (const s of gone) bump(pairKey(old[s], old[s + 1]), wi, -c);
+    const neu: number[] = [];
+    const made: number[] = [];
+    let k = 0;
+    for (let j = 0; j < old.length; j++) {
+      if (k < sites.length && sites[k] === j) {
+        made.push(neu.length);
+        neu.push(id);
+        j++;
+        k++;
+      } else neu.push(old[j]);
+    }
+    const fresh = new Set<number>();
+    for (const m of made) for (const s of [m - 1, m]) if (s >= 0 && s + 1 < neu.length) fresh.add(s);
+    for (const s of fresh) bump(pairKey(neu[s], neu[s + 1]), wi, c);
+    words[wi] = neu;
+  }
+}

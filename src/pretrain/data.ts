@@ -1,0 +1,108 @@
+// Pretraining data: the scripted expert's episodes on train-split tasks, turned into (prompt, response)
+// pairs exactly as the rollouts will prompt the policy (buildActPrompt / buildRehearsePrompt), then into
+// token ids with a response mask (loss only on what the policy itself would write), and packed into
+// micro-batches under a token budget. Everything is a pure function of the seed.
+import { Rng } from '../engine/rng';
+import type { Domain, Row, Task } from '../env/domain';
+import { buildActPrompt } from '../rollout/act-prompt';
+import type { ChatMessage, ToolDefinition } from '../rollout/chat';
+import { buildRehearsePrompt } from '../rollout/rehearse-prompt';
+
+/** A training pair: `prompt` is conditioning only, `response` carries the loss (it ends with <|im_end|>). */
+export interface Example {
+  role: 'act' | 'rehearse';
+  taskId: string;
+  prompt: string;
+  response: string;
+}
+
+export const END = '<|im_end|>';
+
+export interface ExpertDataOptions {
+  split: 'train' | 'test';
+  tasks: number;
+  seed: number;
+  /** The expert's deliberate-mistake rate (its recoveries teach the environment's error dynamics). */
+  mistakeRate: number;
+}
+
+/** The expert's rows for `count` generated tasks of a split, and the tasks themselves. */
+export function expertRows<T extends Task>(domain: Domain<T>, o: ExpertDataOptions): { tasks: T[]; rows: Row[] } {
+  const tasks = domain.tasks.generate({ split: o.split, count: o.tasks, seed: o.seed });
+  const rows: Row[] = [];
+  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, seed: o.seed * 7919 + i }).rows));
+  return { tasks, rows };
+}
+
+/** A row rendered with the rollout prompts (the same bytes the policy will see at RL time). */
+export function rowToExample(row: Row, policy: string, tools: readonly ToolDefinition[]): Example {
+  const history = row.messages as ChatMessage[];
+  if (row.role === 'act') return { role: 'act', taskId: row.taskId, prompt: buildActPrompt(policy, tools, history), response: row.target + END };
+  const { text } = buildRehearsePrompt({ tools, grounding: row.grounding, history, call: row.call });
+  return { role: 'rehearse', taskId: row.taskId, prompt: text, response: row.target + END };
+}
+
+export interface Encoded {
+  role: 'act' | 'rehearse';
+  /** (T) token ids of prompt + response. */
+  ids: Int32Array;
+  /** Number of prompt tokens: tokens [promptLen, T) are the response and carry the loss. */
+  promptLen: number;
+}
+
+export interface Encoder {
+  encode(text: string): number[];
+}
+
+/** Prompt and response encoded separately (the boundary is a token boundary, as at generation time). */
+export function encodeExample(tok: Encoder, ex: Example): Encoded {
+  const p = tok.encode(ex.prompt);
+  const r = tok.encode(ex.response);
+  const ids = new Int32Array(p.length + r.length);
+  ids.set(p);
+  ids.set(r, p.length);
+  return { role: ex.role, ids, promptLen: p.length };
+}
+
+/**
+ * Next-token targets of a sequence: position t predicts ids[t+1]; weight 1 only where ids[t+1] is a
+ * response token. Returns (T-1) targets and mask for inputs ids[0..T-2].
+ */
+export function targetsAndMask(e: Encoded): { inputs: Int32Array; targets: Int32Array; mask: Float32Array } {
+  const T = e.ids.length;
+  const mask = new Float32Array(T - 1);
+  for (let t = 0; t < T - 1; t++) mask[t] = t + 1 >= e.promptLen ? 1 : 0;
+  return { inputs: e.ids.subarray(0, T - 1), targets: e.ids.subarray(1), mask };
+}
+
+/** Sequence indices grouped into micro-batches of at most maxTokens tokens, in a seeded order. */
+export function packBatches(lengths: readonly number[], maxTokens: number, seed: number): number[][] {
+  const order = lengths.map((_, i) => i);
+  const rng = new Rng(seed);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  const out: number[][] = [];
+  let cur: number[] = [];
+  let used = 0;
+  for (const i of order) {
+    if (lengths[i] > maxTokens) continue; // callers drop over-long sequences first; never split one
+    if (used + lengths[i] > maxTokens && cur.length > 0) {
+      out.push(cur);
+      cur = [];
+      used = 0;
+    }
+    cur.push(i);
+    used += lengths[i];
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+/** Quantiles of a list of lengths (for the card and the progress log). */
+export function lengthStats(xs: readonly number[]): { n: number; min: number; p50: number; p90: number; p99: number; max: number; mean: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : 0);
+  return { n: s.length, min: s[0] ?? 0, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: s[s.length - 1] ?? 0, mean: s.length ? Math.round(s.reduce((a, b) => a + b, 0) / s.length) : 0 };
+}

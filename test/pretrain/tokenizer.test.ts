@@ -1,0 +1,94 @@
+// The BPE trainer and its Hugging Face files: merges in rank order, lossless round trip, and transformers.js
+// (the runtime tokenizer) agreeing token for token with our own encoder on held-out text.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Bpe, BpeError, splitSpecials, trainBpe } from '../../src/pretrain/bpe';
+import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/pretrain/hf-tokenizer';
+import { expertRows, rowToExample } from '../../src/pretrain/data';
+import { loadRetailBase } from '../../src/env/retail/node';
+import { retailDomain } from '../../src/env/retail/index';
+import { Tokenizer } from '../../src/model/tokenizer';
+import type { ToolDefinition } from '../../src/rollout/chat';
+
+describe('BPE trainer (hand-worked)', () => {
+  it('merges the most frequent pair first, ties to the smaller ids, and applies merges in rank order', () => {
+    // "abab" x3, "abc" x1: (a,b)=7 is first; then (ab,ab)=3 (vs (b,a) gone, (ab,c)=1).
+    const bpe = trainBpe(['abab', 'abab', 'abab', 'abc'], { vocabSize: 258 + SPECIAL_STRINGS.length, specials: SPECIAL_STRINGS });
+    const a = 97, b = 98;
+    expect(bpe.merges[0]).toEqual([a, b]);
+    expect(bpe.merges[1]).toEqual([256, 256]);
+    expect(bpe.encode('abab')).toEqual([257]);
+    expect(bpe.encode('ababc')).toEqual([257, 99]);
+    expect(bpe.encode('aab')).toEqual([a, 256]);
+  });
+
+  it('leftmost non-overlapping merges on runs ("aaaaa" with a+a)', () => {
+    const bpe = new Bpe([...Array.from({ length: 256 }, (_, i) => Uint8Array.of(i)), Uint8Array.of(97, 97)], [[97, 97]], []);
+    expect(bpe.encode('aaaaa')).toEqual([256, 256, 97]);
+  });
+
+  it('special tokens split the text and are never merged across', () => {
+    expect(splitSpecials('x<|im_end|>y<think>', SPECIAL_STRINGS)).toEqual([
+      { text: 'x', special: false },
+      { text: '<|im_end|>', special: true },
+      { text: 'y', special: false },
+      { text: '<think>', special: true },
+    ]);
+    const bpe = trainBpe(Array(5).fill('a<|im_end|>b'), { vocabSize: 300, specials: SPECIAL_STRINGS });
+    expect(bpe.encode('a<|im_end|>b')).toEqual([97, bpe.tokenId('<|im_end|>'), 98]);
+  });
+
+  it('refuses a vocabulary too small for the bytes and the specials', () => {
+    expect(() => trainBpe(['x'], { vocabSize: 200, specials: SPECIAL_STRINGS })).toThrow(BpeError);
+  });
+
+  it('is deterministic', () => {
+    const texts = ['the cat sat on the mat', 'the hat', 'that cat'];
+    const o = { vocabSize: 280, specials: SPECIAL_STRINGS };
+    expect(trainBpe(texts, o).merges).toEqual(trainBpe(texts, o).merges);
+  });
+});
+
+describe('BPE on the retail expert data, through transformers.js', () => {
+  let bpe: Bpe;
+  let heldOut: string[];
+  let tok: Tokenizer;
+  beforeAll(async () => {
+    const d = retailDomain(loadRetailBase());
+    const defs = d.definitions() as unknown as ToolDefinition[];
+    const ex = (split: 'train' | 'test', n: number) =>
+      expertRows(d, { split, tasks: n, seed: 3, mistakeRate: 0.2 }).rows.map((r) => rowToExample(r, d.policy, defs));
+    const train = ex('train', 6);
+    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS });
+    heldOut = ex('test', 2).flatMap((e) => [e.prompt, e.response]);
+    heldOut.push('unicode: café — 東京 🚀, "quotes" \\ and\ttabs\n<tool_call>\n{"name": "nope"}\n</tool_call>', '', ' ');
+    const json = JSON.parse(JSON.stringify(toTokenizerJson(bpe)));
+    tok = Tokenizer.fromJSON(json, toTokenizerConfig(bpe, await qwen3ChatTemplate(), 2048));
+  }, 120_000);
+
+  it('round-trips held-out text losslessly', () => {
+    for (const t of heldOut) expect(bpe.decode(bpe.encode(t))).toBe(t);
+  });
+
+  it('transformers.js encodes held-out text to the same ids and decodes it back', () => {
+    for (const t of heldOut) {
+      const ids = bpe.encode(t);
+      expect(tok.encode(t)).toEqual(ids);
+      if (ids.length > 0) expect(tok.decode(ids)).toBe(t);
+    }
+    expect(tok.size).toBe(bpe.size);
+    expect(tok.stopIds).toContain(bpe.tokenId('<|im_end|>'));
+  });
+
+  it('compresses the prompts (the constant tool block becomes few tokens)', () => {
+    const act = heldOut[0];
+    expect(bpe.encode(act).length).toBeLessThan(act.length / 6);
+  });
+
+  it('tokenizer.json reads back to the same BPE; the chat template is Qwen3\'s', async () => {
+    const back = fromTokenizerJson(JSON.parse(JSON.stringify(toTokenizerJson(bpe))));
+    expect(back.merges).toEqual(bpe.merges);
+    expect(back.encode(heldOut[1])).toEqual(bpe.encode(heldOut[1]));
+    const text = tok.chat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, templateArgs: { enable_thinking: false } });
+    expect(text).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
+  });
+});
