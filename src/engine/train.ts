@@ -100,6 +100,11 @@ export interface TrainOps {
   // ---- optimizer and gradient utilities ----
   /** dst (R,C), src (n,C), rows (n) i32 distinct: dst[rows[i]] += src[i] (the backward of gatherRows). */
   scatterAddRows(dst: Tensor, src: Tensor, rows: Tensor): void;
+  /**
+   * Submit the work recorded so far without waiting, so the temporaries it freed can be reused (GPU
+   * buffers freed while work is being recorded are held until the next submit). No-op on CPU.
+   */
+  flush(): void;
   /** dst += s * src (same element count, in place). */
   accumulate(dst: Tensor, src: Tensor, s?: number): void;
   /** Set every element of an f32 tensor (zeroing gradients). */

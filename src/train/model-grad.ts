@@ -41,6 +41,7 @@ export function trainForward(m: Qwen3Model, ids: Int32Array, slot: Int32Array, p
     const f = mlpBlock(m, l, a.out, adapter, s);
     if (recompute) s.drop(a.out);
     s.flush();
+    trainOps(b).flush(); // let the freed block intermediates be reused
     layers.push(recompute ? null : { attention: a.saved!, mlp: f.saved! });
     x = f.out;
   }
@@ -141,17 +142,21 @@ export function modelBackward(m: Qwen3Model, ps: ParamSet, act: TrainActivations
       const s = new Scratch(b, true);
       const a = attentionBlock(m, l, act.inputs[l], act.layout, act.cache, adapter, s);
       const f = mlpBlock(m, l, a.out, adapter, s);
+      s.flush(); // what the block dropped (pre-LoRA sums etc.); the saved records stay
       b.free(f.out);
+      ops.flush();
       rec = { attention: a.saved!, mlp: f.saved! };
     }
     const d1 = mlpBackward(m, ops, ps, l, rec.mlp, dx, adapter);
     b.free(dx);
+    ops.flush();
     const d2 = attentionBackward(m, ops, ps, l, rec.attention, d1, act, adapter);
     b.free(d1);
     dx = d2;
     freeSaved(b, rec.attention, rec.mlp, act.inputs[l]);
     act.layers[l] = null;
     if (l + 1 < m.config.numLayers) b.free(act.inputs[l + 1]);
+    ops.flush();
   }
   const ge = ps.grad(m.weights.embed);
   if (ge) ops.embeddingBackward(dx, ids, ge);

@@ -131,6 +131,7 @@ export class Trainer {
       ops.accumulate(sum, res.metrics);
       ops.accumulate(weighted, res.metrics, n);
       for (const t of [rowT, h, logits, tg, wt, res.dLogits, res.metrics, dh, ...side]) b.free(t);
+      ops.flush();
     }
     modelBackward(m, this.params, act, dNormed, batch.ids, this.o.adapter);
     b.free(dNormed);

@@ -331,6 +331,8 @@ export class CpuRefTrainOps implements TrainOps {
     }
   }
 
+  flush(): void {}
+
   accumulate(dst: Tensor, src: Tensor, s = 1): void {
     const d = asCpu(dst).f32;
     const x = asCpu(src).f32;

@@ -1,0 +1,64 @@
+// predictTrainBytes: its arithmetic on the Qwen3-0.6B shape, and against the bytes a real WebGPU step
+// allocates on a small model (buffer pool off, so freed buffers are returned at once).
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../../src/engine/rng';
+import { createWebGpuBackend } from '../../src/engine/webgpu/backend';
+import '../../src/engine/webgpu/train';
+import type { Qwen3Config } from '../../src/model/config';
+import { createLoraAdapter } from '../../src/model/lora';
+import { randomWeights } from '../../src/model/random';
+import { buildQwen3 } from '../../src/model/weights';
+import { packBatch } from '../../src/train/batch';
+import { trackDeviceBytes } from '../../src/train/measure';
+import { predictTrainBytes } from '../../src/train/memory';
+import { Trainer } from '../../src/train/trainer';
+import { gpuAvailable, nodeGpu } from '../helpers/gpu';
+import { tinyConfig } from '../fixtures/tiny-model';
+
+const QWEN3_06B: Qwen3Config = {
+  hiddenSize: 1024, intermediateSize: 3072, numLayers: 28, numHeads: 16, numKvHeads: 8, headDim: 128,
+  rmsNormEps: 1e-6, ropeTheta: 1e6, vocabSize: 151936, tieWordEmbeddings: true, maxPositionEmbeddings: 40960,
+};
+const GiB = 2 ** 30;
+
+describe('predictTrainBytes', () => {
+  it('Qwen3-0.6B q4 LoRA at 1024 tokens: under 2 GiB with recomputation, more without', () => {
+    const shape = { tokens: 1024, slots: 1, maxT: 1024, lossRows: 512 };
+    const on = predictTrainBytes(QWEN3_06B, shape, { format: 'q4', mode: 'lora', rank: 16, recompute: true, headChunk: 64 });
+    const off = predictTrainBytes(QWEN3_06B, shape, { format: 'q4', mode: 'lora', rank: 16, recompute: false, headChunk: 64 });
+    expect(on.total).toBeLessThan(2 * GiB);
+    expect(off.total).toBeGreaterThan(on.total + 2 * GiB);
+    // q4 weights of 0.6B: about 0.37 GB (0.625 bytes per parameter)
+    expect(on.weights / 1e9).toBeCloseTo(0.37, 1);
+  });
+
+  it('matches the bytes a WebGPU LoRA step allocates within 25%', async () => {
+    if (!(await gpuAvailable())) return;
+    const cfg = tinyConfig({ vocabSize: 300, hiddenSize: 64, intermediateSize: 160, numLayers: 3, numHeads: 4, numKvHeads: 2, headDim: 16 });
+    const gpu = await createWebGpuBackend({ gpu: nodeGpu(), poolBytes: 0 });
+    try {
+      const track = trackDeviceBytes(gpu.ctx.device);
+      const { model } = await buildQwen3(gpu, cfg, randomWeights(cfg, 1, 'q4'), { format: 'q4' });
+      const adapter = createLoraAdapter(gpu, cfg, { name: 'a', rank: 8, alpha: 16, seed: 2 });
+      const tr = new Trainer(model, { mode: 'lora', adapter, recompute: true, headChunk: 32, schedule: { kind: 'constant', lr: 1e-3 }, loss: { kind: 'ce' } });
+      await gpu.sync();
+      const rng = new Rng(1);
+      const tokens = Array.from({ length: 96 }, () => rng.int(cfg.vocabSize));
+      const b = packBatch([{ tokens, mask: tokens.map((_, i) => (i >= 32 ? 1 : 0)) }]);
+      await tr.trainStep([b]); // warm-up: pipelines, uniform ring, readback staging
+      track.resetPeak();
+      const base = track.live();
+      await tr.trainStep([b]);
+      const measured = track.peak();
+      const pred = predictTrainBytes(cfg, { tokens: 96, slots: 1, maxT: 96, lossRows: 63 }, { format: 'q4', mode: 'lora', rank: 8, recompute: true, headChunk: 32 });
+      // base = what was resident before the step (weights, adapter, optimizer state, staging)
+      expect(base).toBeGreaterThan(pred.weights);
+      const stepPred = pred.kvCache + pred.activations + pred.peakTransient;
+      const stepMeasured = measured - base;
+      expect(Math.abs(stepMeasured - stepPred) / stepPred, `measured ${stepMeasured}, predicted ${stepPred}`).toBeLessThan(0.25);
+      track.stop();
+    } finally {
+      gpu.dispose();
+    }
+  });
+});
