@@ -72,6 +72,19 @@ describe('loading a Hugging Face folder', () => {
     for (const n of names) expect((s.host!.get(n) as { data: Float32Array }).data).toEqual((a.host!.get(n) as { data: Float32Array }).data);
   });
 
+  it('loads a BF16 checkpoint (what real Qwen3 folders ship) as the exact f32 values', async () => {
+    const files = await tinyModelFiles(tinyConfig(), 6);
+    const whole = parseSafetensors(files.get('model.safetensors')!, 'model.safetensors');
+    const bf16 = (x: Float32Array) => Uint16Array.from(new Uint32Array(x.buffer), (u) => u >>> 16); // truncation
+    const tensors = Object.fromEntries([...whole.tensors.keys()].map((n) => [n, { dtype: 'BF16' as const, shape: whole.info(n).shape, data: bf16(whole.float32(n)) }]));
+    const bfFiles = new Map(files).set('model.safetensors', writeSafetensors(tensors));
+    const got = await loadQwen3(new MemorySource(bfFiles), new CpuRefBackend(), { format: 'f32', keepHost: true });
+    for (const n of whole.tensors.keys()) {
+      const want = new Float32Array(Uint32Array.from(bf16(whole.float32(n)), (h) => h << 16).buffer);
+      expect((got.host!.get(n) as { data: Float32Array }).data).toEqual(want);
+    }
+  });
+
   it('FileMapSource serves picked files by base name', async () => {
     const files = await tinyModelFiles(tinyConfig(), 5);
     const picked = [...files].map(([n, bytes]) => new File([bytes as Uint8Array<ArrayBuffer>], `folder/${n}`));
