@@ -1,0 +1,149 @@
+// One Role-Wise GRPO update from a batch of rollouts (DESIGN §1):
+//   rows -> advantages (role-wise / pooled / standard; row-weighted / rollout-mean baseline)
+//        -> sequences (prompt ⊕ response, loss mask on generated tokens, old log-probs, advantage)
+//        -> micro-batches under a token budget -> one optimizer step per trained parameter set.
+// Which rows train which adapter follows the rollout mode:
+//   rehearse          act + rehearse rows -> the one shared adapter (EnvACE)
+//   per-role          act rows -> the Act adapter, rehearse rows -> the Rehearse adapter
+//   frozen-simulator  act rows only (the simulator is the frozen base; its rows get no advantage)
+//   real              act rows only (there are no rehearse rows)
+// The loss itself (clipped surrogate, dual clip, optional k3 KL) is the training engine's GRPO head; the
+// reference policy for the KL is the base model with the adapter switched off.
+import type { Aggregation } from '../engine/train';
+import { logprobs } from '../model/generate';
+import type { RolloutBatch, RolloutMode } from '../rollout/rollout';
+import { packBatch, type TrainBatch, type TrainSequence } from '../train/batch';
+import type { StepReport, Trainer } from '../train/trainer';
+import { computeAdvantages, type Advantages, type Baseline, type GroupMode, type Role } from './advantage';
+import { lossTokens, type TrainingRow } from './rows';
+
+export interface GrpoUpdateOptions {
+  /** Default 'role-wise'. frozen-simulator always uses 'standard' (its Rehearse rows are not trained). */
+  groups?: GroupMode;
+  /** Default 'row-weighted' (the reference code). */
+  baseline?: Baseline;
+  /** Default 'seq-mean-token-mean' (token mean per sequence, then mean over sequences). */
+  aggregation?: Aggregation;
+  /** Token budget of one micro-batch (default 4096); a longer row gets a micro-batch of its own. */
+  maxBatchTokens?: number;
+  /** Compute reference log-probs (adapter off) for the KL term: set when the trainer's klCoef > 0. */
+  withReference?: boolean;
+}
+
+export interface GrpoUpdateReport {
+  mode: RolloutMode;
+  groups: GroupMode;
+  baseline: Baseline;
+  advantages: Advantages;
+  /** One report per trained parameter set that had rows ('shared' in rehearse mode). */
+  steps: { target: 'shared' | 'act' | 'rehearse'; rows: number; microBatches: number; report: StepReport }[];
+}
+
+export class GrpoError extends Error {
+  override readonly name = 'GrpoError';
+}
+
+/** A training row as a packBatch sequence: mask and old log-probs indexed by token position. */
+export function rowToSequence(row: TrainingRow, advantage: number, refLogp?: ArrayLike<number>): TrainSequence {
+  const P = row.promptTokens.length;
+  const n = P + row.responseTokens.length;
+  const tokens = new Int32Array(n);
+  tokens.set(row.promptTokens, 0);
+  tokens.set(row.responseTokens, P);
+  const mask = new Uint8Array(n);
+  const oldLogp = new Float32Array(n);
+  for (let j = 0; j < row.responseTokens.length; j++) {
+    if (row.responseMask[j] !== 1) continue;
+    mask[P + j] = 1;
+    oldLogp[P + j] = row.oldLogprobs[j];
+  }
+  const seq: TrainSequence = { tokens, mask, advantage, oldLogp };
+  if (refLogp) seq.refLogp = refLogp;
+  return seq;
+}
+
+/**
+ * Packs sequences in order into micro-batches of at most maxTokens tokens each; each batch's weights
+ * carry 1/(number of micro-batches), so their summed gradients form one step.
+ */
+export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, aggregation: Aggregation): TrainBatch[] {
+  if (!(maxTokens >= 1)) throw new GrpoError(`maxBatchTokens must be >= 1, got ${maxTokens}`);
+  const groups: TrainSequence[][] = [];
+  let cur: TrainSequence[] = [];
+  let used = 0;
+  for (const s of seqs) {
+    if (cur.length > 0 && used + s.tokens.length > maxTokens) {
+      groups.push(cur);
+      cur = [];
+      used = 0;
+    }
+    cur.push(s);
+    used += s.tokens.length;
+  }
+  if (cur.length > 0) groups.push(cur);
+  return groups.map((g) => packBatch(g, aggregation, 1 / groups.length));
+}
+
+/** Which rows train which parameter set in a mode. */
+export function routeRows(mode: RolloutMode): { target: 'shared' | 'act' | 'rehearse'; roles: Role[] }[] {
+  switch (mode) {
+    case 'rehearse':
+      return [{ target: 'shared', roles: ['act', 'rehearse'] }];
+    case 'per-role':
+      return [
+        { target: 'act', roles: ['act'] },
+        { target: 'rehearse', roles: ['rehearse'] },
+      ];
+    case 'frozen-simulator':
+    case 'real':
+      return [{ target: 'act', roles: ['act'] }];
+  }
+}
+
+/**
+ * One update. `trainers.act` trains the shared adapter in rehearse mode and the Act adapter otherwise;
+ * `trainers.rehearse` is required in per-role mode only. Each trainer's adapter must be the one that
+ * sampled its rows (the old log-probs are that policy's).
+ */
+export async function grpoUpdate(
+  trainers: { act: Trainer; rehearse?: Trainer },
+  batch: RolloutBatch,
+  mode: RolloutMode,
+  opts: GrpoUpdateOptions = {},
+): Promise<GrpoUpdateReport> {
+  if (mode === 'per-role' && !trainers.rehearse) throw new GrpoError('per-role mode needs trainers.rehearse');
+  const groups: GroupMode = mode === 'frozen-simulator' ? 'standard' : (opts.groups ?? 'role-wise');
+  const baseline = opts.baseline ?? 'row-weighted';
+  const aggregation = opts.aggregation ?? 'seq-mean-token-mean';
+  const rows = batch.rows;
+  const advantages = computeAdvantages(rows, groups, baseline);
+  rows.forEach((r, i) => (r.advantage = advantages.advantage[i]));
+
+  const steps: GrpoUpdateReport['steps'] = [];
+  for (const { target, roles } of routeRows(mode)) {
+    const trainer = target === 'rehearse' ? trainers.rehearse! : trainers.act;
+    const chosen = rows.filter((r) => roles.includes(r.role) && r.advantage !== null && lossTokens(r) > 0);
+    if (chosen.length === 0) continue;
+    let refs: number[][] | null = null;
+    if (opts.withReference) {
+      // log p_ref of each response token (tokens P.. of prompt ⊕ response), adapter off.
+      refs = await logprobs(
+        trainer.model,
+        chosen.map((r) => ({ tokens: [...r.promptTokens, ...r.responseTokens], start: r.promptTokens.length })),
+        { adapter: null },
+      );
+    }
+    const seqs = chosen.map((r, i) => {
+      let ref: Float32Array | undefined;
+      if (refs) {
+        ref = new Float32Array(r.promptTokens.length + r.responseTokens.length);
+        ref.set(refs[i], r.promptTokens.length);
+      }
+      return rowToSequence(r, r.advantage!, ref);
+    });
+    const micro = microBatches(seqs, opts.maxBatchTokens ?? 4096, aggregation);
+    const report = await trainer.trainStep(micro);
+    steps.push({ target, rows: chosen.length, microBatches: micro.length, report });
+  }
+  return { mode, groups, baseline, advantages, steps };
+}
