@@ -1,6 +1,6 @@
 // A database of named tables of JSON records with copy-on-write episodes. The base (the domain's initial
 // data) is deep-frozen and shared by every environment; an episode only holds the records it changed, so
-// reset and snapshot cost O(changes), and the canonical hash reuses cached per-record hashes (O(records)).
+// reset, snapshot and the canonical hash cost O(changes) (per-record hashes of the base are cached).
 // Writes happen inside a transaction that is discarded if the tool fails: a failing call cannot leave a
 // partial write behind, whatever the tool code does.
 
@@ -27,7 +27,6 @@ export class StoreError extends Error {
 export class BaseData {
   readonly tables: ReadonlyMap<string, ReadonlyMap<string, Rec>>;
   readonly order: ReadonlyMap<string, readonly string[]>;
-  private readonly sortedIds = new Map<string, string[]>();
   private readonly hashes = new Map<string, Map<string, string>>();
   readonly tableNames: readonly string[];
 
@@ -39,7 +38,6 @@ export class BaseData {
       for (const [id, r] of Object.entries(recs)) m.set(id, deepFreeze(r));
       tables.set(name, m);
       order.set(name, [...m.keys()]);
-      this.sortedIds.set(name, [...m.keys()].sort());
       this.hashes.set(name, new Map());
     }
     this.tables = tables;
@@ -47,8 +45,29 @@ export class BaseData {
     this.tableNames = [...tables.keys()].sort();
   }
 
-  sorted(table: string): readonly string[] {
-    return this.sortedIds.get(table) ?? [];
+  private sum: [number, number] | null = null;
+
+  /** One record's contribution to the database hash, as two 32-bit lanes. */
+  term(table: string, id: string, recordHash: string): [number, number] {
+    const h = hash64(table + '\u0000' + id + '\u0000' + recordHash);
+    return [parseInt(h.slice(0, 8), 16), parseInt(h.slice(8), 16)];
+  }
+
+  /** Sum of the terms of every base record (computed once). */
+  termSum(): [number, number] {
+    if (!this.sum) {
+      let lo = 0;
+      let hi = 0;
+      for (const table of this.tableNames) {
+        for (const id of this.order.get(table)!) {
+          const [a, b] = this.term(table, id, this.baseHash(table, id));
+          lo = (lo + a) >>> 0;
+          hi = (hi + b) >>> 0;
+        }
+      }
+      this.sum = [lo, hi];
+    }
+    return this.sum;
   }
 
   /** Hash of the base version of a record, computed once. */
@@ -123,20 +142,23 @@ export class Store {
   }
 
   /**
-   * Canonical hash of the whole database: tables by name, records by id, each contributing its id and
-   * the hash of its canonical JSON. Equal databases hash equal whatever the key order of their records.
+   * Canonical hash of the whole database. Each record contributes term(table, id, hash of its canonical
+   * JSON), a 64-bit value; the database hash mixes the sum of all terms (two 32-bit lanes, mod 2^32). A sum
+   * does not depend on key or record order, and it updates in O(changes): base sum - base terms of the
+   * changed records + their new terms. Equal databases hash equal; any changed value changes the hash
+   * (up to 64-bit collisions).
    */
   hash(): string {
-    const parts: string[] = [];
-    for (const table of this.base.tableNames) {
-      const ov = this.overlay.get(table);
-      parts.push('#' + table);
-      for (const id of this.base.sorted(table)) {
-        const o = ov?.get(id);
-        parts.push(id + '=' + (o ? o[1] : this.base.baseHash(table, id)));
+    let [lo, hi] = this.base.termSum();
+    for (const [table, recs] of this.overlay) {
+      for (const [id, [, h]] of recs) {
+        const [blo, bhi] = this.base.term(table, id, this.base.baseHash(table, id));
+        const [nlo, nhi] = this.base.term(table, id, h);
+        lo = (lo - blo + nlo) >>> 0;
+        hi = (hi - bhi + nhi) >>> 0;
       }
     }
-    return hash64(parts.join('\n'));
+    return hash64(lo.toString(16) + ':' + hi.toString(16));
   }
 
   /** Records whose current content differs from the base, per table in base order. */
