@@ -115,3 +115,35 @@ export function createLoraAdapter(backend: Backend, c: Qwen3Config, o: LoraOptio
   }
   return new LoraAdapter(o.name, o.rank, o.alpha, targets, layers);
 }
+
+/**
+ * Fold an adapter into f32 copies of the base weights: W' = W + (alpha/r) B A, so the merged model
+ * alone computes what base + adapter computes (e.g. for an ONNX export). `weights` gives each
+ * target's (N,K) base weight, dequantized; returns the merged (N,K) weights by HF name.
+ */
+export async function mergeLora(
+  backend: Backend,
+  adapter: LoraAdapter,
+  weight: (layer: number, t: LoraTarget) => Float32Array,
+  c: Qwen3Config,
+): Promise<Map<string, Float32Array>> {
+  const out = new Map<string, Float32Array>();
+  for (let l = 0; l < adapter.layers.length; l++)
+    for (const t of adapter.targets) {
+      const p = adapter.pair(l, t);
+      if (!p) continue;
+      const [N, K] = targetShape(c, t);
+      const r = adapter.rank;
+      const A = (await backend.read(p.A)) as Float32Array; // (r,K)
+      const B = (await backend.read(p.B)) as Float32Array; // (N,r)
+      const W = Float32Array.from(weight(l, t)); // (N,K)
+      for (let n = 0; n < N; n++)
+        for (let k = 0; k < K; k++) {
+          let acc = 0;
+          for (let j = 0; j < r; j++) acc += B[n * r + j] * A[j * K + k];
+          W[n * K + k] += adapter.scaling * acc;
+        }
+      out.set(`model.layers.${l}.${LORA_MODULE[t]}.weight`, W);
+    }
+  return out;
+}

@@ -10,6 +10,8 @@ import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '.
 import { tinyConfig } from '../fixtures/tiny-model';
 import type { Qwen3Config } from '../../src/model/config';
 import { Rng } from '../../src/engine/rng';
+import { createLoraAdapter, LORA_MODULE, mergeLora } from '../../src/model/lora';
+import { denseOf } from '../../src/model/weights';
 
 ort.env.wasm.numThreads = 1;
 
@@ -81,5 +83,33 @@ describe('ONNX oracle (onnxruntime-web wasm)', () => {
     console.log(`ORT vs CPU ref, tiny q4: prefill rel err ${e.toExponential(2)}, decode ${eDecode.toExponential(2)}`);
     expect(e).toBeLessThanOrEqual(1e-4);
     expect(eDecode).toBeLessThanOrEqual(1e-4);
+  });
+});
+
+describe('ONNX export with a LoRA adapter merged', () => {
+  it('the merged export equals the CPU reference running base + adapter', async () => {
+    const c = tinyConfig();
+    const { model, host } = await buildQwen3(new CpuRefBackend(), c, randomWeights(c, 51, 'f32'), { format: 'f32', keepHost: true });
+    const adapter = createLoraAdapter(model.backend, c, { name: 'act', rank: 4, alpha: 8, seed: 2 });
+    const r = new Rng(3);
+    for (const [n, t] of adapter.parameters()) if (n.includes('lora_B')) model.backend.write(t, Float32Array.from({ length: t.shape[0] * t.shape[1] }, () => 0.1 * r.normal()));
+    const merged = await mergeLora(model.backend, adapter, (l, t) => denseOf(host!.get(`model.layers.${l}.${LORA_MODULE[t]}.weight`)!), c);
+    expect(merged.size).toBe(7 * c.numLayers);
+    const mergedHost = new Map(host!);
+    for (const [name, data] of merged) mergedHost.set(name, { kind: 'f32', shape: [...(host!.get(name) as { shape: number[] }).shape], data });
+    const ids = Int32Array.from({ length: 6 }, () => r.int(c.vocabSize));
+    const cpu = forward(model, new KvCache(model, 1, 8), { ids, slot: new Int32Array(6), pos: Int32Array.from(ids, (_, i) => i) }, { adapter });
+    const want = (await model.backend.read(cpu.logits)) as Float32Array;
+    const base = forward(model, new KvCache(model, 1, 8), { ids, slot: new Int32Array(6), pos: Int32Array.from(ids, (_, i) => i) });
+    expect(relErr((await model.backend.read(base.logits)) as Float32Array, want)).toBeGreaterThan(1e-3);
+    const session = await ort.InferenceSession.create(exportQwen3Onnx(c, mergedHost, { weights: 'f32', maxPositions: 8 }));
+    const f: Record<string, ort.Tensor> = { input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (v) => BigInt(v)), [6]) };
+    for (let l = 0; l < c.numLayers; l++)
+      for (const n of [pastKey(l), pastValue(l)]) f[n] = new ort.Tensor('float32', new Float32Array(0), [c.numKvHeads, 0, c.headDim]);
+    const got = (await session.run(f)).logits.data as Float32Array;
+    const e = relErr(got, want);
+    console.log(`ORT (merged LoRA) vs CPU ref (base + adapter): rel err ${e.toExponential(2)}`);
+    expect(e).toBeLessThanOrEqual(1e-4);
+    await session.release();
   });
 });
