@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
 import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
+import { attentionParts } from '../../src/engine/webgpu/kernels/attention';
 import { gpuAvailable } from '../helpers/gpu';
 import { cpu, expectClose, gpuBackend, randn } from './webgpu-helpers';
 
@@ -111,6 +112,41 @@ describe.skipIf(!run)('WebGPU KV cache and attention', () => {
       expectClose(d, ref.subarray(t * HQ * D, (t + 1) * HQ * D), 2e-5, 1e-5, `decode vs CPU, token ${t}`);
     }
     expect(checked).toBe(LENS.reduce((a, l) => a + Math.min(l, DEC), 0));
+  });
+
+  it('long contexts with few tokens in flight use the split (flash-decoding) kernel: equal to the CPU and to one-pass', async () => {
+    const [s, maxT, hq, hkv, d] = [2, 300, 4, 2, 16]; // maxT > 256: two key partitions
+    const lens = [100, 290];
+    expect(attentionParts(2, hq, maxT), 'decode takes the split path').toBeGreaterThan(1);
+    expect(attentionParts(lens[0] + lens[1], hq, maxT), 'prefill takes the one-pass path').toBe(1);
+    const rows = (kind: number, slot: number[], pos: number[], w: number) => {
+      const out = new Float32Array(slot.length * w);
+      slot.forEach((sl, t) => out.set(randn(w, kind * 100000 + sl * 1000 + pos[t]), t * w));
+      return out;
+    };
+    const run = async (b: Backend, batches: { slot: number[]; pos: number[] }[]) => {
+      const kc = b.zeros([s, maxT, hkv, d]);
+      const vc = b.zeros([s, maxT, hkv, d]);
+      const outs: Float32Array[] = [];
+      for (const { slot, pos } of batches) {
+        const T = slot.length;
+        const layout = { slot: b.tensor(Int32Array.from(slot), [T]), pos: b.tensor(Int32Array.from(pos), [T]) };
+        b.kvWrite(kc, vc, b.tensor(rows(2, slot, pos, hkv * d), [T, hkv, d]), b.tensor(rows(3, slot, pos, hkv * d), [T, hkv, d]), layout);
+        outs.push((await b.read(b.attention(b.tensor(rows(1, slot, pos, hq * d), [T, hq, d]), kc, vc, layout))) as Float32Array);
+      }
+      return outs;
+    };
+    const all = { slot: [...Array(lens[0]).fill(0), ...Array(lens[1]).fill(1)], pos: [...Array(lens[0]).keys(), ...Array(lens[1]).keys()] };
+    const prefill = { slot: [...Array(lens[0] - 1).fill(0), ...Array(lens[1] - 1).fill(1)], pos: [...Array(lens[0] - 1).keys(), ...Array(lens[1] - 1).keys()] };
+    const decode = { slot: [0, 1], pos: [lens[0] - 1, lens[1] - 1] };
+    const [, dec] = await run(gpu, [prefill, decode]);
+    const [full] = await run(gpu, [all]);
+    const [ref] = await run(cpu, [all]);
+    const last = (x: Float32Array) => Float32Array.from([...x.subarray((lens[0] - 1) * hq * d, lens[0] * hq * d), ...x.subarray((all.slot.length - 1) * hq * d)]);
+    // split vs one-pass: the same online softmax merged in a different order, f32: 1e-6 abs on outputs ~N(0,1)/sqrt(keys)
+    expectClose(dec, last(full), 1e-6, 1e-5, 'split decode vs one-pass full');
+    expectClose(dec, last(ref), 2e-5, 1e-5, 'split decode vs CPU');
+    expectClose(full, ref, 2e-5, 1e-5, 'one-pass full vs CPU');
   });
 
   it('a KV cache sharded by slots (tiny maxBufferBytes) gives exactly the unsharded results', async () => {

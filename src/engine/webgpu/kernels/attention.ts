@@ -1,7 +1,8 @@
 // Grouped-query causal attention over the KV cache. One workgroup per (token, query head): the token's
 // keys are visited in chunks of 64 (one key per thread for the scores), with a running max and sum
 // (online softmax) so any context length works in one pass; each thread owns up to 4 output dims.
-// Prefill (many tokens of one slot) and decode (one token per slot) are the same dispatch.
+// Prefill (many tokens of one slot) and decode (one token per slot) are the same call; with few tokens
+// in flight the keys are also split into partitions of 256 (see attentionKernel).
 import { assertShape } from '../../errors';
 import type { GpuContext } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
@@ -10,16 +11,40 @@ import { samePartition } from './gather';
 const WG = 64;
 const MAX_D = 4 * WG;
 
-const ATTENTION = {
-  code: /* wgsl */ `
-struct P { hq: u32, hkv: u32, d: u32, maxt: u32, s: u32, scale: f32, s0: u32, ns: u32 }
+// split = false: one workgroup per (head, token) over all its keys, normalized output y (T,Hq,D).
+// split = true ("flash decoding"): workgroup (head, token, z) covers keys [z*part, (z+1)*part) and writes
+// its unnormalized partial (max, sum, acc[D]) to ml/y; attentionCombine merges the partitions. Used
+// when few tokens are in flight (decode), where one workgroup per head would leave most of a GPU idle.
+function attentionKernel(split: boolean): string {
+  const outDecl = split
+    ? `@group(0) @binding(6) var<storage, read_write> y: array<f32>; // (T,Hq,parts,D) partial acc
+@group(0) @binding(7) var<storage, read_write> ml: array<vec2f>; // (T,Hq,parts) running max, sum`
+    : '@group(0) @binding(6) var<storage, read_write> y: array<f32>;';
+  const range = split
+    ? `let jlo = wg.z * p.part;
+  let jhi = min(n, jlo + p.part);`
+    : `let jlo = 0u;
+  let jhi = n;`;
+  const write = split
+    ? `let slotOut = (t * p.hq + h) * p.parts + wg.z;
+  if (l == 0u) { ml[slotOut] = vec2f(mrun, lrun); }
+  for (var e = 0u; e < 4u; e++) {
+    let d = l + e * ${WG}u;
+    if (d < p.d) { y[slotOut * p.d + d] = acc[e]; }
+  }`
+    : `for (var e = 0u; e < 4u; e++) {
+    let d = l + e * ${WG}u;
+    if (d < p.d) { y[qb + d] = select(0.0, acc[e] / lrun, n > 0u); }
+  }`;
+  return /* wgsl */ `
+struct P { hq: u32, hkv: u32, d: u32, maxt: u32, s: u32, scale: f32, s0: u32, ns: u32, part: u32, parts: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> kc: array<f32>;
 @group(0) @binding(3) var<storage, read> vc: array<f32>;
 @group(0) @binding(4) var<storage, read> slot: array<i32>;
 @group(0) @binding(5) var<storage, read> pos: array<i32>;
-@group(0) @binding(6) var<storage, read_write> y: array<f32>;
+${outDecl}
 var<workgroup> qs: array<f32, ${MAX_D}>;
 var<workgroup> sc: array<f32, ${WG}>;
 @compute @workgroup_size(${WG})
@@ -44,10 +69,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   var mrun = -3.0e38;
   var lrun = 0.0;
   var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-  for (var j0 = 0u; j0 < n; j0 += ${WG}u) {
+  ${range}
+  for (var j0 = jlo; j0 < jhi; j0 += ${WG}u) {
     let j = j0 + l;
     var s = -3.0e38;
-    if (j < n) {
+    if (j < jhi) {
       let kb = base + j * rowStride;
       var dot = 0.0;
       for (var d = 0u; d < p.d; d++) { dot += qs[d] * kc[kb + d]; }
@@ -55,12 +81,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
     }
     sc[l] = s;
     workgroupBarrier();
-    let cnt = min(${WG}u, n - j0);
+    let cnt = min(${WG}u, jhi - j0);
     var cmax = mrun;
     for (var i = 0u; i < cnt; i++) { cmax = max(cmax, sc[i]); }
     let factor = exp(mrun - cmax);
     workgroupBarrier();
-    sc[l] = select(0.0, exp(s - cmax), j < n);
+    sc[l] = select(0.0, exp(s - cmax), j < jhi);
     workgroupBarrier();
     var psum = 0.0;
     for (var i = 0u; i < cnt; i++) { psum += sc[i]; }
@@ -76,12 +102,40 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
     mrun = cmax;
     workgroupBarrier();
   }
-  for (var e = 0u; e < 4u; e++) {
-    let d = l + e * ${WG}u;
-    if (d < p.d) { y[qb + d] = select(0.0, acc[e] / lrun, n > 0u); }
+  ${write}
+}`;
+}
+const ATTENTION = { code: attentionKernel(false) };
+const ATTENTION_PART = { code: attentionKernel(true) };
+
+const COMBINE = {
+  code: /* wgsl */ `
+struct P { hq: u32, d: u32, parts: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> part: array<f32>;
+@group(0) @binding(2) var<storage, read> ml: array<vec2f>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u32) {
+  let row = wg.y * p.hq + wg.x; // (t, h)
+  let b = row * p.parts;
+  var m = -3.0e38;
+  for (var z = 0u; z < p.parts; z++) { m = max(m, ml[b + z].x); }
+  var sum = 0.0;
+  for (var z = 0u; z < p.parts; z++) { sum += exp(ml[b + z].x - m) * ml[b + z].y; }
+  for (var d = l; d < p.d; d += ${WG}u) {
+    var a = 0.0;
+    for (var z = 0u; z < p.parts; z++) { a += exp(ml[b + z].x - m) * part[(b + z) * p.d + d]; }
+    y[row * p.d + d] = select(0.0, a / sum, sum > 0.0);
   }
 }`,
 };
+
+const PART = 256; // keys per partition of the split kernel
+/** Partitions for the split kernel, or 1 for the one-pass kernel (enough (token, head) pairs to fill a GPU). */
+export function attentionParts(t: number, hq: number, maxT: number): number {
+  return t * hq >= 512 || maxT <= PART ? 1 : Math.ceil(maxT / PART);
+}
 
 // q (T,Hq,D), caches (S,maxT,Hkv,D), slot/pos (T) i32 -> (T,Hq,D)
 export function attention(ctx: GpuContext, q: GpuTensor, kc: GpuTensor, vc: GpuTensor, slot: GpuTensor, pos: GpuTensor): GpuTensor {
@@ -94,9 +148,19 @@ export function attention(ctx: GpuContext, q: GpuTensor, kc: GpuTensor, vc: GpuT
   assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `attention: slot/pos must be (${t}) i32`);
   assertShape(samePartition(kc, vc), 'attention: k and v caches are sharded differently');
   const y = ctx.empty(q.shape, 'f32');
+  const parts = attentionParts(t, hq, maxT);
+  const partial = parts > 1 ? ctx.alloc(t * hq * parts * d * 4, 'attention partials') : null;
+  const ml = parts > 1 ? ctx.alloc(t * hq * parts * 8, 'attention partial max/sum') : null;
   kc.parts.forEach((kp, i) => {
-    const u = [hq, hkv, d, maxT, s, { f32: 1 / Math.sqrt(d) }, kp.row0, kp.rows];
-    ctx.dispatch(ATTENTION, [q.buf, kp.data, vc.parts[i].data, slot.buf, pos.buf, y.buf], u, [hq, t]);
+    const u = [hq, hkv, d, maxT, s, { f32: 1 / Math.sqrt(d) }, kp.row0, kp.rows, PART, parts];
+    const io = [q.buf, kp.data, vc.parts[i].data, slot.buf, pos.buf];
+    if (partial && ml) ctx.dispatch(ATTENTION_PART, [...io, partial, ml], u, [hq, t, parts]);
+    else ctx.dispatch(ATTENTION, [...io, y.buf], u, [hq, t]);
   });
+  if (partial && ml) {
+    ctx.dispatch(COMBINE, [partial, ml, y.buf], [hq, d, parts], [hq, t]);
+    ctx.release(partial);
+    ctx.release(ml);
+  }
   return y;
 }
