@@ -61,6 +61,7 @@ export interface RolloutConfig {
   mode: RolloutMode;
   /** Rollouts per prompt (the GRPO group size). */
   k: number;
+  /** Every generation's sampling seed derives from (seed, episode, turn, role): vary it per training step. */
   seed: number;
   limits: RolloutLimits;
   temperature?: number; // default 1
