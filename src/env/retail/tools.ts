@@ -6,7 +6,7 @@
 
 import type { ToolSpec } from '../domain';
 import { ToolError } from '../domain';
-import { cloneJson, pyRound2 } from '../json';
+import { cloneJson, pyJson, pyRound2 } from '../json';
 import type { StoreTx } from '../store';
 import { calculate } from './calculate';
 import { RETAIL_SCHEMAS } from './schemas';
@@ -95,13 +95,14 @@ const run: Record<string, Run> = {
   },
 
   list_all_product_types(tx) {
-    const pairs = tx.ids('products').map((id) => {
+    // Upstream: json.dumps({name: product_id, …}, sort_keys=True); a later duplicate name would win.
+    const byName = new Map<string, string>();
+    for (const id of tx.ids('products')) {
       const p = getProduct(tx, id)!;
-      return [p.name, p.product_id] as const;
-    });
-    pairs.sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0));
-    // Upstream returns json.dumps(dict): ", " and ": " separators.
-    return '{' + pairs.map(([n, id]) => `${JSON.stringify(n)}: ${JSON.stringify(id)}`).join(', ') + '}';
+      byName.set(p.name, p.product_id);
+    }
+    const names = [...byName.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    return '{' + names.map((n) => `${pyJson(n)}: ${pyJson(byName.get(n))}`).join(', ') + '}';
   },
 
   calculate: (_tx, a) => calculate(a.expression as string),
