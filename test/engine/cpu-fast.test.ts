@@ -58,14 +58,16 @@ const SHAPES: [number, number, number][] = [
   [64, 300, 72],
 ];
 
+// '3 threads, all ops threaded' sends even the smallest op through the workers (uneven and empty shares).
 describe.each([
-  { label: '1 thread', threads: 1, shared: 'auto' as const },
-  { label: '2 threads', threads: 2, shared: 'auto' as const },
-  { label: 'plain-memory fallback', threads: 2, shared: false as const },
-])('cpu-fast ($label)', ({ threads, shared }) => {
+  { label: '1 thread', threads: 1, shared: 'auto' as const, parallelMinWork: undefined },
+  { label: '2 threads', threads: 2, shared: 'auto' as const, parallelMinWork: undefined },
+  { label: '3 threads, all ops threaded', threads: 3, shared: 'auto' as const, parallelMinWork: 0 },
+  { label: 'plain-memory fallback', threads: 2, shared: false as const, parallelMinWork: undefined },
+])('cpu-fast ($label)', ({ threads, shared, parallelMinWork }) => {
   let fast: CpuFastBackend;
   beforeAll(async () => {
-    fast = await createCpuFastBackend({ threads, shared });
+    fast = await createCpuFastBackend({ threads, shared, parallelMinWork });
   });
   afterAll(() => fast?.dispose());
 
@@ -139,6 +141,35 @@ describe.each([
         }),
       );
     expect(maxDiff(await run(fast), await run(ref))).toBeLessThanOrEqual(2e-6);
+  });
+
+  it.each([
+    { Hq: 4, Hkv: 2, D: 8 },
+    { Hq: 3, Hkv: 3, D: 5 },
+    { Hq: 4, Hkv: 1, D: 33 },
+  ])('attentionBackward Hq=$Hq Hkv=$Hkv D=$D matches the reference TrainOps', async ({ Hq, Hkv, D }) => {
+    const r = rng(Hq * 31 + Hkv * 7 + D);
+    const S = 3;
+    const maxT = 24;
+    const kc = randn(S * maxT * Hkv * D, r);
+    const vc = randn(S * maxT * Hkv * D, r);
+    // two sequences trained side by side (slots 0 and 2) plus one decode-like row in slot 1
+    const slot = Int32Array.from([...Array(20).fill(0), ...Array(9).fill(2), 1]);
+    const pos = Int32Array.from([...Array.from({ length: 20 }, (_, i) => i), ...Array.from({ length: 9 }, (_, i) => i + 3), 23]);
+    const T = slot.length;
+    const q = randn(T * Hq * D, r);
+    const go = randn(T * Hq * D, r);
+    const run = async (b: Backend, f: (...a: Parameters<CpuRefTrainOps['attentionBackward']>) => { dq: Tensor; dkCache: Tensor; dvCache: Tensor }) => {
+      const g = f(b.tensor(go, [T, Hq, D]), b.tensor(q, [T, Hq, D]), b.tensor(kc, [S, maxT, Hkv, D]), b.tensor(vc, [S, maxT, Hkv, D]), {
+        slot: b.tensor(slot, [T]),
+        pos: b.tensor(pos, [T]),
+      });
+      return [await b.read(g.dq), await b.read(g.dkCache), await b.read(g.dvCache)];
+    };
+    const want = await run(ref, (...a) => refTrain.attentionBackward(...a));
+    const got = await run(fast, (...a) => trainOps(fast).attentionBackward(...a));
+    // Gradients sum up to ~20 rows of products of values in [-1, 1] (f32 vs f64).
+    for (let i = 0; i < 3; i++) expect(maxDiff(got[i], want[i]), ['dq', 'dk', 'dv'][i]).toBeLessThanOrEqual(1e-5);
   });
 
   it.each([

@@ -19,6 +19,8 @@ export interface CpuFastOptions {
    * single-thread fallback (as on a page that is not cross-origin isolated); true refuses to fall back.
    */
   shared?: 'auto' | boolean;
+  /** Work (flops) from which an op uses every thread (default 2^20; 0 threads everything, for tests). */
+  parallelMinWork?: number;
 }
 
 // Pack modes of the gemm kernel (src/engine/cpu/fast/kernels/gemm.ts).
@@ -198,6 +200,46 @@ export class CpuFastBackend extends CpuRefBackend {
     }
   }
 
+  /**
+   * Backward of attention: dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dkCache, dvCache
+   * (S,maxT,Hkv,D). Recomputes the probabilities, like the reference's TrainOps.attentionBackward.
+   */
+  attentionBackward(dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout): { dq: CpuTensor; dkCache: CpuTensor; dvCache: CpuTensor } {
+    const go = asCpu(dOut).f32;
+    const qs = asCpu(q).f32;
+    const ks = asCpu(kCache).f32;
+    const vs = asCpu(vCache).f32;
+    const slot = asCpu(layout.slot).i32;
+    const pos = asCpu(layout.pos).i32;
+    assertShape(q.shape.length === 3 && kCache.shape.length === 4, `attentionBackward: q (${q.shape}), cache (${kCache.shape})`);
+    const [T, Hq, D] = q.shape;
+    const [S, maxT, Hkv] = kCache.shape;
+    assertShape(Hkv > 0 && Hq % Hkv === 0 && kCache.shape[3] === D && go.length === qs.length, `attentionBackward: q (${q.shape}) vs cache (${kCache.shape})`);
+    assertShape(vCache.shape.join() === kCache.shape.join(), `attentionBackward: v cache (${vCache.shape}) vs k cache (${kCache.shape})`);
+    assertShape(slot.length === T && pos.length === T, `attentionBackward: layout of ${slot.length}/${pos.length} tokens for ${T}`);
+    let work = 0;
+    for (let t = 0; t < T; t++) {
+      assertShape(slot[t] >= 0 && slot[t] < S && pos[t] >= 0 && pos[t] < maxT, `attentionBackward: slot ${slot[t]} pos ${pos[t]} outside cache`);
+      work += pos[t] + 1;
+    }
+    const temps: Temps = [];
+    try {
+      const ptrs = [go, qs, ks, vs].map((a) => this.rt.place(a, temps));
+      const dq = this.rt.output([T, Hq, D], temps);
+      const dk = this.rt.output([S, maxT, Hkv, D], temps);
+      const dv = this.rt.output([S, maxT, Hkv, D], temps);
+      const n = S * maxT * Hkv * D;
+      for (const o of [dq, dk, dv]) this.rt.heap.f32(o.ptr, o === dq ? qs.length : n).fill(0);
+      const sl = this.rt.place(slot, temps);
+      const ps = this.rt.place(pos, temps);
+      const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, sl, ps, T, Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D))];
+      this.rt.launch('attentionBackward', slots, 2 * maxT * 4, 10 * work * Hq * D, temps);
+      return { dq: dq.finish(), dkCache: dk.finish(), dvCache: dv.finish() };
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
   // x (R,C), w (C) -> (R,C)
   override rmsnorm(x: Tensor, w: Tensor, eps: number): Tensor {
     const xs = asCpu(x).f32;
@@ -307,5 +349,5 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const module = await wasmModule(shared);
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
   await import('./train'); // registers the fast training ops for 'cpu-fast'
-  return new CpuFastBackend(new WasmRuntime(heap, pool), pool.global('GEMM_SCRATCH'));
+  return new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork), pool.global('GEMM_SCRATCH'));
 }

@@ -14,7 +14,7 @@ import type { WasmHeap } from './heap';
 import type { KernelName, ThreadPool } from './pool';
 
 /** Below this much work (flops, or element-ops) a job runs on the calling thread only: waking workers costs ~10-50 us. */
-const PARALLEL_MIN_WORK = 1 << 20;
+export const PARALLEL_MIN_WORK = 1 << 20;
 
 export interface WeightOperand {
   kind: 'f32' | 'q8' | 'q4';
@@ -39,6 +39,7 @@ export class WasmRuntime {
   constructor(
     readonly heap: WasmHeap,
     readonly pool: ThreadPool,
+    private readonly parallelMinWork = PARALLEL_MIN_WORK,
   ) {
     this.args = heap.alloc(256);
     // Tensors the caller forgets to free give their wasm blocks back when their view is collected.
@@ -141,7 +142,7 @@ export class WasmRuntime {
   /** Runs a kernel with an i32 argument block; per-thread scratch (if any) goes in the last two slots. */
   launch(kernel: KernelName, slots: number[], scratchPerThread: number, work: number, temps: Temps): void {
     if (this.disposed) throw new EngineError('unsupported', 'cpu-fast: the backend was disposed');
-    const parallel = this.pool.size > 1 && work >= PARALLEL_MIN_WORK;
+    const parallel = this.pool.size > 1 && work >= this.parallelMinWork;
     const nth = parallel ? this.pool.size : 1;
     const a = this.heap.i32(this.args, 64);
     a.set(slots);

@@ -1,6 +1,7 @@
-// Training ops of the CPU fast path: the reference TrainOps with the two matmul gradients (the bulk of a
-// backward pass's flops) on the wasm kernels. Registered for 'cpu-fast' when the backend is created.
-import type { Tensor } from '../../backend';
+// Training ops of the CPU fast path: the reference TrainOps with the two matmul gradients and the
+// attention backward (the bulk of a backward pass's flops) on the wasm kernels. Registered for
+// 'cpu-fast' when the backend is created.
+import type { Tensor, TokenLayout } from '../../backend';
 import { registerTrainOps } from '../../train';
 import { CpuRefTrainOps } from '../ref-train';
 import type { CpuFastBackend } from './backend';
@@ -13,6 +14,9 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
   // dy (M,N), x (M,K), dw (N,K): dw += dy^T x
   override matmulBackwardWeight(dy: Tensor, x: Tensor, dw: Tensor): void {
     (this.backend as CpuFastBackend).matmulWeightGradInto(dy, x, dw);
+  }
+  override attentionBackward(dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout) {
+    return (this.backend as CpuFastBackend).attentionBackward(dOut, q, kCache, vCache, layout);
   }
 }
 

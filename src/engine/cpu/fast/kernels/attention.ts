@@ -96,3 +96,77 @@ export function attention(args: usize, tid: i32, nth: i32): void {
     }
   }
 }
+
+// Backward of `attention` (recomputes the probabilities; nothing is saved by the forward):
+// dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dk, dv (S,maxT,Hkv,D) (zeroed by the caller).
+// Many tokens add into the same cache rows, so work is split by (slot, kv head): each item owns its
+// dk/dv rows and the dq rows of its query heads, and threads never write the same bytes.
+// args: 0 dOut, 1 q, 2 kCache, 3 vCache, 4 dq, 5 dk, 6 dv, 7 slot, 8 pos, 9 T, 10 Hq, 11 Hkv, 12 D,
+// 13 maxT, 14 S, 15 scale (f32 bits), 16 scratch base, 17 scratch bytes per thread (>= 2 * maxT * 4).
+export function attentionBackward(args: usize, tid: i32, nth: i32): void {
+  const G = <usize>load<u32>(args);
+  const Q = <usize>load<u32>(args, 4);
+  const Kc = <usize>load<u32>(args, 8);
+  const Vc = <usize>load<u32>(args, 12);
+  const dQ = <usize>load<u32>(args, 16);
+  const dK = <usize>load<u32>(args, 20);
+  const dV = <usize>load<u32>(args, 24);
+  const slot = <usize>load<u32>(args, 28);
+  const pos = <usize>load<u32>(args, 32);
+  const T = load<i32>(args, 36);
+  const Hq = load<i32>(args, 40);
+  const Hkv = load<i32>(args, 44);
+  const D = load<i32>(args, 48);
+  const maxT = load<i32>(args, 52);
+  const S = load<i32>(args, 56);
+  const scale = load<f32>(args, 60);
+  const p = <usize>load<u32>(args, 64) + <usize>tid * <usize>load<u32>(args, 68);
+  const dp = p + (<usize>maxT << 2);
+  const group = Hq / Hkv;
+  const rowBytes = <usize>D << 2;
+  const kvRow = <usize>Hkv * rowBytes;
+  const items = S * Hkv;
+  for (let it = tid; it < items; it += nth) {
+    const s = it / Hkv;
+    const kvh = it - s * Hkv;
+    const base = <usize>s * <usize>maxT * kvRow + <usize>kvh * rowBytes;
+    for (let t = 0; t < T; t++) {
+      if (load<i32>(slot + (<usize>t << 2)) != s) continue;
+      const n = load<i32>(pos + (<usize>t << 2)) + 1;
+      for (let g = 0; g < group; g++) {
+        const qo = (<usize>(t * Hq + kvh * group + g)) * rowBytes;
+        const q = Q + qo;
+        const go = G + qo;
+        let mx = -Infinity as f32;
+        for (let j = 0; j < n; j++) {
+          const sc = dot(q, Kc + base + <usize>j * kvRow, D) * scale;
+          store<f32>(p + (<usize>j << 2), sc);
+          mx = max(mx, sc);
+        }
+        let sum: f32 = 0;
+        for (let j = 0; j < n; j++) {
+          const e = Mathf.exp(load<f32>(p + (<usize>j << 2)) - mx);
+          store<f32>(p + (<usize>j << 2), e);
+          sum += e;
+        }
+        const inv: f32 = 1 / sum;
+        let pdp: f32 = 0;
+        for (let j = 0; j < n; j++) {
+          const pj = load<f32>(p + (<usize>j << 2)) * inv;
+          store<f32>(p + (<usize>j << 2), pj);
+          const d = dot(go, Vc + base + <usize>j * kvRow, D);
+          store<f32>(dp + (<usize>j << 2), d);
+          pdp += pj * d;
+        }
+        for (let j = 0; j < n; j++) {
+          const pj = load<f32>(p + (<usize>j << 2));
+          const ds = pj * (load<f32>(dp + (<usize>j << 2)) - pdp) * scale;
+          const o = base + <usize>j * kvRow;
+          axpy(dQ + qo, ds, Kc + o, D);
+          axpy(dK + o, ds, q, D);
+          axpy(dV + o, pj, go, D);
+        }
+      }
+    }
+  }
+}

@@ -5,5 +5,5 @@
 // the main thread and the worker threads run the same exports on the same shared memory.
 export { gemm, GEMM_SCRATCH, KC } from './gemm';
 export { gemv } from './gemv';
-export { attention } from './attention';
+export { attention, attentionBackward } from './attention';
 export { rmsnorm, swiglu, axpb } from './elementwise';
