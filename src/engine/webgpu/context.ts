@@ -84,6 +84,7 @@ export class GpuContext {
   private pass: GPUComputePassEncoder | null = null;
   private batched = 0;
   private readonly pool: BufferPool;
+  private readonly staging = new BufferPool(16 << 20); // mappable readback buffers
   private deferred: GPUBuffer[] = []; // released while still referenced by unsubmitted work
   private readonly ring: { buffer: GPUBuffer; host: ArrayBuffer }[] = [];
   private ringChunk = 0;
@@ -361,7 +362,8 @@ export class GpuContext {
   async readBuffers(parts: readonly { buffer: GPUBuffer; offset: number; bytes: number }[]): Promise<Uint8Array> {
     this.checkAlive();
     const total = parts.reduce((a, p) => a + p.bytes, 0);
-    const staging = this.createBuffer(Math.max(16, Math.ceil(total / 16) * 16), MAP_READ | COPY_DST, 'readback');
+    const size = BufferPool.bucket(total);
+    const staging = this.staging.take(size) ?? this.createBuffer(size, MAP_READ | COPY_DST, 'readback');
     const enc = this.commandEncoder();
     let at = 0;
     for (const p of parts) {
@@ -370,15 +372,18 @@ export class GpuContext {
       at += n;
     }
     this.flush();
+    let reusable = false;
     try {
-      await this.guard(staging.mapAsync(0x0001 /* GPUMapMode.READ */));
-      await this.throwPending();
+      await this.guard(staging.mapAsync(0x0001 /* GPUMapMode.READ */, 0, Math.ceil(total / 4) * 4 || 4));
       const out = new Uint8Array(total);
-      out.set(new Uint8Array(staging.getMappedRange(), 0, total));
+      out.set(new Uint8Array(staging.getMappedRange(0, Math.ceil(total / 4) * 4 || 4), 0, total));
       staging.unmap();
+      reusable = true;
+      await this.throwPending();
       return out;
     } finally {
-      staging.destroy();
+      if (reusable && !this.disposed) this.staging.put(staging);
+      else staging.destroy();
     }
   }
 
@@ -407,6 +412,7 @@ export class GpuContext {
     this.flush();
     this.disposed = true;
     this.pool.destroy();
+    this.staging.destroy();
     for (const r of this.ring) r.buffer.destroy();
     for (const b of this.constants.values()) b.destroy();
     this.device.destroy();

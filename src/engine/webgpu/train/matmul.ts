@@ -1,50 +1,81 @@
 // Matmul backward: dX = dY W through the (dequantized, possibly row-sharded) weight, and dW += dY^T X
-// for trainable f32 weights. 16x16 output tiles, 16-deep slices staged in workgroup memory.
+// for trainable f32 weights. Both are C (R,C) = A (R,I) . B (I,C) with different loaders: 64x64 output
+// tiles per workgroup of 16x16 threads, each thread a 4x4 register block (rows ty + 16i, cols tx + 16j),
+// 16-deep slices of A and B staged in workgroup memory.
 import type { DType } from '../../backend';
 import { assertShape } from '../../errors';
 import type { GpuContext } from '../context';
 import { weightBuffers, weightStride, weightWgsl } from '../kernels/weights';
 import { type GpuTensor, assertF32 } from '../tensor';
 
-const TS = 16;
+const BT = 64; // output tile edge
+const BK = 16; // inner slice
+
+/** The tiled kernel body around `loadA(r, i)`, `loadB(i, c)` and `store(r, c, v)`. */
+const tiled = (decls: string) => /* wgsl */ `
+${decls}
+var<workgroup> As: array<f32, ${BK * BT}>; // [i][r]
+var<workgroup> Bs: array<f32, ${BK * BT}>; // [i][c]
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u, @builtin(local_invocation_index) li: u32) {
+  let r0 = wg.y * ${BT}u;
+  let c0 = wg.x * ${BT}u;
+  var acc: array<f32, 16>;
+  for (var i0 = 0u; i0 < p.inner; i0 += ${BK}u) {
+    for (var e = 0u; e < 4u; e++) {
+      let idx = li + e * 256u;
+      let r = idx / ${BK}u;
+      let ia = idx % ${BK}u;
+      var a = 0.0;
+      if (r0 + r < p.rows && i0 + ia < p.inner) { a = loadA(r0 + r, i0 + ia); }
+      As[ia * ${BT}u + r] = a;
+      let ib = idx / ${BT}u;
+      let c = idx % ${BT}u;
+      var b = 0.0;
+      if (i0 + ib < p.inner && c0 + c < p.cols) { b = loadB(i0 + ib, c0 + c); }
+      Bs[ib * ${BT}u + c] = b;
+    }
+    workgroupBarrier();
+    for (var i = 0u; i < ${BK}u; i++) {
+      var a: array<f32, 4>;
+      var b: array<f32, 4>;
+      for (var u = 0u; u < 4u; u++) {
+        a[u] = As[i * ${BT}u + lid.y + 16u * u];
+        b[u] = Bs[i * ${BT}u + lid.x + 16u * u];
+      }
+      for (var u = 0u; u < 4u; u++) {
+        for (var v = 0u; v < 4u; v++) { acc[u * 4u + v] += a[u] * b[v]; }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var u = 0u; u < 4u; u++) {
+    for (var v = 0u; v < 4u; v++) {
+      let r = r0 + lid.y + 16u * u;
+      let c = c0 + lid.x + 16u * v;
+      if (r < p.rows && c < p.cols) { store(r, c, acc[u * 4u + v]); }
+    }
+  }
+}`;
 
 const dxKernels = new Map<DType, { code: string }>();
-// dx (M,K) (+)= dy[:, row0:row0+rows] (M,rows) . Wshard (rows,K)
+// dx (M,K) (+)= dy[:, row0:row0+rows] (M,rows) . Wshard (rows,K): rows = M, inner = shard rows, cols = K
 function dxKernel(dtype: DType) {
   let k = dxKernels.get(dtype);
   if (!k) {
     k = {
-      code: /* wgsl */ `
-struct P { m: u32, n: u32, k: u32, row0: u32, rows: u32, stride: u32, acc: u32 }
+      code: tiled(/* wgsl */ `
+struct P { rows: u32, inner: u32, cols: u32, n: u32, row0: u32, stride: u32, acc: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
 @group(0) @binding(2) var<storage, read_write> dx: array<f32>;
 ${weightWgsl(dtype, 3)}
-var<workgroup> ta: array<f32, ${TS * TS}>;
-var<workgroup> tb: array<f32, ${TS * TS}>;
-@compute @workgroup_size(${TS}, ${TS})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let col = wg.x * ${TS}u + lid.x; // k
-  let row = wg.y * ${TS}u + lid.y; // m
-  var s = 0.0;
-  for (var n0 = 0u; n0 < p.rows; n0 += ${TS}u) {
-    let na = n0 + lid.x;
-    var a = 0.0;
-    if (row < p.m && na < p.rows) { a = dy[row * p.n + p.row0 + na]; }
-    ta[lid.y * ${TS}u + lid.x] = a;
-    let nb = n0 + lid.y;
-    var b = 0.0;
-    if (nb < p.rows && col < p.k) { b = wload(nb, col, p.stride); }
-    tb[lid.y * ${TS}u + lid.x] = b;
-    workgroupBarrier();
-    for (var i = 0u; i < ${TS}u; i++) { s += ta[lid.y * ${TS}u + i] * tb[i * ${TS}u + lid.x]; }
-    workgroupBarrier();
-  }
-  if (row < p.m && col < p.k) {
-    let o = row * p.k + col;
-    if (p.acc == 1u) { dx[o] += s; } else { dx[o] = s; }
-  }
-}`,
+fn loadA(m: u32, n: u32) -> f32 { return dy[m * p.n + p.row0 + n]; }
+fn loadB(n: u32, k: u32) -> f32 { return wload(n, k, p.stride); }
+fn store(m: u32, k: u32, v: f32) {
+  let o = m * p.cols + k;
+  if (p.acc == 1u) { dx[o] += v; } else { dx[o] = v; }
+}`),
     };
     dxKernels.set(dtype, k);
   }
@@ -58,43 +89,24 @@ export function matmulBackwardInput(ctx: GpuContext, dy: GpuTensor, w: GpuTensor
   assertShape(dy.shape[dy.shape.length - 1] === N && dy.size % N === 0, `matmulBackwardInput: dy (${dy.shape}) vs W (${N},${K})`);
   const M = dy.size / N;
   const dx = ctx.empty([M, K], 'f32');
-  const grid: [number, number, number] = [Math.ceil(K / TS), Math.ceil(M / TS), 1];
+  const grid: [number, number, number] = [Math.ceil(K / BT), Math.ceil(M / BT), 1];
   w.parts.forEach((part, i) => {
-    ctx.dispatch(dxKernel(w.dtype), [dy.buf, dx.buf, ...weightBuffers(part)], [M, N, K, part.row0, part.rows, weightStride(w), i === 0 ? 0 : 1], grid);
+    ctx.dispatch(dxKernel(w.dtype), [dy.buf, dx.buf, ...weightBuffers(part)], [M, part.rows, K, N, part.row0, weightStride(w), i === 0 ? 0 : 1], grid);
   });
   return dx;
 }
 
-// dw (N,K) += dy^T (N,M) . x (M,K)
+// dw (N,K) += dy^T (N,M) . x (M,K): rows = N, inner = M, cols = K
 const DW = {
-  code: /* wgsl */ `
-struct P { m: u32, n: u32, k: u32 }
+  code: tiled(/* wgsl */ `
+struct P { rows: u32, inner: u32, cols: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read_write> dw: array<f32>;
-var<workgroup> ta: array<f32, ${TS * TS}>;
-var<workgroup> tb: array<f32, ${TS * TS}>;
-@compute @workgroup_size(${TS}, ${TS})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let col = wg.x * ${TS}u + lid.x; // k
-  let row = wg.y * ${TS}u + lid.y; // n
-  var s = 0.0;
-  for (var m0 = 0u; m0 < p.m; m0 += ${TS}u) {
-    let ma = m0 + lid.x;
-    var a = 0.0;
-    if (row < p.n && ma < p.m) { a = dy[ma * p.n + row]; }
-    ta[lid.y * ${TS}u + lid.x] = a;
-    let mb = m0 + lid.y;
-    var b = 0.0;
-    if (mb < p.m && col < p.k) { b = x[mb * p.k + col]; }
-    tb[lid.y * ${TS}u + lid.x] = b;
-    workgroupBarrier();
-    for (var i = 0u; i < ${TS}u; i++) { s += ta[lid.y * ${TS}u + i] * tb[i * ${TS}u + lid.x]; }
-    workgroupBarrier();
-  }
-  if (row < p.n && col < p.k) { dw[row * p.k + col] += s; }
-}`,
+fn loadA(n: u32, m: u32) -> f32 { return dy[m * p.rows + n]; }
+fn loadB(m: u32, k: u32) -> f32 { return x[m * p.cols + k]; }
+fn store(n: u32, k: u32, v: f32) { dw[n * p.cols + k] += v; }`),
 };
 
 /** dy (M,N), x (M,K), dw (N,K) f32: dw += dy^T x */
@@ -103,5 +115,5 @@ export function matmulBackwardWeight(ctx: GpuContext, dy: GpuTensor, x: GpuTenso
   const [N, K] = dw.shape;
   const M = dy.size / N;
   assertShape(Number.isInteger(M) && x.size === M * K, `matmulBackwardWeight: dy (${dy.shape}), x (${x.shape}), dW (${N},${K})`);
-  ctx.dispatch(DW, [dy.buf, x.buf, dw.buf], [M, N, K], [Math.ceil(K / TS), Math.ceil(N / TS), 1]);
+  ctx.dispatch(DW, [dy.buf, x.buf, dw.buf], [N, M, K], [Math.ceil(K / BT), Math.ceil(N / BT), 1]);
 }
