@@ -196,7 +196,10 @@ export class GpuContext {
     return b;
   }
 
-  /** Stage small host data for this batch; returns a binding valid for dispatches recorded before the next flush. */
+  /**
+   * Stage small host data for this batch; returns a binding valid only for dispatches recorded before the
+   * next flush (which dispatch() itself may trigger): stage it again for each dispatch that binds it.
+   */
   inline(data: ArrayBuffer | ArrayBufferView): BufferSlice {
     const bytes =
       data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);

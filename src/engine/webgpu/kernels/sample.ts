@@ -193,8 +193,9 @@ export function sample(ctx: GpuContext, logits: GpuTensor, params: readonly Samp
   // rows per dispatch so that the probability scratch stays within the buffer size limit
   const per = Math.max(1, Math.min(r, Math.floor(ctx.maxBufferBytes / (v * 4))));
   const scratch = ctx.alloc(Math.max(4, per * v * 4), 'sampling scratch');
-  const rows = ctx.inline(host);
-  for (let r0 = 0; r0 < r; r0 += per) ctx.dispatch(SAMPLE, [logits.buf, rows, scratch, tokens.buf, logprobs.buf], [v, r0], [Math.min(per, r - r0)]);
+  // staged per dispatch: a slice from ctx.inline is only valid until the next flush
+  for (let r0 = 0; r0 < r; r0 += per)
+    ctx.dispatch(SAMPLE, [logits.buf, ctx.inline(host), scratch, tokens.buf, logprobs.buf], [v, r0], [Math.min(per, r - r0)]);
   ctx.release(scratch);
   return { tokens, logprobs };
 }
