@@ -12,7 +12,7 @@ export interface TrainingRow {
   role: Role;
   promptId: string;
   rolloutId: string;
-  /** Turn index within the rollout (Act turns and the Rehearse calls of that turn share it). */
+  /** 0-based Act turn within the rollout (the Rehearse rows of that turn's calls share it). */
   turn: number;
   promptTokens: Int32Array;
   responseTokens: Int32Array;

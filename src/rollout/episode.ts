@@ -35,6 +35,7 @@ export interface PendingCall {
 }
 
 export interface FidelityRecord extends StepFidelity {
+  /** 0-based Act turn of the call. */
   turn: number;
   call: ToolCall;
   rehearsed: Observation;
@@ -133,7 +134,7 @@ export class Episode {
       return this.finish('rehearse-invalid');
     }
     this.slots[p.slot].obs = r.observation;
-    this.fidelity.push({ turn: this.turns, call: p.call, rehearsed: r.observation, real: p.shadow, ...compareObservations(r.observation, p.shadow) });
+    this.fidelity.push({ turn: this.turns - 1, call: p.call, rehearsed: r.observation, real: p.shadow, ...compareObservations(r.observation, p.shadow) });
     this.pending = this.pending.filter((x) => x !== p);
     if (this.pending.length === 0) this.closeTurn();
   }

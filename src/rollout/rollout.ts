@@ -176,8 +176,9 @@ export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, 
   const rowsOf = new Map<Episode, number[]>(episodes.map((e) => [e, []]));
   const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
 
-  const addRow = (ep: Episode, role: Role, r: GenerateResult) => {
-    const row = makeRow({ role, promptId: ep.promptId, rolloutId: ep.rolloutId, turn: ep.turns, promptTokens: r.promptTokens, generated: { tokens: r.tokens, logprobs: r.logprobs } });
+  // turn: 0-based index of the Act turn the generation belongs to (its Rehearse rows share it).
+  const addRow = (ep: Episode, role: Role, turn: number, r: GenerateResult) => {
+    const row = makeRow({ role, promptId: ep.promptId, rolloutId: ep.rolloutId, turn, promptTokens: r.promptTokens, generated: { tokens: r.tokens, logprobs: r.logprobs } });
     rowsOf.get(ep)!.push(rows.length);
     rows.push(row);
     stats.generatedTokens += r.tokens.length;
@@ -221,7 +222,7 @@ export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, 
       stats.actGenerations += actOut.length;
       actOut.forEach((r, i) => {
         const ep = actEps[i];
-        addRow(ep, 'act', r);
+        addRow(ep, 'act', ep.turns, r);
         ep.applyAct(fullText(r, ACT_STOP));
       });
 
@@ -250,7 +251,7 @@ export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, 
       stats.rehearseGenerations += rehOut.length;
       rehOut.forEach((r, i) => {
         const { ep, p } = fors[i];
-        addRow(ep, 'rehearse', r);
+        addRow(ep, 'rehearse', ep.turns - 1, r);
         ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
       });
     }

@@ -98,6 +98,7 @@ describe('runRollouts (tiny random model, real retail environment)', () => {
       expect(r.rows).toHaveLength(1);
       const row = b.rows[r.rows[0]];
       expect(row.role).toBe('act');
+      expect(row.turn).toBe(2);
       const assistantAt = r.messages.flatMap((m, i) => (m.role === 'assistant' ? [i] : []));
       const turnMsgs = r.messages.slice(0, assistantAt[2] ?? r.messages.length);
       expect([...row.promptTokens]).toEqual(tok.encode(buildActPrompt(domain.policy, domain.definitions(), turnMsgs)));
@@ -119,6 +120,7 @@ describe('runRollouts (tiny random model, real retail environment)', () => {
     for (const r of b.rollouts) {
       const roles = r.rows.map((i) => b.rows[i].role);
       expect(roles[0]).toBe('rehearse'); // the scripted call of turn 1 was rehearsed by the model
+      expect(b.rows[r.rows[0]].turn).toBe(1);
       // Every rehearsed call is either in the fidelity log or the one that ended the episode.
       expect(roles.filter((x) => x === 'rehearse')).toHaveLength(r.fidelity.length + (r.end === 'rehearse-invalid' ? 1 : 0));
       if (r.end === 'rehearse-invalid') expect(r.reward).toBe(0);
