@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Order, User } from '../../src/env/retail/types';
-import { expectError, expectOk, findOrder, fresh, productOf } from './helpers';
+import { expectError, expectOk, findOrder, fresh, productOf, userOf as userOfOrder } from './helpers';
 
 const ADDR = { address1: '1 Main St', address2: 'Apt 2', city: 'Austin', state: 'TX', country: 'USA', zip: '73301' };
 const user = (env: ReturnType<typeof fresh>, id: string) => expectOk<User>(env, 'get_user_details', { user_id: id });
@@ -141,13 +141,14 @@ describe('modify_pending_order_payment', () => {
   });
   it('errors in check order', () => {
     const env = fresh();
-    const gc = Object.keys(expectOk<User>(env, 'get_user_details', { user_id: creditPending.user_id }).payment_methods).find((k) => k.startsWith('gift_card'))!;
+    // A pending order paid otherwise whose owner's gift card cannot cover it.
+    const poor = findOrder((x, u) => x.status === 'pending' && Object.values(u.payment_methods).some((p) => p.source === 'gift_card' && p.id !== x.payment_history[0].payment_method_id && p.balance < x.payment_history[0].amount));
+    const poorCard = Object.values(userOfOrder(poor).payment_methods).find((p) => p.source === 'gift_card')!.id;
     expectError(env, 'modify_pending_order_payment', { order_id: '#W677982', payment_method_id: 'credit_card_9789590' }, 'Order not found');
     expectError(env, 'modify_pending_order_payment', { order_id: delivered.order_id, payment_method_id: delivered.payment_history[0].payment_method_id }, 'Non-pending order cannot be modified');
     expectError(env, 'modify_pending_order_payment', { order_id: '#W6779827', payment_method_id: 'paypal_0000000' }, 'Payment method not found');
     expectError(env, 'modify_pending_order_payment', { order_id: '#W6779827', payment_method_id: 'gift_card_7219486' }, 'The new payment method should be different from the current one');
-    const poor = creditPending.payment_history[0].amount > balance(expectOk<User>(env, 'get_user_details', { user_id: creditPending.user_id }), gc);
-    if (poor) expectError(env, 'modify_pending_order_payment', { order_id: creditPending.order_id, payment_method_id: gc }, 'Insufficient gift card balance to pay for the order');
+    expectError(env, 'modify_pending_order_payment', { order_id: poor.order_id, payment_method_id: poorCard }, 'Insufficient gift card balance to pay for the order');
     expectOk(env, 'modify_pending_order_payment', { order_id: '#W6779827', payment_method_id: 'credit_card_9789590' });
     expectError(env, 'modify_pending_order_payment', { order_id: '#W6779827', payment_method_id: 'gift_card_7219486' }, 'There should be exactly one payment for a pending order');
   });
@@ -180,7 +181,8 @@ describe('return_delivered_order_items', () => {
   it('errors in check order', () => {
     const env = fresh();
     const a = { order_id: '#W2378156', item_ids: ['1151293680'], payment_method_id: 'credit_card_9513926' };
-    const other = findOrder((x) => x.status === 'delivered' && x.payment_history[0].payment_method_id.startsWith('credit') && findOrder((y) => y.user_id === x.user_id) !== undefined && Object.keys((x as unknown as { user_id: string }).user_id).length > 0 && Object.keys(userPMs(x.user_id)).some((k) => k.startsWith('paypal')));
+    // A delivered order paid by card whose owner also has PayPal (neither original nor a gift card).
+    const other = findOrder((x, u) => x.status === 'delivered' && x.payment_history[0].payment_method_id.startsWith('credit') && Object.keys(u.payment_methods).some((k) => k.startsWith('paypal')));
     expectError(env, 'return_delivered_order_items', { ...a, order_id: 'W2378156' }, 'Order not found');
     expectError(env, 'return_delivered_order_items', { ...a, order_id: creditPending.order_id, payment_method_id: creditPending.payment_history[0].payment_method_id }, 'Non-delivered order cannot be returned');
     expectError(env, 'return_delivered_order_items', { ...a, payment_method_id: 'paypal_1234567' }, 'Payment method not found');
@@ -232,12 +234,18 @@ describe('exchange_delivered_order_items', () => {
     expectError(env, 'exchange_delivered_order_items', { ...a, new_item_ids: ['7747408585'] }, 'Variant not found');
     expectError(env, 'exchange_delivered_order_items', { ...a, new_item_ids: [unavailable] }, `New item ${unavailable} not found or available`);
     expectError(env, 'exchange_delivered_order_items', { ...a, payment_method_id: 'gift_card_0000000' }, 'Payment method not found');
-    const gcOrder = findOrder((x, u) => x.status === 'delivered' && Object.values(u.payment_methods).some((p) => p.source === 'gift_card' && p.balance < 50));
-    const item = gcOrder.items[0];
-    const dearer = Object.values(productOf(item.product_id).variants).find((v) => v.available && v.price - item.price > 50);
-    if (dearer) {
-      const gc = Object.values(userPMs(gcOrder.user_id) as Record<string, { source: string; id: string }>).find((p) => p.source === 'gift_card')!.id;
-      expectError(env, 'exchange_delivered_order_items', { order_id: gcOrder.order_id, item_ids: [item.item_id], new_item_ids: [dearer.item_id], payment_method_id: gc }, 'Insufficient gift card balance to pay for the price difference');
-    }
+    // A delivered order with an item that has a dearer available variant beyond the owner's gift card balance.
+    let dear: { order_id: string; item: string; to: string; gc: string } | undefined;
+    findOrder((x, u) => {
+      const gc = Object.values(u.payment_methods).find((p) => p.source === 'gift_card');
+      if (x.status !== 'delivered' || !gc || gc.source !== 'gift_card') return false;
+      for (const it of x.items) {
+        const v = Object.values(productOf(it.product_id).variants).find((w) => w.available && w.price - it.price > gc.balance);
+        if (v) dear = { order_id: x.order_id, item: it.item_id, to: v.item_id, gc: gc.id };
+        if (v) return true;
+      }
+      return false;
+    });
+    expectError(env, 'exchange_delivered_order_items', { order_id: dear!.order_id, item_ids: [dear!.item], new_item_ids: [dear!.to], payment_method_id: dear!.gc }, 'Insufficient gift card balance to pay for the price difference');
   });
 });
