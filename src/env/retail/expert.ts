@@ -21,7 +21,7 @@ import { rowsFromEpisode } from '../rows';
 import type { Change, PaymentRef, Request, RetailTask } from './intent';
 import type { Order, PaymentMethod, Product, User } from './types';
 
-const money = (x: number) => x.toFixed(2);
+const money = (x: number) => '$' + x.toFixed(2);
 const sameOptions = (a: Record<string, string>, b: Record<string, string>) =>
   Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 
@@ -51,8 +51,8 @@ class Episode {
 }
 
 function describePm(pm: PaymentMethod): string {
-  if (pm.source === 'credit_card') return `the ${pm.brand} card ending in ${pm.last_four}`;
-  return pm.source === 'paypal' ? 'PayPal' : 'the gift card';
+  if (pm.source === 'credit_card') return `your ${pm.brand} card ending in ${pm.last_four}`;
+  return pm.source === 'paypal' ? 'your PayPal account' : 'your gift card';
 }
 
 export function runRetailExpert(task: RetailTask, env: Environment, opts: ExpertOptions = {}): ExpertResult {
@@ -156,7 +156,9 @@ function handle(ep: Episode, userId: string, r: Request): string {
     case 'cancel': {
       if (order.status !== 'pending') {
         if (ep.slip()) ep.call('cancel_pending_order', { order_id: id, reason: r.reason });
-        return `Order ${id} is ${order.status}, so it cannot be cancelled.`;
+        return order.status === 'cancelled'
+          ? `Order ${id} is already cancelled.`
+          : `Order ${id} is ${order.status}, so it can no longer be cancelled; only pending orders can be.`;
       }
       if (r.reason !== 'no longer needed' && r.reason !== 'ordered by mistake') {
         return 'I can only cancel an order when it is no longer needed or was ordered by mistake.';
