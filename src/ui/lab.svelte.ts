@@ -1,0 +1,157 @@
+// The page's view of the policy worker: one comlink proxy, what is loaded, what is running (with its
+// progress and a cancel), and the latest results of each panel.
+import * as Comlink from 'comlink';
+import type {
+  Capabilities, EnvInfo, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView,
+} from '../worker-protocol';
+import { addRun } from './runlog.svelte';
+import { settings } from './settings.svelte';
+
+const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
+const api = Comlink.wrap<PolicyApi>(worker);
+// A shared flag lets cancel reach a worker that is busy in a CPU loop (no message can arrive then).
+const cancelFlag = typeof SharedArrayBuffer !== 'undefined' && crossOriginIsolated ? new SharedArrayBuffer(4) : null;
+
+export const lab = $state({
+  env: null as EnvInfo | null,
+  caps: null as Capabilities | null,
+  model: null as LoadInfo | null,
+  loadError: '',
+  bundledMissing: false,
+  busy: '' as string,
+  progress: null as Progress | null,
+  error: '',
+  rollout: null as RolloutView | null,
+  group: null as GroupView | null,
+  folder: null as FolderInfo | null,
+  pickedFiles: [] as File[],
+});
+
+const onProgress = Comlink.proxy((p: Progress) => {
+  lab.progress = p;
+});
+
+/** Run one worker operation: the page stays live, shows progress, and can cancel it. */
+export async function run<T>(label: string, fn: () => Promise<T>): Promise<T | undefined> {
+  if (lab.busy) return undefined;
+  lab.busy = label;
+  lab.error = '';
+  lab.progress = null;
+  try {
+    return await fn();
+  } catch (e) {
+    const err = e as Error;
+    lab.error = err.name === 'AbortError' ? `${label}: cancelled` : `${label}: ${err.message}`;
+    return undefined;
+  } finally {
+    lab.busy = '';
+    lab.progress = null;
+  }
+}
+
+export function cancel(): void {
+  if (cancelFlag) Atomics.store(new Int32Array(cancelFlag), 0, 1);
+  void api.cancel();
+}
+
+export async function start(): Promise<void> {
+  await run('preparing the environment', async () => {
+    lab.env = await api.init(cancelFlag);
+    lab.caps = await api.capabilities();
+    if (!settings.task || !lab.env.tasks.some((t) => t.id === settings.task)) settings.task = lab.env.tasks[0]?.id ?? '';
+  });
+  const m = settings.model;
+  const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : { kind: 'bundled' };
+  await loadModel(choice);
+  // No bundled model yet (issue 6): the lab still opens, on the untrained random placeholder.
+  if (!lab.model && choice.kind === 'bundled') {
+    lab.bundledMissing = true;
+    await loadModel({ kind: 'random' });
+  }
+}
+
+export async function loadModel(choice: ModelChoice): Promise<void> {
+  lab.loadError = '';
+  const info = await run(`loading the model`, () =>
+    api.load({ model: choice, format: choice.kind === 'random' ? 'f32' : settings.format, backend: settings.backend || undefined, loraRank: settings.rank }, onProgress),
+  );
+  if (info) {
+    lab.model = info;
+    lab.rollout = null;
+    lab.group = null;
+  } else lab.loadError = lab.error;
+}
+
+export async function inspect(files: File[]): Promise<void> {
+  lab.pickedFiles = files;
+  lab.folder = (await run('reading the folder', () => api.inspectFiles(files))) ?? null;
+}
+
+function rolloutReq() {
+  return {
+    taskId: settings.request.trim() ? null : settings.task,
+    request: settings.request,
+    mode: settings.mode,
+    seed: settings.seed,
+    actSource: settings.src,
+    maxNewTokens: settings.maxNew,
+    temperature: settings.temp,
+    maxTurns: settings.turns,
+  };
+}
+
+export async function resetRollout(): Promise<void> {
+  lab.rollout = (await run('starting a rollout', () => api.rolloutStart(rolloutReq()))) ?? null;
+}
+
+export async function step(): Promise<boolean> {
+  if (!lab.rollout) await resetRollout();
+  if (!lab.rollout || lab.rollout.done) return false;
+  const v = await run('stepping', () => api.rolloutStep(onProgress));
+  if (v) lab.rollout = v;
+  if (v?.done) void addRun({ kind: 'stepper', taskId: v.taskId, mode: v.mode, rollouts: [v] });
+  return !!v && !v.done;
+}
+
+export async function runGroup(): Promise<void> {
+  const req = {
+    taskId: settings.task,
+    mode: settings.mode,
+    seed: settings.seed,
+    maxNewTokens: settings.maxNew,
+    temperature: settings.temp,
+    maxTurns: settings.turns,
+    k: settings.k,
+  };
+  const v = await run(`running ${settings.k} rollouts`, () => api.group(req, onProgress));
+  if (v) {
+    lab.group = v;
+    void addRun({ kind: 'group', taskId: v.taskId, mode: v.mode, rollouts: v.rollouts });
+  }
+}
+
+export async function tryGenerate(prompt: string, maxNew: number): Promise<GenView | null> {
+  return (await run('generating', () => api.generate(prompt, maxNew, settings.seed, onProgress))) ?? null;
+}
+
+export async function exportAdapter(): Promise<void> {
+  const files = await run('exporting the adapter', () => api.exportAdapter());
+  if (!files) return;
+  for (const f of files) download(f.name, new Blob([f.bytes as BlobPart]));
+}
+
+export async function importAdapter(files: File[]): Promise<string> {
+  const r = await run('importing the adapter', () => api.importAdapter(files));
+  return r ? `adapter loaded: rank ${r.rank}, alpha ${r.alpha}, targets ${r.targets.join(', ')}` : '';
+}
+
+export function download(name: string, blob: Blob): void {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

@@ -1,0 +1,145 @@
+// Shareable state: every setting a person would want to send to someone else lives in the URL query
+// (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
+import type { ActSource, BackendKind, RolloutMode, WeightFormat } from '../worker-protocol';
+
+export interface Settings {
+  task: string;
+  request: string;
+  mode: RolloutMode;
+  seed: number;
+  src: ActSource;
+  maxNew: number;
+  temp: number;
+  turns: number;
+  k: number;
+  grouping: 'role-wise' | 'pooled';
+  baseline: 'row-weighted' | 'rollout-mean';
+  format: WeightFormat;
+  rank: number;
+  backend: BackendKind | '';
+  model: string;
+  lr: number;
+  steps: number;
+  ttsMode: 'parallel' | 'sequential';
+  ttsN: number;
+}
+
+export const DEFAULTS: Settings = {
+  task: '',
+  request: '',
+  mode: 'rehearse',
+  seed: 1,
+  src: 'policy',
+  maxNew: 24,
+  temp: 1,
+  turns: 6,
+  k: 4,
+  grouping: 'role-wise',
+  baseline: 'row-weighted',
+  format: 'f32',
+  rank: 8,
+  backend: '',
+  model: '',
+  lr: 1e-4,
+  steps: 2,
+  ttsMode: 'parallel',
+  ttsN: 1,
+};
+
+const int = (v: string, lo: number, hi: number, d: number) => {
+  const n = Number.parseInt(v, 10);
+  return Number.isFinite(n) ? Math.min(hi, Math.max(lo, n)) : d;
+};
+const num = (v: string, lo: number, hi: number, d: number) => {
+  const n = Number(v);
+  return Number.isFinite(n) ? Math.min(hi, Math.max(lo, n)) : d;
+};
+const oneOf = <T extends string>(v: string, all: readonly T[], d: T): T => ((all as readonly string[]).includes(v) ? (v as T) : d);
+
+export function parseSettings(query: string): Settings {
+  const q = new URLSearchParams(query);
+  const s: Settings = { ...DEFAULTS };
+  const get = (k: keyof Settings) => q.get(k);
+  for (const key of Object.keys(DEFAULTS) as (keyof Settings)[]) {
+    const v = get(key);
+    if (v === null) continue;
+    switch (key) {
+      case 'task':
+        s.task = /^[\w.-]{1,64}$/.test(v) ? v : '';
+        break;
+      case 'request':
+        s.request = v.slice(0, 2000);
+        break;
+      case 'model':
+        s.model = v.slice(0, 2000);
+        break;
+      case 'mode':
+        s.mode = oneOf(v, ['rehearse', 'real'] as const, DEFAULTS.mode);
+        break;
+      case 'src':
+        s.src = oneOf(v, ['policy', 'expert'] as const, DEFAULTS.src);
+        break;
+      case 'grouping':
+        s.grouping = oneOf(v, ['role-wise', 'pooled'] as const, DEFAULTS.grouping);
+        break;
+      case 'baseline':
+        s.baseline = oneOf(v, ['row-weighted', 'rollout-mean'] as const, DEFAULTS.baseline);
+        break;
+      case 'format':
+        s.format = oneOf(v, ['f32', 'q8', 'q4'] as const, DEFAULTS.format);
+        break;
+      case 'backend':
+        s.backend = oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '');
+        break;
+      case 'ttsMode':
+        s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);
+        break;
+      case 'seed':
+        s.seed = int(v, 0, 2 ** 31 - 1, DEFAULTS.seed);
+        break;
+      case 'maxNew':
+        s.maxNew = int(v, 1, 512, DEFAULTS.maxNew);
+        break;
+      case 'turns':
+        s.turns = int(v, 1, 30, DEFAULTS.turns);
+        break;
+      case 'k':
+        s.k = int(v, 1, 16, DEFAULTS.k);
+        break;
+      case 'rank':
+        s.rank = int(v, 1, 64, DEFAULTS.rank);
+        break;
+      case 'steps':
+        s.steps = int(v, 1, 10000, DEFAULTS.steps);
+        break;
+      case 'ttsN':
+        s.ttsN = int(v, 1, 8, DEFAULTS.ttsN);
+        break;
+      case 'temp':
+        s.temp = num(v, 0, 2, DEFAULTS.temp);
+        break;
+      case 'lr':
+        s.lr = num(v, 1e-8, 1, DEFAULTS.lr);
+        break;
+    }
+  }
+  return s;
+}
+
+/** Only non-default values go in the URL, so a shared link stays short. */
+export function settingsQuery(s: Settings): string {
+  const q = new URLSearchParams();
+  for (const key of Object.keys(DEFAULTS) as (keyof Settings)[]) if (s[key] !== DEFAULTS[key]) q.set(key, String(s[key]));
+  const str = q.toString();
+  return str ? `?${str}` : '';
+}
+
+export const settings: Settings = $state(parseSettings(typeof location === 'undefined' ? '' : location.search));
+
+/** Keep the URL in step with the settings (replaceState: no history entry per keystroke). */
+export function syncUrl(): void {
+  $effect(() => {
+    const q = settingsQuery(settings);
+    if (q !== location.search) history.replaceState(null, '', `${location.pathname}${q}${location.hash}`);
+  });
+}

@@ -1,0 +1,199 @@
+// The one typed protocol between the lab page and the policy worker (workers/policy.worker.ts), spoken
+// through comlink. Everything here is structured-clone data; callbacks cross as comlink.proxy(fn).
+// Strings coming back (model output, tool results, imported files) are untrusted: the page renders
+// them as text only.
+
+export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
+export type WeightFormat = 'f32' | 'q8' | 'q4';
+export type RolloutMode = 'rehearse' | 'real';
+/** Who writes the Act turn: the policy samples it, or the task's scripted expert (teacher-forced, scored by the policy). */
+export type ActSource = 'policy' | 'expert';
+
+export type ModelChoice =
+  | { kind: 'bundled' }
+  | { kind: 'random' }
+  | { kind: 'url'; url: string }
+  | { kind: 'files'; files: File[] };
+
+export interface LoadRequest {
+  model: ModelChoice;
+  format: WeightFormat;
+  /** Force a backend (URL ?backend=); default: webgpu, else cpu-fast, else cpu-ref. */
+  backend?: BackendKind;
+  loraRank: number;
+}
+
+export interface Progress {
+  phase: string;
+  done: number;
+  total: number;
+}
+export type ProgressFn = (p: Progress) => void;
+
+export interface LoadInfo {
+  backend: BackendKind;
+  /** Why this backend (e.g. "no WebGPU adapter: CPU fast path"). */
+  backendNote: string;
+  modelLabel: string;
+  /** True for the random-weight placeholder: the UI says so everywhere it shows output. */
+  untrained: boolean;
+  params: number;
+  format: WeightFormat;
+  layers: number;
+  hidden: number;
+  vocab: number;
+  contextLength: number;
+  loraRank: number;
+  loadMs: number;
+}
+
+/** What a picked model folder holds, read before any weight is loaded. */
+export interface FolderInfo {
+  files: { name: string; bytes: number }[];
+  totalBytes: number;
+  params: number | null;
+  /** Estimated memory of the weights after load, per format. */
+  memoryBytes: Record<WeightFormat, number> | null;
+  problems: string[];
+}
+
+export interface TaskSummary {
+  id: string;
+  family: string;
+  split: 'train' | 'test';
+  request: string;
+  checklist: string[];
+}
+
+export interface EnvInfo {
+  domain: string;
+  tools: number;
+  tasks: TaskSummary[];
+}
+
+/** One generated token with its log-probability under the sampling distribution. */
+export interface TokenLp {
+  text: string;
+  lp: number;
+}
+
+export interface GenView {
+  source: ActSource | 'policy';
+  /** The exact prompt text the role saw (chat-rendered). */
+  prompt: string;
+  promptTokens: number;
+  text: string;
+  tokens: TokenLp[];
+  ms: number;
+}
+
+export interface FidelityView {
+  exact: boolean;
+  f1: number;
+  errorAgree: boolean;
+}
+
+export interface CallView {
+  /** The call as written (JSON), or the parse error. */
+  call: string;
+  name: string;
+  /** Rehearse mode: the policy playing the environment for this call. */
+  rehearse: GenView | null;
+  /** The rehearsed observation as parsed, or why it could not be. */
+  rehearsed: string | null;
+  rehearseError: string | null;
+  /** What the real environment returns for the same call (the shadow environment in rehearse mode). */
+  real: string;
+  fidelity: FidelityView | null;
+}
+
+export interface TurnView {
+  index: number;
+  act: GenView;
+  calls: CallView[];
+  /** The reply that ends the episode, if this turn wrote one. */
+  reply: string | null;
+}
+
+export interface RewardView {
+  value: number;
+  kind: 'checklist judge' | 'real environment' | 'none';
+  items: { label: string; satisfied: boolean }[];
+  note: string;
+}
+
+export interface RolloutView {
+  taskId: string | null;
+  request: string;
+  mode: RolloutMode;
+  seed: number;
+  turns: TurnView[];
+  done: boolean;
+  endReason: string | null;
+  reward: RewardView | null;
+  fidelity: { steps: number; exact: number; f1: number; errorAgree: number } | null;
+}
+
+export interface RolloutRequest {
+  taskId: string | null;
+  /** Used when taskId is null: a typed user request (no checklist, no reward). */
+  request: string;
+  mode: RolloutMode;
+  seed: number;
+  actSource: ActSource;
+  maxNewTokens: number;
+  temperature: number;
+  maxTurns: number;
+}
+
+export interface GroupRow {
+  rollout: number;
+  reward: number;
+  passed: string[];
+  failed: string[];
+  actRows: number;
+  rehearseRows: number;
+  endReason: string;
+  turns: number;
+}
+
+export interface GroupView {
+  taskId: string;
+  mode: RolloutMode;
+  k: number;
+  /** One per rollout; the page groups their rows into baselines and advantages (src/rl/advantage.ts). */
+  rows: GroupRow[];
+  rollouts: RolloutView[];
+}
+
+export interface GroupRequest extends Omit<RolloutRequest, 'taskId' | 'request' | 'actSource'> {
+  taskId: string;
+  k: number;
+}
+
+/** A capability that has not landed in the engine yet: the panel shows `why` instead of controls. */
+export interface Capabilities {
+  train: string | null;
+  tts: string | null;
+}
+
+export interface NamedFile {
+  name: string;
+  bytes: Uint8Array;
+}
+
+export interface PolicyApi {
+  /** Fetch the environment data; list tasks. Safe to call before a model is loaded. */
+  init(cancelFlag: SharedArrayBuffer | null): Promise<EnvInfo>;
+  capabilities(): Promise<Capabilities>;
+  inspectFiles(files: File[]): Promise<FolderInfo>;
+  load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo>;
+  generate(prompt: string, maxNewTokens: number, seed: number, onProgress: ProgressFn): Promise<GenView>;
+  rolloutStart(req: RolloutRequest): Promise<RolloutView>;
+  rolloutStep(onProgress: ProgressFn): Promise<RolloutView>;
+  group(req: GroupRequest, onProgress: ProgressFn): Promise<GroupView>;
+  exportAdapter(): Promise<NamedFile[]>;
+  importAdapter(files: File[]): Promise<{ rank: number; alpha: number; targets: string[] }>;
+  /** Aborts the running operation (it rejects with an AbortError). */
+  cancel(): void;
+}

@@ -1,0 +1,23 @@
+// The policy worker: owns the GPUDevice (or the CPU backend) and the model, so the page never blocks.
+// Its API is PolicyApi (src/worker-protocol.ts), exposed through comlink.
+import * as Comlink from 'comlink';
+import type { PolicyApi } from '../src/worker-protocol';
+import { Lab } from './lab/lab';
+
+const lab = new Lab();
+
+const api: PolicyApi = {
+  init: (flag) => lab.init(flag),
+  capabilities: async () => lab.capabilities(),
+  inspectFiles: (files) => lab.inspectFiles(files),
+  load: (req, onProgress) => lab.load(req, onProgress),
+  generate: (prompt, maxNew, seed, onProgress) => lab.generate(prompt, maxNew, seed, onProgress),
+  rolloutStart: (req) => lab.rolloutStart(req),
+  rolloutStep: (onProgress) => lab.rolloutStep(onProgress),
+  group: (req, onProgress) => lab.group(req, onProgress),
+  exportAdapter: () => lab.exportAdapter(),
+  importAdapter: (files) => lab.importAdapter(files),
+  cancel: () => lab.cancel(),
+};
+
+Comlink.expose(api);
