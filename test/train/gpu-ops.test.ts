@@ -35,7 +35,7 @@ describe.skipIf(!run)('WGSL training kernels vs CPU reference', () => {
     near(await gpu.read(f(gpu, 1)), await cpu.read(f(cpu, 0)), what, tol);
 
   it('matmul dX through f32 / q8 / q4 weights, and dW accumulation', async () => {
-    for (const [M, K, N] of [[1, 5, 3], [7, 37, 19], [33, 64, 17]]) {
+    for (const [M, K, N] of [[1, 5, 3], [7, 37, 19], [70, 130, 67]]) {
       const w = randn(N * K, N + K);
       const dy = on(randn(M * N, M), [M, N]);
       const x = on(randn(M * K, K), [M, K]);
@@ -49,6 +49,22 @@ describe.skipIf(!run)('WGSL training kernels vs CPU reference', () => {
         ops(b).matmulBackwardWeight(dy[i], x[i], dw);
         return dw;
       }, `dW (${M},${K},${N})`);
+    }
+  });
+
+  it('matmul dX through a q4 weight sharded by rows (several buffers)', async () => {
+    const small = await gpuBackend({ maxBufferBytes: 1024 });
+    try {
+      const [M, K, N] = [5, 64, 41];
+      const w = randn(N * K, 7);
+      const W = small.uploadQuantized(quantize(w, N, K, 'q4'));
+      expect((W as unknown as { parts: unknown[] }).parts.length).toBeGreaterThan(1);
+      const dy = randn(M * N, 8);
+      const got = await small.read(trainOps(small).matmulBackwardInput(small.tensor(dy, [M, N]), W));
+      const want = await cpu.read(trainOps(cpu).matmulBackwardInput(cpu.tensor(dy, [M, N]), cpu.uploadQuantized(quantize(w, N, K, 'q4'))));
+      near(got, want, 'sharded dX');
+    } finally {
+      small.dispose();
     }
   });
 
