@@ -16,7 +16,7 @@ import { readTensor, uploadDense, uploadQuantized, writeTensor, zerosTensor } fr
 import { type GpuTensor, asGpu } from './tensor';
 
 export interface WebGpuBackendOptions extends GpuContextOptions {
-  /** Matmul kernel version ('auto' = gemv for M <= 8, tiled otherwise). */
+  /** Matmul kernel version ('auto' = gemv for M <= 16, tiled otherwise). */
   matmul?: MatmulVersion;
 }
 
