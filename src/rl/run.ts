@@ -1,0 +1,288 @@
+// A Role-Wise GRPO training run: steps of (sample prompts, K rollouts each, one GRPO update), evaluation
+// on held-out tasks in the real environment every N steps, checkpoints and exact resume, and JSONL logs.
+//
+// Exact resume: everything a step depends on is either derived from (seed, step) (the sampling seeds) or
+// saved in the checkpoint (adapters as F32 PEFT files, AdamW moments and step, the task-sampling RNG
+// state), so a run resumed from a checkpoint continues bit for bit like the uninterrupted run on the same
+// backend. A checkpoint is a folder ckpt/<step>/; run.json is written last and names it, so an
+// interrupted checkpoint is never half-loaded. Logs are append-only: after a resume, a step may appear
+// twice in metrics.jsonl (the last occurrence wins).
+import { hash32, Rng } from '../engine/rng';
+import type { Task } from '../env/domain';
+import { createLoraAdapter, type LoraAdapter, type LoraTarget } from '../model/lora';
+import { adapterToPeftFiles, loadPeftAdapter } from '../model/peft';
+import type { Qwen3Model } from '../model/qwen3';
+import { MemorySource } from '../model/source';
+import type { Tokenizer } from '../model/tokenizer';
+import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
+import { summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
+import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutMode } from '../rollout/rollout';
+import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
+import { Trainer } from '../train/trainer';
+import type { Baseline, GroupMode } from './advantage';
+import { grpoUpdate } from './grpo';
+import type { RunStore } from './store';
+
+export interface GrpoRunConfig {
+  mode: RolloutMode;
+  groups?: GroupMode;
+  baseline?: Baseline;
+  steps: number;
+  promptsPerStep: number;
+  k: number;
+  seed: number;
+  limits: RolloutLimits;
+  temperature?: number;
+  rehearsePrompt?: RehearsePromptOptions;
+  kvReuse?: boolean;
+  lora: { rank: number; alpha: number; targets?: LoraTarget[] };
+  lr: number;
+  /** Linear warmup then cosine decay over `steps` when > 0; constant lr when 0 (default). */
+  warmupSteps?: number;
+  weightDecay?: number;
+  maxGradNorm?: number;
+  clipEps?: number;
+  dualClip?: number;
+  klCoef?: number;
+  maxBatchTokens?: number;
+  /** Evaluate every N steps (and after the last); 0 = never. */
+  evalEvery?: number;
+  /** Also measure rehearsal fidelity on the eval tasks' reference calls (token budget per rehearsal). */
+  evalFidelityTokens?: number;
+  /** Checkpoint every N steps (and after the last). Default 1. */
+  checkpointEvery?: number;
+}
+
+/** Things a run needs that are not configuration (functions, signals). */
+export interface RunHooks {
+  reward?: RolloutConfig['reward'];
+  onStep?: (m: StepMetrics) => void;
+  signal?: AbortSignal;
+}
+
+export interface StepMetrics {
+  step: number;
+  tasks: string[];
+  rollouts: RolloutSummary;
+  updates: { target: string; rows: number; loss: number; clipFrac: number; kl: number; gradNorm: number; tokens: number; applied: boolean; lr: number }[];
+  advantage: { groups: number; meanAbs: number };
+  wallMs: number;
+}
+
+export interface EvalMetrics {
+  step: number;
+  success: number;
+  meanReward: number;
+  toolPrecision: number;
+  toolRecall: number;
+  ends: RolloutSummary['ends'];
+  fidelity?: { exact: number; f1: number; errorAgree: number; invalid: number; steps: number };
+}
+
+interface RunState {
+  version: 1;
+  config: GrpoRunConfig;
+  /** Completed steps. */
+  step: number;
+  rng: { seed: number; step: number };
+  checkpoint: string | null;
+}
+
+export class RunConfigError extends Error {
+  override readonly name = 'RunConfigError';
+}
+
+const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o, null, 1));
+const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as unknown;
+
+function checkConfig(c: GrpoRunConfig): void {
+  const posInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
+  if (!posInt(c.steps) || !posInt(c.promptsPerStep) || !posInt(c.k)) throw new RunConfigError('steps, promptsPerStep and k must be positive integers');
+  if (!(c.lr > 0)) throw new RunConfigError(`lr must be > 0, got ${c.lr}`);
+  if (!posInt(c.lora?.rank) || !(c.lora.alpha > 0)) throw new RunConfigError('lora.rank must be a positive integer and lora.alpha > 0');
+}
+
+export class GrpoRun {
+  private constructor(
+    readonly model: Qwen3Model,
+    readonly tokenizer: Tokenizer,
+    readonly domain: RolloutDomain,
+    readonly trainTasks: readonly Task[],
+    readonly evalTasks: readonly Task[],
+    readonly store: RunStore,
+    private state: RunState,
+    /** The adapter Act samples with; in rehearse mode the shared one. */
+    readonly actAdapter: LoraAdapter,
+    /** per-role only. */
+    readonly rehearseAdapter: LoraAdapter | null,
+    private readonly trainers: { act: Trainer; rehearse?: Trainer },
+    private rng: Rng,
+    private readonly hooks: RunHooks,
+  ) {}
+
+  get config(): GrpoRunConfig {
+    return this.state.config;
+  }
+  get step(): number {
+    return this.state.step;
+  }
+  get done(): boolean {
+    return this.state.step >= this.state.config.steps;
+  }
+
+  /**
+   * Opens the run in `store`: resumes from its last checkpoint if run.json exists (its saved config wins),
+   * else starts a fresh run with `config` (adapters initialised from the seed).
+   */
+  static async open(
+    model: Qwen3Model,
+    tokenizer: Tokenizer,
+    domain: RolloutDomain,
+    tasks: { train: readonly Task[]; eval?: readonly Task[] },
+    store: RunStore,
+    config: GrpoRunConfig,
+    hooks: RunHooks = {},
+  ): Promise<GrpoRun> {
+    if (tasks.train.length === 0) throw new RunConfigError('no training tasks');
+    const saved = await store.read('run.json');
+    const state: RunState = saved
+      ? (dec(saved) as RunState)
+      : { version: 1, config, step: 0, rng: { seed: hash32(config.seed ^ 0x5eed), step: 0 }, checkpoint: null };
+    checkConfig(state.config);
+    const c = state.config;
+    const b = model.backend;
+    const fresh = (name: string, seed: number) => createLoraAdapter(b, model.config, { name, rank: c.lora.rank, alpha: c.lora.alpha, targets: c.lora.targets, seed });
+    const load = async (dir: string, name: string) => {
+      const files = new Map<string, Uint8Array>();
+      for (const f of ['adapter_config.json', 'adapter_model.safetensors']) {
+        const bytes = await store.read(`${dir}/${f}`);
+        if (!bytes) throw new RunConfigError(`checkpoint file ${dir}/${f} is missing`);
+        files.set(f, bytes);
+      }
+      return loadPeftAdapter(b, model.config, new MemorySource(files), name);
+    };
+    const ck = state.checkpoint;
+    const perRole = c.mode === 'per-role';
+    const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', hash32(c.seed ^ 0xac7));
+    const reh = perRole ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', hash32(c.seed ^ 0x4e4))) : null;
+    const schedule =
+      (c.warmupSteps ?? 0) > 0
+        ? { kind: 'warmup-cosine' as const, lr: c.lr, warmupSteps: c.warmupSteps!, totalSteps: c.steps }
+        : { kind: 'constant' as const, lr: c.lr };
+    const trainer = (a: LoraAdapter) =>
+      new Trainer(model, {
+        mode: 'lora',
+        adapter: a,
+        schedule,
+        weightDecay: c.weightDecay ?? 0,
+        maxGradNorm: c.maxGradNorm ?? 1,
+        loss: { kind: 'grpo', clipEps: c.clipEps ?? 0.2, dualClip: c.dualClip ?? 3, klCoef: c.klCoef ?? 0 },
+      });
+    const trainers = { act: trainer(act), ...(reh ? { rehearse: trainer(reh) } : {}) };
+    if (ck) {
+      for (const [t, f] of [[trainers.act, 'optimizer.safetensors'], [trainers.rehearse, 'optimizer-rehearse.safetensors']] as const) {
+        if (!t) continue;
+        const bytes = await store.read(`${ck}/${f}`);
+        if (!bytes) throw new RunConfigError(`checkpoint file ${ck}/${f} is missing`);
+        t.loadOptimizerState(bytes, f);
+      }
+    }
+    return new GrpoRun(model, tokenizer, domain, tasks.train, tasks.eval ?? [], store, state, act, reh, trainers, Rng.restore(state.rng), hooks);
+  }
+
+  /** Distinct training tasks for one step (with replacement across steps). */
+  private sampleTasks(): Task[] {
+    const n = this.trainTasks.length;
+    const picked = new Set<number>();
+    const want = Math.min(this.config.promptsPerStep, n);
+    while (picked.size < want) picked.add(this.rng.int(n));
+    return [...picked].map((i) => this.trainTasks[i]);
+  }
+
+  /** One GRPO step: rollouts, update, logs; checkpoint and evaluation when due. */
+  async trainStep(): Promise<StepMetrics> {
+    if (this.done) throw new RunConfigError(`the run is finished (${this.state.step}/${this.config.steps} steps)`);
+    const t0 = performance.now();
+    const c = this.config;
+    const step = this.state.step + 1;
+    const tasks = this.sampleTasks();
+    const batch = await runRollouts(
+      { model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter, ...(this.rehearseAdapter ? { rehearseAdapter: this.rehearseAdapter } : {}) },
+      this.domain,
+      tasks,
+      {
+        mode: c.mode, k: c.k, seed: hash32(c.seed ^ Math.imul(step, 0x9e3779b9)), limits: c.limits, temperature: c.temperature,
+        rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, signal: this.hooks.signal,
+      },
+    );
+    const upd = await grpoUpdate(this.trainers, batch, c.mode, {
+      groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0,
+    });
+    const adv = upd.advantages.advantage.filter((a): a is number => a !== null);
+    const metrics: StepMetrics = {
+      step,
+      tasks: tasks.map((t) => t.id),
+      rollouts: summarizeRollouts(batch, (id) => tasks.find((t) => t.id === id)?.referenceActions ?? []),
+      updates: upd.steps.map((s) => ({
+        target: s.target, rows: s.rows, loss: s.report.loss, clipFrac: s.report.clipFrac, kl: s.report.kl,
+        gradNorm: s.report.gradNorm, tokens: s.report.tokens, applied: s.report.applied, lr: s.report.lr,
+      })),
+      advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0 },
+      wallMs: performance.now() - t0,
+    };
+    this.state.step = step;
+    this.state.rng = this.rng.state;
+    await this.store.append('metrics.jsonl', JSON.stringify(metrics));
+    for (const r of batch.rollouts) {
+      await this.store.append('rollouts.jsonl', JSON.stringify({ step, ...r, rows: undefined, fidelity: r.fidelity.map(({ call, exact, f1, errorAgree, turn }) => ({ turn, call: call.name, exact, f1, errorAgree })) }));
+    }
+    const every = c.checkpointEvery ?? 1;
+    if (step % every === 0 || this.done) await this.checkpoint();
+    if ((c.evalEvery ?? 0) > 0 && this.evalTasks.length > 0 && (step % c.evalEvery! === 0 || this.done)) await this.evaluate();
+    this.hooks.onStep?.(metrics);
+    return metrics;
+  }
+
+  async checkpoint(): Promise<void> {
+    const dir = `ckpt/${this.state.step}`;
+    const b = this.model.backend;
+    for (const [a, sub] of [[this.actAdapter, 'adapter'], [this.rehearseAdapter, 'adapter-rehearse']] as const) {
+      if (!a) continue;
+      for (const [name, bytes] of await adapterToPeftFiles(b, a)) await this.store.write(`${dir}/${sub}/${name}`, bytes);
+    }
+    await this.store.write(`${dir}/optimizer.safetensors`, await this.trainers.act.saveOptimizerState());
+    if (this.trainers.rehearse) await this.store.write(`${dir}/optimizer-rehearse.safetensors`, await this.trainers.rehearse.saveOptimizerState());
+    this.state.checkpoint = dir;
+    await this.store.write('run.json', enc(this.state));
+  }
+
+  /** Held-out tasks in the real environment (greedy, one rollout each), plus optional rehearsal fidelity. */
+  async evaluate(): Promise<EvalMetrics> {
+    const c = this.config;
+    const batch = await runRollouts({ model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter }, this.domain, this.evalTasks, {
+      mode: 'real', k: 1, seed: c.seed, limits: c.limits, temperature: 0, kvReuse: c.kvReuse, signal: this.hooks.signal,
+    });
+    const s = summarizeRollouts(batch, (id) => this.evalTasks.find((t) => t.id === id)?.referenceActions ?? []);
+    const m: EvalMetrics = { step: this.state.step, success: s.success, meanReward: s.meanReward, toolPrecision: s.toolPrecision, toolRecall: s.toolRecall, ends: s.ends };
+    if (c.evalFidelityTokens) {
+      const f = await evalRehearsalFidelity(this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, this.evalTasks, {
+        maxRehearseTokens: c.evalFidelityTokens, rehearsePrompt: c.rehearsePrompt, maxContext: c.limits.maxContext, signal: this.hooks.signal,
+      });
+      m.fidelity = { exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, steps: f.summary.steps };
+    }
+    await this.store.append('eval.jsonl', JSON.stringify(m));
+    return m;
+  }
+
+  /** Runs the remaining steps. */
+  async run(): Promise<void> {
+    while (!this.done) await this.trainStep();
+  }
+
+  free(): void {
+    this.trainers.act.free();
+    this.trainers.rehearse?.free();
+    this.actAdapter.free(this.model.backend);
+    this.rehearseAdapter?.free(this.model.backend);
+  }
+}
