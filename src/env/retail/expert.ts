@@ -19,6 +19,7 @@ import type { ExpertOptions, ExpertResult, Observation, Step } from '../domain';
 import type { Environment } from '../env';
 import { rowsFromEpisode } from '../rows';
 import type { Change, PaymentRef, Request, RetailTask } from './intent';
+import { TRANSFER_MESSAGE } from './intent';
 import type { Order, PaymentMethod, Product, User } from './types';
 
 const money = (x: number) => '$' + x.toFixed(2);
@@ -142,6 +143,20 @@ function handle(ep: Episode, userId: string, r: Request): string {
     return o.ok ? `Your default address is now ${r.address.address1}, ${r.address.city}.` : `I could not update your address (${o.error}).`;
   }
   if (r.kind === 'product_price') return productPrice(ep, r.productName, r.options);
+  if (r.kind === 'transfer') {
+    ep.call('transfer_to_human_agents', { summary: `The user asks for a human agent about ${r.topic}.` });
+    return TRANSFER_MESSAGE;
+  }
+  if (r.kind === 'order_total') {
+    const amounts: number[] = [];
+    for (const ref of r.orderRefs) {
+      const { id, order } = fetchOrder(ep, ref);
+      if (!order || order.user_id !== userId) return `I could not find order ${id} on your account.`;
+      amounts.push(order.payment_history[0].amount);
+    }
+    const sum = ep.call('calculate', { expression: amounts.join(' + ') });
+    return sum.ok ? `Together the two orders cost ${money(Number(sum.result))}.` : 'I could not add up the totals.';
+  }
   const { id, order } = fetchOrder(ep, r.orderRef);
   if (!order) {
     const u = userDetails(ep, userId);

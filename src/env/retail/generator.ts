@@ -12,6 +12,7 @@ import type { ChecklistItem, ToolCall } from '../domain';
 import { pyRound2 } from '../json';
 import type { BaseData } from '../store';
 import type { Auth, Change, Family, PaymentRef, Request, RetailIntent, RetailTask } from './intent';
+import { TRANSFER_MESSAGE } from './intent';
 import { userMessage } from './phrasing';
 import { RETAIL_WRITE_TOOLS } from './tools';
 import type { Address, Order, PaymentMethod, Product, User } from './types';
@@ -26,6 +27,8 @@ export const FAMILY_WEIGHTS: Readonly<Record<Family, number>> = {
   order_payment: 4,
   user_address: 2,
   product_price: 1,
+  order_total: 2,
+  transfer: 1,
   refuse_cancel_status: 2,
   refuse_cancel_reason: 1,
   refuse_return_status: 2,
@@ -35,6 +38,7 @@ export const FAMILY_WEIGHTS: Readonly<Record<Family, number>> = {
 };
 
 export const CANCEL_REASONS = ['no longer needed', 'ordered by mistake'] as const;
+const TOPICS = ['a billing dispute', 'a warranty claim', 'a damaged package', 'my loyalty points'];
 const BAD_REASONS = ['I found it cheaper elsewhere', 'the delivery is taking too long', 'I changed my mind about the color'];
 const STREETS = ['Oak Street', 'Maple Avenue', 'Cedar Lane', 'Pine Road', 'Elm Court', 'Birch Way', 'Willow Drive', 'Lakeview Blvd'];
 const CITIES: [string, string, string][] = [
@@ -139,7 +143,8 @@ export class RetailTaskGenerator {
     const facts = [...new Set(built.flatMap((b) => b.facts))];
     const checklist: ChecklistItem[] = referenceActions
       .filter((a) => !failing.includes(a))
-      .map((a) => ({ kind: 'call', name: a.name, args: a.arguments, weight: isWrite(a.name) ? 2 : 1 }));
+      // Free-text arguments (a summary, an expression) are not required verbatim: the name is the item.
+      .map((a) => ({ kind: 'call', name: a.name, args: FREE_TEXT_TOOLS.has(a.name) ? {} : a.arguments, weight: isWrite(a.name) ? 2 : 1 }));
     checklist.push({ kind: 'no_forbidden_writes', weight: 2 });
     for (const f of facts) checklist.push({ kind: 'fact', text: f, weight: 1 });
     return {
@@ -355,6 +360,25 @@ export class RetailTaskGenerator {
           facts: [money(v.price)],
         };
       }
+      case 'order_total': {
+        need(mine.length >= 2);
+        const a = pick(rng, mine);
+        const b = pick(rng, mine.filter((o) => o !== a));
+        const [x, y] = [a.payment_history[0].amount, b.payment_history[0].amount];
+        return {
+          request: { kind: 'order_total', orderRefs: [this.orderRef(rng, a.order_id), this.orderRef(rng, b.order_id)] },
+          actions: [details(a.order_id), details(b.order_id), { name: 'calculate', arguments: { expression: `${x} + ${y}` } }],
+          facts: [money(pyRound2(x + y))],
+        };
+      }
+      case 'transfer': {
+        const topic = pick(rng, TOPICS);
+        return {
+          request: { kind: 'transfer', topic },
+          actions: [{ name: 'transfer_to_human_agents', arguments: { summary: `The user asks for a human agent about ${topic}.` } }],
+          facts: [TRANSFER_MESSAGE],
+        };
+      }
       case 'refuse_other_user': {
         const others = this.users.filter((x) => x.user_id !== u.user_id && x.orders.length > 0);
         const other = pick(rng, others);
@@ -383,3 +407,4 @@ export class RetailTaskGenerator {
 }
 
 const isWrite = (n: string) => RETAIL_WRITE_TOOLS.has(n);
+const FREE_TEXT_TOOLS = new Set(['transfer_to_human_agents', 'calculate']);

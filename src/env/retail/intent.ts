@@ -3,6 +3,9 @@
 // and finds everything else (user id, item ids, variant ids, payment methods, amounts) through tool calls.
 // The expert never sees the reference actions or the facts.
 
+/** The message policy requires after a transfer to a human agent. */
+export const TRANSFER_MESSAGE = 'YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.';
+
 import type { Task } from '../domain';
 import type { Address } from './types';
 
@@ -39,7 +42,9 @@ export type Request =
   | { kind: 'order_address'; orderRef: string; address: Address }
   | { kind: 'order_payment'; orderRef: string; payment: PaymentRef }
   | { kind: 'user_address'; address: Address }
-  | { kind: 'product_price'; productName: string; options: Record<string, string> };
+  | { kind: 'product_price'; productName: string; options: Record<string, string> }
+  | { kind: 'order_total'; orderRefs: [string, string] }
+  | { kind: 'transfer'; topic: string };
 
 export interface RetailIntent {
   auth: Auth;
@@ -56,6 +61,8 @@ export type Family =
   | 'order_payment'
   | 'user_address'
   | 'product_price'
+  | 'order_total'
+  | 'transfer'
   | 'refuse_cancel_status'
   | 'refuse_cancel_reason'
   | 'refuse_return_status'

@@ -120,6 +120,13 @@ function requestText(rng: Rng, r: Request): string {
         `Please update my default address to ${addressText(r.address)}.`,
         `I moved; my new address is ${addressText(r.address)}. Update my profile please.`,
       ]);
+    case 'order_total':
+      return pick(rng, [
+        `How much did I pay for ${orderText(rng, r.orderRefs[0])} and ${orderText(rng, r.orderRefs[1])} together?`,
+        `What is the combined total of orders ${r.orderRefs[0]} and ${r.orderRefs[1]}?`,
+      ]);
+    case 'transfer':
+      return pick(rng, [`I want to talk to a human agent about ${r.topic}.`, `Please transfer me to a real person, it's about ${r.topic}.`]);
     case 'product_price':
       return pick(rng, [
         `How much is the ${r.productName} with ${optionsText(r.options)}, and is it available?`,
@@ -130,7 +137,7 @@ function requestText(rng: Rng, r: Request): string {
 
 /** The opening user message for an intent. Writes carry explicit consent (one-message episodes). */
 export function userMessage(rng: Rng, intent: RetailIntent): string {
-  const writes = intent.requests.some((r) => r.kind !== 'status' && r.kind !== 'product_price');
+  const writes = intent.requests.some((r) => !['status', 'product_price', 'order_total', 'transfer'].includes(r.kind));
   const parts = [pick(rng, GREET), authText(rng, intent.auth)];
   const reqs = intent.requests.map((r) => requestText(rng, r));
   const lower = (t: string) => (/^I\b/.test(t) ? t : t[0].toLowerCase() + t.slice(1));
