@@ -264,3 +264,28 @@ describe('property: random and adversarial calls', () => {
     );
   });
 });
+
+describe('property: round trips', () => {
+  const jsonObj = fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 });
+  it('parse(formatCall(c)) returns c (values as JSON would carry them)', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 30 }), jsonObj, (name, args) => {
+        const c = { name, arguments: JSON.parse(JSON.stringify(args)) as Record<string, unknown> };
+        const r = parse(formatCall(c));
+        if (name.includes('</tool_call>') || name.includes('<think>') || JSON.stringify(args).includes('</tool_call>') || JSON.stringify(args).includes('<think>')) return;
+        expect(r.calls).toEqual([c]);
+        expect(r.errors).toEqual([]);
+      }),
+      { numRuns: 200, seed: 11 },
+    );
+  });
+  it('parseObservation(formatObservation(o)) returns o', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.jsonValue({ maxDepth: 3 }).map((result) => ({ ok: true as const, name: 't', result: JSON.parse(JSON.stringify(result)) as unknown })), fc.string().map((error) => ({ ok: false as const, name: 't', error, code: 'tool' as const }))), (o) => {
+        if (JSON.stringify(o).includes('</execution_result>') || JSON.stringify(o).includes('<think>')) return;
+        expect(parseObservation(formatObservation(o), 't')).toEqual(o);
+      }),
+      { numRuns: 200, seed: 12 },
+    );
+  });
+});
