@@ -99,6 +99,30 @@ async function timeOurs(model: Qwen3Model, mc: ModelCase, warmup = true): Promis
   return { prefill, decode };
 }
 
+/** Decode throughput of B sequences stepping together (the K rollouts of a prompt), tokens/s over all. */
+async function timeBatchedDecode(model: Qwen3Model, B: number, prompt: number, steps: number): Promise<number> {
+  const b = model.backend;
+  const cache = new KvCache(model, B, prompt + steps + 1);
+  const ids = promptIds(B * prompt, model.config.vocabSize);
+  const slot = Int32Array.from(ids, (_, i) => Math.floor(i / prompt));
+  const pos = Int32Array.from(ids, (_, i) => i % prompt);
+  const last = Int32Array.from({ length: B }, (_, s) => s * prompt + prompt - 1);
+  const params = Array.from({ length: B }, (_, s) => ({ temperature: 0, topP: 1, seed: s, step: 0 }));
+  const step = async (r: ReturnType<typeof forward>) => {
+    const smp = b.sample(r.logits, params);
+    const toks = (await b.read(smp.tokens)) as Int32Array;
+    for (const t of [r.logits, smp.tokens, smp.logprobs]) b.free(t);
+    return toks;
+  };
+  let toks = await step(forward(model, cache, { ids, slot, pos }, { logitRows: last }));
+  const slots = Int32Array.from({ length: B }, (_, s) => s);
+  const t0 = performance.now();
+  for (let i = 0; i < steps; i++) toks = await step(forward(model, cache, { ids: toks, slot: slots, pos: new Int32Array(B).fill(prompt + i) }));
+  const rate = (B * steps) / ((performance.now() - t0) / 1000);
+  cache.free();
+  return rate;
+}
+
 async function timeOrt(bytes: Uint8Array, mc: ModelCase): Promise<{ prefill: number; decode: number }> {
   const c = mc.config;
   const session = await ort.InferenceSession.create(bytes);
@@ -149,7 +173,9 @@ const suite: BenchSuite = {
     const threads = Number(process.env.BENCH_THREADS ?? Math.min(os.cpus().length, 4));
     ort.env.wasm.numThreads = threads;
     const backends = await backendsAvailable(ctx, threads);
-    for (const mc of cases(ctx.quick)) {
+    // BENCH_MODELS=tiny (a comma-separated list of name parts) limits the run to some models.
+    const only = process.env.BENCH_MODELS?.split(',').filter(Boolean);
+    for (const mc of cases(ctx.quick).filter((m) => !only || only.some((o) => m.name.includes(o)))) {
       ctx.log(`${mc.name}: ${(paramCount(mc.config) / 1e6).toFixed(1)}M parameters, ${mc.format}; generating weights`);
       // Weights are generated once (directly quantized, a block of rows at a time) and shared by every backend.
       const t0 = performance.now();
@@ -173,6 +199,13 @@ const suite: BenchSuite = {
           const small = mc.small?.[be.name];
           const run = small ? { ...mc, ...small } : mc;
           rec(be.name, be.threads, await timeOurs(model, run, !small), run);
+          if (!small) {
+            const B = 8;
+            const steps = Math.max(1, Math.floor(mc.decode / 2));
+            const v = await timeBatchedDecode(model, B, 8, steps);
+            ctx.record({ case: `decode x${B} ${mc.name}`, backend: be.name, metric: 'decode_tok_s', value: v, unit: 'tok/s', threads: be.threads, shape: `batch=${B},prompt=8,decode=${steps}`, model: mc.name });
+            ctx.log(`${mc.name} ${be.name}: ${B} sequences decoding together: ${v.toPrecision(3)} tok/s in all`);
+          }
           model.free();
         } catch (e) {
           ctx.log(`${mc.name}: ${be.name} failed: ${(e as Error).message}`);
