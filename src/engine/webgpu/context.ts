@@ -74,6 +74,7 @@ export class GpuContext {
   readonly maxBindingBytes: number;
   readonly adapterName: string;
   private readonly pipelines = new Map<string, Compiled>();
+  private readonly byKernel = new WeakMap<Kernel, Compiled>();
   // Bind groups keyed by kernel and buffers: decode repeats the same (pooled) buffers every step, and
   // createBindGroup is the costliest host call of a dispatch.
   private readonly bindGroups = new Map<string, GPUBindGroup>();
@@ -155,6 +156,8 @@ export class GpuContext {
 
   /** The compiled kernel: pipeline and the explicit bind group layout read from its declarations. */
   compiled(k: Kernel): Compiled {
+    const hit = this.byKernel.get(k); // fast path: hashing a long WGSL string on every dispatch costs µs
+    if (hit) return hit;
     const entry = k.entry ?? 'main';
     const key = `${entry}\u0000${k.code}`;
     let c = this.pipelines.get(key);
@@ -175,6 +178,7 @@ export class GpuContext {
       c = { pipeline, layout, kinds, id: this.pipelines.size };
       this.pipelines.set(key, c);
     }
+    this.byKernel.set(k, c);
     return c;
   }
 
