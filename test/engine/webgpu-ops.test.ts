@@ -66,6 +66,16 @@ describe.skipIf(!run)('WebGPU ops vs CPU reference', () => {
     expectClose(await gpu.read(gpu.embedding(gx, gi)), await cpu.read(cpu.embedding(cx, ci)), 0, 0, 'embedding f32');
   });
 
+  it('out-of-range ids and rows give zero rows (GPU indices cannot be checked on the host without a readback)', async () => {
+    const x = gpu.tensor(randn(4 * 3, 5), [4, 3]);
+    const rows = gpu.tensor(Int32Array.from([1, -1, 4, 3]), [4]);
+    const got = await gpu.read(gpu.gatherRows(x, rows));
+    const xs = await gpu.read(x);
+    expectClose(got, [...xs.subarray(3, 6), 0, 0, 0, 0, 0, 0, ...xs.subarray(9, 12)], 0, 0, 'gatherRows out of range');
+    const emb = await gpu.read(gpu.embedding(x, gpu.tensor(Int32Array.from([7, 0]), [2])));
+    expectClose(emb, [0, 0, 0, ...xs.subarray(0, 3)], 0, 0, 'embedding out of range');
+  });
+
   it('zeros, write, reshape and read round-trip', async () => {
     const z = gpu.zeros([7, 3]);
     expectClose(await gpu.read(z), new Float32Array(21), 0, 0, 'zeros');

@@ -64,8 +64,8 @@ export function grid1d(n: number, wg: number): [number, number, number] {
 
 /** Maps a GPUError (from an error scope or an uncapturederror event) to a typed EngineError. */
 export function toEngineError(e: GPUError, where: string): EngineError {
-  const kind = e.constructor?.name ?? '';
-  if (kind.includes('OutOfMemory')) return new EngineError('out-of-memory', `${where}: ${e.message}`);
+  const oomClass = (globalThis as { GPUOutOfMemoryError?: new (m: string) => GPUError }).GPUOutOfMemoryError;
+  if ((oomClass && e instanceof oomClass) || (e.constructor?.name ?? '').includes('OutOfMemory')) return new EngineError('out-of-memory', `${where}: ${e.message}`);
   return new EngineError('validation', `${where}: ${e.message}`);
 }
 
