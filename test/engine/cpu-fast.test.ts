@@ -225,10 +225,18 @@ describe.each([
   });
 
   if (threads > 1 && shared !== false)
-    it('splits large products across the threads', () => {
+    it('splits large products across the threads, and the workers take part', () => {
       const before = fast.parallelJobs;
-      fast.matmul(fast.tensor(randn(64 * 128, rng(1)), [64, 128]), fast.tensor(randn(128 * 128, rng(2)), [128, 128]));
+      const joins = fast.workerJoins;
+      const x = fast.tensor(randn(64 * 128, rng(1)), [64, 128]);
+      const w = fast.tensor(randn(128 * 128, rng(2)), [128, 128]);
+      fast.matmul(x, w);
       expect(fast.parallelJobs).toBe(before + 1);
+      // A worker that wakes after the caller ran out of work skips the job, so on a busy machine one
+      // product may be done by the caller alone; over a few larger ones a worker joins.
+      const big = fast.tensor(randn(512 * 512, rng(3)), [512, 512]);
+      for (let i = 0; i < 20 && fast.workerJoins === joins; i++) fast.free(fast.matmul(big, big));
+      expect(fast.workerJoins).toBeGreaterThan(joins);
     });
 });
 

@@ -63,6 +63,10 @@ export class CpuFastBackend extends CpuRefBackend {
   get parallelJobs(): number {
     return this.rt.parallelJobs;
   }
+  /** Times a worker thread joined such a call (the rest of the time the caller worked alone). */
+  get workerJoins(): number {
+    return this.rt.pool.workerJoins;
+  }
 
   // ---- memory ----
 

@@ -1,5 +1,6 @@
 // The CPU fast path's threads: N-1 workers plus the calling thread run the same wasm export on the same
-// shared memory, each computing its share (the kernels split the work by thread id).
+// shared memory; the kernels share out the work in chunks claimed from a counter (kernels/sched.ts),
+// so the job is done when the caller has run out of chunks and the workers that joined have finished.
 //
 // The backend API is synchronous, so a job is handed over through a control block in the shared memory
 // (Atomics.notify wakes the workers; they spin briefly before sleeping, since ops come in quick
@@ -16,19 +17,25 @@ export type KernelName = (typeof KERNELS)[number];
 type KernelFn = (args: number, tid: number, nth: number) => void;
 
 // Control block (i32 slots).
-const GEN = 0; // job generation: bumped to start a job
+const GEN = 0; // job generation: bumped to start a job (never 0)
 const KERNEL = 1;
 const ARGS = 2;
-const DONE = 3; // workers finished with the current job
+const ACTIVE = 3; // workers inside the current job
 const QUIT = 4;
 const ERROR = 5;
 const READY = 6;
+const NTH = 7;
+const OPEN = 8; // generation of the job workers may still join; 0 once the caller has closed it
+const JOINED = 9; // jobs joined by a worker, all workers together (a statistic for tests)
 const CTRL_BYTES = 64;
 
 /** A job that takes longer than this is taken as a dead worker rather than waited on forever. */
 const JOB_TIMEOUT_MS = 600_000;
 
 // Runs inside each worker. Receives { module, memory, ctrl, tid, kernels } once, then serves jobs.
+// Joining is a handshake with the caller (see run()): count yourself in ACTIVE, then check that the job
+// is still OPEN. A worker that wakes late finds the job closed and touches nothing; the kernels share
+// work through a chunk counter, so the threads that did join have done all of it.
 const WORKER_SOURCE = `
 const start = async ({ module, memory, ctrl: ctrlPtr, tid, kernels }) => {
   const inst = await WebAssembly.instantiate(module, { env: { memory } });
@@ -42,13 +49,17 @@ const start = async ({ module, memory, ctrl: ctrlPtr, tid, kernels }) => {
     while (Atomics.load(ctrl, ${GEN}) === gen) Atomics.wait(ctrl, ${GEN}, gen);
     gen = Atomics.load(ctrl, ${GEN});
     if (Atomics.load(ctrl, ${QUIT})) return;
-    try {
-      fns[Atomics.load(ctrl, ${KERNEL})](Atomics.load(ctrl, ${ARGS}), tid, Atomics.load(ctrl, 7));
-    } catch (e) {
-      Atomics.store(ctrl, ${ERROR}, 1);
+    Atomics.add(ctrl, ${ACTIVE}, 1);
+    if (Atomics.load(ctrl, ${OPEN}) === gen) {
+      Atomics.add(ctrl, ${JOINED}, 1);
+      try {
+        fns[Atomics.load(ctrl, ${KERNEL})](Atomics.load(ctrl, ${ARGS}), tid, Atomics.load(ctrl, ${NTH}));
+      } catch (e) {
+        Atomics.store(ctrl, ${ERROR}, 1);
+      }
     }
-    Atomics.add(ctrl, ${DONE}, 1);
-    Atomics.notify(ctrl, ${DONE});
+    Atomics.sub(ctrl, ${ACTIVE}, 1);
+    Atomics.notify(ctrl, ${ACTIVE});
   }
 };
 if (typeof self !== 'undefined' && typeof self.postMessage === 'function' && typeof require === 'undefined') {
@@ -95,6 +106,11 @@ export class ThreadPool {
     const g = this.instance.exports[name];
     if (!(g instanceof WebAssembly.Global)) throw new EngineError('unsupported', `cpu-fast: the wasm module exports no ${name}`);
     return g.value as number;
+  }
+
+  /** How many times a worker joined a job (0 would mean the caller always worked alone). */
+  get workerJoins(): number {
+    return Atomics.load(this.ctrl, JOINED);
   }
 
   /** Threads that run a job (workers + the caller). */
@@ -148,18 +164,25 @@ export class ThreadPool {
     const c = this.ctrl;
     Atomics.store(c, KERNEL, id);
     Atomics.store(c, ARGS, args);
-    Atomics.store(c, 7, nth);
-    Atomics.store(c, DONE, 0);
+    Atomics.store(c, NTH, nth);
     Atomics.store(c, ERROR, 0);
-    Atomics.add(c, GEN, 1);
+    let gen = (Atomics.load(c, GEN) + 1) | 0;
+    if (gen === 0) gen = 1;
+    Atomics.store(c, OPEN, gen);
+    Atomics.store(c, GEN, gen);
     Atomics.notify(c, GEN);
     let mine: unknown = null;
     try {
+      // Returns once every chunk is claimed (kernels/sched.ts); workers may still be finishing theirs.
       this.call(id, args, 0, nth);
     } catch (e) {
       mine = e;
     }
-    this.waitDone(nth - 1);
+    // Close the job, then wait for the workers inside it. A worker counts itself in ACTIVE before it
+    // checks OPEN, and we close before we read ACTIVE, so (sequentially consistent atomics) either we
+    // see it and wait, or it sees the job closed and leaves without touching the arguments.
+    Atomics.store(c, OPEN, 0);
+    this.waitIdle();
     if (mine) throw mine;
     if (Atomics.load(c, ERROR)) throw new EngineError('unsupported', `cpu-fast: kernel ${kernel} failed in a worker thread`);
   }
@@ -172,14 +195,14 @@ export class ThreadPool {
     }
   }
 
-  private waitDone(n: number): void {
+  private waitIdle(): void {
     const c = this.ctrl;
     const t0 = Date.now();
     for (let spin = 0; ; spin++) {
-      const done = Atomics.load(c, DONE);
-      if (done >= n) return;
+      const active = Atomics.load(c, ACTIVE);
+      if (active === 0) return;
       if (spin > 2000) {
-        if (this.blocking) Atomics.wait(c, DONE, done, 50);
+        if (this.blocking) Atomics.wait(c, ACTIVE, active, 50);
         if (Date.now() - t0 > JOB_TIMEOUT_MS) throw new EngineError('device-lost', 'cpu-fast: a worker thread stopped answering');
       }
     }
@@ -191,7 +214,7 @@ export class ThreadPool {
     this.disposed = true;
     if (this.workers.length) {
       Atomics.store(this.ctrl, QUIT, 1);
-      Atomics.add(this.ctrl, GEN, 1);
+      Atomics.store(this.ctrl, GEN, (Atomics.load(this.ctrl, GEN) + 1) | 0 || 1);
       Atomics.notify(this.ctrl, GEN);
       for (const w of this.workers) void w.terminate();
     }

@@ -24,6 +24,8 @@ export interface WeightOperand {
   stride: number;
 }
 
+const COUNTER_SLOT = 31;
+
 /** Offsets of the per-op copies made for one kernel call, released when it returns. */
 export type Temps = number[];
 
@@ -146,6 +148,7 @@ export class WasmRuntime {
     const nth = parallel ? this.pool.size : 1;
     const a = this.heap.i32(this.args, 64);
     a.set(slots);
+    a[COUNTER_SLOT] = 0; // the chunk counter the threads claim work from (kernels/sched.ts)
     if (scratchPerThread > 0) {
       const per = Math.ceil(scratchPerThread / 64) * 64;
       const scratch = this.heap.alloc(per * nth);

@@ -3,8 +3,9 @@
 // Grouped-query causal attention over the KV cache (the contract in src/engine/backend.ts):
 // q (T,Hq,D), caches (S,maxT,Hkv,D) -> out (T,Hq,D). Two passes per (token, head): scores and their
 // max, then exp / sum and the probability-weighted sum of V, SIMD over D. The (token, kv-head) items
-// are dealt round-robin to threads (causal rows have different lengths); the `group` query heads that
+// are claimed one by one by the threads (causal rows have different lengths); the `group` query heads that
 // share a kv head are done together so each K/V row is loaded once for all of them.
+import { claim } from './sched';
 
 @inline
 function dot(a: usize, b: usize, D: i32): f32 {
@@ -61,7 +62,7 @@ export function attention(args: usize, tid: i32, nth: i32): void {
   const rowBytes = <usize>D << 2;
   const kvRow = <usize>Hkv * rowBytes; // bytes between positions in the cache
   const items = T * Hkv;
-  for (let it = tid; it < items; it += nth) {
+  for (let it = claim(args); it < items; it = claim(args)) {
     const t = it / Hkv;
     const kvh = it - t * Hkv;
     const n = load<i32>(pos + (<usize>t << 2)) + 1;
@@ -126,7 +127,7 @@ export function attentionBackward(args: usize, tid: i32, nth: i32): void {
   const rowBytes = <usize>D << 2;
   const kvRow = <usize>Hkv * rowBytes;
   const items = S * Hkv;
-  for (let it = tid; it < items; it += nth) {
+  for (let it = claim(args); it < items; it = claim(args)) {
     const s = it / Hkv;
     const kvh = it - s * Hkv;
     const base = <usize>s * <usize>maxT * kvRow + <usize>kvh * rowBytes;

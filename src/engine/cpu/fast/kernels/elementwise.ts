@@ -1,16 +1,8 @@
 // @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
 // Row-wise and elementwise forward ops: once the matmuls are fast these are what a small model's
-// prefill spends its time on. Threads split rows (rmsnorm) or contiguous ranges of elements.
-
-@inline
-function range(n: i32, tid: i32, nth: i32, align: i32): i64 {
-  // [start, end) of thread tid's share, boundaries on multiples of `align` elements
-  const chunks = (n + align - 1) / align;
-  const c0 = <i32>((<i64>chunks * tid) / nth);
-  const c1 = <i32>((<i64>chunks * (tid + 1)) / nth);
-  return (<i64>min(n, c0 * align) << 32) | <i64>min(n, c1 * align);
-}
+// prefill spends its time on. Threads claim chunks of rows (rmsnorm) or of elements (./sched.ts).
+import { chunkCount, claim } from './sched';
 
 // args: 0 x, 1 w, 2 out, 3 R, 4 C, 5 eps (f32 bits). out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
 export function rmsnorm(args: usize, tid: i32, nth: i32): void {
@@ -20,10 +12,10 @@ export function rmsnorm(args: usize, tid: i32, nth: i32): void {
   const R = load<i32>(args, 12);
   const C = load<i32>(args, 16);
   const eps = load<f32>(args, 20);
-  const r0 = <i32>((<i64>R * tid) / nth);
-  const r1 = <i32>((<i64>R * (tid + 1)) / nth);
   const rowBytes = <usize>C << 2;
-  for (let r = r0; r < r1; r++) {
+  const chunks = chunkCount(R, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args))
+  for (let r = <i32>((<i64>R * ch) / chunks), r1 = <i32>((<i64>R * (ch + 1)) / chunks); r < r1; r++) {
     const x = X + <usize>r * rowBytes;
     const o = O + <usize>r * rowBytes;
     // f64 sum of squares, like the reference: rows can be long (hidden sizes in the thousands).
@@ -62,11 +54,15 @@ export function swiglu(args: usize, tid: i32, nth: i32): void {
   const U = <usize>load<u32>(args, 4);
   const O = <usize>load<u32>(args, 8);
   const n = load<i32>(args, 12);
-  const r = range(n, tid, nth, 16);
-  for (let i = <i32>(r >> 32); i < <i32>r; i++) {
-    const off = <usize>i << 2;
-    const g = load<f32>(G + off);
-    store<f32>(O + off, (g / (1 + Mathf.exp(-g))) * load<f32>(U + off));
+  const blocks = (n + 15) >> 4;
+  const chunks = chunkCount(blocks, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
+    for (let i = <i32>((<i64>blocks * ch) / chunks) << 4; i < end; i++) {
+      const off = <usize>i << 2;
+      const g = load<f32>(G + off);
+      store<f32>(O + off, (g / (1 + Mathf.exp(-g))) * load<f32>(U + off));
+    }
   }
 }
 
@@ -78,9 +74,16 @@ export function axpb(args: usize, tid: i32, nth: i32): void {
   const n = load<i32>(args, 12);
   const s = load<f32>(args, 16);
   const op = load<i32>(args, 20);
-  const r = range(n, tid, nth, 16);
-  let i = <i32>(r >> 32);
-  const end = <i32>r;
+  const blocks = (n + 15) >> 4;
+  const chunks = chunkCount(blocks, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
+    axpbRange(A, B, O, <i32>((<i64>blocks * ch) / chunks) << 4, end, s, op);
+  }
+}
+
+@inline
+function axpbRange(A: usize, B: usize, O: usize, i: i32, end: i32, s: f32, op: i32): void {
   if (op == 0) {
     for (; i + 4 <= end; i += 4) {
       const off = <usize>i << 2;

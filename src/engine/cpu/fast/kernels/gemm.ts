@@ -7,8 +7,9 @@
 //   weight grad dW += dy^T x  A = dy^T (strided: astep = N*4), B = x (M,K) read by rows
 // B is consumed in panels of 8 output columns x KC inner steps, packed (and dequantized) into a
 // per-thread scratch buffer so the micro-kernel reads it contiguously from L1; A is read in place.
-// Threads split the panels (or, for narrow outputs, the rows) by thread id; each call is one thread's share.
+// Threads claim chunks of panels (or, for narrow outputs, of rows) from a shared counter (./sched.ts).
 import { dequantQ4Group, dequantQ8Run } from './dequant';
+import { chunkCount, claim } from './sched';
 
 // Inner-dimension block: B panel 8 x KC f32 = 8 KiB and four A rows of KC = 4 KiB stay in L1 (32 KiB).
 // A multiple of 32 so q4 groups never straddle a block.
@@ -217,32 +218,33 @@ export function gemm(args: usize, tid: i32, nth: i32): void {
   const scratch = <usize>load<u32>(args, 52) + <usize>tid * <usize>load<u32>(args, 56);
   const tile = scratch + TILE;
 
-  // Wide outputs: split the 8-column panels; narrow ones (few panels): split the 4-row blocks.
+  // Wide outputs: share out the 8-column panels; narrow ones (few panels): the 4-row blocks.
   const panels = (Nout + 7) >> 3;
   const mblocks = (M + 3) >> 2;
-  let p0 = 0, p1 = panels, m0 = 0, m1 = mblocks;
-  if (panels >= nth * 2 || mblocks < nth * 2) {
-    p0 = <i32>((<i64>panels * tid) / nth);
-    p1 = <i32>((<i64>panels * (tid + 1)) / nth);
-  } else {
-    m0 = <i32>((<i64>mblocks * tid) / nth);
-    m1 = <i32>((<i64>mblocks * (tid + 1)) / nth);
-  }
+  const byPanels = panels >= nth * 2 || mblocks < nth * 2;
+  const units = byPanels ? panels : mblocks;
+  const chunks = chunkCount(units, nth);
   const fwd = mode <= FWD_Q4;
-  for (let k0 = 0; k0 < inner; k0 += KC) {
-    const kk = min(KC, inner - k0);
-    const acc = acc0 || k0 > 0;
-    for (let mc = m0; mc < m1; mc += MC_BLOCKS) {
-      const mcEnd = min(m1, mc + MC_BLOCKS);
-      for (let p = p0; p < p1; p++) {
-        const j0 = p << 3;
-        if (fwd) packForward(mode, B, scales, stride, Nout, j0, k0, kk, scratch);
-        else packRows(mode, B, scales, stride, Nout, j0, k0, kk, scratch);
-        const cols = min(8, Nout - j0);
-        for (let mb = mc; mb < mcEnd; mb++) {
-          const m = mb << 2;
-          micro(A + <usize>m * arow + <usize>k0 * astep, astep, arow, min(4, M - m), scratch + PANEL, kk,
-            C + <usize>m * ldc + (<usize>j0 << 2), ldc, cols, acc, tile);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const u0 = <i32>((<i64>units * ch) / chunks);
+    const u1 = <i32>((<i64>units * (ch + 1)) / chunks);
+    const p0 = byPanels ? u0 : 0, p1 = byPanels ? u1 : panels;
+    const m0 = byPanels ? 0 : u0, m1 = byPanels ? mblocks : u1;
+    for (let k0 = 0; k0 < inner; k0 += KC) {
+      const kk = min(KC, inner - k0);
+      const acc = acc0 || k0 > 0;
+      for (let mc = m0; mc < m1; mc += MC_BLOCKS) {
+        const mcEnd = min(m1, mc + MC_BLOCKS);
+        for (let p = p0; p < p1; p++) {
+          const j0 = p << 3;
+          if (fwd) packForward(mode, B, scales, stride, Nout, j0, k0, kk, scratch);
+          else packRows(mode, B, scales, stride, Nout, j0, k0, kk, scratch);
+          const cols = min(8, Nout - j0);
+          for (let mb = mc; mb < mcEnd; mb++) {
+            const m = mb << 2;
+            micro(A + <usize>m * arow + <usize>k0 * astep, astep, arow, min(4, M - m), scratch + PANEL, kk,
+              C + <usize>m * ldc + (<usize>j0 << 2), ldc, cols, acc, tile);
+          }
         }
       }
     }

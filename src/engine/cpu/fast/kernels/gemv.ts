@@ -2,9 +2,10 @@
 //
 // Forward y = x W^T for a few rows (M <= 3: decode), where packing W would cost as much as the product.
 // Dot products run along K on W's own row-major layout, 4 output columns at a time, dequantizing in
-// registers. Threads split the output columns in groups of 4.
+// registers. Threads claim chunks of 4-column groups (./sched.ts).
 import { FWD_F32, FWD_Q8 } from './gemm';
 import { q4Hi, q4Lo } from './dequant';
+import { chunkCount, claim } from './sched';
 
 @inline
 function hsum(v: v128): f32 {
@@ -118,34 +119,37 @@ export function gemv(args: usize, tid: i32, nth: i32): void {
   const out = scratch; // 4 f32
   const xpad = scratch + 64; // one x row zero-padded to stride
   const groups = (N + 3) >> 2;
-  const g0 = <i32>((<i64>groups * tid) / nth);
-  const g1 = <i32>((<i64>groups * (tid + 1)) / nth);
+  const chunks = chunkCount(groups, nth);
   const rowBytes: usize = mode == FWD_F32 ? <usize>stride << 2 : mode == FWD_Q8 ? <usize>stride : <usize>stride >> 1;
   const sGroups = stride >> 5;
-  for (let m = 0; m < M; m++) {
-    const x = X + <usize>m * (<usize>K << 2);
-    if (mode != FWD_F32) {
-      memory.copy(xpad, x, <usize>K << 2);
-      memory.fill(xpad + (<usize>K << 2), 0, <usize>(stride - K) << 2);
-    }
-    for (let g = g0; g < g1; g++) {
-      const j0 = g << 2;
-      const n0 = j0, n1 = min(j0 + 1, N - 1), n2 = min(j0 + 2, N - 1), n3 = min(j0 + 3, N - 1);
-      const w0 = W + <usize>n0 * rowBytes, w1 = W + <usize>n1 * rowBytes, w2 = W + <usize>n2 * rowBytes, w3 = W + <usize>n3 * rowBytes;
-      if (mode == FWD_F32) dotF32(x, w0, w1, w2, w3, K, out);
-      else if (mode == FWD_Q8) {
-        dotQ8(xpad, w0, w1, w2, w3, stride, out);
-        store<f32>(out, load<f32>(out) * load<f32>(S + (<usize>n0 << 2)));
-        store<f32>(out, load<f32>(out, 4) * load<f32>(S + (<usize>n1 << 2)), 4);
-        store<f32>(out, load<f32>(out, 8) * load<f32>(S + (<usize>n2 << 2)), 8);
-        store<f32>(out, load<f32>(out, 12) * load<f32>(S + (<usize>n3 << 2)), 12);
-      } else {
-        const sb = <usize>sGroups << 2;
-        dotQ4(xpad, w0, w1, w2, w3, S + <usize>n0 * sb, S + <usize>n1 * sb, S + <usize>n2 * sb, S + <usize>n3 * sb, stride, out);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const g0 = <i32>((<i64>groups * ch) / chunks);
+    const g1 = <i32>((<i64>groups * (ch + 1)) / chunks);
+    for (let m = 0; m < M; m++) {
+      const x = X + <usize>m * (<usize>K << 2);
+      if (mode != FWD_F32) {
+        memory.copy(xpad, x, <usize>K << 2);
+        memory.fill(xpad + (<usize>K << 2), 0, <usize>(stride - K) << 2);
       }
-      const y = Y + <usize>m * ldc + (<usize>j0 << 2);
-      const cols = min(4, N - j0);
-      for (let c = 0; c < cols; c++) store<f32>(y + (<usize>c << 2), load<f32>(out + (<usize>c << 2)));
+      for (let g = g0; g < g1; g++) {
+        const j0 = g << 2;
+        const n0 = j0, n1 = min(j0 + 1, N - 1), n2 = min(j0 + 2, N - 1), n3 = min(j0 + 3, N - 1);
+        const w0 = W + <usize>n0 * rowBytes, w1 = W + <usize>n1 * rowBytes, w2 = W + <usize>n2 * rowBytes, w3 = W + <usize>n3 * rowBytes;
+        if (mode == FWD_F32) dotF32(x, w0, w1, w2, w3, K, out);
+        else if (mode == FWD_Q8) {
+          dotQ8(xpad, w0, w1, w2, w3, stride, out);
+          store<f32>(out, load<f32>(out) * load<f32>(S + (<usize>n0 << 2)));
+          store<f32>(out, load<f32>(out, 4) * load<f32>(S + (<usize>n1 << 2)), 4);
+          store<f32>(out, load<f32>(out, 8) * load<f32>(S + (<usize>n2 << 2)), 8);
+          store<f32>(out, load<f32>(out, 12) * load<f32>(S + (<usize>n3 << 2)), 12);
+        } else {
+          const sb = <usize>sGroups << 2;
+          dotQ4(xpad, w0, w1, w2, w3, S + <usize>n0 * sb, S + <usize>n1 * sb, S + <usize>n2 * sb, S + <usize>n3 * sb, stride, out);
+        }
+        const y = Y + <usize>m * ldc + (<usize>j0 << 2);
+        const cols = min(4, N - j0);
+        for (let c = 0; c < cols; c++) store<f32>(y + (<usize>c << 2), load<f32>(out + (<usize>c << 2)));
+      }
     }
   }
 }
