@@ -11,6 +11,7 @@ import {
   REHEARSE_SYSTEM,
   selectGrounding,
   serializeHistory,
+  toolsSection,
   type GroundingExample,
 } from '../../src/rollout/rehearse-prompt';
 
@@ -54,6 +55,12 @@ describe('Rehearse prompt', () => {
     expect(at.every((p, i) => p >= 0 && (i === 0 || p > at[i - 1]))).toBe(true);
     // Tool schemas: the inner function object, compact JSON, one per line.
     expect(u).toContain('\n{"name":"get_order_details","description":"Get an order.","parameters":{"type":"object"');
+    // Only the called tool's schema; the others by name (toolSchemas 'called', the default).
+    expect(u).toContain('\nOther tools: calculate\n# Examples');
+    expect(u).not.toContain('"name":"calculate","description"');
+    const all = buildRehearsePrompt({ tools, grounding, history, call: { name: 'get_order_details', arguments: {} } }, { toolSchemas: 'all' }).messages[1].content;
+    expect(all).toContain('{"name":"calculate","description":"Math."');
+    expect(toolsSection(tools, 'fly', 'called')).toBe('Other tools: get_order_details, calculate');
     // The called tool's example comes first; errors are written as {"error": ...}.
     const ex = u.slice(at[1], at[2]);
     expect(ex.indexOf('get_order_details')).toBeLessThan(ex.indexOf('find_user_id_by_name_zip'));
