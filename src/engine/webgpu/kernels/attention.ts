@@ -145,6 +145,7 @@ export function attention(ctx: GpuContext, q: GpuTensor, kc: GpuTensor, vc: GpuT
   const [s, maxT, hkv, dk] = kc.shape;
   assertShape(dk === d && hkv > 0 && hq % hkv === 0, `attention: q (${q.shape}) vs cache (${kc.shape})`);
   assertShape(d <= MAX_D, `attention: head dim ${d} > ${MAX_D}`);
+  assertShape(t <= 65535 && hq <= 65535, `attention: ${t} tokens x ${hq} heads exceeds one dispatch grid (65535 per axis)`);
   assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `attention: slot/pos must be (${t}) i32`);
   assertShape(samePartition(kc, vc), 'attention: k and v caches are sharded differently');
   const y = ctx.empty(q.shape, 'f32');
