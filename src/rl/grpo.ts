@@ -63,8 +63,9 @@ export function rowToSequence(row: TrainingRow, advantage: number, refLogp?: Arr
 }
 
 /**
- * Packs sequences in order into micro-batches of at most maxTokens tokens each; each batch's weights
- * carry 1/(number of micro-batches), so their summed gradients form one step.
+ * Packs sequences in order into micro-batches of at most maxTokens tokens each. Each batch's weights are
+ * scaled by its share of the whole step (its loss tokens for token-mean, its loss-carrying sequences for
+ * the sequence means), so the summed micro-batch losses equal the loss of one batch of everything.
  */
 export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, aggregation: Aggregation): TrainBatch[] {
   if (!(maxTokens >= 1)) throw new GrpoError(`maxBatchTokens must be >= 1, got ${maxTokens}`);
@@ -81,7 +82,16 @@ export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, 
     used += s.tokens.length;
   }
   if (cur.length > 0) groups.push(cur);
-  return groups.map((g) => packBatch(g, aggregation, 1 / groups.length));
+  // Loss-carrying tokens of a sequence: mask entries 1..n-1 (token 0 is never a target).
+  const lossTok = (q: TrainSequence) => {
+    let n = 0;
+    for (let i = 1; i < q.mask.length; i++) if (q.mask[i]) n++;
+    return n;
+  };
+  const share = (g: TrainSequence[]) =>
+    aggregation === 'token-mean' ? g.reduce((n, q) => n + lossTok(q), 0) : g.filter((q) => lossTok(q) > 0).length;
+  const total = groups.reduce((n, g) => n + share(g), 0);
+  return groups.map((g) => packBatch(g, aggregation, total > 0 ? share(g) / total : 1 / groups.length));
 }
 
 /** Which rows train which parameter set in a mode. */

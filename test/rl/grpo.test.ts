@@ -15,6 +15,7 @@ import type { Qwen3Model } from '../../src/model/qwen3';
 import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
+import { packBatch } from '../../src/train/batch';
 import { Trainer } from '../../src/train/trainer';
 import { GrpoError, grpoUpdate, microBatches, routeRows, rowToSequence } from '../../src/rl/grpo';
 import { makeRow, type TrainingRow } from '../../src/rl/rows';
@@ -82,8 +83,16 @@ describe('GRPO update', () => {
     expect(Array.from(s.oldLogp!)).toEqual([0, 0, 0, -0.5, -1.5, 0]);
     const mb = microBatches([s, s, s], 13, 'token-mean');
     expect(mb.map((b) => b.ids.length)).toEqual([12, 6]);
-    // token-mean with two micro-batches: each batch's weights sum to 1/2.
-    mb.forEach((b) => expect(b.weight.reduce((a, w) => a + w, 0)).toBeCloseTo(0.5, 6));
+    // Split or not, every token carries the weight it has in one batch of everything.
+    const short = rowToSequence(makeRow({ role: 'act', promptId: 'p', rolloutId: 'q', turn: 0, promptTokens: [1], generated: { tokens: [7], logprobs: [-1] } }), -0.5);
+    for (const agg of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const) {
+      const seqs = [s, short, s, s]; // budget 8: [s, short], [s], [s] (uneven sequence counts)
+      const whole = packBatch(seqs, agg).weight;
+      const parts = microBatches(seqs, 8, agg);
+      expect(parts.map((b) => b.slots)).toEqual([2, 1, 1]);
+      const joined = parts.flatMap((b) => Array.from(b.weight));
+      joined.forEach((w, i) => expect(w, agg).toBeCloseTo(whole[i], 7));
+    }
     // packBatch puts the old log-prob of token i+1 on row i, next to its target.
     expect(Array.from(mb[0].grpo!.oldLogp.slice(0, 6))).toEqual([0, 0, -0.5, -1.5, 0, 0]);
     expect(Array.from(mb[0].targets.slice(0, 6))).toEqual([2, 3, 4, 5, 6, -1]);
