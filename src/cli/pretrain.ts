@@ -1,0 +1,103 @@
+// npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
+//                     [--quick] [--eval N]
+//        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder)
+// Trains the bundled default policy from scratch on the retail expert's Act and Rehearse rows and writes a
+// Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
+// generation_config.json, pretrain.json). With --eval N > 0 it then reloads the folder from disk and
+// evaluates N held-out test-split tasks in the real environment (eval.json). Progress on stderr, the
+// result JSON on stdout, exit code 1 on failure.
+import { writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Backend, BackendName } from '../engine/backend';
+import { createBackend } from '../engine/index';
+import { retailDomain } from '../env/retail/index';
+import { loadRetailBase } from '../env/retail/node';
+import { DirSource } from '../model/source-node';
+import { Tokenizer } from '../model/tokenizer';
+import { loadQwen3 } from '../model/weights';
+import { evaluatePolicy } from '../pretrain/evaluate';
+import { timeGrpoStep } from '../pretrain/grpo-timing';
+import { FULL_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
+
+const BACKENDS = ['cpu-fast', 'cpu-ref', 'webgpu'] as const;
+
+async function makeBackend(name: (typeof BACKENDS)[number], threads: number | undefined): Promise<Backend> {
+  if (name !== 'webgpu') return createBackend(name as BackendName, { threads });
+  const { create, globals } = await import('webgpu');
+  Object.assign(globalThis, globals);
+  const b = await createBackend('webgpu', { gpu: create([]) });
+  await import('../engine/webgpu/train/index').catch(() => {
+    throw new Error('WebGPU training ops are not available (src/engine/webgpu/train)');
+  });
+  return b;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      seed: { type: 'string', default: '0' },
+      steps: { type: 'string' },
+      out: { type: 'string' },
+      backend: { type: 'string', default: 'cpu-fast' },
+      threads: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      eval: { type: 'string' },
+      'time-grpo': { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const int = (name: string, v: string | undefined, min: number): number | undefined => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+    return n;
+  };
+  const backendName = values.backend as (typeof BACKENDS)[number];
+  if (!BACKENDS.includes(backendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}, got ${JSON.stringify(values.backend)}`);
+  const seed = int('seed', values.seed, 0)!;
+  const base = values.quick ? QUICK_SPEC : FULL_SPEC;
+  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps };
+  const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
+  const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
+  const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+
+  const domain = retailDomain(loadRetailBase());
+  const b = await makeBackend(backendName, int('threads', values.threads, 1));
+  try {
+    if (values['time-grpo']) {
+      const src = new DirSource(out);
+      const { model } = await loadQwen3(src, b, { format: 'f32' });
+      const tokenizer = await Tokenizer.load(src);
+      const tasks = domain.tasks.generate({ split: 'train', count: 16, seed: 99 });
+      const timing = await timeGrpoStep(model, tokenizer, domain, tasks, { promptsPerStep: 2, k: 4, seed });
+      process.stdout.write(JSON.stringify(timing) + '\n');
+      return;
+    }
+    const t0 = performance.now();
+    const result = await pretrain(b, domain, spec, { seed, out, log });
+    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}`;
+    await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
+    let evaluation = null;
+    if (evalTasks > 0) {
+      // Evaluate what was written, through the same loader and tokenizer the lab uses.
+      const src = new DirSource(out);
+      const { model } = await loadQwen3(src, b, { format: 'f32' });
+      const tokenizer = await Tokenizer.load(src);
+      const tasks = domain.tasks.generate({ split: 'test', count: evalTasks, seed: 1 });
+      evaluation = await evaluatePolicy({ model, tokenizer }, domain, tasks, { seed, log });
+      model.free();
+      await writeFile(join(out, 'eval.json'), JSON.stringify(evaluation, null, 1) + '\n');
+    }
+    const { losses, ...summary } = result;
+    void losses;
+    process.stdout.write(JSON.stringify({ command, ...summary, wallSeconds: (performance.now() - t0) / 1000, eval: evaluation && { tasks: evaluation.tasks, real: evaluation.real, rehearsal: evaluation.rehearsal } }, null, 1) + '\n');
+  } finally {
+    b.dispose();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`pretrain failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,169 @@
+// The whole `npm run pretrain`: expert data -> BPE tokenizer -> encoded, length-filtered examples ->
+// seeded from-scratch training -> Hugging Face folder. A pure function of (options, seed, backend).
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Backend } from '../engine/backend';
+import type { Domain } from '../env/domain';
+import { paramCount, toHfConfig, type Qwen3Config } from '../model/config';
+import { toSafetensors } from '../model/weights';
+import type { ToolDefinition } from '../rollout/chat';
+import { trainBpe } from './bpe';
+import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
+import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
+import { DEFAULT_HYPER, Pretrainer, type StepStats } from './trainer';
+
+export interface PretrainSpec {
+  model: Omit<Qwen3Config, 'vocabSize'>;
+  vocabSize: number;
+  /** Train-split tasks whose expert episodes are the training data. */
+  trainTasks: number;
+  /** The first this-many of them also train the tokenizer (BPE cost grows with the text). */
+  tokenizerTasks: number;
+  mistakeRate: number;
+  /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
+  maxLen: number;
+  /** Tokens per optimizer step (whole sequences). */
+  batchTokens: number;
+  steps: number;
+  lr: number;
+  warmupSteps: number;
+}
+
+/** The bundled default policy (sized from measured throughput: see models/default/README.md). */
+export const FULL_SPEC: PretrainSpec = {
+  model: { hiddenSize: 128, intermediateSize: 384, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 32, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },
+  vocabSize: 4096,
+  trainTasks: 600,
+  tokenizerTasks: 120,
+  mistakeRate: 0.15,
+  maxLen: 1024,
+  batchTokens: 2048,
+  steps: 360,
+  lr: 3e-3,
+  warmupSteps: 20,
+};
+
+/** A seconds-long configuration for tests and smoke runs. */
+export const QUICK_SPEC: PretrainSpec = {
+  model: { hiddenSize: 32, intermediateSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },
+  vocabSize: 1200,
+  trainTasks: 4,
+  tokenizerTasks: 4,
+  mistakeRate: 0.15,
+  maxLen: 1024,
+  batchTokens: 1024,
+  steps: 4,
+  lr: 1e-2,
+  warmupSteps: 2,
+};
+
+export interface PretrainResult {
+  out: string;
+  seed: number;
+  backend: string;
+  params: number;
+  config: Qwen3Config;
+  spec: PretrainSpec;
+  data: {
+    rows: { act: number; rehearse: number };
+    dropped: number;
+    tokens: { total: number; response: number };
+    length: { act: ReturnType<typeof lengthStats>; rehearse: ReturnType<typeof lengthStats>; response: ReturnType<typeof lengthStats> };
+    actPrefixTokens: number;
+  };
+  tokenizerSeconds: number;
+  trainSeconds: number;
+  tokensPerSecond: number;
+  losses: { step: number; loss: number }[];
+  finalLoss: number;
+}
+
+export async function pretrain(
+  b: Backend,
+  domain: Domain,
+  spec: PretrainSpec,
+  o: { seed: number; out: string; log: (s: string) => void; onStep?: (s: StepStats) => void },
+): Promise<PretrainResult> {
+  const { seed, log } = o;
+  const tools = domain.definitions() as unknown as ToolDefinition[];
+  const { rows } = expertRows(domain, { split: 'train', tasks: spec.trainTasks, seed, mistakeRate: spec.mistakeRate });
+  const examples = rows.map((r) => rowToExample(r, domain.policy, tools));
+  log(`data: ${spec.trainTasks} train tasks -> ${examples.length} rows`);
+
+  let t0 = performance.now();
+  const order = taskOrder(rows);
+  const tokTexts = examples.filter((e) => order.get(e.taskId)! < spec.tokenizerTasks).flatMap((e) => [e.prompt, e.response]);
+  const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000 });
+  const tokenizerSeconds = (performance.now() - t0) / 1000;
+  log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
+
+  const all = examples.map((e) => encodeExample(bpe, e));
+  const kept: Encoded[] = all.filter((e) => e.ids.length <= spec.maxLen);
+  const lens = (r: string) => kept.filter((e) => e.role === r).map((e) => e.ids.length);
+  const data: PretrainResult['data'] = {
+    rows: { act: kept.filter((e) => e.role === 'act').length, rehearse: kept.filter((e) => e.role === 'rehearse').length },
+    dropped: all.length - kept.length,
+    tokens: { total: kept.reduce((a, e) => a + e.ids.length, 0), response: kept.reduce((a, e) => a + e.ids.length - e.promptLen, 0) },
+    length: { act: lengthStats(lens('act')), rehearse: lengthStats(lens('rehearse')), response: lengthStats(kept.map((e) => e.ids.length - e.promptLen)) },
+    actPrefixTokens: bpe.encode(examples.find((e) => e.role === 'act')?.prompt.split('<|im_end|>')[0] ?? '').length,
+  };
+  log(`encoded: ${JSON.stringify(data)}`);
+
+  const config: Qwen3Config = { ...spec.model, vocabSize: bpe.size };
+  const hyper = { ...DEFAULT_HYPER, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
+  const tr = await Pretrainer.create(b, config, seed, hyper);
+  log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
+
+  t0 = performance.now();
+  const losses: { step: number; loss: number }[] = [];
+  let epoch = 0;
+  let queue: number[][] = [];
+  let tokens = 0;
+  let ema = NaN;
+  while (tr.step < spec.steps) {
+    if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++);
+    const batch = queue.shift()!.map((i) => kept[i]);
+    const st = await tr.trainStep(batch);
+    tokens += st.tokens;
+    losses.push({ step: st.step, loss: st.loss });
+    ema = Number.isNaN(ema) ? st.loss : 0.9 * ema + 0.1 * st.loss;
+    o.onStep?.(st);
+    const el = (performance.now() - t0) / 1000;
+    if (st.step % 5 === 0 || st.step === spec.steps)
+      log(`step ${st.step}/${spec.steps} epoch ${epoch} loss ${st.loss.toFixed(4)} (ema ${ema.toFixed(4)}) lr ${st.lr.toExponential(2)} |g| ${st.gradNorm.toFixed(2)} ${(tokens / el).toFixed(0)} tok/s, ${el.toFixed(0)} s, eta ${((el / st.step) * (spec.steps - st.step)).toFixed(0)} s`);
+    if (!Number.isFinite(st.loss)) throw new Error(`loss is ${st.loss} at step ${st.step}`);
+  }
+  const trainSeconds = (performance.now() - t0) / 1000;
+
+  await mkdir(o.out, { recursive: true });
+  const weights = toSafetensors(config, await tr.hostWeights());
+  const imEnd = bpe.tokenId('<|im_end|>');
+  const eot = bpe.tokenId('<|endoftext|>');
+  await writeFile(join(o.out, 'model.safetensors'), weights);
+  await writeFile(join(o.out, 'config.json'), JSON.stringify({ ...toHfConfig(config), bos_token_id: null, eos_token_id: imEnd, pad_token_id: eot }, null, 2) + '\n');
+  await writeFile(join(o.out, 'generation_config.json'), JSON.stringify({ eos_token_id: [imEnd, eot], pad_token_id: eot, do_sample: true, temperature: 1.0, top_p: 1.0 }, null, 2) + '\n');
+  await writeFile(join(o.out, 'tokenizer.json'), JSON.stringify(toTokenizerJson(bpe)) + '\n');
+  await writeFile(join(o.out, 'tokenizer_config.json'), JSON.stringify(toTokenizerConfig(bpe, await qwen3ChatTemplate(), config.maxPositionEmbeddings), null, 2) + '\n');
+  const tail = losses.slice(-20);
+  return {
+    out: o.out,
+    seed,
+    backend: b.name,
+    params: paramCount(config),
+    config,
+    spec,
+    data,
+    tokenizerSeconds,
+    trainSeconds,
+    tokensPerSecond: tokens / trainSeconds,
+    losses,
+    finalLoss: tail.reduce((a, x) => a + x.loss, 0) / Math.max(1, tail.length),
+  };
+}
+
+/** Index of each task in generation order (rows come task by task). */
+function taskOrder(rows: readonly { taskId: string }[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const r of rows) if (!m.has(r.taskId)) m.set(r.taskId, m.size);
+  return m;
+}

@@ -1,0 +1,66 @@
+// The pretraining data pipeline: rollout-identical prompts, loss masks only on responses, seeded packing.
+import { describe, expect, it } from 'vitest';
+import { loadRetailBase } from '../../src/env/retail/node';
+import { retailDomain } from '../../src/env/retail/index';
+import { trainBpe } from '../../src/pretrain/bpe';
+import { encodeExample, END, expertRows, packBatches, rowToExample, targetsAndMask } from '../../src/pretrain/data';
+import { SPECIAL_STRINGS } from '../../src/pretrain/hf-tokenizer';
+import { buildActPrompt } from '../../src/rollout/act-prompt';
+import type { ChatMessage, ToolDefinition } from '../../src/rollout/chat';
+import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';
+
+const domain = retailDomain(loadRetailBase());
+const tools = domain.definitions() as unknown as ToolDefinition[];
+
+describe('expert examples', () => {
+  const { rows } = expertRows(domain, { split: 'train', tasks: 5, seed: 11, mistakeRate: 0.3 });
+  const ex = rows.map((r) => rowToExample(r, domain.policy, tools));
+
+  it('are a function of the seed', () => {
+    const again = expertRows(domain, { split: 'train', tasks: 5, seed: 11, mistakeRate: 0.3 }).rows.map((r) => rowToExample(r, domain.policy, tools));
+    expect(again).toEqual(ex);
+    const other = expertRows(domain, { split: 'train', tasks: 5, seed: 12, mistakeRate: 0.3 }).rows.map((r) => rowToExample(r, domain.policy, tools));
+    expect(other).not.toEqual(ex);
+  });
+
+  it('hold both roles, with the exact prompts the rollouts build, and responses that end the turn', () => {
+    expect(new Set(ex.map((e) => e.role))).toEqual(new Set(['act', 'rehearse']));
+    rows.forEach((r, i) => {
+      const e = ex[i];
+      expect(e.response).toBe(r.target + END);
+      if (r.role === 'act') expect(e.prompt).toBe(buildActPrompt(domain.policy, tools, r.messages as ChatMessage[]));
+      else {
+        expect(e.prompt).toBe(buildRehearsePrompt({ tools, grounding: r.grounding, history: r.messages as ChatMessage[], call: r.call }).text);
+        expect(e.response.startsWith('<execution_result>\n{')).toBe(true);
+      }
+      expect(e.prompt.endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+    });
+  });
+
+  it('encode losslessly, with loss only on response tokens', () => {
+    const bpe = trainBpe(ex.flatMap((e) => [e.prompt, e.response]), { vocabSize: 900, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000 });
+    for (const e of ex) {
+      const enc = encodeExample(bpe, e);
+      expect(bpe.decode(Array.from(enc.ids))).toBe(e.prompt + e.response);
+      expect(bpe.decode(Array.from(enc.ids.subarray(enc.promptLen)))).toBe(e.response);
+      const { inputs, targets, mask } = targetsAndMask(enc);
+      expect(inputs.length).toBe(enc.ids.length - 1);
+      const masked = targets.filter((_, t) => mask[t] === 1);
+      expect(Array.from(masked)).toEqual(Array.from(enc.ids.subarray(enc.promptLen)));
+      // The first masked position is the last prompt token, predicting the first response token.
+      expect(mask.indexOf(1)).toBe(enc.promptLen - 1);
+      expect(enc.ids[enc.ids.length - 1]).toBe(bpe.tokenId('<|im_end|>'));
+    }
+  });
+});
+
+describe('packBatches', () => {
+  const lengths = [50, 300, 120, 700, 90, 400, 2000, 10, 250];
+  it('keeps every batch within the token budget, uses each fitting sequence once, and is seeded', () => {
+    const a = packBatches(lengths, 800, 1);
+    for (const b of a) expect(b.reduce((s, i) => s + lengths[i], 0)).toBeLessThanOrEqual(800);
+    expect(a.flat().sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 7, 8]); // 2000 never fits
+    expect(packBatches(lengths, 800, 1)).toEqual(a);
+    expect(packBatches(lengths, 800, 2).flat()).not.toEqual(a.flat());
+  });
+});
