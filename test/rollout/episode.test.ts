@@ -1,5 +1,6 @@
 // The rollout state machine on the real retail environment, fed with texts (what a policy could write).
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall, formatObservation, serializeObservation } from '../../src/env/toolcall';
@@ -115,5 +116,36 @@ describe('Episode (rollout state machine)', () => {
     expect(ep.wantsAct).toBe(false);
     ep.applyRehearse(pa, formatObservation(pa.shadow));
     expect(ep.messages.slice(-2).map((m) => m.content)).toEqual(['{"result":"2.0"}', '{"result":"6.0"}']);
+  });
+
+  it('never throws on arbitrary Act and Rehearse text, and keeps the conversation well-formed (property test)', () => {
+    const piece = fc.oneof(
+      fc.string({ maxLength: 8 }),
+      fc.constantFrom(
+        '<tool_call>', '</tool_call>', '\n', '<think>', '</think>', '{"name": "calculate", "arguments": {"expression": "1+1"}}',
+        '{"name": "get_order_details", "arguments": {"order_id": "#W2378156"}}', '[{"name": "calculate"}]', '{"name": 5}', '<execution_result>',
+        '</execution_result>', '{"result": {"a": 1}}', '{"error": "Order not found"}', '<|im_end|>', '{{{{', '"',
+      ),
+    );
+    const text = fc.array(piece, { maxLength: 8 }).map((a) => a.join(''));
+    fc.assert(
+      fc.property(fc.constantFrom('real', 'rehearse') as fc.Arbitrary<'real' | 'rehearse'>, fc.array(fc.tuple(text, fc.array(text, { maxLength: 3 })), { minLength: 1, maxLength: 5 }), (mode, turns) => {
+        const ep = episode(tasks[0], mode, 4);
+        for (const [act, rehearsals] of turns) {
+          if (!ep.wantsAct) break;
+          ep.applyAct(act);
+          let i = 0;
+          while (ep.pending.length > 0 && !ep.done) ep.applyRehearse(ep.pending[0], rehearsals[i++] ?? '');
+          expect(ep.done || ep.wantsAct).toBe(true);
+        }
+        // Every tool message answers a call step, and holds {"result": …} or {"error": "…"}.
+        const tools = ep.messages.filter((m) => m.role === 'tool');
+        expect(tools).toHaveLength(ep.steps.filter((x) => x.kind === 'call').length);
+        for (const t of tools) expect(Object.keys(JSON.parse(t.content))).toSatisfy((k: string[]) => k.length === 1 && (k[0] === 'result' || k[0] === 'error'));
+        expect(ep.turns).toBeLessThanOrEqual(4);
+        expect(ep.fidelity.every((f) => f.f1 >= 0 && f.f1 <= 1)).toBe(true);
+      }),
+      { numRuns: 200, seed: 5 },
+    );
   });
 });
