@@ -173,6 +173,51 @@ describe.each([
   });
 
   it.each([
+    [13, 37],
+    [5, 1000],
+    [40, 4096],
+  ])('loss heads (cross-entropy; GRPO with clipping, dual clip and KL) on logits (%i,%i) match the reference', async (R, V) => {
+    const r = rng(R * 7 + V);
+    const logits = randn(R * V, r).map((v) => v * 6);
+    const targets = Int32Array.from({ length: R }, () => Math.floor(r() * V));
+    const weight = Float32Array.from({ length: R }, (_, i) => (i % 4 === 3 ? 0 : 0.1 + r()));
+    // old/ref log-probs near the current ones so ratios fall on both sides of 1 +- clipEps
+    const logp = Float32Array.from({ length: R }, (_, i) => {
+      let m = -Infinity;
+      for (let v = 0; v < V; v++) m = Math.max(m, logits[i * V + v]);
+      let s = 0;
+      for (let v = 0; v < V; v++) s += Math.exp(logits[i * V + v] - m);
+      return logits[i * V + targets[i]] - m - Math.log(s);
+    });
+    const oldLogp = logp.map((v) => v + (r() - 0.5) * 0.8);
+    const refLogp = logp.map((v) => v + (r() - 0.5) * 0.3);
+    const advantage = Float32Array.from({ length: R }, () => (r() - 0.5) * 2);
+    const heads = [
+      { name: 'ce', run: (b: Backend, ops: { crossEntropy: CpuRefTrainOps['crossEntropy'] }) => ops.crossEntropy(b.tensor(logits, [R, V]), b.tensor(targets, [R]), b.tensor(weight, [R])) },
+      ...[0, 0.05].map((klCoef) => ({
+        name: `grpo kl=${klCoef}`,
+        run: (b: Backend, ops: { grpo: CpuRefTrainOps['grpo'] }) =>
+          ops.grpo(
+            b.tensor(logits, [R, V]),
+            b.tensor(targets, [R]),
+            b.tensor(weight, [R]),
+            { advantage: b.tensor(advantage, [R]), oldLogp: b.tensor(oldLogp, [R]), refLogp: klCoef ? b.tensor(refLogp, [R]) : null },
+            { clipEps: 0.2, dualClip: 3, klCoef },
+          ),
+      })),
+    ];
+    for (const h of heads) {
+      const want = h.run(ref, refTrain);
+      const got = h.run(fast, trainOps(fast));
+      // f32 exp and softmax against f64: gradients are probabilities times weights <= ~1.1 and a few
+      // factors of order 1 (ratio, A, dual clip): 2e-6; metrics are sums over rows: 1e-5 relative.
+      expect(maxDiff(await fast.read(got.dLogits), await ref.read(want.dLogits)), h.name).toBeLessThanOrEqual(2e-6);
+      const [gm, wm] = [await fast.read(got.metrics), await ref.read(want.metrics)];
+      for (let i = 0; i < 4; i++) expect(Math.abs(gm[i] - wm[i]), `${h.name} metric ${i}`).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(wm[i])));
+    }
+  });
+
+  it.each([
     [1, 1],
     [3, 7],
     [17, 128],

@@ -244,6 +244,29 @@ export class CpuFastBackend extends CpuRefBackend {
     }
   }
 
+  /**
+   * logits (R,V), weight (R) -> p = softmax of each row (0 for rows of weight 0) and, per row,
+   * [log-normalizer, sum_i p_i x_i] (f64): the vocabulary-wide work of the loss heads (./train.ts).
+   */
+  softmaxRows(logits: Tensor, weight: Tensor): { p: CpuTensor; stats: Float64Array } {
+    const xs = asCpu(logits).f32;
+    const ws = asCpu(weight).f32;
+    assertShape(logits.shape.length === 2 && ws.length === logits.shape[0], `softmaxRows: logits (${logits.shape}), weight (${ws.length})`);
+    const [R, V] = logits.shape;
+    const temps: Temps = [];
+    try {
+      const X = this.rt.place(xs, temps);
+      const W = this.rt.place(ws, temps);
+      const p = this.rt.output([R, V], temps);
+      const st = this.rt.heap.alloc(R * 16);
+      temps.push(st);
+      this.rt.launch('softmaxRows', [X, W, p.ptr, st, R, V], 0, R * V * 16, temps);
+      return { p: p.finish(), stats: new Float64Array(this.rt.heap.buffer, st, R * 2).slice() };
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
   // x (R,C), w (C) -> (R,C)
   override rmsnorm(x: Tensor, w: Tensor, eps: number): Tensor {
     const xs = asCpu(x).f32;

@@ -1,22 +1,105 @@
-// Training ops of the CPU fast path: the reference TrainOps with the two matmul gradients and the
-// attention backward (the bulk of a backward pass's flops) on the wasm kernels. Registered for
-// 'cpu-fast' when the backend is created.
+// Training ops of the CPU fast path: the reference TrainOps with the matmul gradients, the attention
+// backward and the vocabulary-wide softmax of the loss heads (what a training step's profile shows)
+// on the wasm kernels. Registered for 'cpu-fast' when the backend is created.
 import type { Tensor, TokenLayout } from '../../backend';
-import { registerTrainOps } from '../../train';
+import { assertShape, EngineError } from '../../errors';
+import { registerTrainOps, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
+import { asCpu, CpuTensor } from '../ref';
 import { CpuRefTrainOps } from '../ref-train';
 import type { CpuFastBackend } from './backend';
 
 export class CpuFastTrainOps extends CpuRefTrainOps {
+  private get fast(): CpuFastBackend {
+    return this.backend as CpuFastBackend;
+  }
+
   // dy (M,N), w (N,K) -> dx (M,K) = dy W
   override matmulBackwardInput(dy: Tensor, w: Tensor): Tensor {
-    return (this.backend as CpuFastBackend).matmulTransposed(dy, w);
+    return this.fast.matmulTransposed(dy, w);
   }
   // dy (M,N), x (M,K), dw (N,K): dw += dy^T x
   override matmulBackwardWeight(dy: Tensor, x: Tensor, dw: Tensor): void {
-    (this.backend as CpuFastBackend).matmulWeightGradInto(dy, x, dw);
+    this.fast.matmulWeightGradInto(dy, x, dw);
   }
   override attentionBackward(dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout) {
-    return (this.backend as CpuFastBackend).attentionBackward(dOut, q, kCache, vCache, layout);
+    return this.fast.attentionBackward(dOut, q, kCache, vCache, layout);
+  }
+
+  override crossEntropy(logits: Tensor, targets: Tensor, weight: Tensor): LossHeadResult {
+    return this.lossHead(logits, targets, weight, null, null);
+  }
+
+  override grpo(logits: Tensor, targets: Tensor, weight: Tensor, inputs: GrpoInputs, opts: GrpoOptions): LossHeadResult {
+    if (!(opts.clipEps > 0 && opts.clipEps < 1 && opts.dualClip > 1 && opts.klCoef >= 0))
+      throw new EngineError('shape', `grpo: need 0 < clipEps < 1, dualClip > 1, klCoef >= 0 (got ${JSON.stringify(opts)})`);
+    if (opts.klCoef > 0 && !inputs.refLogp) throw new EngineError('shape', 'grpo: klCoef > 0 needs refLogp');
+    return this.lossHead(logits, targets, weight, inputs, opts);
+  }
+
+  // The reference's loss-head rules (src/engine/cpu/ref-train.ts), row by row, on the softmax the
+  // kernel computed: dLogits[r] = w * dl * (onehot(target) - p), metrics [loss, clip frac, kl, entropy].
+  private lossHead(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
+    const xs = asCpu(logits).f32;
+    const tg = asCpu(targets).i32;
+    const ws = asCpu(weight).f32;
+    assertShape(logits.shape.length === 2, `loss head: logits (${logits.shape}) is not (R,V)`);
+    const [R, V] = logits.shape;
+    assertShape(tg.length === R && ws.length === R, `loss head: logits (${logits.shape}), targets (${tg.length}), weight (${ws.length})`);
+    const adv = g ? asCpu(g.advantage).f32 : null;
+    const old = g ? asCpu(g.oldLogp).f32 : null;
+    const ref = g?.refLogp ? asCpu(g.refLogp).f32 : null;
+    if (g) assertShape(adv!.length === R && old!.length === R && (!ref || ref.length === R), 'grpo: advantage/oldLogp/refLogp must have R rows');
+    for (let r = 0; r < R; r++) if (ws[r] !== 0) assertShape(tg[r] >= 0 && tg[r] < V, `loss head: target ${tg[r]} outside [0,${V}) at row ${r}`);
+    const { p, stats } = this.fast.softmaxRows(logits, weight);
+    const dx = p.f32; // overwritten in place with the gradient
+    let loss = 0;
+    let clipped = 0;
+    let kl = 0;
+    let ent = 0;
+    let rows = 0;
+    for (let r = 0; r < R; r++) {
+      const w = ws[r];
+      if (w === 0) continue;
+      const lse = stats[2 * r];
+      ent += lse - stats[2 * r + 1];
+      rows++;
+      const logp = xs[r * V + tg[r]] - lse;
+      let l: number;
+      let dl: number;
+      if (!g || !o) {
+        l = -logp;
+        dl = -1;
+      } else {
+        const A = adv![r];
+        const ratio = Math.exp(logp - old![r]);
+        const pg1 = -A * ratio;
+        const pg2 = -A * Math.min(Math.max(ratio, 1 - o.clipEps), 1 + o.clipEps);
+        let pg = Math.max(pg1, pg2);
+        let flows = !(pg2 > pg1);
+        if (A < 0 && -A * o.dualClip < pg) {
+          pg = -A * o.dualClip;
+          flows = false;
+        }
+        if (!flows) clipped++;
+        l = pg;
+        dl = flows ? -A * ratio : 0;
+        if (ref) {
+          const d = ref[r] - logp;
+          const k3 = Math.exp(d) - d - 1;
+          kl += k3;
+          l += o.klCoef * k3;
+          dl += o.klCoef * (1 - Math.exp(d));
+        }
+      }
+      loss += w * l;
+      const c = -w * dl;
+      const o0 = r * V;
+      for (let i = 0; i < V; i++) dx[o0 + i] *= c;
+      dx[o0 + tg[r]] += w * dl;
+    }
+    const n = Math.max(rows, 1);
+    const metrics = new CpuTensor([4], 'f32', Float32Array.of(loss, clipped / n, kl / n, ent / n));
+    return { dLogits: p, metrics };
   }
 }
 

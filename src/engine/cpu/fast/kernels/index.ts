@@ -7,3 +7,4 @@ export { gemm, GEMM_SCRATCH, KC } from './gemm';
 export { gemv } from './gemv';
 export { attention, attentionBackward } from './attention';
 export { rmsnorm, swiglu, axpb } from './elementwise';
+export { softmaxRows } from './softmax';

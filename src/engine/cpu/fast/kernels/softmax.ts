@@ -1,0 +1,51 @@
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
+//
+// The vocabulary-wide part of the loss heads: per row of logits, the softmax p, its log-normalizer and
+// sum_i p_i x_i (for the entropy). The per-row loss rules stay in JS (../train.ts).
+import { chunkCount, claim } from './sched';
+
+// args: 0 x (R,V), 1 weight (R) (rows with weight 0 are skipped and get p = 0), 2 p out (R,V),
+// 3 stats out (R,2) f64: [lse, sum p*x], 4 R, 5 V.
+export function softmaxRows(args: usize, tid: i32, nth: i32): void {
+  const X = <usize>load<u32>(args);
+  const Wt = <usize>load<u32>(args, 4);
+  const P = <usize>load<u32>(args, 8);
+  const St = <usize>load<u32>(args, 12);
+  const R = load<i32>(args, 16);
+  const V = load<i32>(args, 20);
+  const rowBytes = <usize>V << 2;
+  const chunks = chunkCount(R, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const r1 = <i32>((<i64>R * (ch + 1)) / chunks);
+    for (let r = <i32>((<i64>R * ch) / chunks); r < r1; r++) {
+      const x = X + <usize>r * rowBytes;
+      const p = P + <usize>r * rowBytes;
+      if (load<f32>(Wt + (<usize>r << 2)) == 0) {
+        memory.fill(p, 0, rowBytes);
+        continue;
+      }
+      let mv = f32x4.splat(-Infinity);
+      let i = 0;
+      for (; i + 4 <= V; i += 4) mv = f32x4.max(mv, v128.load(x + (<usize>i << 2)));
+      let mx = max(max(f32x4.extract_lane(mv, 0), f32x4.extract_lane(mv, 1)), max(f32x4.extract_lane(mv, 2), f32x4.extract_lane(mv, 3)));
+      for (; i < V; i++) mx = max(mx, load<f32>(x + (<usize>i << 2)));
+      // exp(x - max) into p, summed in f64 (a vocabulary is ~1e5 terms)
+      let sum: f64 = 0;
+      for (i = 0; i < V; i++) {
+        const e = Mathf.exp(load<f32>(x + (<usize>i << 2)) - mx);
+        store<f32>(p + (<usize>i << 2), e);
+        sum += <f64>e;
+      }
+      const lse = <f64>mx + Math.log(sum);
+      const inv = <f32>(1 / sum);
+      let px: f64 = 0;
+      for (i = 0; i < V; i++) {
+        const pi = load<f32>(p + (<usize>i << 2)) * inv;
+        store<f32>(p + (<usize>i << 2), pi);
+        px += <f64>pi * <f64>load<f32>(x + (<usize>i << 2));
+      }
+      store<f64>(St + (<usize>r << 4), lse);
+      store<f64>(St + (<usize>r << 4), px, 8);
+    }
+  }
+}
