@@ -70,11 +70,11 @@ export function backward(m: Qwen3Model, cache: KvCache, saved: SavedActivations,
   b.free(dx);
 }
 
-/** dy (n,d) for rows `rows` of a (T,d) matrix -> (T,d) with zeros elsewhere (host-side: CPU pretraining). */
+/** dy (n,d) for rows `rows` of a (T,d) matrix -> (T,d), summed where a row repeats (host-side: CPU pretraining). */
 function scatterRows(b: Backend, dy: Tensor, rows: Int32Array, T: number, d: number): Tensor {
   const src = readSync(b, dy);
   const out = new Float32Array(T * d);
-  for (let i = 0; i < rows.length; i++) out.set(src.subarray(i * d, (i + 1) * d), rows[i] * d);
+  for (let i = 0; i < rows.length; i++) for (let j = 0; j < d; j++) out[rows[i] * d + j] += src[i * d + j];
   return b.tensor(out, [T, d]);
 }
 

@@ -76,7 +76,7 @@ export function targetsAndMask(e: Encoded): { inputs: Int32Array; targets: Int32
 }
 
 /** Sequence indices grouped into micro-batches of at most maxTokens tokens, in a seeded order. */
-export function packBatches(lengths: readonly number[], maxTokens: number, seed: number): number[][] {
+export function packBatches(lengths: readonly number[], maxTokens: number, seed: number, maxSeqs = Infinity): number[][] {
   const order = lengths.map((_, i) => i);
   const rng = new Rng(seed);
   for (let i = order.length - 1; i > 0; i--) {
@@ -88,7 +88,7 @@ export function packBatches(lengths: readonly number[], maxTokens: number, seed:
   let used = 0;
   for (const i of order) {
     if (lengths[i] > maxTokens) continue; // callers drop over-long sequences first; never split one
-    if (used + lengths[i] > maxTokens && cur.length > 0) {
+    if ((used + lengths[i] > maxTokens || cur.length >= maxSeqs) && cur.length > 0) {
       out.push(cur);
       cur = [];
       used = 0;

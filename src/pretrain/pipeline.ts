@@ -38,7 +38,7 @@ export const FULL_SPEC: PretrainSpec = {
   mistakeRate: 0.15,
   maxLen: 1024,
   batchTokens: 2048,
-  steps: 360,
+  steps: 300,
   lr: 3e-3,
   warmupSteps: 20,
 };
@@ -111,7 +111,9 @@ export async function pretrain(
 
   const config: Qwen3Config = { ...spec.model, vocabSize: bpe.size };
   const hyper = { ...DEFAULT_HYPER, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
-  const tr = await Pretrainer.create(b, config, seed, hyper);
+  // Inputs are ids[0..T-2], so a sequence of n tokens occupies n-1 batch rows.
+  const shapes = { tokens: spec.batchTokens, slots: 32, maxLen: spec.maxLen, rowQuantum: 128 };
+  const tr = await Pretrainer.create(b, config, seed, hyper, shapes);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
 
   t0 = performance.now();
@@ -121,7 +123,7 @@ export async function pretrain(
   let tokens = 0;
   let ema = NaN;
   while (tr.step < spec.steps) {
-    if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++);
+    if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length - 1), spec.batchTokens, seed * 1009 + epoch++, shapes.slots - 1);
     const batch = queue.shift()!.map((i) => kept[i]);
     const st = await tr.trainStep(batch);
     tokens += st.tokens;

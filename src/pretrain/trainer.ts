@@ -58,8 +58,22 @@ export interface StepStats {
   ms: number;
 }
 
+/**
+ * Fixed batch shapes. The CPU fast path recycles memory through exact-size free lists, so batches whose
+ * shapes change every step would grow its heap until the 4 GiB wasm limit; with these, every step
+ * allocates the same few sizes. Tokens are padded to `tokens` (a pad slot, no loss), the KV cache is
+ * (slots, maxLen) and reused, and the loss rows are rounded up to a multiple of `rowQuantum`.
+ */
+export interface FixedShapes {
+  tokens: number;
+  slots: number;
+  maxLen: number;
+  rowQuantum: number;
+}
+
 export class Pretrainer {
   readonly grads: Grads;
+  private cache: KvCache | null = null;
   private readonly m: Tensor[] = [];
   private readonly v: Tensor[] = [];
   readonly pairs: { name: string; w: Tensor; g: Tensor }[];
@@ -68,6 +82,7 @@ export class Pretrainer {
   private constructor(
     readonly model: Qwen3Model,
     readonly hyper: TrainHyper,
+    readonly shapes: FixedShapes | null,
   ) {
     this.grads = zeroGrads(model);
     this.pairs = paramPairs(model, this.grads);
@@ -77,9 +92,9 @@ export class Pretrainer {
     }
   }
 
-  static async create(b: Backend, c: Qwen3Config, seed: number, hyper: TrainHyper): Promise<Pretrainer> {
+  static async create(b: Backend, c: Qwen3Config, seed: number, hyper: TrainHyper, shapes: FixedShapes | null = null): Promise<Pretrainer> {
     const { model } = await buildQwen3(b, c, initWeights(c, seed), { format: 'f32' });
-    return new Pretrainer(model, hyper);
+    return new Pretrainer(model, hyper, shapes);
   }
 
   /** One optimizer step on a micro-batch of whole sequences (loss: mean over its response tokens). */
@@ -95,8 +110,12 @@ export class Pretrainer {
     const b = this.model.backend;
     const ops = trainOps(b);
     const parts = seqs.map(targetsAndMask);
-    const T = parts.reduce((a, p) => a + p.inputs.length, 0);
-    const maxT = Math.max(...parts.map((p) => p.inputs.length));
+    const natural = parts.reduce((a, p) => a + p.inputs.length, 0);
+    const sh = this.shapes;
+    if (sh && (natural > sh.tokens || seqs.length >= sh.slots || parts.some((p) => p.inputs.length > sh.maxLen)))
+      throw new Error(`batch of ${seqs.length} sequences / ${natural} tokens does not fit the fixed shapes ${JSON.stringify(sh)}`);
+    const T = sh ? sh.tokens : natural;
+    const maxT = sh ? sh.maxLen : Math.max(...parts.map((p) => p.inputs.length));
     const ids = new Int32Array(T);
     const slot = new Int32Array(T);
     const pos = new Int32Array(T);
@@ -117,19 +136,34 @@ export class Pretrainer {
       }
       o += p.inputs.length;
     });
+    // Padding: token 0 in the last slot, positions cycling over 64 so its attention stays cheap; it has no
+    // loss, so it gets no gradient and touches no real sequence (other slot).
+    for (let t = o; t < T; t++) {
+      slot[t] = sh!.slots - 1;
+      pos[t] = (t - o) % 64;
+    }
+    const real = rows.length;
+    const R = sh ? Math.ceil(real / sh.rowQuantum) * sh.rowQuantum : real;
+    for (let i = real; i < R; i++) {
+      rows.push(0);
+      targets.push(0);
+    }
     const headRows = Int32Array.from(rows);
-    const cache = new KvCache(this.model, seqs.length, maxT);
+    const weights = new Float32Array(R);
+    weights.set(tokenWeights(new Float32Array(real).fill(1), seqOf, 'token-mean'));
+    if (sh && !this.cache) this.cache = new KvCache(this.model, sh.slots, sh.maxLen);
+    const cache = sh ? this.cache! : new KvCache(this.model, seqs.length, maxT);
     const { logits, saved } = forward(this.model, cache, { ids, slot, pos }, { save: true, logitRows: headRows });
     const tTargets = b.tensor(Int32Array.from(targets), [targets.length]);
-    const tWeights = b.tensor(tokenWeights(new Float32Array(rows.length).fill(1), seqOf, 'token-mean'), [rows.length]);
+    const tWeights = b.tensor(weights, [R]);
     const { dLogits, metrics } = ops.crossEntropy(logits, tTargets, tWeights);
     const loss = (await b.read(metrics))[0];
     b.free(logits);
     backward(this.model, cache, saved!, ids, headRows, dLogits, this.grads);
     for (const t of [dLogits, metrics, tTargets, tWeights]) b.free(t);
     freeSaved(b, saved!);
-    cache.free();
-    return { loss, tokens: T, responseTokens: rows.length };
+    if (!sh) cache.free();
+    return { loss, tokens: natural, responseTokens: real };
   }
 
   /** Clip, AdamW, zero the gradients. */
