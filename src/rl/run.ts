@@ -56,6 +56,8 @@ export interface GrpoRunConfig {
 /** Things a run needs that are not configuration (functions, signals). */
 export interface RunHooks {
   reward?: RolloutConfig['reward'];
+  /** Scripted Act turns for training rollouts (tests: gives a random-weight policy calls to rehearse). */
+  actScript?: RolloutConfig['actScript'];
   onStep?: (m: StepMetrics) => void;
   signal?: AbortSignal;
 }
@@ -212,7 +214,7 @@ export class GrpoRun {
       tasks,
       {
         mode: c.mode, k: c.k, seed: hash32(c.seed ^ Math.imul(step, 0x9e3779b9)), limits: c.limits, temperature: c.temperature,
-        rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, signal: this.hooks.signal,
+        rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, actScript: this.hooks.actScript, signal: this.hooks.signal,
       },
     );
     const upd = await grpoUpdate(this.trainers, batch, c.mode, {
