@@ -11,6 +11,10 @@ import { MemorySource } from '../../src/model/source';
 import { buildQwen3 } from '../../src/model/weights';
 import { packBatch, type TrainSequence } from '../../src/train/batch';
 import { Trainer, type TrainerOptions } from '../../src/train/trainer';
+import { loadPeftAdapterDir, savePeftAdapter } from '../../src/train/peft-node';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { tinyConfig } from '../fixtures/tiny-model';
 
 const be = new CpuRefBackend();
@@ -139,6 +143,25 @@ describe('Trainer (CPU reference)', () => {
     const p1 = await readAll(t1.params.params);
     const p2 = await readAll(t2.params.params);
     p1.forEach((x, i) => expect(Array.from(p2[i])).toEqual(Array.from(x)));
+  });
+
+  it('one adapter per role: two trainers on one base model train only their own adapter; PEFT folders on disk', async () => {
+    const m = await model('q8');
+    const act = createLoraAdapter(be, cfg, { name: 'act', rank: 2, alpha: 4, seed: 1 });
+    const reh = createLoraAdapter(be, cfg, { name: 'rehearse', rank: 2, alpha: 4, seed: 2 });
+    const tAct = new Trainer(m, { mode: 'lora', adapter: act, schedule: { kind: 'constant', lr: 1e-2 }, loss: { kind: 'ce' } });
+    const tReh = new Trainer(m, { mode: 'lora', adapter: reh, schedule: { kind: 'constant', lr: 1e-2 }, loss: { kind: 'ce' } });
+    const rehBefore = await readAll(tReh.params.params);
+    await tAct.trainStep([packBatch([seqs[0]])]);
+    (await readAll(tReh.params.params)).forEach((a, i) => expect(Array.from(a)).toEqual(Array.from(rehBefore[i])));
+    await tReh.trainStep([packBatch([seqs[1]])]);
+    const dir = mkdtempSync(join(tmpdir(), 'peft-'));
+    await savePeftAdapter(be, reh, join(dir, 'rehearse'), { baseModel: 'tiny' });
+    expect(readdirSync(join(dir, 'rehearse')).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    const back = await loadPeftAdapterDir(be, cfg, join(dir, 'rehearse'));
+    const pa = [...reh.parameters()];
+    const pb = [...back.parameters()];
+    for (let i = 0; i < pa.length; i++) expect(Array.from(await be.read(pb[i][1]))).toEqual(Array.from(await be.read(pa[i][1])));
   });
 
   it('refuses bad adapters and bad batches with typed errors', async () => {
