@@ -179,7 +179,7 @@ const suite: BenchSuite = {
       ctx.log(`${mc.name}: ${(paramCount(mc.config) / 1e6).toFixed(1)}M parameters, ${mc.format}; generating weights`);
       // Weights are generated once (directly quantized, a block of rows at a time) and shared by every backend.
       const t0 = performance.now();
-      const host: HostWeights = (await buildQwen3(new CpuRefBackend(), mc.config, randomWeights(mc.config, 1, mc.format), { format: mc.format, keepHost: true })).host!;
+      const host: HostWeights = (await buildQwen3(new CpuRefBackend(), mc.config, randomWeights(mc.config, 1, mc.format, { dist: 'uniform' }), { format: mc.format, keepHost: true })).host!;
       ctx.log(`${mc.name}: weights ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       const rec = (backend: Parameters<BenchContext['record']>[0]['backend'], th: number, r: { prefill: number; decode: number }, run: ModelCase = mc) => {
         const shape = `prompt=${run.prompt},decode=${run.decode}`;
