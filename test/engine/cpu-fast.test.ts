@@ -257,6 +257,11 @@ describe.each([
     expect(() => fast.rope(x, fast.tensor(Int32Array.from([0, 1]), [2]), 1e4)).toThrow(EngineError);
   });
 
+  if (shared !== false)
+    it('refuses a tensor larger than the wasm memory with an out-of-memory EngineError', () => {
+      expect(() => fast.zeros([2 ** 31])).toThrow(/out-of-memory/);
+    });
+
   it('gives freed tensors back to the wasm heap', async () => {
     const before = fast.liveBytes;
     for (let i = 0; i < 3; i++) {

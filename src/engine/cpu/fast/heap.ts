@@ -23,11 +23,20 @@ export class WasmHeap {
     readonly shared: boolean,
     maxPages = 65536,
   ) {
-    try {
-      this.memory = new WebAssembly.Memory({ initial: 64, maximum: maxPages, shared } as WebAssembly.MemoryDescriptor);
-    } catch (e) {
-      throw new EngineError('out-of-memory', `cpu-fast: cannot create the wasm memory (${(e as Error).message})`);
+    // A shared memory reserves its maximum up front; where 4 GiB of address space is refused
+    // (32-bit or constrained browsers) settle for less.
+    let memory: WebAssembly.Memory | null = null;
+    let error: unknown = null;
+    for (const max of [maxPages, 16384, 4096].filter((m) => m <= maxPages)) {
+      try {
+        memory = new WebAssembly.Memory({ initial: 64, maximum: max, shared } as WebAssembly.MemoryDescriptor);
+        break;
+      } catch (e) {
+        error = e;
+      }
     }
+    if (!memory) throw new EngineError('out-of-memory', `cpu-fast: cannot create the wasm memory (${(error as Error).message})`);
+    this.memory = memory;
   }
 
   /** The current buffer (a non-shared memory's buffer is replaced, and old views detached, on growth). */
@@ -42,7 +51,7 @@ export class WasmHeap {
     if (ptr === undefined) {
       ptr = this.top;
       const end = ptr + size;
-      if (end > 2 ** 32) throw new EngineError('out-of-memory', `cpu-fast: ${bytes} bytes do not fit in the 4 GiB wasm memory`);
+      if (end > 2 ** 32) throw new EngineError('out-of-memory', `cpu-fast: ${bytes} bytes do not fit in the wasm memory (4 GiB at most)`);
       const have = this.memory.buffer.byteLength;
       if (end > have) {
         try {
