@@ -1,0 +1,138 @@
+// Command-line plumbing shared by `npm run train` and `npm run eval`: flag parsing with typed checks that
+// name the flag and the accepted values, a progress logger on stderr, and the exit-status convention
+// (0 ok, 1 failure, 2 usage error), and opening the backend and the model folder. Node only.
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { Backend } from '../engine/backend';
+import { createBackend } from '../engine/index';
+import { loadModel, type LoadedPolicy } from '../model/load';
+import type { WeightFormat } from '../model/qwen3';
+import { DirSource } from '../model/source-node';
+
+/** A usage error: a bad, missing or unknown flag. */
+export class ArgError extends Error {
+  override readonly name = 'ArgError';
+}
+
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+export type FlagValues = Record<string, string | boolean | undefined>;
+
+/** Parses `argv` against `spec` (no positionals, no unknown flags). */
+export function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues {
+  try {
+    return parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }).values as FlagValues;
+  } catch (e) {
+    // node:util's messages are clear ("Unknown option '--x'"); keep them, drop its extra advice.
+    throw new ArgError((e as Error).message.split('. To specify')[0]);
+  }
+}
+
+function str(v: FlagValues, name: string): string | undefined {
+  const x = v[name];
+  if (x === undefined) return undefined;
+  if (typeof x !== 'string') throw new ArgError(`--${name} needs a value`);
+  return x;
+}
+
+export function intFlag(v: FlagValues, name: string, dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const s = str(v, name);
+  if (s === undefined) return dflt;
+  const n = Number(s);
+  if (s.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+    throw new ArgError(`--${name} must be an integer${max < Number.MAX_SAFE_INTEGER ? ` in [${min}, ${max}]` : ` >= ${min}`}, got ${JSON.stringify(s)}`);
+  return n;
+}
+
+/** A finite number above `min` (or equal to it when `inclusive`). */
+export function numFlag(v: FlagValues, name: string, dflt: number, min = 0, inclusive = false): number {
+  const s = str(v, name);
+  if (s === undefined) return dflt;
+  const n = Number(s);
+  if (s.trim() === '' || !Number.isFinite(n) || !(inclusive ? n >= min : n > min))
+    throw new ArgError(`--${name} must be a number ${inclusive ? '>=' : '>'} ${min}, got ${JSON.stringify(s)}`);
+  return n;
+}
+
+export function enumFlag<T extends string>(v: FlagValues, name: string, choices: readonly T[], dflt: T): T;
+export function enumFlag<T extends string>(v: FlagValues, name: string, choices: readonly T[], dflt: undefined): T | undefined;
+export function enumFlag<T extends string>(v: FlagValues, name: string, choices: readonly T[], dflt: T | undefined): T | undefined {
+  const s = str(v, name);
+  if (s === undefined) return dflt;
+  if (!(choices as readonly string[]).includes(s)) throw new ArgError(`--${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(s)}`);
+  return s as T;
+}
+
+export function strFlag(v: FlagValues, name: string, dflt?: string): string | undefined {
+  const s = str(v, name);
+  if (s !== undefined && s.trim() === '') throw new ArgError(`--${name} must not be empty`);
+  return s ?? dflt;
+}
+
+export interface CliIo {
+  out: (s: string) => void;
+  err: (s: string) => void;
+}
+
+export const processIo: CliIo = {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+};
+
+/** A timestamped progress line on stderr. */
+export function progress(io: CliIo, tag: string): (s: string) => void {
+  return (s) => io.err(`[${tag} ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+}
+
+/** Runs a CLI body and turns its outcome into an exit status; errors are printed, never thrown. */
+export async function runCli(io: CliIo, usage: string, body: () => Promise<void>): Promise<number> {
+  try {
+    await body();
+    return 0;
+  } catch (e) {
+    if (e instanceof ArgError) {
+      io.err(`error: ${e.message}\n\n${usage}\n`);
+      return 2;
+    }
+    const err = e as Error;
+    io.err(`error: ${err?.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err?.message ?? String(e)}\n`);
+    return 1;
+  }
+}
+
+/** True when this module file is the process entry point (so tests can import CLIs without running them). */
+export function isEntry(metaUrl: string): boolean {
+  const arg = process.argv[1];
+  if (!arg) return false;
+  const norm = (p: string) => p.replace(/\.[cm]?[jt]s$/, '');
+  return norm(new URL(metaUrl).pathname) === norm(new URL(`file://${arg.startsWith('/') ? '' : process.cwd() + '/'}${arg}`).pathname);
+}
+
+// ---- Model and backend, as both CLIs open them.
+
+export const BACKEND_NAMES = ['cpu-fast', 'cpu-ref', 'webgpu'] as const;
+export type CliBackend = (typeof BACKEND_NAMES)[number];
+
+/** The bundled default policy's folder (models/default at the repository root), whatever the cwd. */
+export const DEFAULT_MODEL_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../models/default');
+
+export async function openBackend(name: CliBackend, threads?: number): Promise<Backend> {
+  if (name !== 'webgpu') return createBackend(name, { threads });
+  const { create, globals } = await import('webgpu');
+  Object.assign(globalThis, globals);
+  const b = await createBackend('webgpu', { gpu: create([]) });
+  // Training kernels register themselves on import.
+  await import('../engine/webgpu/train/index');
+  return b;
+}
+
+/** Loads a model folder; a missing folder gets an error that says what to do. */
+export async function openModel(dir: string | undefined, backend: Backend, format: WeightFormat = 'f32'): Promise<LoadedPolicy & { dir: string }> {
+  const d = resolve(dir ?? DEFAULT_MODEL_DIR);
+  if (!existsSync(join(d, 'config.json'))) {
+    if (dir === undefined) throw new ArgError(`no model at ${d}: the bundled policy is not built yet (npm run pretrain), or pass --model DIR`);
+    throw new ArgError(`--model ${dir}: no config.json in ${d}`);
+  }
+  return { ...(await loadModel(new DirSource(d), backend, { format })), dir: d };
+}

@@ -1,0 +1,127 @@
+// Held-out evaluation of a policy, the one measurement `npm run eval`, the ablation script and the lab
+// share, so their figures compare like with like:
+//   - real environment: one greedy episode per task (temperature 0), success = reward 1 (τ²'s DB ×
+//     communicate), tool precision/recall of the calls against the task's reference actions;
+//   - rehearsal fidelity: the policy rehearses every reference call of every task from the real history
+//     before it (src/rollout/fidelity-eval.ts), compared with the real environment's answer.
+// The same procedure as GrpoRun.evaluate (src/rl/run.ts), plus per-task records and timings.
+// Browser-safe: no Node imports.
+import type { Task } from '../env/domain';
+import type { LoraAdapter } from '../model/lora';
+import type { Qwen3Model } from '../model/qwen3';
+import type { Tokenizer } from '../model/tokenizer';
+import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
+import { matchToolCalls, summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
+import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
+import { runRollouts, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
+
+export interface EvalPolicy {
+  model: Qwen3Model;
+  tokenizer: Tokenizer;
+  /** Acts in the real environment (null = the base model). */
+  actAdapter: LoraAdapter | null;
+  /** Rehearses for the fidelity measurement; default actAdapter (one policy plays both roles). */
+  rehearseAdapter?: LoraAdapter | null;
+}
+
+export interface HeldOutOptions {
+  limits: RolloutLimits;
+  seed: number;
+  /** Token budget of each rehearsal in the fidelity measurement; 0 skips it. */
+  fidelityTokens: number;
+  rehearsePrompt?: RehearsePromptOptions;
+  kvReuse?: boolean;
+  signal?: AbortSignal;
+  log?: (s: string) => void;
+}
+
+export interface TaskResult {
+  taskId: string;
+  reward: number;
+  end: string;
+  turns: number;
+  calls: number;
+  matched: number;
+  references: number;
+}
+
+export interface HeldOutFidelity {
+  /** Reference calls rehearsed. */
+  steps: number;
+  exact: number;
+  f1: number;
+  errorAgree: number;
+  /** Fraction of rehearsals that did not parse (scored as total disagreement in the three figures). */
+  invalid: number;
+  /** Calls skipped because their prompt did not fit the context. */
+  skipped: number;
+}
+
+export interface HeldOutReport {
+  tasks: number;
+  success: number;
+  meanReward: number;
+  toolPrecision: number;
+  toolRecall: number;
+  meanTurns: number;
+  ends: RolloutSummary['ends'];
+  fidelity: HeldOutFidelity | null;
+  perTask: TaskResult[];
+  tokens: { generated: number; prompt: number };
+  wallMs: { real: number; fidelity: number };
+}
+
+export class EvalError extends Error {
+  override readonly name = 'EvalError';
+}
+
+export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain, tasks: readonly Task[], opts: HeldOutOptions): Promise<HeldOutReport> {
+  if (tasks.length === 0) throw new EvalError('no evaluation tasks');
+  if (!(Number.isInteger(opts.fidelityTokens) && opts.fidelityTokens >= 0)) throw new EvalError(`fidelityTokens must be an integer >= 0, got ${opts.fidelityTokens}`);
+  const log = opts.log ?? (() => {});
+  const refs = new Map(tasks.map((t) => [t.id, t.referenceActions]));
+  const batch = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter: policy.actAdapter }, domain, tasks, {
+    mode: 'real',
+    k: 1,
+    seed: opts.seed,
+    limits: opts.limits,
+    temperature: 0,
+    kvReuse: opts.kvReuse,
+    signal: opts.signal,
+    onProgress: (e) => log(`eval real: round ${e.round}, ${e.active}/${tasks.length} episodes active`),
+  });
+  const s = summarizeRollouts(batch, (id) => refs.get(id) ?? []);
+  const perTask = batch.rollouts.map((r): TaskResult => {
+    const m = matchToolCalls(r.steps, refs.get(r.taskId) ?? []);
+    return { taskId: r.taskId, reward: r.reward, end: r.end, turns: r.turns, calls: m.calls, matched: m.matched, references: m.references };
+  });
+
+  let fidelity: HeldOutFidelity | null = null;
+  let fidelityMs = 0;
+  if (opts.fidelityTokens > 0) {
+    const t0 = performance.now();
+    log(`eval fidelity: rehearsing ${tasks.reduce((n, t) => n + t.referenceActions.length, 0)} reference calls`);
+    const rehearser = policy.rehearseAdapter === undefined ? policy.actAdapter : policy.rehearseAdapter;
+    const f = await evalRehearsalFidelity(policy.model, policy.tokenizer, rehearser, domain, tasks, {
+      maxRehearseTokens: opts.fidelityTokens,
+      rehearsePrompt: opts.rehearsePrompt,
+      maxContext: opts.limits.maxContext,
+      signal: opts.signal,
+    });
+    fidelity = { steps: f.summary.steps, exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, skipped: f.skipped };
+    fidelityMs = performance.now() - t0;
+  }
+  return {
+    tasks: tasks.length,
+    success: s.success,
+    meanReward: s.meanReward,
+    toolPrecision: s.toolPrecision,
+    toolRecall: s.toolRecall,
+    meanTurns: s.meanTurns,
+    ends: s.ends,
+    fidelity,
+    perTask,
+    tokens: s.tokens,
+    wallMs: { real: batch.stats.wallMs, fidelity: fidelityMs },
+  };
+}

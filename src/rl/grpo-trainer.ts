@@ -1,0 +1,116 @@
+// What a caller (the train CLI, the ablation script, the lab's worker) needs around a GrpoRun
+// (src/rl/run.ts, which does the stepping, checkpoints and exact resume): defaults sized for the bundled
+// policy, a complete run configuration from a few options, the task split, the advantage grouping a mode
+// really uses, and a one-line progress summary of a step. Browser-safe: no Node imports.
+import type { Domain, Task } from '../env/domain';
+import { ROLLOUT_MODES, type RolloutMode } from '../rollout/episode';
+import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
+import type { RolloutLimits } from '../rollout/rollout';
+import type { Baseline, GroupMode } from './advantage';
+import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
+
+export const ADVANTAGES = ['role-wise', 'pooled'] as const;
+export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
+export { ROLLOUT_MODES };
+
+/**
+ * Episode limits of the bundled policy's model card evaluation (src/pretrain/evaluate.ts EVAL_LIMITS):
+ * retail tasks need up to ~8 calls; a rehearsed observation (an order with its items) can run to a few
+ * hundred tokens of the domain tokenizer.
+ */
+export const DEFAULT_LIMITS: RolloutLimits = { maxTurns: 12, maxActTokens: 96, maxRehearseTokens: 640 };
+
+export interface TrainOptions {
+  mode: RolloutMode;
+  advantage?: (typeof ADVANTAGES)[number];
+  baseline?: Baseline;
+  steps: number;
+  seed: number;
+  k?: number;
+  promptsPerStep?: number;
+  lr?: number;
+  rank?: number;
+  alpha?: number;
+  evalEvery?: number;
+  /** Rehearsal budget of the periodic fidelity measurement; 0 = skip it. */
+  evalFidelityTokens?: number;
+  limits?: Partial<RolloutLimits>;
+  rehearsePrompt?: RehearsePromptOptions;
+  temperature?: number;
+  klCoef?: number;
+  maxBatchTokens?: number;
+  checkpointEvery?: number;
+}
+
+export class TrainOptionsError extends Error {
+  override readonly name = 'TrainOptionsError';
+}
+
+/**
+ * The advantage grouping a mode actually trains with: with Act rows only (`real`, and `frozen-simulator`
+ * whose Rehearse rows come from the frozen base) every group is the prompt's Act rows, i.e. standard GRPO,
+ * whatever was asked.
+ */
+export function effectiveGroups(mode: RolloutMode, asked: GroupMode): GroupMode {
+  return mode === 'real' || mode === 'frozen-simulator' ? 'standard' : asked;
+}
+
+/** A complete GrpoRun configuration; defaults are the bundled policy's (LoRA r 8, lr 1e-3, 4 prompts × 4). */
+export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
+  if (!ROLLOUT_MODES.includes(o.mode)) throw new TrainOptionsError(`mode must be one of ${ROLLOUT_MODES.join(', ')}, got ${String(o.mode)}`);
+  const adv = o.advantage ?? 'role-wise';
+  if (!ADVANTAGES.includes(adv)) throw new TrainOptionsError(`advantage must be one of ${ADVANTAGES.join(', ')}, got ${String(adv)}`);
+  const baseline = o.baseline ?? 'row-weighted';
+  if (!BASELINES.includes(baseline)) throw new TrainOptionsError(`baseline must be one of ${BASELINES.join(', ')}, got ${String(baseline)}`);
+  const limits = { ...DEFAULT_LIMITS, ...o.limits };
+  const rank = o.rank ?? 8;
+  return {
+    mode: o.mode,
+    // Recorded as used (run.json keeps the config), not as asked.
+    groups: effectiveGroups(o.mode, adv),
+    baseline,
+    steps: o.steps,
+    promptsPerStep: o.promptsPerStep ?? 4,
+    k: o.k ?? 4,
+    seed: o.seed,
+    limits,
+    ...(o.rehearsePrompt ? { rehearsePrompt: o.rehearsePrompt } : {}),
+    temperature: o.temperature ?? 1,
+    kvReuse: true,
+    lora: { rank, alpha: o.alpha ?? 2 * rank },
+    lr: o.lr ?? 1e-3,
+    klCoef: o.klCoef ?? 0,
+    maxBatchTokens: o.maxBatchTokens ?? 4096,
+    evalEvery: o.evalEvery ?? 0,
+    evalFidelityTokens: o.evalFidelityTokens ?? limits.maxRehearseTokens,
+    checkpointEvery: o.checkpointEvery ?? 1,
+  };
+}
+
+/**
+ * Training prompts from the train split and held-out tasks from the test split (the generator keeps their
+ * users apart). The held-out set depends only on `evalSeed`, so every run of an ablation sees the same one.
+ */
+export function splitTasks(domain: Domain, o: { train: number; eval: number; seed: number; evalSeed?: number }): { train: Task[]; eval: Task[] } {
+  if (!(Number.isInteger(o.train) && o.train >= 1)) throw new TrainOptionsError(`need at least one training task, got ${o.train}`);
+  if (!(Number.isInteger(o.eval) && o.eval >= 0)) throw new TrainOptionsError(`eval task count must be >= 0, got ${o.eval}`);
+  return {
+    train: domain.tasks.generate({ split: 'train', count: o.train, seed: o.seed }),
+    eval: o.eval > 0 ? domain.tasks.generate({ split: 'test', count: o.eval, seed: o.evalSeed ?? 1 }) : [],
+  };
+}
+
+const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+
+/** "step 3/10  reward 0.31±0.20  success 0.25  act 12 reh 9 rows  loss -0.012 (shared)  14.2 s" */
+export function stepLine(m: StepMetrics, total: number): string {
+  const r = m.rollouts;
+  const upd = m.updates.map((u) => `loss ${f(u.loss, 4)} gn ${f(u.gradNorm, 3)}${u.applied ? '' : ' SKIPPED'} (${u.target})`).join(', ') || 'no update (no advantage)';
+  const fid = Number.isFinite(r.fidelity.exact) ? `  fid ${f(r.fidelity.exact)}/${f(r.fidelity.f1)}` : '';
+  return `step ${m.step}/${total}  reward ${f(r.meanReward)}±${f(r.sdReward)}  success ${f(r.success)}  rows act ${r.rows.act} reh ${r.rows.rehearse}${fid}  ${upd}  ${(m.wallMs / 1000).toFixed(1)} s`;
+}
+
+export function evalLine(e: EvalMetrics): string {
+  const fid = e.fidelity ? `  fidelity exact ${f(e.fidelity.exact)} f1 ${f(e.fidelity.f1)} err ${f(e.fidelity.errorAgree)} invalid ${f(e.fidelity.invalid)}` : '';
+  return `eval @${e.step}: success ${f(e.success)}  reward ${f(e.meanReward)}  tool P ${f(e.toolPrecision)} R ${f(e.toolRecall)}${fid}`;
+}

@@ -1,0 +1,153 @@
+// `npm run train` and `npm run eval` as a user runs them: usage errors (exit 2, a message naming the flag),
+// a short training run into a folder (JSONL logs, checkpoint, result JSON, progress lines), refusal to
+// overwrite or re-finish a run, and evaluation of the base policy and of the run's adapter. The CLIs run
+// in-process on a tiny random-weight model folder; the retail domain is shown with one tool and a short
+// policy so that prompts fit the tiny model (everything else is the real code path). One spawned process
+// checks the exit status of the real entry point.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../../src/cli/args';
+import { DEFAULT_MODEL_DIR } from '../../src/cli/args';
+import { evalCli } from '../../src/cli/eval';
+import { trainCli } from '../../src/cli/train';
+import type { Domain } from '../../src/env/domain';
+import { retailDomain } from '../../src/env/retail';
+import { loadRetailBase } from '../../src/env/retail/node';
+import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
+
+const retail = retailDomain(loadRetailBase());
+const domain: Domain = { ...retail, policy: 'You are a retail agent.', definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate') };
+
+function io(): CliIo & { stdout: () => string; stderr: () => string } {
+  let o = '';
+  let e = '';
+  return { out: (s) => void (o += s), err: (s) => void (e += s), stdout: () => o, stderr: () => e };
+}
+
+const work = mkdtempSync(join(tmpdir(), 'cli-train-'));
+let modelDir: string;
+beforeAll(async () => {
+  modelDir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
+});
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+  if (modelDir) rmSync(modelDir, { recursive: true, force: true });
+});
+
+const small = ['--max-turns', '1', '--max-act-tokens', '4', '--max-rehearse-tokens', '4', '--fidelity-tokens', '4', '--grounding-chars', '150', '--history-chars', '150', '--threads', '1'];
+
+describe('npm run train: usage errors', () => {
+  const cases: [string[], RegExp][] = [
+    [['--steps', '1', '--out', 'x'], /--mode is required/],
+    [['--mode', 'dream', '--steps', '1', '--out', 'x'], /--mode must be one of rehearse, real, per-role, frozen-simulator, got "dream"/],
+    [['--mode', 'real', '--out', 'x'], /--steps N is required/],
+    [['--mode', 'real', '--steps', '0', '--out', 'x'], /--steps must be an integer >= 1, got "0"/],
+    [['--mode', 'real', '--steps', '1'], /--out DIR is required/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--k', 'two'], /--k must be an integer in \[1, 64\], got "two"/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--lr', '0'], /--lr must be a number > 0, got "0"/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--advantage', 'median'], /--advantage must be one of role-wise, pooled/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--baseline', 'x'], /--baseline must be one of row-weighted, rollout-mean/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--backend', 'tpu'], /--backend must be one of cpu-fast, cpu-ref, webgpu/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--bogus'], /Unknown option '--bogus'/],
+    [['--mode', 'real', '--steps', '1', '--out', join(work, 'none'), '--resume'], /--resume: .* holds no run/],
+    [['--mode', 'real', '--steps', '1', '--out', join(work, 'nomodel'), '--model', join(work, 'missing')], /--model .*missing: no config\.json/],
+  ];
+  for (const [argv, msg] of cases) {
+    it(argv.join(' '), async () => {
+      const t = io();
+      expect(await trainCli(argv, t, { domain })).toBe(2);
+      expect(t.stderr()).toMatch(msg);
+      expect(t.stderr()).toMatch(/usage: npm run train/);
+      expect(t.stdout()).toBe('');
+    });
+  }
+  it.skipIf(existsSync(join(DEFAULT_MODEL_DIR, 'config.json')))('without --model and no bundled policy: says how to get one', async () => {
+    const t = io();
+    expect(await trainCli(['--mode', 'real', '--steps', '1', '--out', join(work, 'nodefault')], t, { domain })).toBe(2);
+    expect(t.stderr()).toMatch(/the bundled policy is not built yet \(npm run pretrain\), or pass --model DIR/);
+  });
+  it('the real entry point exits 2 on a usage error', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/train.ts', '--mode', 'nope'], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--mode must be one of/);
+  });
+});
+
+describe('npm run eval: usage errors', () => {
+  const cases: [string[], RegExp][] = [
+    [[], /--tasks is required/],
+    [['--tasks', 'test', '--count', '0'], /--count must be an integer >= 1/],
+    [['--tasks', join(work, 'nope.json')], /not test, train or a readable task file/],
+    [['--tasks', 'test', '--n', '2'], /--n needs --tts parallel\|sequential/],
+    [['--tasks', 'test', '--tts', 'parallel'], /--tts needs --n N/],
+    [['--tasks', 'test', '--tts', 'beam', '--n', '1'], /--tts must be one of parallel, sequential/],
+  ];
+  for (const [argv, msg] of cases) {
+    it(argv.join(' ') || '(no flags)', async () => {
+      const t = io();
+      expect(await evalCli(argv, t, { domain })).toBe(2);
+      expect(t.stderr()).toMatch(msg);
+    });
+  }
+  it.skipIf(existsSync('src/rollout/private-rehearsal.ts'))('--tts with N > 0 before private rehearsal exists: a clear error', async () => {
+    const t = io();
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, '--tts', 'parallel', '--n', '2'], t, { domain })).toBe(1);
+    expect(t.stderr()).toMatch(/test-time rehearsal not available yet/);
+  });
+});
+
+describe('npm run train, then npm run eval', () => {
+  const out = join(work, 'run');
+  const trainArgs = () => ['--mode', 'rehearse', '--steps', '2', '--seed', '3', '--out', out, '--model', modelDir, '--k', '2', '--prompts', '1', '--train-tasks', '3', '--eval-tasks', '1', ...small];
+
+  it('trains: logs, checkpoints, progress, result JSON; refuses to overwrite or re-finish', async () => {
+    const t = io();
+    expect(await trainCli(trainArgs(), t, { domain })).toBe(0);
+    const res = JSON.parse(t.stdout());
+    expect(res).toMatchObject({ mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', seed: 3, steps: 2, resumedFrom: 0, backend: 'cpu-fast', eval: { step: 2 } });
+    expect(res.eval.fidelity.steps).toBeGreaterThan(0);
+    expect(t.stderr()).toMatch(/step 1\/2 .*reward/);
+    expect(t.stderr()).toMatch(/step 2\/2 /);
+    expect(t.stderr()).toMatch(/eval @2: success/);
+    const metrics = readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(metrics.map((m) => m.step)).toEqual([1, 2]);
+    expect(metrics[0].rollouts.rollouts).toBe(2);
+    expect(readFileSync(join(out, 'rollouts.jsonl'), 'utf8').trim().split('\n')).toHaveLength(4);
+    expect(JSON.parse(readFileSync(join(out, 'run.json'), 'utf8'))).toMatchObject({ step: 2, checkpoint: 'ckpt/2', config: { mode: 'rehearse', groups: 'role-wise', k: 2 } });
+    for (const f of ['adapter/adapter_config.json', 'adapter/adapter_model.safetensors', 'optimizer.safetensors']) expect(existsSync(join(out, 'ckpt/2', f)), f).toBe(true);
+
+    const again = io();
+    expect(await trainCli(trainArgs(), again, { domain })).toBe(2);
+    expect(again.stderr()).toMatch(/already holds a run \(2\/2 steps\); pass --resume/);
+    const fin = io();
+    expect(await trainCli([...trainArgs(), '--resume'], fin, { domain })).toBe(2);
+    expect(fin.stderr()).toMatch(/already finished/);
+  });
+
+  it('evaluates the base policy and the run folder on held-out tasks', async () => {
+    const base = io();
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, ...small], base, { domain })).toBe(0);
+    const b = JSON.parse(base.stdout());
+    expect(b).toMatchObject({ adapter: null, run: null, tasks: 1, tasksFrom: 'test', tts: null });
+    expect(b.perTask).toHaveLength(1);
+    expect(b.perTask[0].taskId).toMatch(/^test-/);
+    expect(b.fidelity.steps).toBeGreaterThan(0);
+    expect(base.stderr()).toMatch(/base policy/);
+    expect(base.stderr()).toMatch(/success .* tool P/);
+
+    const tuned = io();
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, '--adapter', out, ...small], tuned, { domain })).toBe(0);
+    const a = JSON.parse(tuned.stdout());
+    expect(a.run).toEqual({ mode: 'rehearse', step: 2 });
+    expect(a.fidelity.steps).toBe(b.fidelity.steps);
+    // --tts with N = 0 is the plain evaluation, whether or not private rehearsal exists.
+    const zero = io();
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, '--tts', 'sequential', '--n', '0', ...small], zero, { domain })).toBe(0);
+    const z = JSON.parse(zero.stdout());
+    expect(z.tts).toEqual({ mode: 'sequential', n: 0 });
+    expect(z.perTask).toEqual(b.perTask);
+  });
+});
