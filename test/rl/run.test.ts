@@ -120,6 +120,21 @@ describe('GrpoRun', () => {
     r2.free();
   });
 
+  it('a short run of every mode works', async () => {
+    for (const mode of ['real', 'frozen-simulator', 'rehearse', 'per-role'] as const) {
+      const s = new MemoryStore();
+      const r = await open(s, { ...config, mode, steps: 1, promptsPerStep: 1, evalEvery: 0 });
+      const m = await r.trainStep();
+      r.free();
+      const targets = m.updates.map((u) => u.target);
+      if (mode === 'rehearse') expect(targets).toEqual(['shared']);
+      else if (mode === 'per-role') expect(targets[0]).toBe('act'); // 'rehearse' too if the policy made a call
+      else expect(targets).toEqual(['act']);
+      expect(m.updates.every((u) => u.applied)).toBe(true);
+      expect(JSON.parse(s.text('run.json'))).toMatchObject({ step: 1, config: { mode } });
+    }
+  });
+
   it('refuses bad configurations and steps past the end', async () => {
     await expect(open(new MemoryStore(), { ...config, k: 0 })).rejects.toThrow(RunConfigError);
     await expect(open(new MemoryStore(), { ...config, lr: 0 })).rejects.toThrow(RunConfigError);
