@@ -67,12 +67,16 @@ async function trainTokS(b: Backend, mode: 'lora' | 'full', format: WeightFormat
 async function memoryChild(): Promise<void> {
   const b = (await createBackend('webgpu', { gpu: nodeGpu() })) as Backend & { ctx: { device: GPUDevice; flush(): void } };
   const track = trackDeviceBytes(b.ctx.device);
+  const t0 = performance.now();
+  const log = (m: string) => process.stderr.write(`[memory child] ${((performance.now() - t0) / 1000).toFixed(1)}s ${m}\n`);
   const { model } = await buildQwen3(b, QWEN3_06B, randomWeights(QWEN3_06B, 1, 'q4'), { format: 'q4' });
+  log('model built');
   const adapter = createLoraAdapter(b, QWEN3_06B, { name: 'mem', rank: MEM_OPTS.rank, alpha: 32, seed: 2 });
   const tr = new Trainer(model, { mode: 'lora', adapter, recompute: true, headChunk: MEM_OPTS.headChunk, schedule: { kind: 'constant', lr: 1e-4 }, loss: { kind: 'ce' } });
   const resident = track.live();
   tr.lossAndGrad(batchOf(QWEN3_06B, 1, MEM_TOKENS, 4));
   b.ctx.flush();
+  log('step recorded');
   process.stdout.write(JSON.stringify({ peak: track.peak(), resident }) + '\n', () => process.exit(0));
 }
 

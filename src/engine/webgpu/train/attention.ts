@@ -8,11 +8,11 @@
 // private arrays.
 import { assertShape } from '../../errors';
 import { type GpuContext, grid1d } from '../context';
-import { type GpuTensor, assertF32 } from '../tensor';
+import { GpuTensor, assertF32 } from '../tensor';
 import { INDEX, WG } from './common';
 
 const HEAD = /* wgsl */ `
-struct P { t: u32, hq: u32, hkv: u32, s: u32, maxT: u32, scale: f32 }
+struct P { t: u32, hq: u32, hkv: u32, s0: u32, ns: u32, maxT: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> p: P;`;
 
 const k1 = new Map<number, { code: string }>();
@@ -40,7 +40,9 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   let kvh = h / (p.hq / p.hkv);
   let qo = i * D;
   let n = u32(pos[t]) + 1u;
-  let base = u32(slot[t]) * p.maxT;
+  let sl = u32(slot[t]);
+  if (sl < p.s0 || sl >= p.s0 + p.ns) { return; } // another cache shard's token
+  let base = (sl - p.s0) * p.maxT;
   // online max / sum of the scores
   var m = -3.0e38;
   var z = 0.0;
@@ -102,11 +104,11 @@ const D = ${D}u;
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
   let i = index(w, nw, l);
-  if (i >= p.s * p.maxT * p.hkv) { return; }
+  if (i >= p.ns * p.maxT * p.hkv) { return; }
   let kvh = i % p.hkv;
   let sj = i / p.hkv;
   let j = sj % p.maxT;
-  let s = sj / p.maxT;
+  let s = p.s0 + sj / p.maxT;
   let ko = i * D;
   let group = p.hq / p.hkv;
   var ak: array<f32, ${D}>;
@@ -141,21 +143,35 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   return k;
 }
 
-/** dOut, q (T,Hq,D), caches (S,maxT,Hkv,D), slot/pos (T) -> dq (T,Hq,D), dkCache, dvCache (S,maxT,Hkv,D) */
+/** A zero-initialised-free f32 tensor split by rows exactly like `like` (cache shards by slot). */
+function emptyLike(ctx: GpuContext, like: GpuTensor): GpuTensor {
+  const rowElems = like.size / like.shape[0];
+  const parts = like.parts.map((p) => ({ row0: p.row0, rows: p.rows, data: ctx.alloc(Math.max(4, p.rows * rowElems * 4)) }));
+  return new GpuTensor(ctx, [...like.shape], 'f32', parts);
+}
+
+/** dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) (possibly sharded by slots), slot/pos (T) -> dq (T,Hq,D), dkCache, dvCache (sharded like the caches) */
 export function attentionBackward(ctx: GpuContext, dOut: GpuTensor, q: GpuTensor, kCache: GpuTensor, vCache: GpuTensor, slot: GpuTensor, pos: GpuTensor) {
   for (const t of [dOut, q, kCache, vCache]) assertF32(t, 'attentionBackward');
   const [T, Hq, D] = q.shape;
-  const [S, maxT, Hkv] = kCache.shape;
+  const [, maxT, Hkv] = kCache.shape;
   assertShape(q.shape.length === 3 && kCache.shape.length === 4 && kCache.shape[3] === D && Hq % Hkv === 0, `attentionBackward: q (${q.shape}) vs cache (${kCache.shape})`);
   assertShape(dOut.size === q.size && slot.size === T && pos.size === T, `attentionBackward: dOut (${dOut.shape}), slot/pos (${slot.size}) vs q (${q.shape})`);
+  assertShape(vCache.parts.length === kCache.parts.length && vCache.parts.every((p, i) => p.row0 === kCache.parts[i].row0), 'attentionBackward: k and v caches are sharded differently');
   assertShape(D <= 256, `attentionBackward: head size ${D} > 256 is not supported`);
-  const u = [T, Hq, Hkv, S, maxT, { f32: 1 / Math.sqrt(D) }];
   const dq = ctx.empty(q.shape, 'f32');
   const stats = ctx.empty([T * Hq, 2], 'f32');
-  ctx.dispatch(pass1(D), [dOut.buf, q.buf, kCache.buf, vCache.buf, slot.buf, pos.buf, dq.buf, stats.buf], u, grid1d(T * Hq, WG));
-  const dkCache = ctx.empty(kCache.shape, 'f32');
-  const dvCache = ctx.empty(vCache.shape, 'f32');
-  ctx.dispatch(pass2(D), [dOut.buf, q.buf, kCache.buf, vCache.buf, slot.buf, pos.buf, stats.buf, dkCache.buf, dvCache.buf], u, grid1d(S * maxT * Hkv, WG));
+  const dkCache = emptyLike(ctx, kCache);
+  const dvCache = emptyLike(ctx, vCache);
+  const u = (s0: number, ns: number) => [T, Hq, Hkv, s0, ns, maxT, { f32: 1 / Math.sqrt(D) }];
+  kCache.parts.forEach((kp, i) => {
+    const vp = vCache.parts[i];
+    ctx.dispatch(pass1(D), [dOut.buf, q.buf, kp.data, vp.data, slot.buf, pos.buf, dq.buf, stats.buf], u(kp.row0, kp.rows), grid1d(T * Hq, WG));
+  });
+  kCache.parts.forEach((kp, i) => {
+    const vp = vCache.parts[i];
+    ctx.dispatch(pass2(D), [dOut.buf, q.buf, kp.data, vp.data, slot.buf, pos.buf, stats.buf, dkCache.parts[i].data, dvCache.parts[i].data], u(kp.row0, kp.rows), grid1d(kp.rows * maxT * Hkv, WG));
+  });
   stats.free();
   return { dq, dkCache, dvCache };
 }

@@ -107,7 +107,7 @@ export function fill(ctx: GpuContext, t: GpuTensor, value: number): void {
 
 const GATHER_KV = {
   code: /* wgsl */ `
-struct P { t: u32, row: u32, maxT: u32 }
+struct P { t: u32, row: u32, maxT: u32, s0: u32, ns: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read> slot: array<i32>;
@@ -120,17 +120,20 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   if (i >= p.t * p.row) { return; }
   let t = i / p.row;
   let e = i % p.row;
-  y[i] = src[(u32(slot[t]) * p.maxT + u32(pos[t])) * p.row + e];
+  let s = u32(slot[t]);
+  if (s < p.s0 || s >= p.s0 + p.ns) { return; } // another shard's token
+  y[i] = src[((s - p.s0) * p.maxT + u32(pos[t])) * p.row + e];
 }`,
 };
 
-/** dkCache (S,maxT,Hkv,D) -> dk (T,Hkv,D), dk[t] = dkCache[slot[t], pos[t]] */
+/** dkCache (S,maxT,Hkv,D) (possibly sharded by slots) -> dk (T,Hkv,D), dk[t] = dkCache[slot[t], pos[t]] */
 export function gatherKv(ctx: GpuContext, cache: GpuTensor, slot: GpuTensor, pos: GpuTensor): GpuTensor {
   assertF32(cache, 'kvWriteBackward');
   const [, maxT, Hkv, D] = cache.shape;
   const T = slot.size;
   const y = ctx.empty([T, Hkv, D], 'f32');
-  ctx.dispatch(GATHER_KV, [cache.buf, slot.buf, pos.buf, y.buf], [T, Hkv * D, maxT], grid1d(T * Hkv * D, WG));
+  for (const part of cache.parts)
+    ctx.dispatch(GATHER_KV, [part.data, slot.buf, pos.buf, y.buf], [T, Hkv * D, maxT, part.row0, part.rows], grid1d(T * Hkv * D, WG));
   return y;
 }
 
