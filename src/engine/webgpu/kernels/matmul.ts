@@ -121,11 +121,7 @@ function gemvWord(dtype: DType): { vpw: number; words: string; dot: string } {
         for (var m = 0u; m < mc; m++) {
           let xb = (p.m0 + m) * p.k + kj;
           var d = 0.0;
-          if (nb == 8u) {
-            for (var b = 0u; b < 8u; b++) { d += x[xb + b] * wv[b]; }
-          } else {
-            for (var b = 0u; b < nb; b++) { d += x[xb + b] * wv[b]; }
-          }
+          for (var b = 0u; b < nb; b++) { d += x[xb + b] * wv[b]; }
           acc[m] += d * s;
         }
       }`,
