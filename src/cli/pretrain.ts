@@ -1,12 +1,15 @@
 // npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
 //                     [--quick] [--eval N]
-//        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder)
+//        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
+//                                                                     writes grpo-timing-<backend>.json)
+//        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
 // Trains the bundled default policy from scratch on the retail expert's Act and Rehearse rows and writes a
 // Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
 // generation_config.json, pretrain.json). With --eval N > 0 it then reloads the folder from disk and
 // evaluates N held-out test-split tasks in the real environment (eval.json). Progress on stderr, the
 // result JSON on stdout, exit code 1 on failure.
-import { writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Backend, BackendName } from '../engine/backend';
@@ -16,8 +19,9 @@ import { loadRetailBase } from '../env/retail/node';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
-import { evaluatePolicy } from '../pretrain/evaluate';
-import { timeGrpoStep } from '../pretrain/grpo-timing';
+import { modelCard, type CardInputs } from '../pretrain/card';
+import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
+import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
 import { FULL_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
 
 const BACKENDS = ['cpu-fast', 'cpu-ref', 'webgpu'] as const;
@@ -44,6 +48,8 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       eval: { type: 'string' },
       'time-grpo': { type: 'boolean', default: false },
+      card: { type: 'boolean', default: false },
+      commit: { type: 'string', default: 'unknown' },
     },
     strict: true,
   });
@@ -62,6 +68,21 @@ async function main(): Promise<void> {
   const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
   const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
+  if (values.card) {
+    const read = async (name: string) => JSON.parse(await readFile(join(out, name), 'utf8')) as unknown;
+    const names = await readdir(out);
+    const card = modelCard({
+      run: (await read('pretrain.json')) as CardInputs['run'],
+      evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
+      grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
+      sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
+      commit: values.commit!,
+      machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
+    });
+    await writeFile(join(out, 'README.md'), card);
+    log(`wrote ${join(out, 'README.md')}`);
+    return;
+  }
   const domain = retailDomain(loadRetailBase());
   const b = await makeBackend(backendName, int('threads', values.threads, 1));
   try {
@@ -71,6 +92,7 @@ async function main(): Promise<void> {
       const tokenizer = await Tokenizer.load(src);
       const tasks = domain.tasks.generate({ split: 'train', count: 16, seed: 99 });
       const timing = await timeGrpoStep(model, tokenizer, domain, tasks, { promptsPerStep: 2, k: 4, seed });
+      await writeFile(join(out, `grpo-timing-${b.name}.json`), JSON.stringify(timing, null, 1) + '\n');
       process.stdout.write(JSON.stringify(timing) + '\n');
       return;
     }

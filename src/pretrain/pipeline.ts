@@ -38,7 +38,7 @@ export const FULL_SPEC: PretrainSpec = {
   mistakeRate: 0.15,
   maxLen: 1024,
   batchTokens: 2048,
-  steps: 420,
+  steps: 280,
   lr: 3e-3,
   warmupSteps: 20,
 };
