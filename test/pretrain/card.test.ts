@@ -1,0 +1,45 @@
+// The model card states the run's own measurements (nothing in it is typed by hand).
+import { describe, expect, it } from 'vitest';
+import { modelCard, type CardInputs } from '../../src/pretrain/card';
+import { FULL_SPEC } from '../../src/pretrain/pipeline';
+
+const stats = (mean: number) => ({ n: 10, min: 1, p50: mean, p90: mean * 2, p99: mean * 3, max: mean * 4, mean });
+const inputs: CardInputs = {
+  run: {
+    command: 'npm run pretrain -- --seed 0',
+    out: 'models/default', seed: 0, backend: 'cpu-fast', params: 1312128,
+    config: { ...FULL_SPEC.model, vocabSize: 4096 }, spec: FULL_SPEC,
+    data: { rows: { act: 2420, rehearse: 1888 }, dropped: 74, tokens: { total: 1104981, response: 215316 }, length: { act: stats(225), rehearse: stats(297), response: stats(50) }, actPrefixTokens: 8 },
+    tokenizerSeconds: 28, trainSeconds: 2400, tokensPerSecond: 230,
+    losses: [{ step: 1, loss: 8.3 }, { step: 280, loss: 1.234 }], finalLoss: 1.25,
+  },
+  evaluation: {
+    tasks: 24,
+    real: { successRate: 0.125, meanReward: 0.2, formatValidRate: 0.97, knownToolRate: 0.99, callOkRate: 0.6, ends: { reply: 20, 'max-turns': 4 }, meanTurns: 5, wallS: 100 },
+    rehearsal: { calls: 80, validRate: 0.9, fidelity: { steps: 72, exact: 0.3, f1: 0.7, errorAgree: 0.85, errors: { both: 3, rehearsedOnly: 4, realOnly: 5, neither: 60 } }, wallS: 200 },
+    examples: [],
+  },
+  grpo: [{ backend: 'cpu-fast', promptsPerStep: 2, k: 4, stepSeconds: 42.5, generatedTokens: 1000, trainedRows: 60, trainedTokens: 9000 }],
+  sizing: [{ shape: '128, 4, 4, 2, 384', params: 1312128, tokPerS: 312 }],
+  commit: 'abc1234',
+  machine: '2 CPU cores',
+};
+
+describe('modelCard', () => {
+  it('reports the measured figures of the run', () => {
+    const md = modelCard(inputs);
+    expect(md).toContain('1,312,128');
+    expect(md).toContain('**12.5%**'); // success
+    expect(md).toContain('90.0% (80 calls)'); // rehearsal validity
+    expect(md).toContain('| exact JSON match with the real observation | 30.0% |');
+    expect(md).toContain('| cpu-fast | 42.5 |');
+    expect(md).toContain('40.0 min');
+    expect(md).toContain('step 280: 1.234');
+    expect(md).toContain('abc1234');
+  });
+  it('says so when there is no evaluation or timing', () => {
+    const md = modelCard({ ...inputs, evaluation: null, grpo: [] });
+    expect(md).toContain('Not evaluated in this run.');
+    expect(md).toContain('(not measured)');
+  });
+});
