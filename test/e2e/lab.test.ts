@@ -1,0 +1,195 @@
+// The lab, end to end, in headless Chromium against the built app (vite build + vite preview).
+// Part 1 runs on Chromium's own WebGPU adapter (SwiftShader): load the model, generate a few tokens.
+// Part 2 drives the panels; their rollouts use ~2.5k-token prompts, which the WebGPU backend on
+// SwiftShader cannot prefill in E2E time (minutes per prompt), so that page forces the CPU fast path
+// through the URL (?backend=cpu-fast) — the same worker, protocol and UI.
+// Screenshots of every panel go to docs/screenshots/.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const SHOTS = join(ROOT, 'docs/screenshots');
+const XSS = '<img src=x onerror="window.__xss=1">';
+const run = chromiumAvailable();
+
+describe.runIf(run)('lab E2E (headless Chromium)', () => {
+  let s: Served;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    s = await serveAndLaunch();
+  }, 180_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  const shot = (name: string, sel: string) => page.locator(sel).screenshot({ path: join(SHOTS, `${name}.png`) });
+  const ready = () => page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 120_000 });
+  const idle = () => page.waitForSelector('[data-testid=busy]', { state: 'detached', timeout: 240_000 });
+
+  it('loads on WebGPU, says the model is untrained, and generates tokens there', async () => {
+    page = await s.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(s.url);
+    // The page is alive before the model is: the status line exists at once.
+    await page.waitForSelector('[data-testid=load-status]', { timeout: 10_000 });
+    await ready();
+    expect(await page.textContent('[data-testid=load-status]')).toContain('on webgpu');
+    const bundled = s.hasBundledModel();
+    expect(await page.isVisible('[data-testid=untrained-banner]')).toBe(!bundled);
+    await page.fill('[data-testid=try-prompt]', 'Hi');
+    await page.click('[data-testid=try-generate]');
+    await page.waitForSelector('[data-testid=try-output]', { timeout: 240_000 });
+    expect(await page.locator('[data-testid=try-output] .tok').count()).toBe(4);
+    expect(await page.textContent('[data-testid=try-output]')).toContain('on webgpu');
+    await shot('model', '[data-testid=model-panel]');
+    await page.close();
+  });
+
+  it('steps through a rehearse rollout: act and rehearse turns, the real observation, fidelity; state in the URL', async () => {
+    page = await s.browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`${s.url}?backend=cpu-fast&maxNew=12&turns=3`);
+    await ready();
+    expect(await page.textContent('[data-testid=load-status]')).toContain('cpu-fast');
+    expect(await page.isVisible('[data-testid=cpu-notice]')).toBe(true);
+    await page.selectOption('[data-testid=task-select]', 'train-0-0');
+    await page.selectOption('[data-testid=mode-select]', 'rehearse');
+    await page.fill('[data-testid=seed]', '7');
+    // The expert writes the Act turn (teacher-forced, scored by the policy), so the turn has a real call
+    // for the policy to rehearse, even with an untrained policy.
+    await page.selectOption('[data-testid=act-source]', 'expert');
+    await page.click('[data-testid=step]');
+    await idle();
+    await page.waitForSelector('[data-testid=fidelity]');
+    expect(await page.locator('[data-testid=turn-act]').count()).toBe(1);
+    expect(await page.textContent('[data-testid=turn-act]')).toContain('find_user_id_by_email');
+    expect(await page.locator('[data-testid=turn-rehearse] .tok').count()).toBeGreaterThan(0);
+    expect(await page.textContent('[data-testid=observation-real]')).toContain('{"result":');
+    expect(await page.textContent('[data-testid=fidelity]')).toMatch(/field F1 \d\.\d\d/);
+    const url = new URL(page.url());
+    expect(url.searchParams.get('mode')).toBeNull(); // rehearse is the default: kept out of the URL
+    expect(url.searchParams.get('seed')).toBe('7');
+    expect(url.searchParams.get('src')).toBe('expert');
+    expect(url.searchParams.get('task')).toBe('train-0-0');
+    await page.locator('[data-testid=turn-act] details').first().evaluate((d) => ((d as HTMLDetailsElement).open = true));
+    await shot('stepper', '[data-testid=stepper-panel]');
+
+    // Reset starts over; Play runs policy-written turns until the episode ends.
+    await page.selectOption('[data-testid=act-source]', 'policy');
+    await page.click('[data-testid=reset]');
+    await idle();
+    expect(await page.locator('[data-testid=turn-act]').count()).toBe(0);
+    await page.click('[data-testid=play]');
+    await page.waitForSelector('[data-testid=reward]', { timeout: 240_000 });
+    expect(await page.locator('[data-testid=turn-act]').count()).toBeGreaterThan(0);
+  });
+
+  it('runs the group view: K rollouts, role-wise baselines, advantages, and the pooled toggle', async () => {
+    await page.fill('[data-testid=group-k]', '2');
+    await page.click('[data-testid=group-run]');
+    await page.waitForSelector('[data-testid=group-view]', { timeout: 240_000 });
+    expect(await page.locator('[data-testid=group-view] tbody tr').count()).toBe(2);
+    const adv = await page.locator('[data-testid=advantage]').allTextContents();
+    expect(adv).toHaveLength(4);
+    expect(adv[0]).toMatch(/^[+-]\d\.\d{3}$/);
+    expect(await page.textContent('[data-testid=mu-act]')).toMatch(/^-?\d\.\d{3}$/);
+    await shot('group', '[data-testid=group-panel]');
+    await page.check('[data-testid=grouping-pooled]');
+    expect(await page.textContent('[data-testid=mu-pooled]')).toMatch(/^-?\d\.\d{3}$/);
+    expect(new URL(page.url()).searchParams.get('grouping')).toBe('pooled');
+    await page.check('[data-testid=grouping-rolewise]');
+  });
+
+  it('training dashboard: the run log plot moves; training says plainly when it is not available', async () => {
+    const points = Number(await page.getAttribute('[data-testid=metric-plot]', 'data-points'));
+    expect(points).toBeGreaterThanOrEqual(3); // stepper rollout, played rollout, group run
+    const trainBlocked = await page.isDisabled('[data-testid=train-start]');
+    if (trainBlocked) expect(await page.textContent('[data-testid=train-unavailable]')).toMatch(/not landed|cannot/);
+    expect(await page.textContent('[data-testid=train-step-count]')).toMatch(/^\d+ training steps?$/);
+    await shot('train', '[data-testid=train-panel]');
+  });
+
+  it('private rehearsal panel states whether it can run', async () => {
+    if (await page.isDisabled('[data-testid=tts-run]')) expect(await page.textContent('[data-testid=tts-unavailable]')).toMatch(/not landed/);
+    expect(await page.isVisible('[data-testid=tts-memory]')).toBe(true);
+    await shot('tts', '[data-testid=tts-panel]');
+  });
+
+  it('exports the adapter as PEFT files', async () => {
+    const downloads: { name: string; path: string }[] = [];
+    page.on('download', async (d) => downloads.push({ name: d.suggestedFilename(), path: (await d.path())! }));
+    await page.click('[data-testid=export-adapter]');
+    await expect.poll(() => downloads.length, { timeout: 60_000 }).toBe(2);
+    const byName = Object.fromEntries(downloads.map((d) => [d.name, d.path]));
+    const cfg = JSON.parse(readFileSync(byName['adapter_config.json'], 'utf8'));
+    expect(cfg.peft_type).toBe('LORA');
+    expect(cfg.r).toBe(8);
+    const st = readFileSync(byName['adapter_model.safetensors']);
+    const headerLen = Number(st.readBigUInt64LE(0));
+    const header = JSON.parse(st.subarray(8, 8 + headerLen).toString('utf8'));
+    expect(header['base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight'].shape[0]).toBe(8);
+  });
+
+  it('renders untrusted text as text: an imported rollout whose model output holds an <img onerror> tag', async () => {
+    const turn = {
+      index: 0,
+      act: { source: 'policy', prompt: `p ${XSS}`, promptTokens: 3, text: `hello ${XSS}`, tokens: [{ text: 'hello ', lp: -1 }, { text: XSS, lp: -2 }], ms: 1 },
+      reply: `hello ${XSS}`,
+      calls: [],
+    };
+    const line = { taskId: null, request: XSS, mode: 'rehearse', seed: 1, turns: [turn], done: true, endReason: XSS, reward: null, fidelity: null };
+    await page.setInputFiles('[data-testid=import-rollouts]', { name: 'evil.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(JSON.stringify(line) + '\nnot json\n') });
+    await page.waitForSelector('[data-testid=import-msg]');
+    expect(await page.textContent('[data-testid=import-msg]')).toContain('1 rollout(s) imported; 1 line(s) rejected');
+    expect(await page.textContent('[data-testid=turn-act]')).toContain(XSS);
+    // A typed request with the same tag is shown as typed.
+    await page.fill('#stepper input[type=text]', XSS);
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    await page.fill('#stepper input[type=text]', '');
+  });
+
+  it('keeps settings and the run log across a reload; is keyboard operable; fits a narrow window', async () => {
+    const runs = await page.textContent('[data-testid=run-count]');
+    await page.reload();
+    await ready();
+    expect(await page.inputValue('[data-testid=seed]')).toBe('7');
+    expect(await page.inputValue('[data-testid=act-source]')).toBe('policy');
+    await expect.poll(() => page.textContent('[data-testid=run-count]')).toBe(runs);
+    // Tab reaches the Step button and Enter presses it.
+    let reached = false;
+    for (let i = 0; i < 80 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => document.activeElement?.getAttribute('data-testid') === 'step');
+    }
+    expect(reached).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-testid=turn-act]', { timeout: 120_000 });
+    await idle();
+    await page.screenshot({ path: join(SHOTS, 'lab-1280x800.png') });
+    await page.setViewportSize({ width: 400, height: 800 });
+    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    await page.screenshot({ path: join(SHOTS, 'lab-narrow.png') });
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('cancels long work and stays responsive', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.fill('[data-testid=group-k]', '4');
+    await page.fill('[data-testid=max-new]', '400');
+    await page.click('[data-testid=group-run]');
+    await page.waitForSelector('[data-testid=busy]');
+    // The main thread is free while the worker computes.
+    expect(await page.evaluate(() => new Promise<number>((r) => { const t = performance.now(); setTimeout(() => r(performance.now() - t), 0); }))).toBeLessThan(500);
+    await page.click('[data-testid=cancel]');
+    await idle();
+    expect(await page.textContent('[data-testid=error]')).toContain('cancelled');
+  });
+});
