@@ -12,6 +12,7 @@ import { buildQwen3 } from '../../src/model/weights';
 import { packBatch, type TrainSequence } from '../../src/train/batch';
 import { Trainer, type TrainerOptions } from '../../src/train/trainer';
 import { loadPeftAdapterDir, savePeftAdapter } from '../../src/train/peft-node';
+import { sequenceLogprobs, withReferenceLogprobs } from '../../src/train/reference';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +75,23 @@ describe('Trainer (CPU reference)', () => {
     expect(r.gradNorm).toBe(0);
     const after = await readAll(tr.params.params);
     after.forEach((a, i) => expect(Array.from(a)).toEqual(Array.from(before[i], (x) => Math.fround(x * (1 - 1e-2 * 0.1)))));
+  });
+
+  it('GRPO with the KL reference = adapter off: a fresh adapter (B = 0) has KL 0, ratio 1 and no clipping', async () => {
+    const m = await model('q8');
+    const adapter = createLoraAdapter(be, cfg, { name: 'a', rank: 4, alpha: 8, seed: 3 });
+    const old = await sequenceLogprobs(m, seqs, adapter);
+    const withRef = await withReferenceLogprobs(m, seqs.map((s, i) => ({ ...s, advantage: i ? -1 : 1, oldLogp: old[i] })));
+    const tr = new Trainer(m, { mode: 'lora', adapter, schedule: { kind: 'constant', lr: 1e-2 }, loss: { kind: 'grpo', clipEps: 0.2, dualClip: 3, klCoef: 0.1 } });
+    const r = await tr.trainStep([packBatch(withRef, 'seq-mean-token-mean')]);
+    expect(r.kl).toBeCloseTo(0, 6);
+    expect(r.clipFrac).toBe(0);
+    // ratio 1: the surrogate is -mean(A) over sequences = -(1 - 1) / 2 = 0
+    expect(r.loss).toBeCloseTo(0, 5);
+    expect(r.gradNorm).toBeGreaterThan(0);
+    // after the step the policy moved away from the reference: KL > 0
+    const r2 = await tr.trainStep([packBatch(withRef, 'seq-mean-token-mean')]);
+    expect(r2.kl).toBeGreaterThan(0);
   });
 
   it('refuses a step whose loss is NaN: weights, moments and step count untouched', async () => {
