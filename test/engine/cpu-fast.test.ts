@@ -217,6 +217,31 @@ describe.each([
     }
   });
 
+  it.each([1, 7, 1000, 4099])('swigluBackward, adamw and sumSquares on %i values match the reference TrainOps', async (n) => {
+    const r = rng(n);
+    const [dy, gate, up, p0, g, m0] = Array.from({ length: 6 }, () => randn(n, r));
+    const v0 = randn(n, r).map((x) => x * x);
+    const ops = trainOps(fast);
+    const a = ops.swigluBackward(fast.tensor(dy, [n]), fast.tensor(gate.map((x) => x * 8), [n]), fast.tensor(up, [n]));
+    const b = refTrain.swigluBackward(ref.tensor(dy, [n]), ref.tensor(gate.map((x) => x * 8), [n]), ref.tensor(up, [n]));
+    expect(maxDiff(await fast.read(a.dGate), await ref.read(b.dGate))).toBeLessThanOrEqual(2e-6);
+    expect(maxDiff(await fast.read(a.dUp), await ref.read(b.dUp))).toBeLessThanOrEqual(2e-6);
+    const hp = { lr: 3e-3, beta1: 0.9, beta2: 0.98, eps: 1e-8, weightDecay: 0.05, step: 7, gradScale: 0.5 };
+    // resident (fast.tensor) and JS-heap (ref.tensor) state: both must be updated in place
+    for (const mk of [(x: Float32Array) => fast.tensor(x, [n]), (x: Float32Array) => ref.tensor(x, [n])]) {
+      const st = [p0, g, m0, v0].map(mk);
+      const want = [p0, g, m0, v0].map((x) => ref.tensor(x, [n]));
+      ops.adamw(st[0], st[1], st[2], st[3], hp);
+      refTrain.adamw(want[0], want[1], want[2], want[3], hp);
+      // f32 update vs f64: the step is lr-sized (3e-3), its rounding ~1e-9; params/moments ~1.
+      for (const i of [0, 2, 3]) expect(maxDiff(await fast.read(st[i]), await ref.read(want[i])), `adamw state ${i}`).toBeLessThanOrEqual(1e-6);
+    }
+    const ss = (t: Tensor[]) => ops.sumSquares(t);
+    const got = (await fast.read(ss([fast.tensor(dy, [n]), fast.tensor(up, [n])])))[0];
+    const exp = (await ref.read(refTrain.sumSquares([ref.tensor(dy, [n]), ref.tensor(up, [n])])))[0];
+    expect(got).toBe(exp);
+  });
+
   it.each([
     [1, 1],
     [3, 7],

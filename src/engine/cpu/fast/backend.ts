@@ -5,6 +5,7 @@
 import type { Backend, Tensor, TokenLayout } from '../../backend';
 import { assertShape, EngineError } from '../../errors';
 import type { QuantizedWeight } from '../../quant';
+import type { AdamWStep } from '../../train';
 import { asCpu, CpuRefBackend, CpuTensor } from '../ref';
 import { sharedMemoryAvailable, WasmHeap } from './heap';
 import { ThreadPool } from './pool';
@@ -262,6 +263,40 @@ export class CpuFastBackend extends CpuRefBackend {
       temps.push(st);
       this.rt.launch('softmaxRows', [X, W, p.ptr, st, R, V], 0, R * V * 16, temps);
       return { p: p.finish(), stats: new Float64Array(this.rt.heap.buffer, st, R * 2).slice() };
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
+  /** dy, gate, up (T,F) -> d gate, d up of y = silu(gate) * up. */
+  swigluBackward(dy: Tensor, gate: Tensor, up: Tensor): { dGate: CpuTensor; dUp: CpuTensor } {
+    const g = asCpu(dy).f32;
+    const gs = asCpu(gate).f32;
+    const us = asCpu(up).f32;
+    assertShape(g.length === gs.length && gs.length === us.length, `swigluBackward: dy (${dy.shape}), gate (${gate.shape}), up (${up.shape})`);
+    const temps: Temps = [];
+    try {
+      const ptrs = [g, gs, us].map((a) => this.rt.place(a, temps));
+      const dGate = this.rt.output([...gate.shape], temps);
+      const dUp = this.rt.output([...up.shape], temps);
+      this.rt.launch('swigluBackward', [...ptrs, dGate.ptr, dUp.ptr, g.length], 0, g.length * 40, temps);
+      return { dGate: dGate.finish(), dUp: dUp.finish() };
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
+  /** One AdamW update of param with grad, in place on param, m and v (all the same size). */
+  adamwStep(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, hp: AdamWStep): void {
+    const [p, g, ms, vs] = [param, grad, m, v].map((t) => asCpu(t).f32);
+    assertShape(p.length === g.length && g.length === ms.length && ms.length === vs.length, `adamw: param (${param.shape}), grad (${grad.shape}), m, v differ`);
+    const temps: Temps = [];
+    try {
+      const ptrs = [p, g, ms, vs].map((a) => this.rt.place(a, temps));
+      const hyper = [hp.lr, hp.beta1, hp.beta2, hp.eps, 1 - hp.lr * hp.weightDecay, hp.gradScale, 1 - Math.pow(hp.beta1, hp.step), 1 - Math.pow(hp.beta2, hp.step)];
+      this.rt.launch('adamw', [...ptrs, p.length, ...hyper.map(f32Bits)], 0, p.length * 16, temps);
+      // Updated in place: copy back whatever was not resident.
+      for (const [i, a] of [p, g, ms, vs].entries()) if (i !== 1 && !this.rt.isResident(a)) a.set(this.rt.heap.f32(ptrs[i], a.length));
     } finally {
       this.rt.release(temps);
     }

@@ -105,3 +105,67 @@ function axpbRange(A: usize, B: usize, O: usize, i: i32, end: i32, s: f32, op: i
     }
   }
 }
+
+// Backward of swiglu. args: 0 dy, 1 gate, 2 up, 3 dGate out, 4 dUp out, 5 n.
+// sig = sigmoid(g): dUp = dy * g * sig, dGate = dy * up * sig * (1 + g * (1 - sig))
+export function swigluBackward(args: usize, tid: i32, nth: i32): void {
+  const DY = <usize>load<u32>(args);
+  const G = <usize>load<u32>(args, 4);
+  const U = <usize>load<u32>(args, 8);
+  const DG = <usize>load<u32>(args, 12);
+  const DU = <usize>load<u32>(args, 16);
+  const n = load<i32>(args, 20);
+  const blocks = (n + 15) >> 4;
+  const chunks = chunkCount(blocks, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
+    for (let i = <i32>((<i64>blocks * ch) / chunks) << 4; i < end; i++) {
+      const off = <usize>i << 2;
+      const g = load<f32>(G + off);
+      const dy = load<f32>(DY + off);
+      const sig: f32 = 1 / (1 + Mathf.exp(-g));
+      store<f32>(DU + off, dy * g * sig);
+      store<f32>(DG + off, dy * load<f32>(U + off) * sig * (1 + g * (1 - sig)));
+    }
+  }
+}
+
+// One AdamW step in place. args: 0 param, 1 grad, 2 m, 3 v, 4 n, 5..10 f32 bits of lr, beta1, beta2,
+// eps, decay (1 - lr * weightDecay), gradScale, 11..12 f32 bits of the bias corrections bc1, bc2.
+export function adamw(args: usize, tid: i32, nth: i32): void {
+  const P = <usize>load<u32>(args);
+  const Gr = <usize>load<u32>(args, 4);
+  const Mm = <usize>load<u32>(args, 8);
+  const Vv = <usize>load<u32>(args, 12);
+  const n = load<i32>(args, 16);
+  const lr = load<f32>(args, 20), b1 = load<f32>(args, 24), b2 = load<f32>(args, 28), eps = load<f32>(args, 32);
+  const decay = load<f32>(args, 36), gs = load<f32>(args, 40), bc1 = load<f32>(args, 44), bc2 = load<f32>(args, 48);
+  const vlr = f32x4.splat(lr), vb1 = f32x4.splat(b1), vb2 = f32x4.splat(b2), veps = f32x4.splat(eps);
+  const v1b1 = f32x4.splat(1 - b1), v1b2 = f32x4.splat(1 - b2), vdec = f32x4.splat(decay), vgs = f32x4.splat(gs);
+  const vbc1 = f32x4.splat(bc1), vbc2 = f32x4.splat(bc2);
+  const blocks = (n + 15) >> 4;
+  const chunks = chunkCount(blocks, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
+    let i = <i32>((<i64>blocks * ch) / chunks) << 4;
+    for (; i + 4 <= end; i += 4) {
+      const o = <usize>i << 2;
+      const g = f32x4.mul(v128.load(Gr + o), vgs);
+      const m = f32x4.add(f32x4.mul(vb1, v128.load(Mm + o)), f32x4.mul(v1b1, g));
+      const v = f32x4.add(f32x4.mul(vb2, v128.load(Vv + o)), f32x4.mul(v1b2, f32x4.mul(g, g)));
+      v128.store(Mm + o, m);
+      v128.store(Vv + o, v);
+      const step = f32x4.div(f32x4.mul(vlr, f32x4.div(m, vbc1)), f32x4.add(f32x4.sqrt(f32x4.div(v, vbc2)), veps));
+      v128.store(P + o, f32x4.sub(f32x4.mul(v128.load(P + o), vdec), step));
+    }
+    for (; i < end; i++) {
+      const o = <usize>i << 2;
+      const g = load<f32>(Gr + o) * gs;
+      const m = b1 * load<f32>(Mm + o) + (1 - b1) * g;
+      const v = b2 * load<f32>(Vv + o) + (1 - b2) * g * g;
+      store<f32>(Mm + o, m);
+      store<f32>(Vv + o, v);
+      store<f32>(P + o, load<f32>(P + o) * decay - (lr * (m / bc1)) / (Mathf.sqrt(v / bc2) + eps));
+    }
+  }
+}
