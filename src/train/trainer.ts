@@ -85,7 +85,13 @@ export class Trainer {
     const ops = trainOps(b);
     const T = batch.ids.length;
     if (batch.targets.length !== T || batch.weight.length !== T) throw new EngineError('shape', `train batch: ${T} ids, ${batch.targets.length} targets, ${batch.weight.length} weights`);
-    if (this.o.loss.kind === 'grpo' && !batch.grpo) throw new EngineError('shape', 'train batch: a GRPO loss needs batch.grpo');
+    if (this.o.loss.kind === 'grpo') {
+      const g = batch.grpo;
+      if (!g) throw new EngineError('shape', 'train batch: a GRPO loss needs batch.grpo');
+      if (g.advantage.length !== T || g.oldLogp.length !== T || (g.refLogp && g.refLogp.length !== T))
+        throw new EngineError('shape', `train batch: GRPO advantage/oldLogp/refLogp must have ${T} rows`);
+      if (this.o.loss.klCoef > 0 && !g.refLogp) throw new EngineError('shape', 'train batch: klCoef > 0 needs refLogp (see src/train/reference.ts)');
+    }
     for (let t = 0; t < T; t++) {
       if (batch.ids[t] < 0 || batch.ids[t] >= m.config.vocabSize) throw new EngineError('shape', `train batch: token id ${batch.ids[t]} outside the vocabulary`);
       if (batch.slot[t] < 0 || batch.slot[t] >= batch.slots || batch.pos[t] < 0 || batch.pos[t] >= batch.maxT)
@@ -173,6 +179,11 @@ export class Trainer {
       applied: false, step: nextStep, lr, loss, gradNorm: Math.sqrt(ss), tokens,
       clipFrac: clip / Math.max(tokens, 1), kl: kl / Math.max(tokens, 1), entropy: ent / Math.max(tokens, 1),
     };
+    if (tokens === 0) {
+      report.refused = 'no token carries loss in this step';
+      report.step = this.step;
+      return report;
+    }
     if (!Number.isFinite(loss) || !Number.isFinite(ss)) {
       report.refused = Number.isFinite(loss) ? `gradient is not finite (${await this.firstBadGrad()})` : `loss is ${loss}`;
       report.step = this.step;

@@ -199,5 +199,11 @@ describe('Trainer (CPU reference)', () => {
     const bad = packBatch(seqs);
     bad.ids[0] = 999;
     await expect(tr.trainStep([bad])).rejects.toThrow(/vocabulary/);
+    const empty = await tr.trainStep([packBatch(seqs.map((x) => ({ ...x, mask: Array.from(x.mask, () => 0) })))]);
+    expect(empty.applied).toBe(false);
+    expect(empty.refused).toMatch(/no token/);
+    const tg = new Trainer(m, { mode: 'lora', adapter: a, schedule: { kind: 'constant', lr: 1 }, loss: { kind: 'grpo', clipEps: 0.2, dualClip: 3, klCoef: 0.1 } });
+    const noRef = packBatch(seqs.map((x) => ({ ...x, advantage: 1, oldLogp: Array.from(x.tokens, () => -1) })));
+    await expect(tg.trainStep([noRef])).rejects.toThrow(/refLogp/);
   });
 });
