@@ -29,7 +29,7 @@ const hooks = { reward: (ep: { rolloutId: string }) => (ep.rolloutId.endsWith(':
 
 const config: GrpoRunConfig = {
   mode: 'rehearse',
-  steps: 3,
+  steps: 2,
   promptsPerStep: 2,
   k: 2,
   seed: 17,
@@ -61,7 +61,7 @@ describe('GrpoRun', () => {
     const a = new MemoryStore();
     const runA = await open(a);
     await runA.run();
-    expect(runA.step).toBe(3);
+    expect(runA.step).toBe(2);
     runA.free();
 
     const b = new MemoryStore();
@@ -74,7 +74,7 @@ describe('GrpoRun', () => {
     await resumed.run();
     resumed.free();
 
-    for (const f of ['ckpt/3/adapter/adapter_model.safetensors', 'ckpt/3/optimizer.safetensors', 'run.json'])
+    for (const f of ['ckpt/2/adapter/adapter_model.safetensors', 'ckpt/2/optimizer.safetensors', 'run.json'])
       expect(b.files.get(f), f).toEqual(a.files.get(f));
     expect(withoutTime(b.text('metrics.jsonl'))).toEqual(withoutTime(a.text('metrics.jsonl')));
     expect(b.text('rollouts.jsonl')).toBe(a.text('rollouts.jsonl'));
@@ -82,21 +82,21 @@ describe('GrpoRun', () => {
 
     // The run trained: the adapter moved between checkpoints, every update applied, nothing clipped at
     // the first epoch of each batch (old log-probs are the sampler's).
-    expect(a.files.get('ckpt/1/adapter/adapter_model.safetensors')).not.toEqual(a.files.get('ckpt/3/adapter/adapter_model.safetensors'));
+    expect(a.files.get('ckpt/1/adapter/adapter_model.safetensors')).not.toEqual(a.files.get('ckpt/2/adapter/adapter_model.safetensors'));
     const metrics = withoutTime(a.text('metrics.jsonl'));
-    expect(metrics.map((m) => m.step)).toEqual([1, 2, 3]);
+    expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     for (const m of metrics) {
       expect(m.tasks).toHaveLength(2);
       expect(m.rollouts.rollouts).toBe(4);
       expect(m.updates).toEqual([expect.objectContaining({ target: 'shared', applied: true, clipFrac: 0 })]);
       expect(m.advantage.meanAbs).toBeCloseTo(0.5, 6);
     }
-    // Evaluation after steps 2 and 3 (the last), in the real environment, with fidelity on reference calls.
+    // Evaluation after step 2 (every 2 steps; also the last), in the real environment, with fidelity on reference calls.
     const evals = a.text('eval.jsonl').trim().split('\n').map((l) => JSON.parse(l));
-    expect(evals.map((e) => e.step)).toEqual([2, 3]);
+    expect(evals.map((e) => e.step)).toEqual([2]);
     expect(evals[0].fidelity).toMatchObject({ steps: 1, invalid: 1 });
     const run = JSON.parse(a.text('run.json'));
-    expect(run).toMatchObject({ step: 3, checkpoint: 'ckpt/3' });
+    expect(run).toMatchObject({ step: 2, checkpoint: 'ckpt/2' });
   });
 
   it('per-role: two adapters and two optimizer states are checkpointed and restored', async () => {
