@@ -23,6 +23,7 @@ import type { Environment } from '../env/env';
 import { generate, type GenerateRequest } from '../model/generate';
 import type { EvalPolicy, HeldOutReport, TaskResult } from '../rl/evaluate';
 import type { TrainingRow } from '../rl/rows';
+import { buildActPrompt } from './act-prompt';
 import { evalRehearsalFidelity } from './fidelity-eval';
 import { summarizeFidelity } from './fidelity';
 import { matchToolCalls, summarizeRollouts } from './metrics';
@@ -46,6 +47,12 @@ export interface PrivateRehearsalOptions {
   rehearsePrompt?: RehearsePromptOptions;
   /** Hard cap on the rehearsal memory in policy tokens (default 256). */
   memoryTokens?: number;
+  /**
+   * Tokens kept free past the memory in a task's first Act prompt: the memory cap shrinks, per task, to
+   * maxContext − (first Act prompt without memory) − contextReserve. Default limits.maxActTokens (the first Act
+   * turn always fits); null lets the memory push episodes into the context limit (the paper's N = 3 fall-back).
+   */
+  contextReserve?: number | null;
   /** Which evaluation enters the memory (default 'self', the paper's mechanism). Both are always returned. */
   memoryEvaluation?: MemoryEvaluation;
   /** Clips inside the memory (rehearsal-memory.ts defaults). */
@@ -177,13 +184,21 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   const probe = sandbox(); // tool kinds for the judge; never executes anything
   const maxContext = Math.min(opts.limits.maxContext ?? Infinity, model.config.maxPositionEmbeddings);
   const countTokens = (s: string) => tok.encode(s).length;
-  const memOpts: MemoryOptions = { maxTokens: memoryTokens, evaluation: memoryEvaluation, ...opts.memoryClips };
+  const reserve = opts.contextReserve === undefined ? opts.limits.maxActTokens : opts.contextReserve;
+  if (reserve !== null && !(Number.isInteger(reserve) && reserve >= 0)) throw new TtsConfigError(`contextReserve must be an integer >= 0 or null, got ${reserve}`);
+  // Per-task memory cap: the hard cap, or less where the first Act prompt leaves less room (2 tokens for the seam).
+  const capOf = tasks.map((task) => {
+    if (reserve === null || !Number.isFinite(maxContext)) return memoryTokens;
+    const first = countTokens(buildActPrompt(`${domain.policy}\n\n`, domain.definitions(), task.userMessages.map((content) => ({ role: 'user' as const, content }))));
+    return Math.max(0, Math.min(memoryTokens, maxContext - first - reserve - 2));
+  });
   const kvReuse = opts.kvReuse ?? true;
   const wallMs = { imagine: 0, evaluate: 0, commit: 0 };
 
   const attempts: AttemptRecord[][] = tasks.map(() => []);
   const memoryOf = (t: number) => buildRehearsalMemory(
-    attempts[t].map((a) => ({ index: a.index, steps: a.rollout.steps, end: a.rollout.end, selfEval: a.selfEval, judge: a.judge })), countTokens, memOpts);
+    attempts[t].map((a) => ({ index: a.index, steps: a.rollout.steps, end: a.rollout.end, selfEval: a.selfEval, judge: a.judge })), countTokens,
+    { maxTokens: capOf[t], evaluation: memoryEvaluation, ...opts.memoryClips });
 
   // Runs one rollout per (task, system prompt) group; returns each task's record and token count.
   const runGrouped = async (phase: 'imagine' | 'commit', idx: readonly number[], systemOf: (t: number) => string, cfgOf: (firstTask: number) => RolloutConfig, k: number) => {

@@ -18,6 +18,7 @@ import { loadQwen3 } from '../../src/model/weights';
 import { evaluateHeldOut, type EvalPolicy } from '../../src/rl/evaluate';
 import { privateRehearsal, TtsConfigError, type PrivateRehearsalOptions, type TtsPhase } from '../../src/rollout/private-rehearsal';
 import { MEMORY_HEADER } from '../../src/rollout/rehearsal-memory';
+import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { runRollouts, type RolloutBatch, type RolloutDomain } from '../../src/rollout/rollout';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 
@@ -191,6 +192,21 @@ describe('private rehearsal', () => {
         expect(p.committed.reward).toBe(ref.rollouts[t].reward);
       });
     }
+  });
+
+  it('shrinks the memory to the room the context leaves; contextReserve null lets it overflow instead', async () => {
+    const script1 = (_t: Task, turn: number) => (turn === 0 ? formatCall(details) : undefined);
+    const first = tok.encode(buildActPrompt(`${domain.policy}\n\n`, domain.definitions(), [{ role: 'user', content: tasks[1].userMessages[0] }])).length;
+    const tight = { ...limits, maxContext: first + limits.maxActTokens + 280 };
+    const fit = await privateRehearsal(policy, domain, [tasks[1]], base({ n: 2, limits: tight, memoryTokens: 400, actScript: script1 }));
+    const m = fit.privateRehearsal.perTask[0].memory;
+    expect(m.maxTokens).toBe(280 - 2);
+    expect(m.tokens).toBeLessThanOrEqual(278);
+    expect(m.tokens).toBeGreaterThan(MEMORY_HEADER.length);
+    expect(fit.privateRehearsal.perTask[0].committed.turns).toBeGreaterThan(0); // the first Act turn happened
+    const over = await privateRehearsal(policy, domain, [tasks[1]], base({ n: 2, limits: tight, memoryTokens: 400, contextReserve: null, actScript: script1 }));
+    expect(over.privateRehearsal.perTask[0].memory.tokens).toBeGreaterThan(280);
+    expect(over.privateRehearsal.perTask[0].committed.end).toBe('context');
   });
 
   it('rejects bad options with a typed error', async () => {
