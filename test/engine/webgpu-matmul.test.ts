@@ -9,9 +9,12 @@ import { gpuAvailable } from '../helpers/gpu';
 import { cpu, expectClose, gpuBackend, randInt, randn } from './webgpu-helpers';
 
 const run = await gpuAvailable();
-// (M,K,N): none a multiple of the 64x64x16 tile, the 8-row gemv block or the 8-value q4 word
+// (M,K,N): none a multiple of the 64x64x16 tile, the 8-row gemv block or the 8-value q4 word; M = 1, 2, 3,
+// 7, 9, 33, 65 reach both gemv row counts (1, 8), partly filled 8-row blocks and chunking
 const SHAPES: [number, number, number][] = [
   [1, 7, 33],
+  [2, 33, 7],
+  [3, 65, 9],
   [7, 33, 65],
   [65, 130, 7],
   [9, 64, 130],

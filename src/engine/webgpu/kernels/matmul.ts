@@ -87,13 +87,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
 }`;
 }
 
-// Per dtype: how many k one storage word covers, and the partial dot of one word with x row m.
-function gemvWord(dtype: DType): { vpw: number; words: string; dot: string } {
-  if (dtype === 'f32')
-    return { vpw: 1, words: 'p.k', dot: 'let w = wd[n * p.stride + kw];\n      for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + kw] * w; }' };
+// Per dtype: how many storage words of a row one lane step covers, and the partial dot of that step with
+// the R rows of x. R is a compile-time constant so the accumulators stay in registers (a runtime-indexed
+// private array is often spilled to memory); rows past M read a clamped row and are never written.
+function gemvWord(dtype: DType): { words: string; dot: string } {
+  const rows = (body: string) => `for (var m = 0u; m < R; m++) { let xr = min(p.m0 + m, p.m - 1u) * p.k; ${body} }`;
+  if (dtype === 'f32') return { words: 'p.k', dot: `let w = wd[n * p.stride + kw];
+      ${rows('acc[m] += x[xr + kw] * w;')}` };
   if (dtype === 'q8')
     return {
-      vpw: 4,
       words: '(p.k + 3u) / 4u',
       dot: `let word = wd[n * (p.stride / 4u) + kw];
       let s = ws[n];
@@ -101,13 +103,12 @@ function gemvWord(dtype: DType): { vpw: number; words: string; dot: string } {
         let k = kw * 4u + j;
         if (k >= p.k) { break; }
         let w = f32(bitcast<i32>(((word >> (8u * j)) & 0xffu) << 24u) >> 24u) * s;
-        for (var m = 0u; m < mc; m++) { acc[m] += x[(p.m0 + m) * p.k + k] * w; }
+        ${rows('acc[m] += x[xr + k] * w;')}
       }`,
     };
   // q4: one lane per group of 32 values (4 words, one scale); each word's 8 weights are decoded once and
   // reused for every row of x, and the scale is applied once per group and row.
   return {
-    vpw: 32,
     words: '(p.k + 31u) / 32u',
     dot: `let wb = n * (p.stride / 8u) + kw * 4u;
       let s = ws[n * (p.stride / 32u) + kw];
@@ -118,36 +119,38 @@ function gemvWord(dtype: DType): { vpw: number; words: string; dot: string } {
         for (var b = 0u; b < 8u; b++) { wv[b] = f32((word >> (4u * b)) & 0xfu) - 8.0; }
         let kj = k0 + j * 8u;
         let nb = min(8u, max(p.k, kj) - kj); // 8 except in a last, partial group
-        for (var m = 0u; m < mc; m++) {
-          let xb = (p.m0 + m) * p.k + kj;
-          var d = 0.0;
-          for (var b = 0u; b < nb; b++) { d += x[xb + b] * wv[b]; }
-          acc[m] += d * s;
-        }
+        ${rows('var d = 0.0; for (var b = 0u; b < nb; b++) { d += x[xr + kj + b] * wv[b]; } acc[m] += d * s;')}
       }`,
   };
 }
 
-const GEMV_M = 8; // rows of x per dispatch
+const GEMV_M = 8; // most rows of x per dispatch
 const AUTO_GEMV_MAX_M = 16;
-function gemv(dtype: DType): string {
+/**
+ * Rows per gemv dispatch for `left` remaining rows: 1 (decode of one sequence) or 8. Between those the
+ * clamped extra rows cost ALU but no extra weight traffic, which is what bounds a GEMV; fewer variants
+ * also keep shader compilation (slow on software adapters) down.
+ */
+const gemvRows = (left: number) => (left === 1 ? 1 : GEMV_M);
+function gemv(dtype: DType, r: number): string {
   const w = gemvWord(dtype);
   return /* wgsl */ `${HEAD}${weightWgsl(dtype, 3)}
-var<workgroup> red: array<f32, ${256 * GEMV_M}>;
+const R = ${r}u;
+var<workgroup> red: array<f32, ${256 * r}>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
   let row = l / 32u;        // 8 outputs per workgroup
   let lane = l % 32u;
   let n = (wg.y * nw.x + wg.x) * 8u + row;
-  let mc = min(${GEMV_M}u, p.m - p.m0);
-  var acc: array<f32, ${GEMV_M}>;
+  var acc: array<f32, ${r}>;
   if (n < p.ns) {
     for (var kw = lane; kw < ${w.words}; kw += 32u) {
       ${w.dot}
     }
   }
-  for (var m = 0u; m < mc; m++) { red[m * 256u + l] = acc[m]; }
+  for (var m = 0u; m < R; m++) { red[m * 256u + l] = acc[m]; }
   workgroupBarrier(); // one barrier, then lane 0 of each output sums its 32 partials
+  let mc = min(R, p.m - p.m0);
   if (lane == 0u && n < p.ns) {
     for (var m = 0u; m < mc; m++) {
       var sum = 0.0;
@@ -159,11 +162,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
 }
 
 const kernels = new Map<string, { code: string }>();
-function kernel(version: Exclude<MatmulVersion, 'auto'>, dtype: DType): { code: string } {
-  const key = `${version}/${dtype}`;
+function kernel(version: Exclude<MatmulVersion, 'auto'>, dtype: DType, rows = GEMV_M): { code: string } {
+  const key = `${version}/${dtype}/${version === 'gemv' ? rows : ''}`;
   let k = kernels.get(key);
   if (!k) {
-    k = { code: version === 'naive' ? naive(dtype) : version === 'tiled' ? tiled(dtype) : gemv(dtype) };
+    k = { code: version === 'naive' ? naive(dtype) : version === 'tiled' ? tiled(dtype) : gemv(dtype, rows) };
     kernels.set(key, k);
   }
   return k;
@@ -178,17 +181,21 @@ export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: Mat
   const m = x.size / k;
   const v = version === 'auto' ? (m <= AUTO_GEMV_MAX_M ? 'gemv' : 'tiled') : version;
   const y = ctx.empty([m, n], 'f32');
-  const code = kernel(v, w.dtype);
+  const code = v === 'gemv' ? null : kernel(v, w.dtype);
   const stride = weightStride(w);
   for (const part of w.parts) {
     const bufs = [x.buf, y.buf, ...weightBuffers(part)];
     const u = (m0: number) => [m, k, part.rows, n, part.row0, stride, m0];
-    if (v === 'naive') ctx.dispatch(code, bufs, u(0), [Math.ceil(part.rows / 8), Math.ceil(m / 8)]);
-    else if (v === 'tiled') ctx.dispatch(code, bufs, u(0), [Math.ceil(part.rows / 64), Math.ceil(m / 64)]);
+    if (v === 'naive') ctx.dispatch(code!, bufs, u(0), [Math.ceil(part.rows / 8), Math.ceil(m / 8)]);
+    else if (v === 'tiled') ctx.dispatch(code!, bufs, u(0), [Math.ceil(part.rows / 64), Math.ceil(m / 64)]);
     else {
       const groups = Math.ceil(part.rows / 8);
       const gy = Math.ceil(groups / 65535);
-      for (let m0 = 0; m0 < m; m0 += GEMV_M) ctx.dispatch(code, bufs, u(m0), [Math.ceil(groups / gy), gy]);
+      for (let m0 = 0; m0 < m; ) {
+        const r = gemvRows(m - m0);
+        ctx.dispatch(kernel('gemv', w.dtype, r), bufs, u(m0), [Math.ceil(groups / gy), gy]);
+        m0 += r;
+      }
     }
   }
   return y;
