@@ -88,10 +88,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
 }
 
 // Per dtype: how many storage words of a row one lane step covers, and the partial dot of that step with
-// the R rows of x. R is a compile-time constant so the accumulators stay in registers (a runtime-indexed
-// private array is often spilled to memory); rows past M read a clamped row and are never written.
+// the R rows of x. R is a compile-time constant so that, unrolled, the accumulators are indexed by
+// constants and stay in registers (a runtime-indexed private array is often spilled to memory); rows
+// past M are skipped.
 function gemvWord(dtype: DType): { words: string; dot: string } {
-  const rows = (body: string) => `for (var m = 0u; m < R; m++) { let xr = min(p.m0 + m, p.m - 1u) * p.k; ${body} }`;
+  const rows = (body: string) => `for (var m = 0u; m < R; m++) { if (m < mc) { let xr = (p.m0 + m) * p.k; ${body} } }`;
   if (dtype === 'f32') return { words: 'p.k', dot: `let w = wd[n * p.stride + kw];
       ${rows('acc[m] += x[xr + kw] * w;')}` };
   if (dtype === 'q8')
@@ -143,6 +144,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
   let lane = l % 32u;
   let n = (wg.y * nw.x + wg.x) * 8u + row;
   var acc: array<f32, ${r}>;
+  let mc = min(R, p.m - p.m0);
   if (n < p.ns) {
     for (var kw = lane; kw < ${w.words}; kw += 32u) {
       ${w.dot}
@@ -150,7 +152,6 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
   }
   for (var m = 0u; m < R; m++) { red[m * 256u + l] = acc[m]; }
   workgroupBarrier(); // one barrier, then lane 0 of each output sums its 32 partials
-  let mc = min(R, p.m - p.m0);
   if (lane == 0u && n < p.ns) {
     for (var m = 0u; m < mc; m++) {
       var sum = 0.0;
