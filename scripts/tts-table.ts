@@ -1,0 +1,262 @@
+// npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
+//   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--max-eval-tokens N]
+//   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
+//   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
+// The test-time private-rehearsal table (issue 7, src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
+// parallel and sequential, with the base policy and with an EnvACE-trained adapter, scored on held-out tasks in
+// the real environment. Seed s draws its own held-out tasks (test split, task seed 1 + s; s = 0 are the tasks of
+// `npm run eval` and the ablation) and samples the imagined attempts with seed s; every N of a seed sees the same
+// tasks, so differences to N = 0 are paired. N = 0 is the plain evaluation and is shared by both modes.
+// Each finished cell goes to <out>/tts-runs.jsonl at once; a rerun with the same budget continues from there.
+// --estimate measures one task (N = 0, and N = 1 in each mode) and prints the projected wall-clock; a budget
+// over --budget-minutes stops before the run. At the end the table goes into docs/results.md between the tts
+// markers.
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join, resolve } from 'node:path';
+import {
+  ArgError, BACKEND_NAMES, enumFlag, intFlag, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, type FlagSpec,
+} from '../src/cli/args';
+import type { Task } from '../src/env/domain';
+import { retailDomain } from '../src/env/retail/index';
+import { loadRetailBase } from '../src/env/retail/node';
+import { paramCount } from '../src/model/config';
+import type { LoraAdapter } from '../src/model/lora';
+import { loadAdapters } from '../src/rl/checkpoint';
+import { emptyResultsDoc, replaceSection, stat, TTS_END, TTS_START, type Stat } from '../src/rl/grpo-ablation';
+import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
+import { DirStore } from '../src/rl/store-node';
+import { privateRehearsal, TTS_MODES, type PrivateRehearsalOptions, type TtsMode } from '../src/rollout/private-rehearsal';
+import { MEMORY_EVALUATIONS } from '../src/rollout/rehearsal-memory';
+
+const USAGE = `usage: npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
+  [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--max-eval-tokens N]
+  [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
+  [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]`;
+
+const FLAGS: FlagSpec = {
+  model: { type: 'string' }, adapter: { type: 'string' }, tasks: { type: 'string' }, seeds: { type: 'string' }, ns: { type: 'string' },
+  modes: { type: 'string' }, 'memory-tokens': { type: 'string' }, 'memory-eval': { type: 'string' }, 'max-eval-tokens': { type: 'string' },
+  'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' },
+  'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
+  out: { type: 'string' }, results: { type: 'string' }, 'budget-minutes': { type: 'string' }, estimate: { type: 'boolean' },
+  reduced: { type: 'string' }, 'no-write': { type: 'boolean' },
+};
+
+const ROOT = resolve(import.meta.dirname, '..');
+const io = processIo;
+
+/** One cell of one seed. */
+interface TtsRun {
+  key: string;
+  policy: 'base' | 'envace';
+  mode: TtsMode | 'none';
+  n: number;
+  seed: number;
+  tasks: number;
+  success: number;
+  meanReward: number;
+  /** Mean per task: all tokens processed (prompt + generated) and generated only, over all phases. */
+  tokensPerTask: number;
+  generatedPerTask: number;
+  memoryTokens: number;
+  attemptJudge: number;
+  contextEnds: number;
+  wallS: number;
+}
+
+/** The paper's τ²-Bench overall success (%), Qwen3-8B (DESIGN §1); null where it reports none. */
+function paperFigure(policy: TtsRun['policy'], mode: TtsMode, n: number): string {
+  if (n === 3) return 'falls back (context overflow)';
+  if (policy === 'envace') return n === 0 ? '36.7' : n === 2 ? (mode === 'parallel' ? '40.9 (+4.2)' : '38.5 (+1.8)') : '–';
+  return n === 0 ? '30.0' : n === 2 ? (mode === 'parallel' ? '30.1 (+0.1)' : '28.2 (−1.8)') : '–';
+}
+
+/** An EnvACE (role-wise) training run with a checkpoint: runs/ in the repo first, then the ablation's default out. */
+function findEnvaceRun(): string | null {
+  for (const base of [join(ROOT, 'runs'), join(ROOT, 'runs/ablation'), '/tmp/envace-ablation']) {
+    if (!existsSync(base)) continue;
+    const dirs = readdirSync(base).filter((d) => /^envace-s\d+$/.test(d)).sort();
+    for (const d of dirs) {
+      const run = join(base, d, 'run.json');
+      if (existsSync(run) && /"checkpoint"\s*:\s*"/.test(readFileSync(run, 'utf8'))) return join(base, d);
+    }
+  }
+  return null;
+}
+
+const fmtStat = (s: Stat, scale = 100, d = 1) => (s.n === 0 ? '–' : `${(s.mean * scale).toFixed(d)} ± ${(s.sd * scale).toFixed(d)}`);
+
+export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; ns: number[]; modes: TtsMode[]; policies: TtsRun['policy'][]; adapterNote: string | null }): string {
+  const out = ['## Test-time private rehearsal', '', ...meta.header, ''];
+  out.push('| policy | mode | N | success % | Δ vs N = 0 (paired, pts) | reward | tokens / task (all / generated) | memory tokens / task | imagined attempts: judge | context-limit ends | s / cell | paper τ²-Bench 8B |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const policy of meta.policies) {
+    const label = policy === 'base' ? 'base policy' : 'EnvACE adapter';
+    const zero = runs.filter((r) => r.policy === policy && r.n === 0);
+    if (policy === 'envace' && meta.adapterNote) {
+      out.push(`| ${label} | – | – | ${meta.adapterNote} | | | | | | | | |`);
+      continue;
+    }
+    // N = 0 (the plain evaluation) once, then each mode's N > 0 rows.
+    for (const [mode, n] of [[meta.modes[0], 0] as const, ...meta.modes.flatMap((m) => meta.ns.filter((k) => k > 0).map((k) => [m, k] as const))]) {
+      {
+        const rs = n === 0 ? zero : runs.filter((r) => r.policy === policy && r.mode === mode && r.n === n);
+        if (rs.length === 0) continue;
+        const deltas = rs.map((r) => r.success - (zero.find((z) => z.seed === r.seed)?.success ?? NaN));
+        const col = (f: (r: TtsRun) => number) => stat(rs.map(f));
+        out.push(`| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${fmtStat(col((r) => r.success))} | ${n === 0 ? '–' : fmtStat(stat(deltas))} | ${fmtStat(col((r) => r.meanReward), 1, 3)} | ${col((r) => r.tokensPerTask).mean.toFixed(0)} / ${col((r) => r.generatedPerTask).mean.toFixed(0)} | ${n === 0 ? '0' : col((r) => r.memoryTokens).mean.toFixed(0)} | ${n === 0 ? '–' : col((r) => r.attemptJudge).mean.toFixed(2)} | ${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${col((r) => r.wallS).mean.toFixed(0)} | ${paperFigure(policy, mode, n)} |`);
+      }
+    }
+  }
+  out.push('');
+  out.push('Columns: success = reward 1 on the one committed real episode per task (mean ± sample sd over seeds); Δ = success − the same seed\'s N = 0 success, on the same tasks; ' +
+    'reward = mean real reward; tokens = every token the policy processed per task in all phases (imagined Act/Rehearse prompts and generations, self-evaluations, the committed episode; prompt tokens counted in full even where the KV cache served them) / generated only; ' +
+    'memory = tokens of the rehearsal memory that conditioned the committed episode; judge = mean checklist-judge reward of the imagined attempts (privileged: it reads the reference checklist; shown, not used unless --memory-eval judge|both); ' +
+    'context-limit ends = committed episodes ended by the context limit (the paper\'s N = 3 fall-back). Paper: EnvACE (arXiv 2608.06197) τ²-Bench overall, Qwen3-8B, N = 2 only (base policy: +0.1 parallel, −1.8 sequential over its 30.0).');
+  return out.join('\n');
+}
+
+async function main(): Promise<void> {
+  const v = parseFlags(process.argv.slice(2), FLAGS);
+  const log = progress(io, 'tts-table');
+  const list = (name: string, dflt: string) => (strFlag(v, name) ?? dflt).split(',').map((s) => s.trim()).filter(Boolean);
+  const ns = [...new Set(list('ns', '0,1,2,3').map((s) => {
+    const n = Number(s);
+    if (!(Number.isInteger(n) && n >= 0 && n <= 16)) throw new ArgError(`--ns: ${JSON.stringify(s)} is not an integer in 0..16`);
+    return n;
+  }))].sort((a, b) => a - b);
+  if (!ns.includes(0)) ns.unshift(0); // the paired baseline
+  const modes = list('modes', 'parallel,sequential').map((m) => {
+    if (!TTS_MODES.includes(m as TtsMode)) throw new ArgError(`--modes: unknown mode ${JSON.stringify(m)}`);
+    return m as TtsMode;
+  });
+  const budget = {
+    tasks: intFlag(v, 'tasks', 10, 1, 1000),
+    seeds: intFlag(v, 'seeds', 3, 1, 100),
+    memoryTokens: intFlag(v, 'memory-tokens', 256, 0),
+    memoryEvaluation: enumFlag(v, 'memory-eval', MEMORY_EVALUATIONS, 'self'),
+    maxEvalTokens: intFlag(v, 'max-eval-tokens', 48, 1),
+  };
+  const limits = {
+    maxTurns: intFlag(v, 'max-turns', DEFAULT_LIMITS.maxTurns, 1, 100),
+    maxActTokens: intFlag(v, 'max-act-tokens', DEFAULT_LIMITS.maxActTokens, 1),
+    maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', DEFAULT_LIMITS.maxRehearseTokens, 1),
+  };
+  const rehearsePrompt = {
+    ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0) } : {}),
+    ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0) } : {}),
+  };
+  const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
+  const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+  const out = resolve(strFlag(v, 'out') ?? '/tmp/envace-tts');
+  const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));
+  const budgetMinutes = v['budget-minutes'] === undefined ? Infinity : numFlag(v, 'budget-minutes', 30);
+  const adapterArg = strFlag(v, 'adapter') ?? 'auto';
+  const adapterDir = adapterArg === 'none' ? null : adapterArg === 'auto' ? findEnvaceRun() : resolve(adapterArg);
+
+  const domain = retailDomain(loadRetailBase());
+  const tasksOf = (seed: number): Task[] => domain.tasks.generate({ split: 'test', count: budget.tasks, seed: 1 + seed });
+  const backend = await openBackend(backendName, threads);
+  try {
+    const policy = await openModel(strFlag(v, 'model'), backend);
+    const { model, tokenizer } = policy;
+    const machine = `${cpus()[0]?.model.trim() ?? 'unknown CPU'} (${cpus().length} cores visible, shared), Node ${process.version}`;
+    let envace: LoraAdapter | null = null;
+    let adapterNote: string | null = null;
+    if (adapterDir) {
+      try {
+        const a = await loadAdapters(new DirStore(adapterDir), backend, model.config);
+        if (a.mode && a.mode !== 'rehearse') adapterNote = `not run: ${adapterDir} is a ${a.mode} run, not EnvACE`;
+        else envace = a.act;
+        log(`EnvACE adapter: ${adapterDir} (${a.mode ?? 'PEFT folder'}${a.step !== null ? `, step ${a.step}` : ''})`);
+      } catch (e) {
+        adapterNote = `not run: ${adapterDir} has no loadable adapter (${(e as Error).message})`;
+      }
+    } else adapterNote = 'not run: no EnvACE adapter found (runs/*/envace-s*, /tmp/envace-ablation/envace-s*; pass --adapter DIR)';
+    const policies: TtsRun['policy'][] = envace ? ['base', 'envace'] : ['base'];
+    log(`model ${policy.dir} (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}) on ${backendName}; ${machine}`);
+
+    const cell = async (pol: TtsRun['policy'], mode: TtsMode, n: number, seed: number, tasks: Task[]): Promise<TtsRun> => {
+      const adapter = pol === 'envace' ? envace : null;
+      const opts: PrivateRehearsalOptions = {
+        mode, n, seed, limits, rehearsePrompt, memoryTokens: budget.memoryTokens, memoryEvaluation: budget.memoryEvaluation, maxEvalTokens: budget.maxEvalTokens,
+        log: (s) => log(`${pol} ${mode} N=${n} seed ${seed}: ${s}`),
+      };
+      const t0 = performance.now();
+      const r = await privateRehearsal({ model, tokenizer, actAdapter: adapter }, domain, tasks, opts);
+      const p = r.privateRehearsal.perTask;
+      const mean = (f: (x: (typeof p)[number]) => number) => p.reduce((a, x) => a + f(x), 0) / p.length;
+      return {
+        key: '', policy: pol, mode: n === 0 ? 'none' : mode, n, seed, tasks: tasks.length, success: r.success, meanReward: r.meanReward,
+        tokensPerTask: r.privateRehearsal.tokensPerTask,
+        generatedPerTask: mean((x) => x.tokens.imagined.generated + x.tokens.evaluation.generated + x.tokens.committed.generated),
+        memoryTokens: mean((x) => x.memory.tokens), attemptJudge: r.privateRehearsal.meanAttemptJudge, contextEnds: r.ends.context ?? 0,
+        wallS: (performance.now() - t0) / 1000,
+      };
+    };
+
+    if (v.estimate || Number.isFinite(budgetMinutes)) {
+      // One task of seed 0 with the base policy: N = 0 and N = 1 per mode give the per-attempt cost.
+      const one = tasksOf(0).slice(0, 1);
+      const c0 = (await cell('base', 'parallel', 0, 0, one)).wallS;
+      const per: Record<string, number> = {};
+      for (const m of modes) per[m] = Math.max(0, (await cell('base', m, 1, 0, one)).wallS - c0);
+      const perSeedTask = c0 + modes.reduce((a, m) => a + ns.filter((n) => n > 0).reduce((b, n) => b + c0 + n * per[m], 0), 0);
+      const total = perSeedTask * budget.tasks * budget.seeds * policies.length;
+      log(`measured on one task: plain episode ${c0.toFixed(1)} s, one imagined attempt ${modes.map((m) => `${m} ${per[m].toFixed(1)} s`).join(', ')}`);
+      log(`projected: ${(total / 60).toFixed(1)} min for ${policies.length} policies × ${budget.seeds} seeds × ${budget.tasks} tasks × N ∈ {${ns.join(',')}} × {${modes.join(',')}}`);
+      if (v.estimate) return;
+      if (total / 60 > budgetMinutes) throw new ArgError(`projected ${(total / 60).toFixed(1)} min exceeds --budget-minutes ${budgetMinutes}: lower --tasks/--seeds/--ns`);
+    }
+
+    mkdirSync(out, { recursive: true });
+    const runsFile = join(out, 'tts-runs.jsonl');
+    const fingerprint = JSON.stringify({ model: policy.dir, adapter: envace ? adapterDir : null, budget, limits, rehearsePrompt, backendName });
+    const done = new Map<string, TtsRun>();
+    if (existsSync(runsFile)) for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) {
+      const r = JSON.parse(line) as TtsRun;
+      done.set(r.key, r);
+    }
+    const runs: TtsRun[] = [];
+    for (const pol of policies) for (let seed = 0; seed < budget.seeds; seed++) {
+      const tasks = tasksOf(seed);
+      for (const mode of modes) for (const n of ns) {
+        if (n === 0 && mode !== modes[0]) continue; // N = 0 is the same plain evaluation in every mode
+        const key = `${fingerprint}|${pol}|${n === 0 ? 'none' : mode}|${n}|${seed}`;
+        let r = done.get(key);
+        if (!r) {
+          r = { ...(await cell(pol, mode, n, seed, tasks)), key };
+          appendFileSync(runsFile, JSON.stringify(r) + '\n');
+        }
+        runs.push(r);
+        log(`${pol} ${n === 0 ? 'plain' : mode} N=${n} seed ${seed}: success ${(r.success * 100).toFixed(1)}%, ${r.tokensPerTask.toFixed(0)} tokens/task, memory ${r.memoryTokens.toFixed(0)}, ${r.wallS.toFixed(0)} s`);
+      }
+    }
+
+    const reduced = strFlag(v, 'reduced') ?? null;
+    const header = [
+      ...(reduced ? [`> **Reduced budget.** ${reduced}`, ''] : []),
+      `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/rollout/private-rehearsal.ts): ${budget.tasks} test-split retail tasks per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
+        `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn. ` +
+        `Limits: ${limits.maxTurns} turns, ${limits.maxActTokens} Act / ${limits.maxRehearseTokens} Rehearse tokens per generation.`,
+      '',
+      `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}). EnvACE adapter: ${envace ? `\`${adapterDir}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
+      '',
+      `Command: \`npm run tts-table -- ${process.argv.slice(2).join(' ')}\``,
+    ];
+    const md = renderTts(runs, { header, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote });
+    writeFileSync(join(out, 'tts-table.md'), md + '\n');
+    io.out(md + '\n');
+    if (!v['no-write']) {
+      mkdirSync(join(ROOT, 'docs'), { recursive: true });
+      const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
+      writeFileSync(resultsPath, replaceSection(doc, TTS_START, TTS_END, md));
+      log(`table written to ${resultsPath}`);
+    }
+  } finally {
+    backend.dispose();
+  }
+}
+
+process.exitCode = await runCli(io, USAGE, main);
