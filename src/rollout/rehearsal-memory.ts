@@ -75,9 +75,8 @@ export class MemoryConfigError extends Error {
   override readonly name = 'MemoryConfigError';
 }
 
-export const MEMORY_HEADER =
-  '# Rehearsal memory\nBefore acting for real you rehearsed this request privately. Nothing below was executed: ' +
-  'the results are your own predictions and may be wrong. Use what you learned, then act for real.';
+// Short on purpose: with a 1k-token context every header token is taken from the attempts.
+export const MEMORY_HEADER = '# Rehearsal memory\nYour imagined attempts at this request (nothing was executed; results are your own predictions):';
 
 const ELLIPSIS = '…';
 
