@@ -128,9 +128,8 @@ function gemvWord(dtype: DType): { words: string; dot: string } {
 const GEMV_M = 8; // most rows of x per dispatch
 const AUTO_GEMV_MAX_M = 16;
 /**
- * Rows per gemv dispatch for `left` remaining rows: 1 (decode of one sequence) or 8. Between those the
- * clamped extra rows cost ALU but no extra weight traffic, which is what bounds a GEMV; fewer variants
- * also keep shader compilation (slow on software adapters) down.
+ * Rows per gemv dispatch for `left` remaining rows: 1 (decode of one sequence) or 8 (the unused rows of a
+ * block are skipped). Two variants keep shader compilation, slow on software adapters, down.
  */
 const gemvRows = (left: number) => (left === 1 ? 1 : GEMV_M);
 function gemv(dtype: DType, r: number): string {
@@ -178,7 +177,7 @@ export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: Mat
   assertF32(x, 'matmul x');
   assertShape(w.shape.length === 2 && w.dtype !== 'i32', `matmul: W must be (N,K) f32|q8|q4, got ${w.dtype} (${w.shape})`);
   const [n, k] = w.shape;
-  assertShape(x.shape.length >= 1 && x.shape[x.shape.length - 1] === k, `matmul: x (${x.shape}) vs W (${n},${k})`);
+  assertShape(k > 0 && x.shape.length >= 1 && x.shape[x.shape.length - 1] === k, `matmul: x (${x.shape}) vs W (${n},${k})`);
   const m = x.size / k;
   const v = version === 'auto' ? (m <= AUTO_GEMV_MAX_M ? 'gemv' : 'tiled') : version;
   const y = ctx.empty([m, n], 'f32');
