@@ -72,7 +72,7 @@ export interface PrivateRehearsalOptions {
   actScript?: RolloutConfig['actScript'];
   signal?: AbortSignal;
   log?: (s: string) => void;
-  /** Called as each phase starts (attempt index for imagine/evaluate; null for commit). */
+  /** Called as each phase starts: sequential imagine/evaluate get the attempt index; parallel ones and commit get null. */
   onPhase?: (phase: TtsPhase, attempt: number | null) => void;
   /** Every rollout batch as it completes (for inspection: prompts, rows). */
   onBatch?: (phase: 'imagine' | 'commit', batch: RolloutBatch) => void;
