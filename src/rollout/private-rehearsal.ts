@@ -344,3 +344,8 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
     },
   };
 }
+
+/** One task's artefacts (the lab's single-task view): attempts, evaluations, memory, committed episode, tokens. */
+export async function privateRehearsalTask(policy: EvalPolicy, domain: RolloutDomain, task: Task, opts: PrivateRehearsalOptions): Promise<TaskRehearsal> {
+  return (await privateRehearsal(policy, domain, [task], opts)).privateRehearsal.perTask[0];
+}
