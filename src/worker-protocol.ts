@@ -171,6 +171,51 @@ export interface GroupRequest extends Omit<RolloutRequest, 'taskId' | 'request' 
   k: number;
 }
 
+export type TrainMode = 'rehearse' | 'real' | 'frozen-simulator' | 'per-role';
+
+export interface TrainRequest {
+  mode: TrainMode;
+  grouping: 'role-wise' | 'pooled';
+  baseline: 'row-weighted' | 'rollout-mean';
+  steps: number;
+  lr: number;
+  k: number;
+  promptsPerStep: number;
+  rank: number;
+  seed: number;
+  maxTurns: number;
+  maxNewTokens: number;
+  /** Held-out evaluation (real environment, greedy) every N steps; 0 = never. */
+  evalEvery: number;
+}
+
+/** One training step as the dashboard plots it (from src/rl/run.ts StepMetrics and EvalMetrics). */
+export interface TrainPoint {
+  step: number;
+  reward: number;
+  success: number;
+  rowsAct: number;
+  rowsRehearse: number;
+  /** Rehearsal fidelity of the step's rollouts (null: nothing was rehearsed). */
+  fidelityF1: number | null;
+  loss: { act: number | null; rehearse: number | null; shared: number | null };
+  kl: number | null;
+  clipFrac: number | null;
+  heldOutSuccess: number | null;
+  line: string;
+  wallMs: number;
+}
+
+export interface TrainStatus {
+  /** The run's saved settings (null: no run in this browser). */
+  config: TrainRequest | null;
+  step: number;
+  total: number;
+  running: boolean;
+  points: TrainPoint[];
+  model: string;
+}
+
 /** A capability that has not landed in the engine yet: the panel shows `why` instead of controls. */
 export interface Capabilities {
   train: string | null;
@@ -194,6 +239,14 @@ export interface PolicyApi {
   group(req: GroupRequest, onProgress: ProgressFn): Promise<GroupView>;
   exportAdapter(): Promise<NamedFile[]>;
   importAdapter(files: File[]): Promise<{ rank: number; alpha: number; targets: string[] }>;
+  /** Run (or resume) GRPO steps until the run ends or trainPause(); onPoint fires after every step. */
+  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn): Promise<TrainStatus>;
+  /** Stop after the current step. */
+  trainPause(): void;
+  /** The run kept in this browser (OPFS), if any: its settings and every step so far. */
+  trainStatus(): Promise<TrainStatus>;
+  /** Forget the run (its checkpoints and logs). */
+  trainReset(): Promise<void>;
   /** Aborts the running operation (it rejects with an AbortError). */
   cancel(): void;
 }

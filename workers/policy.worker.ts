@@ -17,6 +17,10 @@ const api: PolicyApi = {
   group: (req, onProgress) => lab.group(req, onProgress),
   exportAdapter: () => lab.exportAdapter(),
   importAdapter: (files) => lab.importAdapter(files),
+  trainStart: (req, onPoint, onProgress) => lab.trainStart(req, onPoint, onProgress),
+  trainPause: () => lab.trainPause(),
+  trainStatus: () => lab.trainStatus(),
+  trainReset: () => lab.trainReset(),
   cancel: () => lab.cancel(),
 };
 

@@ -2,7 +2,7 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  Capabilities, EnvInfo, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView,
+  Capabilities, EnvInfo, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { settings } from './settings.svelte';
@@ -25,6 +25,8 @@ export const lab = $state({
   group: null as GroupView | null,
   folder: null as FolderInfo | null,
   pickedFiles: [] as File[],
+  train: null as TrainStatus | null,
+  training: false,
 });
 
 const onProgress = Comlink.proxy((p: Progress) => {
@@ -60,6 +62,7 @@ export async function start(): Promise<void> {
     lab.caps = await api.capabilities();
     if (!settings.task || !lab.env.tasks.some((t) => t.id === settings.task)) settings.task = lab.env.tasks[0]?.id ?? '';
   });
+  await refreshTraining();
   const m = settings.model;
   const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : { kind: 'bundled' };
   await loadModel(choice);
@@ -132,6 +135,51 @@ export async function runGroup(): Promise<void> {
 
 export async function tryGenerate(prompt: string, maxNew: number): Promise<GenView | null> {
   return (await run('generating', () => api.generate(prompt, maxNew, settings.seed, onProgress))) ?? null;
+}
+
+export async function refreshTraining(): Promise<void> {
+  lab.train = await api.trainStatus().catch(() => null);
+}
+
+const onPoint = Comlink.proxy((p: TrainPoint) => {
+  if (!lab.train) return;
+  lab.train.points = [...lab.train.points.filter((q) => q.step !== p.step), p];
+  lab.train.step = p.step;
+});
+
+export async function startTraining(): Promise<void> {
+  const req = {
+    mode: settings.tmode,
+    grouping: settings.grouping,
+    baseline: settings.baseline,
+    steps: settings.steps,
+    lr: settings.lr,
+    k: settings.k,
+    promptsPerStep: settings.prompts,
+    rank: settings.rank,
+    seed: settings.seed,
+    maxTurns: settings.turns,
+    maxNewTokens: settings.maxNew,
+    evalEvery: settings.evalEvery,
+  };
+  if (!lab.train) await refreshTraining();
+  if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };
+  lab.training = true;
+  try {
+    const st = await run('training', () => api.trainStart(req, onPoint, onProgress));
+    if (st) lab.train = st;
+  } finally {
+    lab.training = false;
+  }
+}
+
+export function pauseTraining(): void {
+  void api.trainPause();
+}
+
+export async function resetTraining(): Promise<void> {
+  await run('forgetting the run', () => api.trainReset());
+  await refreshTraining();
 }
 
 export async function exportAdapter(): Promise<void> {

@@ -1,6 +1,6 @@
 // Shareable state: every setting a person would want to send to someone else lives in the URL query
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
-import type { ActSource, BackendKind, RolloutMode, WeightFormat } from '../worker-protocol';
+import type { ActSource, BackendKind, RolloutMode, TrainMode, WeightFormat } from '../worker-protocol';
 
 export interface Settings {
   task: string;
@@ -22,6 +22,9 @@ export interface Settings {
   steps: number;
   ttsMode: 'parallel' | 'sequential';
   ttsN: number;
+  tmode: TrainMode;
+  evalEvery: number;
+  prompts: number;
 }
 
 export const DEFAULTS: Settings = {
@@ -44,6 +47,9 @@ export const DEFAULTS: Settings = {
   steps: 2,
   ttsMode: 'parallel',
   ttsN: 1,
+  tmode: 'rehearse',
+  evalEvery: 1,
+  prompts: 1,
 };
 
 const int = (v: string, lo: number, hi: number, d: number) => {
@@ -90,6 +96,15 @@ export function parseSettings(query: string): Settings {
         break;
       case 'backend':
         s.backend = oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '');
+        break;
+      case 'tmode':
+        s.tmode = oneOf(v, ['rehearse', 'real', 'frozen-simulator', 'per-role'] as const, DEFAULTS.tmode);
+        break;
+      case 'evalEvery':
+        s.evalEvery = int(v, 0, 1000, DEFAULTS.evalEvery);
+        break;
+      case 'prompts':
+        s.prompts = int(v, 1, 16, DEFAULTS.prompts);
         break;
       case 'ttsMode':
         s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);

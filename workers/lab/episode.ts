@@ -7,7 +7,8 @@ import type { Environment } from '../../src/env/env';
 import { judge } from '../../src/env/judge';
 import { realReward } from '../../src/env/reward';
 import { formatCall, parse, serializeObservation } from '../../src/env/toolcall';
-import { renderChat } from '../../src/rollout/chat';
+import { buildActPrompt } from '../../src/rollout/act-prompt';
+import { referenceGrounding } from '../../src/rollout/rollout';
 import { compareObservations, summarizeFidelity, type StepFidelity } from '../../src/rollout/fidelity';
 import { buildRehearsePrompt, parseExecutionResult } from '../../src/rollout/rehearse-prompt';
 import type { CallView, GenView, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
@@ -51,17 +52,14 @@ export class Episode {
   ) {
     this.env = domain.createEnv();
     this.history = task ? task.userMessages.map((content) => ({ role: 'user' as const, content })) : [{ role: 'user', content: request }];
-    // Grounding = real (call, result) triples of the task's reference trajectory, as the method uses.
     this.expertSteps = task ? domain.expert(task, domain.createEnv()).steps : [];
-    this.grounding = this.expertSteps.flatMap((s) => (s.kind === 'call' ? [{ name: s.call.name, arguments: s.call.arguments, result: serializeObservation(s.observation) }] : []));
+    // Grounding: the task's reference calls with their real results, exactly as training rollouts use.
+    this.grounding = task ? referenceGrounding(domain, task) : [];
   }
 
+  /** The same Act prompt training rollouts use (src/rollout/act-prompt.ts). */
   actPrompt(): string {
-    return renderChat([{ role: 'system', content: this.domain.policy }, ...this.history], {
-      tools: this.domain.definitions() as unknown as Record<string, unknown>[],
-      addGenerationPrompt: true,
-      enableThinking: false,
-    });
+    return buildActPrompt(this.domain.policy, this.domain.definitions() as unknown as Record<string, unknown>[], this.history);
   }
 
   /** The expert's text for the current turn (teacher forcing), or null when the expert has finished. */

@@ -6,11 +6,14 @@ import { paramCount } from '../../src/model/config';
 import { generate, logprobs, type GenerateResult } from '../../src/model/generate';
 import { adapterToPeftFiles, loadPeftAdapter } from '../../src/model/peft';
 import { FileMapSource } from '../../src/model/source';
+import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import type {
   Capabilities, EnvInfo, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
+  TrainPoint, TrainRequest, TrainStatus,
 } from '../../src/worker-protocol';
 import { Episode, itemLabel } from './episode';
 import { inspectFolder, loadPolicy, pickBackend, type Policy } from './load';
+import { Training } from './training';
 
 const DATA_URL = `${import.meta.env.BASE_URL}data/tau2-retail/db.json`;
 
@@ -22,6 +25,7 @@ export class Lab {
   private episodeReq: RolloutRequest | null = null;
   private abort: AbortController | null = null;
   private cancelFlag: Int32Array | null = null;
+  private readonly training = new Training();
 
   async init(flag: SharedArrayBuffer | null): Promise<EnvInfo> {
     this.cancelFlag = flag ? new Int32Array(flag) : null;
@@ -48,8 +52,7 @@ export class Lab {
 
   capabilities(): Capabilities {
     return {
-      train:
-        'Training needs the model backward pass and the GRPO trainer (src/train, issues 3 and 6); they have not landed in this build, so the lab cannot run a training step yet.',
+      train: null,
       tts: 'Test-time private rehearsal (issue 7) has not landed in this build.',
     };
   }
@@ -69,7 +72,8 @@ export class Lab {
     }
     const { backend, kind, note } = await pickBackend(req.backend);
     onProgress({ phase: 'loading weights', done: 1, total: 3 });
-    const p = await loadPolicy(req, backend);
+    if (!this.domain) throw new Error('the environment is not initialised');
+    const p = await loadPolicy(req, backend, this.domain);
     this.policy = { ...p, backend, backendKind: kind, backendNote: note };
     onProgress({ phase: 'ready', done: 3, total: 3 });
     const c = p.model.config;
@@ -116,14 +120,14 @@ export class Lab {
   }
 
   /** Sample a batch of prompts; every result comes back with its per-token log-probabilities. */
-  private async sample(prompts: string[], maxNew: number, seeds: number[], temperature: number, phase: string, signal: AbortSignal, onProgress: ProgressFn): Promise<GenView[]> {
+  private async sample(prompts: string[], maxNew: number, seeds: number[], temperature: number, phase: string, signal: AbortSignal, onProgress: ProgressFn, stop?: string): Promise<GenView[]> {
     const p = this.need();
     const t0 = performance.now();
     let steps = 0;
     const res = await generate(
       p.model,
       p.tok,
-      prompts.map((prompt, i) => ({ prompt, maxNewTokens: maxNew, sampling: { temperature, topP: 1, seed: seeds[i] } })),
+      prompts.map((prompt, i) => ({ prompt, maxNewTokens: maxNew, sampling: { temperature, topP: 1, seed: seeds[i] }, ...(stop ? { stop: [stop] } : {}) })),
       {
         adapter: p.adapter,
         signal,
@@ -135,7 +139,8 @@ export class Lab {
       },
     );
     const ms = performance.now() - t0;
-    return res.map((r, i) => this.view(prompts[i], r, 'policy', ms));
+    // generate() cuts the text before the stop string; the role wrote it, so it is put back (as rollouts do).
+    return res.map((r, i) => this.view(prompts[i], r.finishReason === 'stop' && stop ? { ...r, text: r.text + stop } : r, 'policy', ms));
   }
 
   private view(prompt: string, r: Pick<GenerateResult, 'tokens' | 'logprobs' | 'text' | 'promptTokens'>, source: GenView['source'], ms: number): GenView {
@@ -183,11 +188,11 @@ export class Lab {
       const prompt = ep.actPrompt();
       const expert = req.actSource === 'expert' ? ep.expertText() : null;
       if (req.actSource === 'expert' && expert === null) throw new Error('the expert has no further turn for this task');
-      const act = expert !== null ? await this.score(prompt, expert) : (await this.sample([prompt], req.maxNewTokens, [seedOf(req.seed, turn, 0)], req.temperature, `turn ${turn + 1} Act`, signal, onProgress))[0];
+      const act = expert !== null ? await this.score(prompt, expert) : (await this.sample([prompt], req.maxNewTokens, [seedOf(req.seed, turn, 0)], req.temperature, `turn ${turn + 1} Act`, signal, onProgress, ACT_STOP))[0];
       ep.takeAct(act);
       const rq = ep.rehearseRequests();
       if (rq.length) {
-        const gens = await this.sample(rq.map((r) => r.prompt), req.maxNewTokens, rq.map((r) => seedOf(req.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse`, signal, onProgress);
+        const gens = await this.sample(rq.map((r) => r.prompt), req.maxNewTokens, rq.map((r) => seedOf(req.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse`, signal, onProgress, REHEARSE_STOP);
         // Stops at the first unparseable rehearsal (the episode ends there).
         for (let i = 0; i < rq.length && !ep.done; i++) ep.takeRehearse(rq[i].index, gens[i]);
       }
@@ -202,11 +207,11 @@ export class Lab {
       const eps = Array.from({ length: req.k }, (_, i) => this.newEpisode(req.taskId, '', req.mode, req.seed * 1000 + i, req.maxTurns));
       for (let turn = 0; eps.some((e) => !e.done); turn++) {
         const live = eps.filter((e) => !e.done);
-        const acts = await this.sample(live.map((e) => e.actPrompt()), req.maxNewTokens, live.map((e) => seedOf(e.cfg.seed, turn, 0)), req.temperature, `turn ${turn + 1} Act (${live.length} rollouts)`, signal, onProgress);
+        const acts = await this.sample(live.map((e) => e.actPrompt()), req.maxNewTokens, live.map((e) => seedOf(e.cfg.seed, turn, 0)), req.temperature, `turn ${turn + 1} Act (${live.length} rollouts)`, signal, onProgress, ACT_STOP);
         live.forEach((e, i) => e.takeAct(acts[i]));
         const rq = live.flatMap((e) => e.rehearseRequests().map((r) => ({ e, ...r })));
         if (rq.length) {
-          const gens = await this.sample(rq.map((r) => r.prompt), req.maxNewTokens, rq.map((r) => seedOf(r.e.cfg.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse (${rq.length} calls)`, signal, onProgress);
+          const gens = await this.sample(rq.map((r) => r.prompt), req.maxNewTokens, rq.map((r) => seedOf(r.e.cfg.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse (${rq.length} calls)`, signal, onProgress, REHEARSE_STOP);
           rq.forEach((r, i) => {
             if (!r.e.done) r.e.takeRehearse(r.index, gens[i]);
           });
@@ -229,6 +234,25 @@ export class Lab {
         rollouts: eps.map((e) => e.view()),
       };
     });
+  }
+
+  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn): Promise<TrainStatus> {
+    const p = this.need();
+    if (!this.domain) throw new Error('the environment is not initialised');
+    const domain = this.domain;
+    return this.guarded((signal) => this.training.start(p, domain, req, signal, onPoint, onProgress));
+  }
+
+  trainPause(): void {
+    this.training.pause();
+  }
+
+  trainStatus(): Promise<TrainStatus> {
+    return this.training.status();
+  }
+
+  trainReset(): Promise<void> {
+    return this.training.reset();
   }
 
   async exportAdapter(): Promise<NamedFile[]> {

@@ -3,7 +3,7 @@
 // placeholder. Also: what a picked folder holds and how much memory it will take, before loading it.
 import { createBackend } from '../../src/engine';
 import type { Backend } from '../../src/engine/backend';
-import { CONFIG_FILE, paramCount, parseQwen3Config, type Qwen3Config } from '../../src/model/config';
+import { CONFIG_FILE, paramCount, parseQwen3Config } from '../../src/model/config';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { randomWeights } from '../../src/model/random';
@@ -11,7 +11,8 @@ import { FetchSource, FileMapSource, readJson, type ModelSource } from '../../sr
 import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
 import type { BackendKind, FolderInfo, LoadRequest, WeightFormat } from '../../src/worker-protocol';
-import { byteTokenizer } from './byte-tokenizer';
+import type { Domain } from '../../src/env/domain';
+import { placeholderTokenizer, randomConfig } from './placeholder';
 
 export interface Policy {
   backend: Backend;
@@ -44,23 +45,6 @@ export async function pickBackend(forced?: BackendKind): Promise<{ backend: Back
   throw new Error(`no backend could start: ${why.join('; ')}`);
 }
 
-/** The placeholder until the bundled model exists: Qwen3-shaped, random weights, byte-level vocabulary. */
-export function randomConfig(vocab: number): Qwen3Config {
-  return {
-    hiddenSize: 32,
-    intermediateSize: 64,
-    numLayers: 2,
-    numHeads: 2,
-    numKvHeads: 1,
-    headDim: 16,
-    rmsNormEps: 1e-6,
-    ropeTheta: 1_000_000,
-    vocabSize: vocab,
-    tieWordEmbeddings: true,
-    maxPositionEmbeddings: 16384,
-  };
-}
-
 /** A source whose config.json really is a JSON file (a dev server answers unknown paths with index.html). */
 async function usable(src: ModelSource): Promise<boolean> {
   try {
@@ -75,10 +59,10 @@ export async function bundledModelPresent(): Promise<boolean> {
   return usable(new FetchSource(BUNDLED_MODEL_URL));
 }
 
-export async function loadPolicy(req: LoadRequest, backend: Backend): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'>> {
+export async function loadPolicy(req: LoadRequest, backend: Backend, domain: Domain): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'>> {
   const m = req.model;
   if (m.kind === 'random') {
-    const tok = byteTokenizer();
+    const tok = placeholderTokenizer(domain);
     const config = randomConfig(tok.size);
     const { model } = await buildQwen3(backend, config, randomWeights(config, 1234, 'f32'), { format: 'f32' });
     const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: 2 * req.loraRank, seed: 1 });

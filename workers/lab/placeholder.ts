@@ -1,45 +1,47 @@
-// The placeholder model's tokenizer: byte-level BPE with one token per byte and no merges, plus Qwen's
-// chat and tool-call tokens (the same scheme as the model tests' fixture, test/fixtures/tiny-model.ts).
-// A 265-token vocabulary keeps the random model's embedding and the sampler's per-token work tiny, which
-// matters on slow adapters (SwiftShader samples a 151k vocabulary in tens of seconds per token).
+// The placeholder policy until the bundled model exists: a Qwen3-shaped random-weight model with a
+// domain tokenizer. It is untrained: the UI says so wherever it shows its output.
+import type { Domain } from '../../src/env/domain';
+import type { Qwen3Config } from '../../src/model/config';
 import { Tokenizer } from '../../src/model/tokenizer';
+import { trainBpe } from '../../src/pretrain/bpe';
+import { SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/pretrain/hf-tokenizer';
+import { buildActPrompt } from '../../src/rollout/act-prompt';
+import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';
 
-const SPECIAL = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
-const ADDED = ['<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>', '<think>', '</think>'];
-
-/** Byte-level BPE's byte -> printable character table (printable bytes map to themselves). */
-function byteChars(): string[] {
-  const keep = (b: number) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  const out: string[] = [];
-  let shifted = 0;
-  for (let b = 0; b < 256; b++) out.push(String.fromCharCode(keep(b) ? b : 256 + shifted++));
-  return out;
+/**
+ * A domain BPE (the same trainer and file format the bundled policy's tokenizer comes from,
+ * src/pretrain), trained in about a second on the expert's Act and Rehearse rows of a few training tasks.
+ * Like the bundled tokenizer it compresses the constant tool block into a few tokens: an Act prompt is
+ * ~300 tokens instead of ~9,600 bytes, which is what makes rollouts and training steps of the placeholder
+ * fast enough to demonstrate, and its 2,048-token vocabulary keeps sampling cheap on slow adapters.
+ */
+export function placeholderTokenizer(domain: Domain): Tokenizer {
+  const texts: string[] = [];
+  const tools = domain.definitions() as unknown as Record<string, unknown>[];
+  for (const task of domain.tasks.generate({ split: 'train', count: 8, seed: 0 }))
+    for (const r of domain.expert(task, domain.createEnv()).rows)
+      texts.push(
+        r.role === 'act'
+          ? buildActPrompt(domain.policy, tools, r.messages) + r.target
+          : buildRehearsePrompt({ tools, grounding: r.grounding, history: r.messages, call: r.call }).text + r.target,
+      );
+  const bpe = trainBpe(texts, { vocabSize: 2048, specials: SPECIAL_STRINGS });
+  return Tokenizer.fromJSON(toTokenizerJson(bpe), toTokenizerConfig(bpe, '', 32768));
 }
 
-export function byteTokenizer(): Tokenizer {
-  const vocab: Record<string, number> = {};
-  byteChars().forEach((ch, b) => (vocab[ch] = b));
-  const added = [...SPECIAL, ...ADDED].map((content, i) => ({
-    id: 256 + i,
-    content,
-    single_word: false,
-    lstrip: false,
-    rstrip: false,
-    normalized: false,
-    special: SPECIAL.includes(content),
-  }));
-  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: true };
-  const json = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: added,
-    normalizer: null,
-    pre_tokenizer: byteLevel,
-    post_processor: null,
-    decoder: byteLevel,
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
+/** The placeholder until the bundled model exists: Qwen3-shaped, random weights, domain BPE vocabulary. */
+export function randomConfig(vocab: number): Qwen3Config {
+  return {
+    hiddenSize: 32,
+    intermediateSize: 64,
+    numLayers: 2,
+    numHeads: 2,
+    numKvHeads: 1,
+    headDim: 16,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1_000_000,
+    vocabSize: vocab,
+    tieWordEmbeddings: true,
+    maxPositionEmbeddings: 4096,
   };
-  const config = { add_bos_token: false, bos_token: null, eos_token: '<|im_end|>', pad_token: '<|endoftext|>', unk_token: null, clean_up_tokenization_spaces: false, model_max_length: 32768, tokenizer_class: 'Qwen2Tokenizer' };
-  return Tokenizer.fromJSON(json, config);
 }
