@@ -262,6 +262,8 @@ describe.each([
       const pos = Int32Array.from({ length: R }, (_, i) => i * 37);
       // Same f64 angles as the reference: bit-identical.
       expect(await both((b) => b.rope(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000))).toBe(0);
+      const back = (b: Backend) => (b === ref ? refTrain : trainOps(fast)).ropeBackward(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000);
+      expect(await both(back)).toBe(0);
     }
   });
 

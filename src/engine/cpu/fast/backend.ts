@@ -353,13 +353,22 @@ export class CpuFastBackend extends CpuRefBackend {
   }
 
   // x (T,H,D), pos (T) -> (T,H,D). The reference's rule and f64 angles, but each token's cos/sin are
-  // computed once for all heads (the transcendentals are what this op costs).
+  // computed once for all heads (the transcendentals are what this op costs): bit-identical.
   override rope(x: Tensor, pos: Tensor, theta: number): Tensor {
+    return this.rotate(x, pos, theta, 1, 'rope');
+  }
+
+  /** dy (T,H,D), pos (T) -> dx (T,H,D): the inverse rotation (TrainOps.ropeBackward), bit-identical to the reference. */
+  ropeBackward(dy: Tensor, pos: Tensor, theta: number): CpuTensor {
+    return this.rotate(dy, pos, theta, -1, 'ropeBackward');
+  }
+
+  private rotate(x: Tensor, pos: Tensor, theta: number, dir: 1 | -1, op: string): CpuTensor {
     const xs = asCpu(x).f32;
     const ps = asCpu(pos).i32;
-    assertShape(x.shape.length === 3, `rope: x (${x.shape}) is not (T,H,D)`);
+    assertShape(x.shape.length === 3, `${op}: x (${x.shape}) is not (T,H,D)`);
     const [T, H, D] = x.shape;
-    assertShape(ps.length === T && D % 2 === 0, `rope: x (${x.shape}), pos (${ps.length})`);
+    assertShape(ps.length === T && D % 2 === 0, `${op}: x (${x.shape}), pos (${ps.length})`);
     const half = D / 2;
     const inv = Float64Array.from({ length: half }, (_, i) => Math.pow(theta, (-2 * i) / D));
     const cos = new Float64Array(half);
@@ -370,7 +379,7 @@ export class CpuFastBackend extends CpuRefBackend {
       for (let i = 0; i < half; i++) {
         const ang = ps[t] * inv[i];
         cos[i] = Math.cos(ang);
-        sin[i] = Math.sin(ang);
+        sin[i] = dir * Math.sin(ang); // negating is exact: the backward's a*c + b*s, b*c - a*s
       }
       for (let h = 0; h < H; h++) {
         const base = (t * H + h) * D;

@@ -25,6 +25,9 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
     return this.fast.attentionBackward(dOut, q, kCache, vCache, layout);
   }
 
+  override ropeBackward(dy: Tensor, pos: Tensor, theta: number): Tensor {
+    return this.fast.ropeBackward(dy, pos, theta);
+  }
   override swigluBackward(dy: Tensor, gate: Tensor, up: Tensor) {
     return this.fast.swigluBackward(dy, gate, up);
   }
