@@ -55,12 +55,15 @@ process.exitCode = await runCli(io, USAGE, async () => {
     rank: intFlag(v, 'rank', 8, 1, 256),
     baseline: 'row-weighted',
   };
+  // Training rollouts may be cut shorter than the evaluation's episodes (the cost of a step grows with them);
+  // evaluation always uses the model card's limits, so the table compares with the card.
   const limits = {
-    maxTurns: intFlag(v, 'max-turns', DEFAULT_LIMITS.maxTurns, 1, 100),
+    maxTurns: intFlag(v, 'max-turns', 8, 1, 100),
     maxActTokens: intFlag(v, 'max-act-tokens', DEFAULT_LIMITS.maxActTokens, 1),
-    maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', DEFAULT_LIMITS.maxRehearseTokens, 1),
+    maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', 320, 1),
   };
-  const fidelityTokens = intFlag(v, 'fidelity-tokens', limits.maxRehearseTokens, 0);
+  const evalLimits = DEFAULT_LIMITS;
+  const fidelityTokens = intFlag(v, 'fidelity-tokens', evalLimits.maxRehearseTokens, 0);
   const ids = (strFlag(v, 'configs') ?? ABLATION_CONFIGS.map((c) => c.id).join(',')).split(',');
   for (const id of ids) if (!ABLATION_CONFIGS.some((c) => c.id === id)) throw new ArgError(`--configs: unknown configuration ${JSON.stringify(id)} (known: ${ABLATION_CONFIGS.map((c) => c.id).join(', ')})`);
   const configs = ABLATION_CONFIGS.filter((c) => ids.includes(c.id));
@@ -79,7 +82,7 @@ process.exitCode = await runCli(io, USAGE, async () => {
 
   const evaluate = async (act: GrpoRun['actAdapter'] | null, reh: GrpoRun['actAdapter'] | null): Promise<{ report: HeldOutReport; s: number }> => {
     const t0 = performance.now();
-    const report = await evaluateHeldOut({ model, tokenizer, actAdapter: act, rehearseAdapter: reh }, domain, evalTasks, { limits, seed: 0, fidelityTokens, kvReuse: true });
+    const report = await evaluateHeldOut({ model, tokenizer, actAdapter: act, rehearseAdapter: reh }, domain, evalTasks, { limits: evalLimits, seed: 0, fidelityTokens, kvReuse: true });
     return { report, s: (performance.now() - t0) / 1000 };
   };
   const train = async (mode: NonNullable<(typeof configs)[number]['mode']>, advantage: 'role-wise' | 'pooled', seed: number, steps: number, storeDir: string | null) => {
@@ -163,7 +166,8 @@ process.exitCode = await runCli(io, USAGE, async () => {
       backend: backendName + (threads ? ` (${threads} threads)` : ''),
       machine,
       command: `npm run ablation -- ${process.argv.slice(2).map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`.trim(),
-      budget: { ...budget, seeds: budget.seeds },
+      budget,
+      limits: { train: limits, eval: evalLimits },
       reduced: strFlag(v, 'reduced') ?? null,
       measuredStepS: Object.keys(measured).length ? Object.fromEntries(Object.entries(measured).map(([k, xs]) => [k, xs.reduce((s, x) => s + x, 0) / xs.length])) : null,
     };

@@ -41,6 +41,12 @@ export interface AblationRun {
   evalS: number;
 }
 
+interface LimitsLike {
+  maxTurns: number;
+  maxActTokens: number;
+  maxRehearseTokens: number;
+}
+
 export interface AblationMeta {
   date: string;
   model: string;
@@ -49,6 +55,8 @@ export interface AblationMeta {
   machine: string;
   command: string;
   budget: { steps: number; seeds: number; evalTasks: number; trainTasks: number; k: number; prompts: number; lr: number; rank: number; baseline: string };
+  /** Episode limits of the training rollouts and of the evaluation. */
+  limits?: { train: LimitsLike; eval: LimitsLike };
   /** Set when the budget is below the intended one: printed above the table. */
   reduced: string | null;
   measuredStepS: Record<string, number> | null;
@@ -111,6 +119,7 @@ const pct = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.n > 
 const num = (x: number | null) => (x === null ? '–' : x.toFixed(1));
 const r2 = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.mean.toFixed(2));
 const params = (n: number | null) => (n === null ? '?' : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${Math.round(n / 1e3)} K`);
+const lim = (l: LimitsLike) => `${l.maxTurns} turns, ${l.maxActTokens} Act / ${l.maxRehearseTokens} Rehearse tokens`;
 const secs = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.mean >= 100 ? s.mean.toFixed(0) : s.mean.toFixed(1));
 
 /** The Markdown of the ablation section (without the markers). */
@@ -125,7 +134,7 @@ export function renderAblation(rows: readonly AblationRow[], meta: AblationMeta)
   out.push(
     `Held-out real-environment evaluation on ${b.evalTasks} test-split retail tasks (users never seen in training), one greedy episode per task; ` +
       `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks, LoRA r ${b.rank}, lr ${b.lr}, ` +
-      `baseline ${b.baseline}; ${b.seeds} seed(s) per configuration (mean ± sample sd over seeds; the base policy is deterministic under greedy evaluation). ` +
+      `baseline ${b.baseline}${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; ${b.seeds} seed(s) per configuration (mean ± sample sd over seeds; the base policy is deterministic under greedy evaluation). ` +
       `Success = reward 1 (final database equals the reference one and every required fact stated). Tool P/R: calls matching the reference actions ` +
       `(name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; exact JSON match / field-level F1 ` +
       `against the real observation (an unparseable rehearsal counts as a miss); "before" is the base policy's, "after" the trained rehearser's ` +
