@@ -216,6 +216,33 @@ export interface TrainStatus {
   model: string;
 }
 
+export interface TtsRequest {
+  taskId: string;
+  mode: 'parallel' | 'sequential';
+  n: number;
+  seed: number;
+  maxTurns: number;
+  maxNewTokens: number;
+}
+
+export interface TtsEpisodeView {
+  end: string;
+  reward: number;
+  /** One line per step: a call with its (imagined or real) observation, or the reply. */
+  steps: string[];
+}
+
+export interface TtsView {
+  taskId: string;
+  mode: 'parallel' | 'sequential';
+  n: number;
+  attempts: (TtsEpisodeView & { index: number; selfEval: string | null; judgeUnmet: string[]; memoryBefore: string | null })[];
+  memory: { text: string; tokens: number; maxTokens: number };
+  /** The one real execution, conditioned on the memory; its reward is the task's score. */
+  committed: TtsEpisodeView;
+  tokensTotal: number;
+}
+
 /** A capability that has not landed in the engine yet: the panel shows `why` instead of controls. */
 export interface Capabilities {
   train: string | null;
@@ -247,6 +274,8 @@ export interface PolicyApi {
   trainStatus(): Promise<TrainStatus>;
   /** Forget the run (its checkpoints and logs). */
   trainReset(): Promise<void>;
+  /** Test-time private rehearsal of one task: N imagined attempts, evaluations, memory, one real episode. */
+  tts(req: TtsRequest, onProgress: ProgressFn): Promise<TtsView>;
   /** Aborts the running operation (it rejects with an AbortError). */
   cancel(): void;
 }

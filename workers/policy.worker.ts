@@ -21,6 +21,7 @@ const api: PolicyApi = {
   trainPause: () => lab.trainPause(),
   trainStatus: () => lab.trainStatus(),
   trainReset: () => lab.trainReset(),
+  tts: (req, onProgress) => lab.tts(req, onProgress),
   cancel: () => lab.cancel(),
 };
 

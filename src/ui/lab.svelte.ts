@@ -2,7 +2,7 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  Capabilities, EnvInfo, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus,
+  Capabilities, EnvInfo, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { settings } from './settings.svelte';
@@ -27,6 +27,7 @@ export const lab = $state({
   pickedFiles: [] as File[],
   train: null as TrainStatus | null,
   training: false,
+  tts: null as TtsView | null,
 });
 
 const onProgress = Comlink.proxy((p: Progress) => {
@@ -180,6 +181,12 @@ export function pauseTraining(): void {
 export async function resetTraining(): Promise<void> {
   await run('forgetting the run', () => api.trainReset());
   await refreshTraining();
+}
+
+export async function runTts(): Promise<void> {
+  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.turns, maxNewTokens: settings.maxNew };
+  const v = await run(`private rehearsal (${req.mode}, N = ${req.n})`, () => api.tts(req, onProgress));
+  if (v) lab.tts = v;
 }
 
 export async function exportAdapter(): Promise<void> {

@@ -128,7 +128,7 @@ export function parseSettings(query: string): Settings {
         s.steps = int(v, 1, 10000, DEFAULTS.steps);
         break;
       case 'ttsN':
-        s.ttsN = int(v, 1, 8, DEFAULTS.ttsN);
+        s.ttsN = int(v, 0, 8, DEFAULTS.ttsN);
         break;
       case 'temp':
         s.temp = num(v, 0, 2, DEFAULTS.temp);

@@ -123,9 +123,15 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await shot('train', '[data-testid=train-panel]');
   });
 
-  it('private rehearsal panel states whether it can run', async () => {
-    if (await page.isDisabled('[data-testid=tts-run]')) expect(await page.textContent('[data-testid=tts-unavailable]')).toMatch(/not landed/);
-    expect(await page.isVisible('[data-testid=tts-memory]')).toBe(true);
+  it('runs a private rehearsal with N = 1: the attempt, its evaluation, the memory, one committed execution', async () => {
+    await page.selectOption('[data-testid=tts-mode]', 'parallel');
+    await page.fill('[data-testid=tts-n]', '1');
+    await page.click('[data-testid=tts-run]');
+    await page.waitForSelector('[data-testid=tts-committed]', { timeout: 240_000 });
+    expect(await page.locator('[data-testid=tts-attempt]').count()).toBe(1);
+    expect(await page.textContent('[data-testid=tts-attempt]')).toContain('Self-evaluation:');
+    expect(await page.textContent('[data-testid=tts-memory]')).toMatch(/Rehearsal memory \(\d+ of at most \d+ tokens\)/);
+    expect(await page.textContent('[data-testid=tts-committed]')).toMatch(/Committed real execution — ended: [\w-]+, reward -?\d\.\d\d/);
     await shot('tts', '[data-testid=tts-panel]');
   });
 
@@ -155,7 +161,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.setInputFiles('[data-testid=import-rollouts]', { name: 'evil.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(JSON.stringify(line) + '\nnot json\n') });
     await page.waitForSelector('[data-testid=import-msg]');
     expect(await page.textContent('[data-testid=import-msg]')).toContain('1 rollout(s) imported; 1 line(s) rejected');
-    expect(await page.textContent('[data-testid=turn-act]')).toContain(XSS);
+    await expect.poll(() => page.textContent('[data-testid=turn-act]')).toContain(XSS);
     // A typed request with the same tag is shown as typed.
     await page.fill('#stepper input[type=text]', XSS);
     expect(await page.locator('img').count()).toBe(0);

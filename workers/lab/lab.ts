@@ -9,11 +9,14 @@ import { FileMapSource } from '../../src/model/source';
 import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import type {
   Capabilities, EnvInfo, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
-  TrainPoint, TrainRequest, TrainStatus,
+  TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
 import { Episode, itemLabel } from './episode';
 import { inspectFolder, loadPolicy, pickBackend, type Policy } from './load';
 import { Training } from './training';
+import { privateRehearsalTask } from '../../src/rollout/private-rehearsal';
+import type { Step } from '../../src/env/domain';
+import { serializeObservation } from '../../src/env/toolcall';
 
 const DATA_URL = `${import.meta.env.BASE_URL}data/tau2-retail/db.json`;
 
@@ -53,7 +56,7 @@ export class Lab {
   capabilities(): Capabilities {
     return {
       train: null,
-      tts: 'Test-time private rehearsal (issue 7) has not landed in this build.',
+      tts: null,
     };
   }
 
@@ -255,6 +258,40 @@ export class Lab {
     return this.training.reset();
   }
 
+  tts(req: TtsRequest, onProgress: ProgressFn): Promise<TtsView> {
+    const p = this.need();
+    const domain = this.domain;
+    const task = this.tasks.get(req.taskId);
+    if (!domain || !task) throw new Error(`unknown task ${req.taskId}`);
+    return this.guarded(async (signal) => {
+      const r = await privateRehearsalTask({ model: p.model, tokenizer: p.tok, actAdapter: p.adapter }, domain, task, {
+        mode: req.mode,
+        n: req.n,
+        seed: req.seed,
+        limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: 4 * req.maxNewTokens },
+        signal,
+        onPhase: (phase, attempt) => onProgress({ phase: `${phase}${attempt === null ? '' : ` (attempt ${attempt + 1})`}`, done: phase === 'commit' ? 2 : phase === 'evaluate' ? 1 : 0, total: 3 }),
+      });
+      return {
+        taskId: r.taskId,
+        mode: req.mode,
+        n: req.n,
+        attempts: r.attempts.map((a) => ({
+          index: a.index,
+          end: a.rollout.end,
+          reward: a.judge.reward,
+          steps: stepLines(a.rollout.steps),
+          selfEval: a.selfEval,
+          judgeUnmet: a.judge.unmet,
+          memoryBefore: a.memoryBefore?.text ?? null,
+        })),
+        memory: { text: r.memory.text, tokens: r.memory.tokens, maxTokens: r.memory.maxTokens },
+        committed: { end: r.committed.end, reward: r.committed.reward, steps: stepLines(r.committed.steps) },
+        tokensTotal: r.tokens.total,
+      };
+    });
+  }
+
   async exportAdapter(): Promise<NamedFile[]> {
     const p = this.need();
     const files = await adapterToPeftFiles(p.backend, p.adapter, { baseModel: p.label });
@@ -273,4 +310,8 @@ export class Lab {
 /** A distinct, reproducible sampling seed per (rollout seed, turn, role slot). */
 function seedOf(seed: number, turn: number, slot: number): number {
   return (Math.imul(seed + 1, 0x9e3779b1) ^ Math.imul(turn + 1, 0x85ebca6b) ^ Math.imul(slot + 1, 0xc2b2ae35)) >>> 0;
+}
+
+function stepLines(steps: readonly Step[]): string[] {
+  return steps.map((s) => (s.kind === 'call' ? `${s.call.name}(${JSON.stringify(s.call.arguments)}) -> ${serializeObservation(s.observation)}` : `reply: ${s.text}`));
 }
