@@ -262,6 +262,15 @@ describe.each([
       const pos = Int32Array.from({ length: R }, (_, i) => i * 37);
       // Same f64 angles as the reference: bit-identical.
       expect(await both((b) => b.rope(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000))).toBe(0);
+      for (const withDw of [false, true]) {
+        const dwFast = fast.tensor(w, [C]);
+        const dwRef = ref.tensor(w, [C]);
+        const dx = trainOps(fast).rmsnormBackward(fast.tensor(y, [R, C]), fast.tensor(x, [R, C]), fast.tensor(w, [C]), 1e-6, withDw ? dwFast : null);
+        const want = refTrain.rmsnormBackward(ref.tensor(y, [R, C]), ref.tensor(x, [R, C]), ref.tensor(w, [C]), 1e-6, withDw ? dwRef : null);
+        // the same f64 row math; dw sums rows in another order (per-thread partials)
+        expect(maxDiff(await fast.read(dx), await ref.read(want))).toBeLessThanOrEqual(1e-6);
+        expect(maxDiff(await fast.read(dwFast), await ref.read(dwRef))).toBeLessThanOrEqual(1e-5);
+      }
       const back = (b: Backend) => (b === ref ? refTrain : trainOps(fast)).ropeBackward(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000);
       expect(await both(back)).toBe(0);
     }

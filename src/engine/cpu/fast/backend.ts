@@ -268,6 +268,39 @@ export class CpuFastBackend extends CpuRefBackend {
     }
   }
 
+  /** dy, x (R,C), w (C) -> dx (R,C); when dw (C) is given, dw += d loss / d w (TrainOps.rmsnormBackward). */
+  rmsnormBackward(dy: Tensor, x: Tensor, w: Tensor, eps: number, dw: Tensor | null): CpuTensor {
+    const g = asCpu(dy).f32;
+    const xs = asCpu(x).f32;
+    const ws = asCpu(w).f32;
+    const C = ws.length;
+    assertShape(C > 0 && xs.length % C === 0 && g.length === xs.length, `rmsnormBackward: dy (${dy.shape}), x (${x.shape}), w (${C})`);
+    const d = dw ? asCpu(dw).f32 : null;
+    if (d) assertShape(d.length === C, `rmsnormBackward: dw (${dw!.shape}) vs C=${C}`);
+    const temps: Temps = [];
+    try {
+      const ptrs = [g, xs, ws].map((a) => this.rt.place(a, temps));
+      const dx = this.rt.output([...x.shape], temps);
+      // One f64 partial dw per thread (threads own rows; dw sums over rows), reduced here.
+      const partials = this.rt.heap.alloc(this.threads * C * 8);
+      temps.push(partials);
+      const part = new Float64Array(this.rt.heap.buffer, partials, this.threads * C);
+      part.fill(0);
+      this.rt.launch('rmsnormBackward', [...ptrs, dx.ptr, xs.length / C, C, f32Bits(eps), partials], 0, xs.length * 12, temps);
+      if (d) {
+        const p = new Float64Array(this.rt.heap.buffer, partials, this.threads * C);
+        for (let c = 0; c < C; c++) {
+          let acc = 0;
+          for (let t = 0; t < this.threads; t++) acc += p[t * C + c];
+          d[c] += acc;
+        }
+      }
+      return dx.finish();
+    } finally {
+      this.rt.release(temps);
+    }
+  }
+
   /** dy, gate, up (T,F) -> d gate, d up of y = silu(gate) * up. */
   swigluBackward(dy: Tensor, gate: Tensor, up: Tensor): { dGate: CpuTensor; dUp: CpuTensor } {
     const g = asCpu(dy).f32;

@@ -1,6 +1,6 @@
 // Training ops of the CPU fast path: the reference TrainOps with the matmul gradients, the attention
-// backward, the vocabulary-wide softmax of the loss heads, swiglu's backward and AdamW (what a
-// training step's profile shows) on the wasm kernels. Registered for 'cpu-fast' when the backend is created.
+// backward, the vocabulary-wide softmax of the loss heads, the rmsnorm/swiglu backward and AdamW (what
+// a training step's profile shows) on the wasm kernels, and rope's backward with per-token tables. Registered for 'cpu-fast' when the backend is created.
 import type { Tensor, TokenLayout } from '../../backend';
 import { assertShape, EngineError } from '../../errors';
 import { registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
@@ -25,6 +25,9 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
     return this.fast.attentionBackward(dOut, q, kCache, vCache, layout);
   }
 
+  override rmsnormBackward(dy: Tensor, x: Tensor, w: Tensor, eps: number, dw: Tensor | null): Tensor {
+    return this.fast.rmsnormBackward(dy, x, w, eps, dw);
+  }
   override ropeBackward(dy: Tensor, pos: Tensor, theta: number): Tensor {
     return this.fast.ropeBackward(dy, pos, theta);
   }

@@ -169,3 +169,44 @@ export function adamw(args: usize, tid: i32, nth: i32): void {
     }
   }
 }
+
+// Backward of rmsnorm. args: 0 dy, 1 x, 2 w, 3 dx out, 4 R, 5 C, 6 eps (f32 bits), 7 dw partials
+// (nth x C f64, zeroed by the caller; thread tid adds sum_r dy*x*inv of its rows into row tid).
+// Per row: inv = 1/sqrt(mean(x^2)+eps), k = inv^3 * sum_c(w dy x) / C, dx = inv w dy - k x.
+export function rmsnormBackward(args: usize, tid: i32, nth: i32): void {
+  const DY = <usize>load<u32>(args);
+  const X = <usize>load<u32>(args, 4);
+  const W = <usize>load<u32>(args, 8);
+  const DX = <usize>load<u32>(args, 12);
+  const R = load<i32>(args, 16);
+  const C = load<i32>(args, 20);
+  const eps = load<f32>(args, 24);
+  const dw = <usize>load<u32>(args, 28) + <usize>tid * (<usize>C << 3);
+  const rowBytes = <usize>C << 2;
+  const chunks = chunkCount(R, nth);
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const r1 = <i32>((<i64>R * (ch + 1)) / chunks);
+    for (let r = <i32>((<i64>R * ch) / chunks); r < r1; r++) {
+      const x = X + <usize>r * rowBytes;
+      const g = DY + <usize>r * rowBytes;
+      const o = DX + <usize>r * rowBytes;
+      let ss: f64 = 0, dot: f64 = 0;
+      for (let c = 0; c < C; c++) {
+        const off = <usize>c << 2;
+        const xv = <f64>load<f32>(x + off);
+        ss += xv * xv;
+        dot += <f64>load<f32>(W + off) * <f64>load<f32>(g + off) * xv;
+      }
+      const inv = 1 / Math.sqrt(ss / <f64>C + <f64>eps);
+      const k = (inv * inv * inv * dot) / <f64>C;
+      for (let c = 0; c < C; c++) {
+        const off = <usize>c << 2;
+        const xv = <f64>load<f32>(x + off);
+        const gv = <f64>load<f32>(g + off);
+        store<f32>(o + off, <f32>(inv * <f64>load<f32>(W + off) * gv - k * xv));
+        const d = dw + (<usize>c << 3);
+        store<f64>(d, load<f64>(d) + gv * xv * inv);
+      }
+    }
+  }
+}

@@ -6,5 +6,5 @@
 export { gemm, GEMM_SCRATCH, KC } from './gemm';
 export { gemv } from './gemv';
 export { attention, attentionBackward } from './attention';
-export { rmsnorm, swiglu, axpb, swigluBackward, adamw } from './elementwise';
+export { rmsnorm, swiglu, axpb, swigluBackward, adamw, rmsnormBackward } from './elementwise';
 export { softmaxRows } from './softmax';
