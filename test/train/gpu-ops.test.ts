@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
 import { quantize } from '../../src/engine/quant';
+import { Rng } from '../../src/engine/rng';
 import { trainOps, type GrpoOptions } from '../../src/engine/train';
 import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
 import '../../src/engine/webgpu/train';
@@ -49,6 +50,46 @@ describe.skipIf(!run)('WGSL training kernels vs CPU reference', () => {
         ops(b).matmulBackwardWeight(dy[i], x[i], dw);
         return dw;
       }, `dW (${M},${K},${N})`);
+    }
+  });
+
+  it('random shapes (seeded): matmul dX/dW, rmsnorm, attention', async () => {
+    const rng = new Rng(77);
+    const dim = (max: number) => 1 + rng.int(max);
+    for (let trial = 0; trial < 4; trial++) {
+      const [M, K, N] = [dim(80), dim(100), dim(90)];
+      const kind = (['f32', 'q8', 'q4'] as const)[trial % 3];
+      const w = randn(N * K, 100 + trial);
+      const W = kind === 'f32' ? on(w, [N, K]) : ([cpu.uploadQuantized(quantize(w, N, K, kind)), gpu.uploadQuantized(quantize(w, N, K, kind))] as const);
+      const dy = on(randn(M * N, 200 + trial), [M, N]);
+      const x = on(randn(M * K, 300 + trial), [M, K]);
+      await both((b, i) => ops(b).matmulBackwardInput(dy[i], W[i]), `dX ${kind} (${M},${K},${N})`);
+      await both((b, i) => {
+        const dw = b.zeros([N, K]);
+        ops(b).matmulBackwardWeight(dy[i], x[i], dw);
+        return dw;
+      }, `dW (${M},${K},${N})`);
+      await both((b, i) => ops(b).rmsnormBackward(dy[i], dy[i], b.tensor(randn(N, 400 + trial), [N]), 1e-6, null), `rmsnorm (${M},${N})`);
+      // head sizes of the other attention test: each new D compiles two pipelines, slow on lavapipe
+      const [Hkv, group, D] = [dim(3), dim(3), [6, 16][trial % 2]];
+      const Hq = Hkv * group;
+      const lens = [dim(9), dim(9)];
+      const slot = Int32Array.from(lens.flatMap((n, s) => Array.from({ length: n }, () => s)));
+      const pos = Int32Array.from(lens.flatMap((n) => Array.from({ length: n }, (_, i) => i)));
+      const T = slot.length;
+      const maxT = Math.max(...lens);
+      const q = randn(T * Hq * D, 500 + trial);
+      const k = randn(T * Hkv * D, 600 + trial);
+      const dO = randn(T * Hq * D, 700 + trial);
+      const res = [cpu, gpu].map((b: Backend) => {
+        const lay = { slot: b.tensor(slot, [T]), pos: b.tensor(pos, [T]) };
+        const kc = b.zeros([2, maxT, Hkv, D]);
+        const vc = b.zeros([2, maxT, Hkv, D]);
+        b.kvWrite(kc, vc, b.tensor(k, [T, Hkv, D]), b.tensor(k, [T, Hkv, D]), lay);
+        const g = ops(b).attentionBackward(b.tensor(dO, [T, Hq, D]), b.tensor(q, [T, Hq, D]), kc, vc, lay);
+        return { dq: g.dq, ...ops(b).kvWriteBackward(g.dkCache, g.dvCache, lay) };
+      });
+      for (const key of ['dq', 'dk', 'dv'] as const) near(await gpu.read(res[1][key]), await cpu.read(res[0][key]), `attention ${key} T=${T} Hq=${Hq} Hkv=${Hkv} D=${D}`, 1e-4);
     }
   });
 
