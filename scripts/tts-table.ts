@@ -63,6 +63,8 @@ interface TtsRun {
   attemptJudge: number;
   contextEnds: number;
   wallS: number;
+  /** Seconds in each phase (imagined attempts, self-evaluations, committed episodes). */
+  phaseS: { imagine: number; evaluate: number; commit: number };
 }
 
 /** The paper's τ²-Bench overall success (%), Qwen3-8B (DESIGN §1); null where it reports none. */
@@ -193,18 +195,25 @@ async function main(): Promise<void> {
         generatedPerTask: mean((x) => x.tokens.imagined.generated + x.tokens.evaluation.generated + x.tokens.committed.generated),
         memoryTokens: mean((x) => x.memory.tokens), attemptJudge: r.privateRehearsal.meanAttemptJudge, contextEnds: r.ends.context ?? 0,
         wallS: (performance.now() - t0) / 1000,
+        phaseS: { imagine: r.privateRehearsal.wallMs.imagine / 1000, evaluate: r.privateRehearsal.wallMs.evaluate / 1000, commit: r.privateRehearsal.wallMs.commit / 1000 },
       };
     };
 
     if (v.estimate || Number.isFinite(budgetMinutes)) {
-      // One task of seed 0 with the base policy: N = 0 and N = 1 per mode give the per-attempt cost.
-      const one = tasksOf(0).slice(0, 1);
-      const c0 = (await cell('base', 'parallel', 0, 0, one)).wallS;
+      // A few tasks of seed 0 with the base policy, N = 2 per mode: per-task seconds of one committed episode
+      // (mean over these runs) and of one imagined attempt with its evaluation, per mode. cost(N) = commit + N·attempt.
+      const few = tasksOf(0).slice(0, Math.min(3, budget.tasks));
+      const measured = [await cell('base', modes[0], 0, 0, few)];
       const per: Record<string, number> = {};
-      for (const m of modes) per[m] = Math.max(0, (await cell('base', m, 1, 0, one)).wallS - c0);
-      const perSeedTask = c0 + modes.reduce((a, m) => a + ns.filter((n) => n > 0).reduce((b, n) => b + c0 + n * per[m], 0), 0);
+      for (const m of modes) {
+        const r = await cell('base', m, 2, 0, few);
+        measured.push(r);
+        per[m] = (r.phaseS.imagine + r.phaseS.evaluate) / 2 / few.length;
+      }
+      const commit = measured.reduce((a, r) => a + r.phaseS.commit, 0) / measured.length / few.length;
+      const perSeedTask = commit + modes.reduce((a, m) => a + ns.filter((n) => n > 0).reduce((b, n) => b + commit + n * per[m], 0), 0);
       const total = perSeedTask * budget.tasks * budget.seeds * policies.length;
-      log(`measured on one task: plain episode ${c0.toFixed(1)} s, one imagined attempt ${modes.map((m) => `${m} ${per[m].toFixed(1)} s`).join(', ')}`);
+      log(`measured on ${few.length} tasks: committed episode ${commit.toFixed(1)} s/task, one imagined attempt + evaluation ${modes.map((m) => `${m} ${per[m].toFixed(1)} s/task`).join(', ')}`);
       log(`projected: ${(total / 60).toFixed(1)} min for ${policies.length} policies × ${budget.seeds} seeds × ${budget.tasks} tasks × N ∈ {${ns.join(',')}} × {${modes.join(',')}}`);
       if (v.estimate) return;
       if (total / 60 > budgetMinutes) throw new ArgError(`projected ${(total / 60).toFixed(1)} min exceeds --budget-minutes ${budgetMinutes}: lower --tasks/--seeds/--ns`);
