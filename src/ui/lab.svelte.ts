@@ -17,7 +17,8 @@ export const lab = $state({
   caps: null as Capabilities | null,
   model: null as LoadInfo | null,
   loadError: '',
-  bundledMissing: false,
+  /** Why the bundled model did not load (absent from this build, or an error), when it did not. */
+  bundledError: '',
   busy: '' as string,
   progress: null as Progress | null,
   error: '',
@@ -69,7 +70,7 @@ export async function start(): Promise<void> {
   await loadModel(choice);
   // No bundled model yet (issue 6): the lab still opens, on the untrained random placeholder.
   if (!lab.model && choice.kind === 'bundled') {
-    lab.bundledMissing = true;
+    lab.bundledError = lab.loadError;
     await loadModel({ kind: 'random' });
   }
 }

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,7 +38,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   const ready = () => page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 120_000 });
   const idle = () => page.waitForSelector('[data-testid=busy]', { state: 'detached', timeout: 240_000 });
 
-  it('loads on WebGPU, says the model is untrained, and generates tokens there', async () => {
+  it('loads on WebGPU, says whether the model is the untrained placeholder, and generates tokens there', async () => {
     page = await s.browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(s.url);
@@ -188,9 +189,11 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.keyboard.press('Enter');
     await page.waitForSelector('[data-testid=turn-act]', { timeout: 120_000 });
     await idle();
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(SHOTS, 'lab-1280x800.png') });
     await page.setViewportSize({ width: 400, height: 800 });
     await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    await page.evaluate(() => document.getElementById('stepper')!.scrollIntoView());
     await page.screenshot({ path: join(SHOTS, 'lab-narrow.png') });
     expect(pageErrors).toEqual([]);
   });
@@ -206,5 +209,22 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.click('[data-testid=cancel]');
     await idle();
     expect(await page.textContent('[data-testid=error]')).toContain('cancelled');
+  });
+
+  it("loads a user's own Hugging Face folder from picked files, showing size and memory first", async () => {
+    const files = await tinyModelFiles(tinyConfig(), 3);
+    await page.setInputFiles('[data-testid=model-files]', [...files].map(([name, bytes]) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) })));
+    await page.waitForSelector('[data-testid=folder-info]');
+    const info = await page.textContent('[data-testid=folder-info]');
+    expect(info).toContain('4 files');
+    expect(info).toMatch(/Weights in memory after loading: f32 [\d.]+ MB · q8 [\d.]+ MB · q4 [\d.]+ MB/);
+    await page.click('[data-testid=folder-info] button');
+    await idle();
+    expect(await page.textContent('[data-testid=load-status]'), (await page.textContent('.statusbar')) ?? '').toContain('picked folder (4 files)');
+    expect(await page.isVisible('[data-testid=untrained-banner]')).toBe(false);
+    await page.click('[data-testid=try-generate]');
+    await page.waitForSelector('[data-testid=try-output]');
+    expect(await page.locator('[data-testid=try-output] .tok').count()).toBe(4);
+    expect(pageErrors).toEqual([]);
   });
 });

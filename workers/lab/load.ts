@@ -45,6 +45,21 @@ export async function pickBackend(forced?: BackendKind): Promise<{ backend: Back
   throw new Error(`no backend could start: ${why.join('; ')}`);
 }
 
+/**
+ * A model folder served over HTTP next to the app. Static servers with a single-page-app fallback (vite
+ * preview and dev do this) answer a missing file with index.html and status 200, so an HTML answer to a
+ * model file means "absent" here (no model file is HTML).
+ */
+class ServedFolder extends FetchSource {
+  constructor(private readonly baseUrl: string) {
+    super(baseUrl);
+  }
+  override async has(name: string): Promise<boolean> {
+    const r = await fetch(`${this.baseUrl.replace(/\/+$/, '')}/${name}`, { method: 'HEAD' });
+    return r.ok && !(r.headers.get('content-type') ?? '').includes('text/html');
+  }
+}
+
 /** A source whose config.json really is a JSON file (a dev server answers unknown paths with index.html). */
 async function usable(src: ModelSource): Promise<boolean> {
   try {
@@ -56,7 +71,7 @@ async function usable(src: ModelSource): Promise<boolean> {
 }
 
 export async function bundledModelPresent(): Promise<boolean> {
-  return usable(new FetchSource(BUNDLED_MODEL_URL));
+  return usable(new ServedFolder(BUNDLED_MODEL_URL));
 }
 
 export async function loadPolicy(req: LoadRequest, backend: Backend, domain: Domain): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'>> {
@@ -68,7 +83,7 @@ export async function loadPolicy(req: LoadRequest, backend: Backend, domain: Dom
     const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: 2 * req.loraRank, seed: 1 });
     return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', untrained: true };
   }
-  const src: ModelSource = m.kind === 'bundled' ? new FetchSource(BUNDLED_MODEL_URL) : m.kind === 'url' ? new FetchSource(m.url) : new FileMapSource(m.files);
+  const src: ModelSource = m.kind === 'bundled' ? new ServedFolder(BUNDLED_MODEL_URL) : m.kind === 'url' ? new ServedFolder(m.url) : new FileMapSource(m.files);
   if (m.kind === 'bundled' && !(await usable(src))) throw new Error(`the bundled model is not present at ${BUNDLED_MODEL_URL} (models/default/ has no config.json yet)`);
   const tok = await Tokenizer.load(src);
   const { model } = await loadQwen3(src, backend, { format: req.format });
