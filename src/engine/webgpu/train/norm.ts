@@ -34,22 +34,40 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
 }`,
 };
 
-// dw[c] += sum_r dy[r,c] x[r,c] inv[r]
-const RMS_DW = {
+// dw[c] += sum_r dy[r,c] x[r,c] inv[r], in two passes so that many rows (q/k-norm: T*H rows) spread
+// over many workgroups: partial[block, c] over blocks of RB rows, then a sum over blocks per column.
+const RB = 64;
+const RMS_DW_PART = {
   code: /* wgsl */ `
 struct P { rows: u32, c: u32 }
 @group(0) @binding(0) var<uniform> p: P;
 @group(0) @binding(1) var<storage, read> dy: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> invs: array<f32>;
-@group(0) @binding(4) var<storage, read_write> dw: array<f32>;
+@group(0) @binding(4) var<storage, read_write> part: array<f32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(local_invocation_index) l: u32) {
+  let c = w.x * ${WG}u + l;
+  if (c >= p.c) { return; }
+  let r0 = w.y * ${RB}u;
+  var s = 0.0;
+  for (var r = r0; r < min(r0 + ${RB}u, p.rows); r++) { s += dy[r * p.c + c] * x[r * p.c + c] * invs[r]; }
+  part[w.y * p.c + c] = s;
+}`,
+};
+const RMS_DW_SUM = {
+  code: /* wgsl */ `
+struct P { blocks: u32, c: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> part: array<f32>;
+@group(0) @binding(2) var<storage, read_write> dw: array<f32>;
 ${INDEX}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
   let c = index(w, nw, l);
   if (c >= p.c) { return; }
   var s = 0.0;
-  for (var r = 0u; r < p.rows; r++) { s += dy[r * p.c + c] * x[r * p.c + c] * invs[r]; }
+  for (var b = 0u; b < p.blocks; b++) { s += part[b * p.c + c]; }
   dw[c] += s;
 }`,
 };
@@ -68,7 +86,12 @@ export function rmsnormBackward(ctx: GpuContext, dy: GpuTensor, x: GpuTensor, w:
   if (dw) {
     assertF32(dw, 'rmsnormBackward');
     assertShape(dw.size === C, `rmsnormBackward: dw (${dw.shape}) vs C=${C}`);
-    ctx.dispatch(RMS_DW, [dy.buf, x.buf, invs.buf, dw.buf], [R, C], grid1d(C, WG));
+    const blocks = Math.ceil(R / RB);
+    assertShape(blocks <= 65535 && Math.ceil(C / WG) <= 65535, `rmsnormBackward: (${R},${C}) too large for the dw grid`);
+    const part = ctx.empty([blocks, C], 'f32');
+    ctx.dispatch(RMS_DW_PART, [dy.buf, x.buf, invs.buf, part.buf], [R, C], [Math.ceil(C / WG), blocks, 1]);
+    ctx.dispatch(RMS_DW_SUM, [part.buf, dw.buf], [blocks, C], grid1d(C, WG));
+    part.free();
   }
   invs.free();
   return dx;
