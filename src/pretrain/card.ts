@@ -13,6 +13,8 @@ export interface CardInputs {
   sizing: { shape: string; params: number; tokPerS: number }[];
   commit: string;
   machine: string;
+  /** Earlier runs of the recipe that were not kept (for the record). */
+  attempts?: { label: string; steps: number; lr: number; promptLossWeight: number; minutes: number; finalLoss: number; success: number; formatValid: number; rehearsalValid: number }[];
 }
 
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
@@ -47,7 +49,7 @@ export function modelCard(i: CardInputs): string {
   out.push('## Data');
   out.push('');
   out.push(`- ${run.spec.trainTasks} generated **train-split** retail tasks (src/env/retail/generator.ts; test-split users never appear), the scripted expert (src/env/retail/expert.ts) with a mistake rate of ${run.spec.mistakeRate} (it sometimes makes a realistic error, sees the error observation and recovers, so the rehearsal data shows the environment's error dynamics).`);
-  out.push(`- Every expert turn gives an **Act row** (prompt: src/rollout/act-prompt.ts; target: the \`<tool_call>\` block or the final reply) and every call a **Rehearse row** (prompt: src/rollout/rehearse-prompt.ts with grounding examples from the same episode; target: the real observation as \`<execution_result>\`), rendered exactly as the rollouts render them. Loss only on the response tokens (+ \`<|im_end|>\`).`);
+  out.push(`- Every expert turn gives an **Act row** (prompt: src/rollout/act-prompt.ts; target: the \`<tool_call>\` block or the final reply) and every call a **Rehearse row** (prompt: src/rollout/rehearse-prompt.ts with grounding examples from the same episode; target: the real observation as \`<execution_result>\`), rendered exactly as the rollouts render them. The loss is on the response tokens (+ \`<|im_end|>\`)${run.spec.promptLossWeight > 0 ? `, plus an auxiliary next-token loss on every third prompt token at weight ${run.spec.promptLossWeight} relative to a response token: a model trained from scratch must learn the domain's text first, and the prompts hold ~80% of the tokens a step pays for anyway (past calls, observations, user requests). Without it the first attempt (below) learned the format but not to copy ids and values` : ''}.`);
   out.push(`- Rows kept (≤ ${run.spec.maxLen} tokens, never truncated): ${run.data.rows.act} Act + ${run.data.rows.rehearse} Rehearse; dropped as too long: ${run.data.dropped}. Tokens: ${run.data.tokens.total.toLocaleString('en-US')} in all, ${run.data.tokens.response.toLocaleString('en-US')} with loss.`);
   out.push('');
   out.push('| tokens per row | n | min | p50 | p90 | p99 | max | mean |\n|---|---|---|---|---|---|---|---|');
@@ -61,7 +63,7 @@ export function modelCard(i: CardInputs): string {
   out.push(`Seed ${run.seed}, backend \`${run.backend}\`, ${run.spec.steps} AdamW steps (β = 0.9/0.98, weight decay 0.05 on matrices, grad-norm clip 1) of ${run.spec.batchTokens} tokens (whole rows packed into one batch, each row its own KV slot), lr ${run.spec.lr} with ${run.spec.warmupSteps} warmup steps and cosine decay to ${(run.spec.lr / 10).toPrecision(2)}. Init N(0, 0.02), residual outputs scaled by 1/√(2L), norms 1. Full-parameter gradients: src/pretrain/backward.ts (checked against finite differences in test/pretrain/trainer.test.ts).`);
   out.push('');
   out.push(`- wall-clock: **${(run.trainSeconds / 60).toFixed(1)} min** of training (${f(run.tokensPerSecond, 0)} tokens/s) on ${i.machine}; tokenizer ${f(run.tokenizerSeconds, 0)} s.`);
-  out.push(`- loss (mean token cross-entropy on responses): ${curve.map((s) => `step ${s}: ${f(lossAt(s) ?? NaN, 3)}`).join(', ')}; mean of the last 20 steps ${f(run.finalLoss, 3)}.`);
+  out.push(`- loss (${run.spec.promptLossWeight > 0 ? `weighted token cross-entropy: responses 1, sampled prompt tokens ${run.spec.promptLossWeight}` : 'mean token cross-entropy on responses'}): ${curve.map((s) => `step ${s}: ${f(lossAt(s) ?? NaN, 3)}`).join(', ')}; mean of the last 20 steps ${f(run.finalLoss, 3)}.`);
   out.push(`- about ${((run.spec.steps * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data.`);
   out.push('- Reproducible: the same seed on the same backend gives the same model.safetensors bytes (tested on the `--quick` configuration in test/pretrain/pipeline.test.ts and on a tiny model in test/pretrain/trainer.test.ts).');
   out.push(`- Code: commit ${i.commit}.`);
@@ -114,6 +116,14 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push('The `webgpu` figure, if present, is Dawn on lavapipe (Mesa\'s CPU Vulkan driver, ~1.7 GFLOP/s for a tiled matmul here): it shows the WebGPU path works end to end, not what a GPU does. On a laptop GPU at a few TFLOP/s the same step is bound by kernel-launch latency and the sequential decode loop, not by arithmetic (this model is ~2.6 MFLOP per generated token).');
   out.push('');
+  if (i.attempts?.length) {
+    out.push('## Earlier attempts (not kept)');
+    out.push('');
+    out.push('| run | steps | peak lr | prompt-token loss weight | training min | final loss | success | format-valid Act | valid rehearsals |\n|---|---|---|---|---|---|---|---|---|');
+    for (const a of i.attempts)
+      out.push(`| ${a.label} | ${a.steps} | ${a.lr} | ${a.promptLossWeight} | ${f(a.minutes, 1)} | ${f(a.finalLoss, 3)} (responses only) | ${pct(a.success)} | ${pct(a.formatValid)} | ${pct(a.rehearsalValid)} |`);
+    out.push('');
+  }
   out.push('## Limitations');
   out.push('');
   out.push('- Trained on one domain\'s scripted expert: it knows the retail tools and the expert\'s phrasing, nothing else; it is not a language model in any general sense.');

@@ -27,6 +27,8 @@ export interface PretrainSpec {
   steps: number;
   lr: number;
   warmupSteps: number;
+  /** Auxiliary loss weight of prompt tokens (see TrainHyper.promptLossWeight); 0 = responses only. */
+  promptLossWeight: number;
 }
 
 /** The bundled default policy (sized from measured throughput: see models/default/README.md). */
@@ -38,9 +40,10 @@ export const FULL_SPEC: PretrainSpec = {
   mistakeRate: 0.15,
   maxLen: 1024,
   batchTokens: 2048,
-  steps: 280,
-  lr: 3e-3,
+  steps: 320,
+  lr: 6e-3,
   warmupSteps: 20,
+  promptLossWeight: 0.25,
 };
 
 /** A seconds-long configuration for tests and smoke runs. */
@@ -55,6 +58,7 @@ export const QUICK_SPEC: PretrainSpec = {
   steps: 4,
   lr: 1e-2,
   warmupSteps: 2,
+  promptLossWeight: 0,
 };
 
 export interface PretrainResult {
@@ -110,7 +114,7 @@ export async function pretrain(
   log(`encoded: ${JSON.stringify(data)}`);
 
   const config: Qwen3Config = { ...spec.model, vocabSize: bpe.size };
-  const hyper = { ...DEFAULT_HYPER, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
+  const hyper = { ...DEFAULT_HYPER, promptLossWeight: spec.promptLossWeight, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
   // Inputs are ids[0..T-2], so a sequence of n tokens occupies n-1 batch rows.
   const shapes = { tokens: spec.batchTokens, slots: 32, maxLen: spec.maxLen, rowQuantum: 128 };
   const tr = await Pretrainer.create(b, config, seed, hyper, shapes);

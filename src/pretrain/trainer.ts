@@ -37,6 +37,13 @@ export interface TrainHyper {
   beta2: number;
   eps: number;
   maxGradNorm: number;
+  /**
+   * Weight of an auxiliary next-token loss on prompt tokens, relative to response tokens (0 = responses
+   * only). From scratch the model must first learn the domain's text, and prompts hold ~80% of the tokens
+   * (past calls, observations, user requests) that a step pays for anyway. Every third prompt position
+   * gets this loss.
+   */
+  promptLossWeight?: number;
 }
 
 export const DEFAULT_HYPER: TrainHyper = {
@@ -122,16 +129,20 @@ export class Pretrainer {
     const rows: number[] = [];
     const targets: number[] = [];
     const seqOf: number[] = [];
+    const isResp: boolean[] = [];
+    const pw = this.hyper.promptLossWeight ?? 0;
     let o = 0;
     parts.forEach((p, s) => {
       ids.set(p.inputs, o);
       for (let t = 0; t < p.inputs.length; t++) {
         slot[o + t] = s;
         pos[o + t] = t;
-        if (p.mask[t] !== 0) {
+        // Prompt tokens: every third position only (the LM head is the costly part of a loss row).
+        if (p.mask[t] !== 0 || (pw > 0 && t % 3 === 0)) {
           rows.push(o + t);
           targets.push(p.targets[t]);
           seqOf.push(s);
+          isResp.push(p.mask[t] !== 0);
         }
       }
       o += p.inputs.length;
@@ -150,7 +161,11 @@ export class Pretrainer {
     }
     const headRows = Int32Array.from(rows);
     const weights = new Float32Array(R);
-    weights.set(tokenWeights(new Float32Array(real).fill(1), seqOf, 'token-mean'));
+    if (pw > 0) {
+      // Every token a loss row: response tokens weight 1, prompt tokens pw, normalised to sum 1.
+      const sum = isResp.reduce((a, r) => a + (r ? 1 : pw), 0);
+      isResp.forEach((r, i) => (weights[i] = (r ? 1 : pw) / sum));
+    } else weights.set(tokenWeights(new Float32Array(real).fill(1), seqOf, 'token-mean'));
     if (sh && !this.cache) this.cache = new KvCache(this.model, sh.slots, sh.maxLen);
     const cache = sh ? this.cache! : new KvCache(this.model, seqs.length, maxT);
     const { logits, saved } = forward(this.model, cache, { ids, slot, pos }, { save: true, logitRows: headRows });
@@ -163,7 +178,7 @@ export class Pretrainer {
     for (const t of [dLogits, metrics, tTargets, tWeights]) b.free(t);
     freeSaved(b, saved!);
     if (!sh) cache.free();
-    return { loss, tokens: natural, responseTokens: real };
+    return { loss, tokens: natural, responseTokens: isResp.filter((r) => r).length };
   }
 
   /** Clip, AdamW, zero the gradients. */
