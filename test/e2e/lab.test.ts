@@ -60,7 +60,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   it('steps through a rehearse rollout: act and rehearse turns, the real observation, fidelity; state in the URL', async () => {
     page = await s.browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${s.url}?backend=cpu-fast&maxNew=12&turns=3&steps=2&k=2`);
+    await page.goto(`${s.url}?backend=cpu-fast&maxNew=24&turns=3&steps=2&k=2`);
     await ready();
     expect(await page.textContent('[data-testid=load-status]')).toContain('cpu-fast');
     expect(await page.isVisible('[data-testid=cpu-notice]')).toBe(true);

@@ -195,7 +195,7 @@ export class Lab {
       ep.takeAct(act);
       const rq = ep.rehearseRequests();
       if (rq.length) {
-        const gens = await this.sample(rq.map((r) => r.prompt), req.maxNewTokens, rq.map((r) => seedOf(req.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse`, signal, onProgress, REHEARSE_STOP);
+        const gens = await this.sample(rq.map((r) => r.prompt), REHEARSE_BUDGET * req.maxNewTokens, rq.map((r) => seedOf(req.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse`, signal, onProgress, REHEARSE_STOP);
         // Stops at the first unparseable rehearsal (the episode ends there).
         for (let i = 0; i < rq.length && !ep.done; i++) ep.takeRehearse(rq[i].index, gens[i]);
       }
@@ -214,7 +214,7 @@ export class Lab {
         live.forEach((e, i) => e.takeAct(acts[i]));
         const rq = live.flatMap((e) => e.rehearseRequests().map((r) => ({ e, ...r })));
         if (rq.length) {
-          const gens = await this.sample(rq.map((r) => r.prompt), req.maxNewTokens, rq.map((r) => seedOf(r.e.cfg.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse (${rq.length} calls)`, signal, onProgress, REHEARSE_STOP);
+          const gens = await this.sample(rq.map((r) => r.prompt), REHEARSE_BUDGET * req.maxNewTokens, rq.map((r) => seedOf(r.e.cfg.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse (${rq.length} calls)`, signal, onProgress, REHEARSE_STOP);
           rq.forEach((r, i) => {
             if (!r.e.done) r.e.takeRehearse(r.index, gens[i]);
           });
@@ -268,7 +268,7 @@ export class Lab {
         mode: req.mode,
         n: req.n,
         seed: req.seed,
-        limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: 4 * req.maxNewTokens },
+        limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: REHEARSE_BUDGET * req.maxNewTokens },
         signal,
         onPhase: (phase, attempt) => onProgress({ phase: `${phase}${attempt === null ? '' : ` (attempt ${attempt + 1})`}`, done: phase === 'commit' ? 2 : phase === 'evaluate' ? 1 : 0, total: 3 }),
       });
@@ -306,6 +306,9 @@ export class Lab {
     return { rank: a.rank, alpha: a.alpha, targets: [...a.targets] };
   }
 }
+
+/** A rehearsed observation (an order with its items) is much longer than a call: as in training (training.ts). */
+const REHEARSE_BUDGET = 4;
 
 /** A distinct, reproducible sampling seed per (rollout seed, turn, role slot). */
 function seedOf(seed: number, turn: number, slot: number): number {

@@ -1,0 +1,24 @@
+// URL state: untrusted query strings become valid settings; a round trip keeps every value.
+import { describe, expect, it } from 'vitest';
+import { DEFAULTS, parseSettings, settingsQuery } from '../../src/ui/settings.svelte';
+
+describe('lab URL settings', () => {
+  it('round-trips non-default values and keeps defaults out of the URL', () => {
+    const s = { ...DEFAULTS, task: 'train-0-3', mode: 'real' as const, seed: 42, k: 8, grouping: 'pooled' as const, lr: 3e-4, request: 'a & b=c', ttsN: 0 };
+    const q = settingsQuery(s);
+    expect(q).not.toContain('maxNew');
+    expect(parseSettings(q)).toEqual(s);
+    expect(settingsQuery(DEFAULTS)).toBe('');
+  });
+
+  it('clamps and rejects bad values instead of trusting them', () => {
+    const s = parseSettings('?seed=-5&k=999&mode=%3Cscript%3E&task=..%2F..%2Fx%20y&temp=NaN&backend=cuda&maxNew=1e9');
+    expect(s.seed).toBe(0);
+    expect(s.k).toBe(16);
+    expect(s.mode).toBe(DEFAULTS.mode);
+    expect(s.task).toBe('');
+    expect(s.temp).toBe(DEFAULTS.temp);
+    expect(s.backend).toBe('');
+    expect(s.maxNew).toBe(1); // parseInt('1e9') = 1
+  });
+});
