@@ -2,7 +2,8 @@
 //  1. one thread per (t, h): recompute p_j = softmax_j(scale q.k_j) over j <= pos[t], then
 //     D = sum_j p_j dp_j with dp_j = dOut.v_j, and dq = scale sum_j p_j (dp_j - D) k_j;
 //     keeps lse and D per (t, h).
-//  2. one thread per cache row (s, j, kvh): sums over the tokens t of slot s with pos[t] >= j and the
+//  2. one thread per cache row (s, j, kvh): sums over the tokens t of slot s (scanning only the span of
+//     the batch where slot s's tokens lie) with pos[t] >= j and the
 //     query heads h of its group: dk_j = scale sum p (dp - D) q_t, dv_j = sum p dOut_t.
 // Head size D is a compile-time constant (one pipeline per D), so the per-thread accumulators live in
 // private arrays.
@@ -97,8 +98,9 @@ function pass2(D: number) {
 @group(0) @binding(5) var<storage, read> slot: array<i32>;
 @group(0) @binding(6) var<storage, read> pos: array<i32>;
 @group(0) @binding(7) var<storage, read> stats: array<vec2f>;
-@group(0) @binding(8) var<storage, read_write> dk: array<f32>;
-@group(0) @binding(9) var<storage, read_write> dv: array<f32>;
+@group(0) @binding(8) var<storage, read> ranges: array<vec2u>;
+@group(0) @binding(9) var<storage, read_write> dk: array<f32>;
+@group(0) @binding(10) var<storage, read_write> dv: array<f32>;
 ${INDEX}
 const D = ${D}u;
 @compute @workgroup_size(${WG})
@@ -113,7 +115,8 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   let group = p.hq / p.hkv;
   var ak: array<f32, ${D}>;
   var av: array<f32, ${D}>;
-  for (var t = 0u; t < p.t; t++) {
+  let range = ranges[s]; // tokens of slot s lie in [range.x, range.y) (packed batches: contiguous)
+  for (var t = range.x; t < range.y; t++) {
     if (u32(slot[t]) != s || u32(pos[t]) < j) { continue; }
     for (var h = kvh * group; h < (kvh + 1u) * group; h++) {
       let qo = (t * p.hq + h) * D;
@@ -143,6 +146,27 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   return k;
 }
 
+// ranges[s] = (first token of slot s, last + 1), or (0, 0) when the slot has no token
+const RANGES = {
+  code: /* wgsl */ `
+struct P { t: u32, s: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> slot: array<i32>;
+@group(0) @binding(2) var<storage, read_write> ranges: array<vec2u>;
+${INDEX}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let s = index(w, nw, l);
+  if (s >= p.s) { return; }
+  var lo = p.t;
+  var hi = 0u;
+  for (var t = 0u; t < p.t; t++) {
+    if (u32(slot[t]) == s) { lo = min(lo, t); hi = t + 1u; }
+  }
+  ranges[s] = vec2u(select(lo, 0u, hi == 0u), hi);
+}`,
+};
+
 /** A zero-initialised-free f32 tensor split by rows exactly like `like` (cache shards by slot). */
 function emptyLike(ctx: GpuContext, like: GpuTensor): GpuTensor {
   const rowElems = like.size / like.shape[0];
@@ -159,8 +183,11 @@ export function attentionBackward(ctx: GpuContext, dOut: GpuTensor, q: GpuTensor
   assertShape(dOut.size === q.size && slot.size === T && pos.size === T, `attentionBackward: dOut (${dOut.shape}), slot/pos (${slot.size}) vs q (${q.shape})`);
   assertShape(vCache.parts.length === kCache.parts.length && vCache.parts.every((p, i) => p.row0 === kCache.parts[i].row0), 'attentionBackward: k and v caches are sharded differently');
   assertShape(D <= 256, `attentionBackward: head size ${D} > 256 is not supported`);
+  const S = kCache.shape[0];
   const dq = ctx.empty(q.shape, 'f32');
   const stats = ctx.empty([T * Hq, 2], 'f32');
+  const ranges = ctx.empty([S, 2], 'i32');
+  ctx.dispatch(RANGES, [slot.buf, ranges.buf], [T, S], grid1d(S, WG));
   const dkCache = emptyLike(ctx, kCache);
   const dvCache = emptyLike(ctx, vCache);
   const u = (s0: number, ns: number) => [T, Hq, Hkv, s0, ns, maxT, { f32: 1 / Math.sqrt(D) }];
@@ -170,8 +197,9 @@ export function attentionBackward(ctx: GpuContext, dOut: GpuTensor, q: GpuTensor
   });
   kCache.parts.forEach((kp, i) => {
     const vp = vCache.parts[i];
-    ctx.dispatch(pass2(D), [dOut.buf, q.buf, kp.data, vp.data, slot.buf, pos.buf, stats.buf, dkCache.parts[i].data, dvCache.parts[i].data], u(kp.row0, kp.rows), grid1d(kp.rows * maxT * Hkv, WG));
+    ctx.dispatch(pass2(D), [dOut.buf, q.buf, kp.data, vp.data, slot.buf, pos.buf, stats.buf, ranges.buf, dkCache.parts[i].data, dvCache.parts[i].data], u(kp.row0, kp.rows), grid1d(kp.rows * maxT * Hkv, WG));
   });
   stats.free();
+  ranges.free();
   return { dq, dkCache, dvCache };
 }
