@@ -35,6 +35,8 @@ async function freePort(): Promise<number> {
 export interface Served {
   url: string;
   browser: Browser;
+  /** Another Chromium without the WebGPU switch (navigator.gpu is absent there): the CPU fallback. */
+  launchWithoutWebGpu(): Promise<Browser>;
   /** Whether models/default/ (the bundled model) is in this checkout. */
   hasBundledModel(): boolean;
   close(): Promise<void>;
@@ -45,18 +47,26 @@ export async function serveAndLaunch(): Promise<Served> {
   await build({ logLevel: 'warn', build: { outDir, emptyOutDir: true } });
   const port = await freePort();
   const server: PreviewServer = await preview({ logLevel: 'warn', build: { outDir }, preview: { host: '127.0.0.1', port, strictPort: true, open: false } });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    ignoreDefaultArgs: ['--headless'],
-    args: ['--headless=new', '--no-sandbox', '--enable-unsafe-webgpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    handleSIGTERM: false,
-  });
+  const launch = (webgpu: boolean) =>
+    chromium.launch({
+      executablePath: CHROMIUM,
+      ignoreDefaultArgs: ['--headless'],
+      args: ['--headless=new', '--no-sandbox', ...(webgpu ? ['--enable-unsafe-webgpu'] : []), '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      handleSIGTERM: false,
+    });
+  const browser = await launch(true);
+  const others: Browser[] = [];
   return {
     url: `http://127.0.0.1:${port}/`,
     browser,
+    async launchWithoutWebGpu() {
+      const b = await launch(false);
+      others.push(b);
+      return b;
+    },
     hasBundledModel: () => existsSync(join(ROOT, 'models/default/config.json')),
     async close() {
-      await browser.close().catch(() => undefined);
+      for (const b of [browser, ...others]) await b.close().catch(() => undefined);
       await server.close();
       rmSync(outDir, { recursive: true, force: true });
     },

@@ -136,7 +136,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await shot('tts', '[data-testid=tts-panel]');
   });
 
-  it('exports the adapter as PEFT files', async () => {
+  it('exports the adapter as PEFT files and imports them back', async () => {
     const downloads: { name: string; path: string }[] = [];
     page.on('download', async (d) => downloads.push({ name: d.suggestedFilename(), path: (await d.path())! }));
     await page.click('[data-testid=export-adapter]');
@@ -149,6 +149,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     const headerLen = Number(st.readBigUInt64LE(0));
     const header = JSON.parse(st.subarray(8, 8 + headerLen).toString('utf8'));
     expect(header['base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight'].shape[0]).toBe(8);
+    await page.setInputFiles('[data-testid=import-adapter]', downloads.map((d) => ({ name: d.name, mimeType: 'application/octet-stream', buffer: readFileSync(d.path) })));
+    await expect.poll(() => page.textContent('[data-testid=adapter-msg]').catch(() => '')).toMatch(/^adapter loaded: rank 8, alpha 16, targets q, k, v, o, gate, up, down$/);
   });
 
   it('renders untrusted text as text: an imported rollout whose model output holds an <img onerror> tag', async () => {
@@ -226,5 +228,15 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.waitForSelector('[data-testid=try-output]');
     expect(await page.locator('[data-testid=try-output] .tok').count()).toBe(4);
     expect(pageErrors).toEqual([]);
+  });
+
+  it('without WebGPU runs on the CPU and says so', async () => {
+    const b = await s.launchWithoutWebGpu();
+    const p = await b.newPage({ viewport: { width: 1280, height: 800 } });
+    await p.goto(s.url);
+    await p.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 120_000 });
+    expect(await p.textContent('[data-testid=load-status]')).toContain('(no WebGPU: running on the CPU)');
+    expect(await p.textContent('[data-testid=cpu-notice]')).toMatch(/because webgpu is unavailable/);
+    await p.close();
   });
 });
