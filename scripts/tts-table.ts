@@ -1,5 +1,5 @@
 // npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
-//   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--max-eval-tokens N]
+//   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--memory-placement user|system] [--max-eval-tokens N]
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
 //   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
 // The test-time private-rehearsal table (issue 7, src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
@@ -26,17 +26,17 @@ import { loadAdapters } from '../src/rl/checkpoint';
 import { emptyResultsDoc, replaceSection, stat, TTS_END, TTS_START, type Stat } from '../src/rl/grpo-ablation';
 import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
 import { DirStore } from '../src/rl/store-node';
-import { privateRehearsal, TTS_MODES, type PrivateRehearsalOptions, type TtsMode } from '../src/rollout/private-rehearsal';
+import { MEMORY_PLACEMENTS, privateRehearsal, TTS_MODES, type PrivateRehearsalOptions, type TtsMode } from '../src/rollout/private-rehearsal';
 import { MEMORY_EVALUATIONS } from '../src/rollout/rehearsal-memory';
 
 const USAGE = `usage: npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
-  [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--max-eval-tokens N]
+  [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--memory-placement user|system] [--max-eval-tokens N]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]`;
 
 const FLAGS: FlagSpec = {
   model: { type: 'string' }, adapter: { type: 'string' }, tasks: { type: 'string' }, seeds: { type: 'string' }, ns: { type: 'string' },
-  modes: { type: 'string' }, 'memory-tokens': { type: 'string' }, 'memory-eval': { type: 'string' }, 'max-eval-tokens': { type: 'string' },
+  modes: { type: 'string' }, 'memory-tokens': { type: 'string' }, 'memory-eval': { type: 'string' }, 'memory-placement': { type: 'string' }, 'max-eval-tokens': { type: 'string' },
   'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' },
   'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
   out: { type: 'string' }, results: { type: 'string' }, 'budget-minutes': { type: 'string' }, estimate: { type: 'boolean' },
@@ -138,6 +138,7 @@ async function main(): Promise<void> {
     seeds: intFlag(v, 'seeds', 3, 1, 100),
     memoryTokens: intFlag(v, 'memory-tokens', 256, 0),
     memoryEvaluation: enumFlag(v, 'memory-eval', MEMORY_EVALUATIONS, 'self'),
+    memoryPlacement: enumFlag(v, 'memory-placement', MEMORY_PLACEMENTS, 'user'),
     maxEvalTokens: intFlag(v, 'max-eval-tokens', 48, 1),
   };
   const limits = {
@@ -182,7 +183,7 @@ async function main(): Promise<void> {
     const cell = async (pol: TtsRun['policy'], mode: TtsMode, n: number, seed: number, tasks: Task[]): Promise<TtsRun> => {
       const adapter = pol === 'envace' ? envace : null;
       const opts: PrivateRehearsalOptions = {
-        mode, n, seed, limits, rehearsePrompt, memoryTokens: budget.memoryTokens, memoryEvaluation: budget.memoryEvaluation, maxEvalTokens: budget.maxEvalTokens,
+        mode, n, seed, limits, rehearsePrompt, memoryTokens: budget.memoryTokens, memoryEvaluation: budget.memoryEvaluation, memoryPlacement: budget.memoryPlacement, maxEvalTokens: budget.maxEvalTokens,
         log: (s) => log(`${pol} ${mode} N=${n} seed ${seed}: ${s}`),
       };
       const t0 = performance.now();
@@ -247,7 +248,7 @@ async function main(): Promise<void> {
     const header = [
       ...(reduced ? [`> **Reduced budget.** ${reduced}`, ''] : []),
       `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/rollout/private-rehearsal.ts): ${budget.tasks} test-split retail tasks per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
-        `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn. ` +
+        `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn; it enters the committed episode ${budget.memoryPlacement === 'user' ? 'as a user message after the request (the system prompt stays byte-identical)' : 'as a note in the system prompt'}. ` +
         `Limits: ${limits.maxTurns} turns, ${limits.maxActTokens} Act / ${limits.maxRehearseTokens} Rehearse tokens per generation.`,
       '',
       `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}). EnvACE adapter: ${envace ? `\`${adapterDir}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,

@@ -1,10 +1,10 @@
 // Test-time private rehearsal (DESIGN §1 last bullets, issue 7): before its one committed real execution, the
 // policy tries the task N times in its head (Act + Rehearse with the same parameters, nothing executed),
 // evaluates each attempt, condenses attempts and evaluations into a rehearsal memory m_x, and then runs ONE
-// real episode whose Act system prompt carries m_x. Only that episode is scored.
+// real episode whose Act context carries m_x. Only that episode is scored.
 //
 //   parallel    N independent imagined attempts (all tasks × N decode together), then one evaluation pass.
-//   sequential  attempt k's Act system prompt carries the memory of attempts < k and their evaluations;
+//   sequential  attempt k's Act context carries the memory of attempts < k and their evaluations;
 //               attempt → evaluation → next attempt, all tasks advancing together round by round.
 //
 // The real environment is `domain.createEnv()`: the committed episode acts in it and its reward replays on
@@ -14,8 +14,10 @@
 // domain.createEnv itself; where the real environment has effects, pass a sandbox (a copy, a recorder).
 // N = 0 runs exactly the plain held-out evaluation (src/rl/evaluate.ts): same call, same settings.
 //
-// Batching: a runRollouts call shares one Act system prompt, so episodes are grouped by their prompt; the
-// memory differs per task, so conditioned attempts and committed episodes run one group per task.
+// Where m enters the Act context is an option (memoryPlacement): by default an extra user message after the
+// request; or a note in the system prompt. Batching: a runRollouts call shares one Act system prompt, so
+// episodes are grouped by it: with the user placement every phase is one batch over all tasks; with the system
+// placement, conditioned attempts and committed episodes run one group per task.
 // Browser-safe: no Node imports.
 import { hash32 } from '../engine/rng';
 import type { Task } from '../env/domain';
@@ -35,6 +37,8 @@ import { buildSelfEvalPrompt, cleanEvaluation, judgeVerdict } from './self-eval'
 export type TtsMode = 'parallel' | 'sequential';
 export const TTS_MODES: readonly TtsMode[] = ['parallel', 'sequential'];
 export type TtsPhase = 'imagine' | 'evaluate' | 'commit';
+export type MemoryPlacement = 'user' | 'system';
+export const MEMORY_PLACEMENTS: readonly MemoryPlacement[] = ['user', 'system'];
 
 export interface PrivateRehearsalOptions {
   mode: TtsMode;
@@ -53,6 +57,14 @@ export interface PrivateRehearsalOptions {
    * turn always fits); null lets the memory push episodes into the context limit (the paper's N = 3 fall-back).
    */
   contextReserve?: number | null;
+  /**
+   * Where m enters the Act context (default 'user'): 'user' = an extra user message after the request (the
+   * system prompt stays byte-identical, so a domain tokenizer's merges over the fixed system prompt survive, and
+   * all tasks still batch together); 'system' = a note appended to the system prompt (after the policy, before
+   * the tools block). Measured on the bundled model: a system note re-tokenizes the whole fixed prefix (its first
+   * 9 tokens become a different 35), a user message leaves the first 33 tokens unchanged.
+   */
+  memoryPlacement?: MemoryPlacement;
   /** Which evaluation enters the memory (default 'self', the paper's mechanism). Both are always returned. */
   memoryEvaluation?: MemoryEvaluation;
   /** Clips inside the memory (rehearsal-memory.ts defaults). */
@@ -86,7 +98,7 @@ export interface TokenCount {
 export interface AttemptRecord {
   /** 0-based. */
   index: number;
-  /** The memory this attempt's Act system prompt carried (sequential k > 0), else null. */
+  /** The memory this attempt's Act context carried (sequential k > 0), else null. */
   memoryBefore: RehearsalMemory | null;
   /** The imagined episode: steps and messages (rehearsed observations), end, fidelity vs the sandbox. */
   rollout: RolloutRecord;
@@ -184,12 +196,23 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   const probe = sandbox(); // tool kinds for the judge; never executes anything
   const maxContext = Math.min(opts.limits.maxContext ?? Infinity, model.config.maxPositionEmbeddings);
   const countTokens = (s: string) => tok.encode(s).length;
+  const placement = opts.memoryPlacement ?? 'user';
+  if (!MEMORY_PLACEMENTS.includes(placement)) throw new TtsConfigError(`memoryPlacement must be user or system, got ${String(placement)}`);
   const reserve = opts.contextReserve === undefined ? opts.limits.maxActTokens : opts.contextReserve;
   if (reserve !== null && !(Number.isInteger(reserve) && reserve >= 0)) throw new TtsConfigError(`contextReserve must be an integer >= 0 or null, got ${reserve}`);
-  // Per-task memory cap: the hard cap, or less where the first Act prompt leaves less room (2 tokens for the seam).
+  // A task and the Act system prompt conditioned on a memory (unchanged for an empty one).
+  const conditioned = (task: Task, m: RehearsalMemory | null): { task: Task; system: string } =>
+    m === null || m.text === '' ? { task, system: domain.policy }
+      : placement === 'user' ? { task: { ...task, userMessages: [...task.userMessages, m.text] }, system: domain.policy }
+        : { task, system: withMemory(domain.policy, m) };
+  // Per-task memory cap: the hard cap, or less where the first Act prompt (with an empty note in its place)
+  // leaves less room; 2 tokens for BPE merges across the seam.
   const capOf = tasks.map((task) => {
     if (reserve === null || !Number.isFinite(maxContext)) return memoryTokens;
-    const first = countTokens(buildActPrompt(`${domain.policy}\n\n`, domain.definitions(), task.userMessages.map((content) => ({ role: 'user' as const, content }))));
+    const users = task.userMessages.map((content) => ({ role: 'user' as const, content }));
+    const first = countTokens(placement === 'user'
+      ? buildActPrompt(domain.policy, domain.definitions(), [...users, { role: 'user', content: '' }])
+      : buildActPrompt(`${domain.policy}\n\n`, domain.definitions(), users));
     return Math.max(0, Math.min(memoryTokens, maxContext - first - reserve - 2));
   });
   const kvReuse = opts.kvReuse ?? true;
@@ -200,11 +223,13 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
     attempts[t].map((a) => ({ index: a.index, steps: a.rollout.steps, end: a.rollout.end, selfEval: a.selfEval, judge: a.judge })), countTokens,
     { maxTokens: capOf[t], evaluation: memoryEvaluation, ...opts.memoryClips });
 
-  // Runs one rollout per (task, system prompt) group; returns each task's record and token count.
-  const runGrouped = async (phase: 'imagine' | 'commit', idx: readonly number[], systemOf: (t: number) => string, cfgOf: (firstTask: number) => RolloutConfig, k: number) => {
+  // Runs the tasks' rollouts, one runRollouts call per distinct Act system prompt; returns each task's
+  // records and token counts.
+  const runGrouped = async (phase: 'imagine' | 'commit', idx: readonly number[], memOf: (t: number) => RehearsalMemory | null, cfgOf: (firstTask: number) => RolloutConfig, k: number) => {
     const groups = new Map<string, number[]>();
+    const cond = new Map(idx.map((t) => [t, conditioned(tasks[t], memOf(t))]));
     for (const t of idx) {
-      const s = systemOf(t);
+      const s = cond.get(t)!.system;
       groups.set(s, [...(groups.get(s) ?? []), t]);
     }
     const out = new Map<number, { records: RolloutRecord[]; tokens: TokenCount[] }>();
@@ -215,7 +240,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
         : view(domain, system, sandbox);
       const batch = await runRollouts(
         { model, tokenizer: tok, adapter: actAdapter, ...(phase === 'imagine' && imagineMode === 'per-role' ? { rehearseAdapter: rehearser } : {}) },
-        d, ts.map((t) => tasks[t]), cfgOf(ts[0]),
+        d, ts.map((t) => cond.get(t)!.task), cfgOf(ts[0]),
       );
       opts.onBatch?.(phase, batch);
       batches.push(batch);
@@ -263,7 +288,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
     opts.onPhase?.('imagine', null);
     log(`tts parallel: ${tasks.length} tasks × ${opts.n} imagined attempts`);
     const t0 = performance.now();
-    const { out } = await runGrouped('imagine', all, () => domain.policy, imagineCfg(0, opts.n), opts.n);
+    const { out } = await runGrouped('imagine', all, () => null, imagineCfg(0, opts.n), opts.n);
     wallMs.imagine += performance.now() - t0;
     for (const t of all) out.get(t)!.records.forEach((r, i) => attempts[t].push(newAttempt(i, null, r, out.get(t)!.tokens[i])));
     opts.onPhase?.('evaluate', null);
@@ -274,7 +299,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
       log(`tts sequential: attempt ${k + 1}/${opts.n} for ${tasks.length} tasks`);
       const before = all.map((t) => (k === 0 ? null : memoryOf(t)));
       const t0 = performance.now();
-      const { out } = await runGrouped('imagine', all, (t) => withMemory(domain.policy, before[t] ?? memoryOf(t)), imagineCfg(k + 1, 1), 1);
+      const { out } = await runGrouped('imagine', all, (t) => before[t], imagineCfg(k + 1, 1), 1);
       wallMs.imagine += performance.now() - t0;
       for (const t of all) attempts[t].push(newAttempt(k, before[t], out.get(t)!.records[0], out.get(t)!.tokens[0]));
       opts.onPhase?.('evaluate', k);
@@ -288,7 +313,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   log(`tts commit: ${tasks.length} real episodes (memory ${memories.reduce((s, m) => s + m.tokens, 0) / tasks.length} tokens/task)`);
   const t0 = performance.now();
   const commitCfg = (): RolloutConfig => ({ mode: 'real', k: 1, seed: opts.seed, limits: opts.limits, temperature: 0, kvReuse, actScript: opts.actScript, signal: opts.signal });
-  const { out: committedOut, batches } = await runGrouped('commit', all, (t) => withMemory(domain.policy, memories[t]), commitCfg, 1);
+  const { out: committedOut, batches } = await runGrouped('commit', all, (t) => memories[t], commitCfg, 1);
   wallMs.commit = performance.now() - t0;
 
   // The report exactly as evaluateHeldOut builds it, over the committed episodes in task order.

@@ -119,20 +119,22 @@ describe('private rehearsal', () => {
     expect(atCommit).toBeGreaterThan(0);
   });
 
-  it('sequential: the Act prompt of attempt k carries attempts < k and their evaluations; the memory is bounded', async () => {
-    const prompts: string[][] = []; // per imagine batch (= attempt), the decoded first Act prompt of each task
+  for (const placement of ['user', 'system'] as const) it(`sequential (memory in the ${placement} turn): the Act prompt of attempt k carries attempts < k and their evaluations; the memory is bounded`, async () => {
+    const prompts: string[][] = []; // per imagine batch, the decoded first Act prompt of each of its tasks
     const cap = 420;
     const r = await privateRehearsal(policy, domain, tasks, base({
-      mode: 'sequential', n: 3, memoryTokens: cap, memoryEvaluation: 'both',
+      mode: 'sequential', n: 3, memoryTokens: cap, memoryEvaluation: 'both', memoryPlacement: placement,
       memoryClips: { maxResultChars: 40, maxReplyChars: 40, maxEvalChars: 40 },
       onBatch: (phase, b: RolloutBatch) => {
         if (phase !== 'imagine') return;
         prompts.push(b.rollouts.map((ro) => tok.decode([...b.rows[ro.rows[0]].promptTokens])));
       },
     }));
-    // One batch per attempt per task (each task's memory differs once k > 0; attempt 0 batches all tasks).
-    expect(prompts.length).toBe(1 + 2 * tasks.length);
-    const attemptPrompt = (t: number, k: number) => (k === 0 ? prompts[0][t] : prompts[1 + (k - 1) * tasks.length + t][0]);
+    // user: one batch per attempt over all tasks; system: attempt 0 batches all tasks, later ones run per task
+    // (their system prompts differ).
+    expect(prompts.length).toBe(placement === 'user' ? 3 : 1 + 2 * tasks.length);
+    const attemptPrompt = (t: number, k: number) => (placement === 'user' || k === 0 ? prompts[k][t] : prompts[1 + (k - 1) * tasks.length + t][0]);
+    const sysEnd = (p: string) => p.indexOf('<|im_end|>');
     r.privateRehearsal.perTask.forEach((p, t) => {
       expect(attemptPrompt(t, 0)).not.toContain(MEMORY_HEADER);
       for (let k = 1; k < 3; k++) {
@@ -140,6 +142,14 @@ describe('private rehearsal', () => {
         const m = a.memoryBefore!;
         expect(m.tokens).toBeLessThanOrEqual(cap);
         expect(attemptPrompt(t, k)).toContain(m.text);
+        // The note sits where the option says: inside the system turn, or in a user turn after the request.
+        const at = attemptPrompt(t, k).indexOf(m.text);
+        if (placement === 'system') expect(at).toBeLessThan(sysEnd(attemptPrompt(t, k)));
+        else {
+          expect(at).toBeGreaterThan(attemptPrompt(t, k).indexOf(tasks[t].userMessages[0]));
+          expect(attemptPrompt(t, k).slice(0, sysEnd(attemptPrompt(t, k)))).toBe(attemptPrompt(t, 0).slice(0, sysEnd(attemptPrompt(t, 0))));
+          expect(attemptPrompt(t, k).slice(at - '<|im_start|>user\n'.length, at)).toBe('<|im_start|>user\n');
+        }
         // Every earlier attempt that fits is there, with its self-evaluation and the judge's verdict.
         for (const j of m.included) {
           expect(m.text).toContain(`Attempt ${j + 1} (imagined, ended: ${p.attempts[j].rollout.end})`);
@@ -198,13 +208,25 @@ describe('private rehearsal', () => {
     const script1 = (_t: Task, turn: number) => (turn === 0 ? formatCall(details) : undefined);
     const first = tok.encode(buildActPrompt(`${domain.policy}\n\n`, domain.definitions(), [{ role: 'user', content: tasks[1].userMessages[0] }])).length;
     const tight = { ...limits, maxContext: first + limits.maxActTokens + 280 };
-    const fit = await privateRehearsal(policy, domain, [tasks[1]], base({ n: 2, limits: tight, memoryTokens: 400, actScript: script1 }));
+    const fit = await privateRehearsal(policy, domain, [tasks[1]], base({ n: 2, limits: tight, memoryTokens: 400, actScript: script1, memoryPlacement: 'system' }));
     const m = fit.privateRehearsal.perTask[0].memory;
     expect(m.maxTokens).toBe(280 - 2);
     expect(m.tokens).toBeLessThanOrEqual(278);
     expect(m.tokens).toBeGreaterThan(MEMORY_HEADER.length);
     expect(fit.privateRehearsal.perTask[0].committed.turns).toBeGreaterThan(0); // the first Act turn happened
-    const over = await privateRehearsal(policy, domain, [tasks[1]], base({ n: 2, limits: tight, memoryTokens: 400, contextReserve: null, actScript: script1 }));
+    const over = await privateRehearsal(policy, domain, [tasks[1]], base({ n: 2, limits: tight, memoryTokens: 400, contextReserve: null, actScript: script1, memoryPlacement: 'system' }));
+    // The user placement pays for its turn's wrapper out of the same room.
+    let firstAct = 0;
+    const fitUser = await privateRehearsal(policy, domain, [tasks[1]], base({
+      n: 2, limits: tight, memoryTokens: 400, actScript: (t, turn) => (turn === 0 ? undefined : script1(t, turn)), memoryPlacement: 'user',
+      onBatch: (phase, b) => phase === 'commit' && (firstAct = b.rows[0].promptTokens.length),
+    }));
+    const mu = fitUser.privateRehearsal.perTask[0].memory;
+    expect(mu.maxTokens).toBeLessThan(m.maxTokens); // the user turn's wrapper costs more than the system seam
+    expect(mu.tokens).toBeGreaterThan(MEMORY_HEADER.length);
+    expect(fitUser.privateRehearsal.perTask[0].committed.end).not.toBe('context');
+    expect(firstAct + limits.maxActTokens).toBeLessThanOrEqual(tight.maxContext);
+    expect(firstAct + limits.maxActTokens).toBeGreaterThan(tight.maxContext - 2 - (mu.maxTokens - mu.tokens) - 2); // and it used the room
     expect(over.privateRehearsal.perTask[0].memory.tokens).toBeGreaterThan(280);
     expect(over.privateRehearsal.perTask[0].committed.end).toBe('context');
   });
@@ -214,5 +236,6 @@ describe('private rehearsal', () => {
     await expect(privateRehearsal(policy, domain, tasks, base({ mode: 'tree' as never }))).rejects.toThrow(TtsConfigError);
     await expect(privateRehearsal(policy, domain, [], base({}))).rejects.toThrow(TtsConfigError);
     await expect(privateRehearsal(policy, domain, tasks, base({ memoryTokens: 1.5 }))).rejects.toThrow(TtsConfigError);
+    await expect(privateRehearsal(policy, domain, tasks, base({ memoryPlacement: 'assistant' as never }))).rejects.toThrow(TtsConfigError);
   });
 });
