@@ -222,7 +222,8 @@ async function main(): Promise<void> {
 
     mkdirSync(out, { recursive: true });
     const runsFile = join(out, 'tts-runs.jsonl');
-    const fingerprint = JSON.stringify({ model: policy.dir, adapter: envace ? adapterDir : null, budget, limits, rehearsePrompt, backendName });
+    // The adapter is part of the EnvACE cells' key only, so base cells are reused when an adapter appears later.
+    const fingerprint = JSON.stringify({ model: policy.dir, budget, limits, rehearsePrompt, backendName });
     const done = new Map<string, TtsRun>();
     if (existsSync(runsFile)) for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) {
       const r = JSON.parse(line) as TtsRun;
@@ -233,7 +234,7 @@ async function main(): Promise<void> {
       const tasks = tasksOf(seed);
       for (const mode of modes) for (const n of ns) {
         if (n === 0 && mode !== modes[0]) continue; // N = 0 is the same plain evaluation in every mode
-        const key = `${fingerprint}|${pol}|${n === 0 ? 'none' : mode}|${n}|${seed}`;
+        const key = `${fingerprint}|${pol === 'envace' ? `envace:${adapterDir}` : pol}|${n === 0 ? 'none' : mode}|${n}|${seed}`;
         let r = done.get(key);
         if (!r) {
           r = { ...(await cell(pol, mode, n, seed, tasks)), key };
