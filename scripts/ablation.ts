@@ -7,8 +7,9 @@
 // ablation continues where it stopped when rerun with the same budget. At the end the table goes into
 // docs/results.md between the ablation markers.
 // --estimate: one step of each trained mode and one evaluation, then the projected wall-clock of the
-// requested budget (nothing is written to docs/).
+// requested budget (nothing is written to docs/). --table-only: no new runs; the table from runs.jsonl.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -28,14 +29,15 @@ import { MemoryStore } from '../src/rl/store';
 
 const USAGE = `usage: npm run ablation -- [--model DIR] [--steps N] [--seeds N] [--tasks N] [--train-tasks N] [--k K] [--prompts P]
   [--lr LR] [--rank R] [--configs ${ABLATION_CONFIGS.map((c) => c.id).join(',')}] [--out DIR] [--backend B] [--threads T]
-  [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--fidelity-tokens N] [--estimate] [--reduced "why"] [--no-write]`;
+  [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--fidelity-tokens N] [--estimate] [--table-only]
+  [--reduced "why"] [--no-write] [--results FILE]`;
 
 const FLAGS: FlagSpec = {
   model: { type: 'string' }, steps: { type: 'string' }, seeds: { type: 'string' }, tasks: { type: 'string' }, 'train-tasks': { type: 'string' },
   k: { type: 'string' }, prompts: { type: 'string' }, lr: { type: 'string' }, rank: { type: 'string' }, configs: { type: 'string' },
   out: { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' }, 'max-turns': { type: 'string' },
   'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' }, 'fidelity-tokens': { type: 'string' },
-  estimate: { type: 'boolean' }, reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, results: { type: 'string' },
+  estimate: { type: 'boolean' }, 'table-only': { type: 'boolean' }, reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, results: { type: 'string' },
 };
 
 const io = processIo;
@@ -77,6 +79,8 @@ process.exitCode = await runCli(io, USAGE, async () => {
   const backend = await openBackend(backendName, threads);
   const policy = await openModel(strFlag(v, 'model'), backend);
   const { model, tokenizer } = policy;
+  // Which weights: the bundled folder may be rebuilt while an ablation runs (the run keeps what it loaded).
+  const modelHash = createHash('sha256').update(readFileSync(join(policy.dir, 'model.safetensors'))).digest('hex').slice(0, 12);
   const machine = `${cpus()[0]?.model.trim() ?? 'unknown CPU'} (${cpus().length} cores visible, shared), Node ${process.version}`;
   log(`model ${policy.dir} (${paramCount(model.config)} parameters) on ${backendName}; ${machine}`);
 
@@ -124,7 +128,7 @@ process.exitCode = await runCli(io, USAGE, async () => {
 
     mkdirSync(out, { recursive: true });
     const runsFile = join(out, 'runs.jsonl');
-    const key = JSON.stringify({ budget, limits, fidelityTokens, model: policy.dir });
+    const key = JSON.stringify({ budget, limits, fidelityTokens, modelHash });
     const done: AblationRun[] = existsSync(runsFile)
       ? readFileSync(runsFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AblationRun & { key: string }).filter((r) => r.key === key)
       : [];
@@ -139,7 +143,7 @@ process.exitCode = await runCli(io, USAGE, async () => {
       // The base policy under greedy evaluation is deterministic: one run stands for every seed.
       const seeds = c.mode ? budget.seeds : 1;
       for (let seed = 0; seed < seeds; seed++) {
-        if (done.some((r) => r.config === c.id && r.seed === seed)) continue;
+        if (done.some((r) => r.config === c.id && r.seed === seed) || v['table-only']) continue;
         log(`${c.label}, seed ${seed}`);
         if (!c.mode) {
           const e = await evaluate(null, null);
@@ -162,6 +166,7 @@ process.exitCode = await runCli(io, USAGE, async () => {
     const meta: AblationMeta = {
       date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
       model: policy.dir.startsWith(ROOT) ? policy.dir.slice(ROOT.length + 1) : policy.dir,
+      modelHash,
       modelParams: paramCount(model.config),
       backend: backendName + (threads ? ` (${threads} threads)` : ''),
       machine,

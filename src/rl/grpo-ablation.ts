@@ -50,6 +50,8 @@ interface LimitsLike {
 export interface AblationMeta {
   date: string;
   model: string;
+  /** First hex digits of the weights file's sha256. */
+  modelHash?: string;
   modelParams: number | null;
   backend: string;
   machine: string;
@@ -156,7 +158,7 @@ export function renderAblation(rows: readonly AblationRow[], meta: AblationMeta)
       `model on one domain, so only the direction of the differences, not their size, is comparable.`,
   );
   out.push('');
-  out.push(`Model: \`${meta.model}\`. Machine: ${meta.machine}; backend ${meta.backend}. Date: ${meta.date}.`);
+  out.push(`Model: \`${meta.model}\`${meta.modelHash ? ` (model.safetensors sha256 ${meta.modelHash}…)` : ''}. Machine: ${meta.machine}; backend ${meta.backend}. Date: ${meta.date}.`);
   if (meta.measuredStepS) out.push(`Measured cost of one GRPO step (s): ${Object.entries(meta.measuredStepS).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}.`);
   out.push('');
   out.push(`Command: \`${meta.command}\``);
