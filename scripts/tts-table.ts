@@ -12,6 +12,7 @@
 // over --budget-minutes stops before the run. At the end the table goes into docs/results.md between the tts
 // markers.
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -164,6 +165,8 @@ async function main(): Promise<void> {
   try {
     const policy = await openModel(strFlag(v, 'model'), backend);
     const { model, tokenizer } = policy;
+    // Which weights, exactly: the bundled folder may be rebuilt while a table is being made.
+    const weightsId = createHash('sha256').update(readFileSync(join(policy.dir, 'model.safetensors'))).digest('hex').slice(0, 12);
     const machine = `${cpus()[0]?.model.trim() ?? 'unknown CPU'} (${cpus().length} cores visible, shared), Node ${process.version}`;
     let envace: LoraAdapter | null = null;
     let adapterNote: string | null = null;
@@ -223,7 +226,7 @@ async function main(): Promise<void> {
     mkdirSync(out, { recursive: true });
     const runsFile = join(out, 'tts-runs.jsonl');
     // The adapter is part of the EnvACE cells' key only, so base cells are reused when an adapter appears later.
-    const fingerprint = JSON.stringify({ model: policy.dir, budget, limits, rehearsePrompt, backendName });
+    const fingerprint = JSON.stringify({ model: policy.dir, weightsId, budget, limits, rehearsePrompt, backendName });
     const done = new Map<string, TtsRun>();
     if (existsSync(runsFile)) for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) {
       const r = JSON.parse(line) as TtsRun;
@@ -252,7 +255,7 @@ async function main(): Promise<void> {
         `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn; it enters the committed episode ${budget.memoryPlacement === 'user' ? 'as a user message after the request (the system prompt stays byte-identical)' : 'as a note in the system prompt'}. ` +
         `Limits: ${limits.maxTurns} turns, ${limits.maxActTokens} Act / ${limits.maxRehearseTokens} Rehearse tokens per generation.`,
       '',
-      `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}). EnvACE adapter: ${envace ? `\`${adapterDir}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
+      `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}, model.safetensors sha256 ${weightsId}…). EnvACE adapter: ${envace ? `\`${adapterDir}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
       '',
       `Command: \`npm run tts-table -- ${process.argv.slice(2).join(' ')}\``,
     ];
