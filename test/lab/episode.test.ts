@@ -81,4 +81,21 @@ describe('lab episode', () => {
     expect(ep.reward).toMatchObject({ kind: 'none', value: 0 });
     expect(ep.view().request).toBe('hello <img src=x>');
   });
+
+  it('the turn limit and the context limit terminate with reward 0, as training rollouts do', () => {
+    const ep = new Episode(domain, task, '', { mode: 'rehearse', seed: 1, maxTurns: 1 });
+    const call = task.referenceActions[0];
+    ep.takeAct(gen(formatCall(call)));
+    ep.takeRehearse(ep.rehearseRequests()[0].index, gen(formatObservation(domain.createEnv().execute(call))));
+    expect(ep.done).toBe(true);
+    expect(ep.reward).toMatchObject({ value: 0, note: 'terminated (turn or context limit): reward 0' });
+    // The judge alone would have given credit for the matched call.
+    expect(ep.reward!.items.find((i) => i.label.startsWith(`call ${call.name}`))!.satisfied).toBe(true);
+
+    const ctx = new Episode(domain, task, '', { mode: 'real', seed: 1, maxTurns: 4 });
+    ctx.finishContext(2000, 1024);
+    expect(ctx.done).toBe(true);
+    expect(ctx.endReason).toBe('context limit: the next prompt needs 2000 tokens, the model holds 1024');
+    expect(ctx.reward!.value).toBe(0);
+  });
 });

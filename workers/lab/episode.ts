@@ -149,7 +149,13 @@ export class Episode {
       }
     }
     this.pending = [];
-    if (this.turns.length >= this.cfg.maxTurns) this.finish(`turn limit (${this.cfg.maxTurns}) reached`, false, true);
+    if (this.turns.length >= this.cfg.maxTurns) this.finish(`turn limit (${this.cfg.maxTurns}) reached`, true, true);
+  }
+
+  /** The next prompt plus its token budget would not fit the model's context: terminated, reward 0 (as rollouts). */
+  finishContext(need: number, context: number): void {
+    this.pending = [];
+    this.finish(`context limit: the next prompt needs ${need} tokens, the model holds ${context}`, true, true);
   }
 
   private finish(reason: string, zero = false, terminated = false): void {
@@ -177,7 +183,7 @@ export class Episode {
       value: zero ? 0 : j.reward,
       kind: 'checklist judge',
       items: j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied })),
-      note: zero ? 'unparseable rehearsal: reward 0' : j.empty ? 'empty response' : j.zeroedTurns.length ? `failed calls zero turns ${j.zeroedTurns.join(', ')}` : '',
+      note: terminated ? 'terminated (turn or context limit): reward 0' : zero ? 'unparseable rehearsal: reward 0' : j.empty ? 'empty response' : j.zeroedTurns.length ? `failed calls zero turns ${j.zeroedTurns.join(', ')}` : '',
     };
   }
 

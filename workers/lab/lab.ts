@@ -165,6 +165,16 @@ export class Lab {
     return this.guarded(async (signal) => (await this.sample([prompt], maxNew, [seed], 1, 'generating', signal, onProgress))[0]);
   }
 
+  /** Whether a prompt and its budget fit the context; if not, the episode ends there (reward 0). */
+  private fits(ep: Episode, prompt: string, budget: number): boolean {
+    if (ep.done) return false;
+    const p = this.need();
+    const need = p.tok.encode(prompt).length + budget;
+    if (need <= p.model.config.maxPositionEmbeddings) return true;
+    ep.finishContext(need, p.model.config.maxPositionEmbeddings);
+    return false;
+  }
+
   private newEpisode(taskId: string | null, request: string, mode: RolloutRequest['mode'], seed: number, maxTurns: number): Episode {
     if (!this.domain) throw new Error('the environment is not initialised');
     const task = taskId ? this.tasks.get(taskId) : null;
@@ -189,11 +199,13 @@ export class Lab {
       if (ep.done) return ep.view();
       const turn = ep.turns.length;
       const prompt = ep.actPrompt();
+      if (!this.fits(ep, prompt, req.maxNewTokens)) return ep.view();
       const expert = req.actSource === 'expert' ? ep.expertText() : null;
       if (req.actSource === 'expert' && expert === null) throw new Error('the expert has no further turn for this task');
       const act = expert !== null ? await this.score(prompt, expert) : (await this.sample([prompt], req.maxNewTokens, [seedOf(req.seed, turn, 0)], req.temperature, `turn ${turn + 1} Act`, signal, onProgress, ACT_STOP))[0];
       ep.takeAct(act);
       const rq = ep.rehearseRequests();
+      if (rq.some((r) => !this.fits(ep, r.prompt, REHEARSE_BUDGET * req.maxNewTokens))) return ep.view();
       if (rq.length) {
         const gens = await this.sample(rq.map((r) => r.prompt), REHEARSE_BUDGET * req.maxNewTokens, rq.map((r) => seedOf(req.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse`, signal, onProgress, REHEARSE_STOP);
         // Stops at the first unparseable rehearsal (the episode ends there).
@@ -209,10 +221,11 @@ export class Lab {
       if (!(req.k >= 1 && req.k <= 16)) throw new Error('K must be between 1 and 16');
       const eps = Array.from({ length: req.k }, (_, i) => this.newEpisode(req.taskId, '', req.mode, req.seed * 1000 + i, req.maxTurns));
       for (let turn = 0; eps.some((e) => !e.done); turn++) {
-        const live = eps.filter((e) => !e.done);
+        const live = eps.filter((e) => !e.done && this.fits(e, e.actPrompt(), req.maxNewTokens));
+        if (live.length === 0) break;
         const acts = await this.sample(live.map((e) => e.actPrompt()), req.maxNewTokens, live.map((e) => seedOf(e.cfg.seed, turn, 0)), req.temperature, `turn ${turn + 1} Act (${live.length} rollouts)`, signal, onProgress, ACT_STOP);
         live.forEach((e, i) => e.takeAct(acts[i]));
-        const rq = live.flatMap((e) => e.rehearseRequests().map((r) => ({ e, ...r })));
+        const rq = live.flatMap((e) => e.rehearseRequests().map((r) => ({ e, ...r }))).filter((r) => this.fits(r.e, r.prompt, REHEARSE_BUDGET * req.maxNewTokens));
         if (rq.length) {
           const gens = await this.sample(rq.map((r) => r.prompt), REHEARSE_BUDGET * req.maxNewTokens, rq.map((r) => seedOf(r.e.cfg.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse (${rq.length} calls)`, signal, onProgress, REHEARSE_STOP);
           rq.forEach((r, i) => {
