@@ -272,6 +272,8 @@ export interface PolicyApi {
   trainPause(): void;
   /** The run kept in this browser (OPFS), if any: its settings and every step so far. */
   trainStatus(): Promise<TrainStatus>;
+  /** The run's logs as files (run.json, metrics.jsonl, rollouts.jsonl, eval.jsonl), those that exist. */
+  trainFiles(): Promise<NamedFile[]>;
   /** Forget the run (its checkpoints and logs). */
   trainReset(): Promise<void>;
   /** Test-time private rehearsal of one task: N imagined attempts, evaluations, memory, one real episode. */

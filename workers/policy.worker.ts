@@ -20,6 +20,7 @@ const api: PolicyApi = {
   trainStart: (req, onPoint, onProgress) => lab.trainStart(req, onPoint, onProgress),
   trainPause: () => lab.trainPause(),
   trainStatus: () => lab.trainStatus(),
+  trainFiles: () => lab.trainFiles(),
   trainReset: () => lab.trainReset(),
   tts: (req, onProgress) => lab.tts(req, onProgress),
   cancel: () => lab.cancel(),

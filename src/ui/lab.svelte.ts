@@ -179,6 +179,11 @@ export function pauseTraining(): void {
   void api.trainPause();
 }
 
+export async function exportTrainingLogs(): Promise<void> {
+  const files = await run('reading the run logs', () => api.trainFiles());
+  for (const f of files ?? []) download(f.name, new Blob([f.bytes as BlobPart]));
+}
+
 export async function resetTraining(): Promise<void> {
   await run('forgetting the run', () => api.trainReset());
   await refreshTraining();

@@ -121,6 +121,16 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('2');
     expect(await page.getAttribute('[data-testid=loss-plot]', 'data-points')).toBe('2');
     expect(await page.textContent('[data-testid=train-line]')).toMatch(/^step 2\/2 +reward/);
+    // The run's own logs (src/rl/run.ts files in OPFS) download as JSONL.
+    const got: Record<string, string> = {};
+    const onDl = async (d: import('playwright-core').Download) => (got[d.suggestedFilename()] = readFileSync((await d.path())!, 'utf8'));
+    page.on('download', onDl);
+    await page.click('[data-testid=export-train-logs]');
+    await expect.poll(() => Object.keys(got).sort().join(',')).toBe('eval.jsonl,metrics.jsonl,rollouts.jsonl,run.json');
+    page.off('download', onDl);
+    expect(got['metrics.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2]);
+    expect(JSON.parse(got['rollouts.jsonl'].split('\n')[0])).toMatchObject({ step: 1, mode: 'rehearse' });
+    expect(got['eval.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2]); // held-out eval every step
     await shot('train', '[data-testid=train-panel]');
   });
 

@@ -267,6 +267,10 @@ export class Lab {
     return this.training.status();
   }
 
+  trainFiles(): Promise<NamedFile[]> {
+    return this.training.files();
+  }
+
   trainReset(): Promise<void> {
     return this.training.reset();
   }

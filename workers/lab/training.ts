@@ -7,7 +7,7 @@ import { MemorySource } from '../../src/model/source';
 import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-trainer';
 import { GrpoRun, type EvalMetrics, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
-import type { ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
 import type { Policy } from './load';
 import { OpfsStore } from './opfs-store';
 
@@ -63,6 +63,16 @@ export class Training {
     const total = saved?.req.steps ?? 0;
     const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step)));
     return { config: saved?.req ?? null, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '' };
+  }
+
+  async files(): Promise<NamedFile[]> {
+    const st = await this.open();
+    const out: NamedFile[] = [];
+    for (const name of ['run.json', 'metrics.jsonl', 'rollouts.jsonl', 'eval.jsonl']) {
+      const bytes = await st.read(name);
+      if (bytes) out.push({ name, bytes });
+    }
+    return out;
   }
 
   async reset(): Promise<void> {
