@@ -57,6 +57,9 @@ interface TtsRun {
   tasks: number;
   success: number;
   meanReward: number;
+  /** Committed episodes' calls matching the reference actions (name + arguments): a graded signal where success is rare. */
+  toolPrecision: number;
+  toolRecall: number;
   /** Mean per task: all tokens processed (prompt + generated) and generated only, over all phases. */
   tokensPerTask: number;
   generatedPerTask: number;
@@ -92,13 +95,13 @@ const fmtStat = (s: Stat, scale = 100, d = 1) => (s.n === 0 ? '–' : `${(s.mean
 
 export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; ns: number[]; modes: TtsMode[]; policies: TtsRun['policy'][]; adapterNote: string | null }): string {
   const out = ['## Test-time private rehearsal', '', ...meta.header, ''];
-  out.push('| policy | mode | N | success % | Δ vs N = 0 (paired, pts) | reward | tokens / task (all / generated) | memory tokens / task | imagined attempts: judge | context-limit ends | s / cell | paper τ²-Bench 8B |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push('| policy | mode | N | success % | Δ vs N = 0 (paired, pts) | reward | tool P / R % | tokens / task (all / generated) | memory tokens / task | imagined attempts: judge | context-limit ends | s / cell | paper τ²-Bench 8B |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const policy of meta.policies) {
     const label = policy === 'base' ? 'base policy' : 'EnvACE adapter';
     const zero = runs.filter((r) => r.policy === policy && r.n === 0);
     if (policy === 'envace' && meta.adapterNote) {
-      out.push(`| ${label} | – | – | ${meta.adapterNote} | | | | | | | | |`);
+      out.push(`| ${label} | – | – | ${meta.adapterNote} | | | | | | | | | |`);
       continue;
     }
     // N = 0 (the plain evaluation) once, then each mode's N > 0 rows.
@@ -108,13 +111,13 @@ export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; ns:
         if (rs.length === 0) continue;
         const deltas = rs.map((r) => r.success - (zero.find((z) => z.seed === r.seed)?.success ?? NaN));
         const col = (f: (r: TtsRun) => number) => stat(rs.map(f));
-        out.push(`| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${fmtStat(col((r) => r.success))} | ${n === 0 ? '–' : fmtStat(stat(deltas))} | ${fmtStat(col((r) => r.meanReward), 1, 3)} | ${col((r) => r.tokensPerTask).mean.toFixed(0)} / ${col((r) => r.generatedPerTask).mean.toFixed(0)} | ${n === 0 ? '0' : col((r) => r.memoryTokens).mean.toFixed(0)} | ${n === 0 ? '–' : col((r) => r.attemptJudge).mean.toFixed(2)} | ${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${col((r) => r.wallS).mean.toFixed(0)} | ${paperFigure(policy, mode, n)} |`);
+        out.push(`| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${fmtStat(col((r) => r.success))} | ${n === 0 ? '–' : fmtStat(stat(deltas))} | ${fmtStat(col((r) => r.meanReward), 1, 3)} | ${fmtStat(col((r) => r.toolPrecision))} / ${fmtStat(col((r) => r.toolRecall))} | ${col((r) => r.tokensPerTask).mean.toFixed(0)} / ${col((r) => r.generatedPerTask).mean.toFixed(0)} | ${n === 0 ? '0' : col((r) => r.memoryTokens).mean.toFixed(0)} | ${n === 0 ? '–' : col((r) => r.attemptJudge).mean.toFixed(2)} | ${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${col((r) => r.wallS).mean.toFixed(0)} | ${paperFigure(policy, mode, n)} |`);
       }
     }
   }
   out.push('');
   out.push('Columns: success = reward 1 on the one committed real episode per task (mean ± sample sd over seeds); Δ = success − the same seed\'s N = 0 success, on the same tasks; ' +
-    'reward = mean real reward; tokens = every token the policy processed per task in all phases (imagined Act/Rehearse prompts and generations, self-evaluations, the committed episode; prompt tokens counted in full even where the KV cache served them) / generated only; ' +
+    'reward = mean real reward; tool P / R = the committed calls that match a reference action (name and arguments) / the reference actions matched; tokens = every token the policy processed per task in all phases (imagined Act/Rehearse prompts and generations, self-evaluations, the committed episode; prompt tokens counted in full even where the KV cache served them) / generated only; ' +
     'memory = tokens of the rehearsal memory that conditioned the committed episode; judge = mean checklist-judge reward of the imagined attempts (privileged: it reads the reference checklist; shown, not used unless --memory-eval judge|both); ' +
     'context-limit ends = committed episodes ended by the context limit (the paper\'s N = 3 fall-back). Paper: EnvACE (arXiv 2608.06197) τ²-Bench overall, Qwen3-8B, N = 2 only (base policy: +0.1 parallel, −1.8 sequential over its 30.0).');
   return out.join('\n');
@@ -195,6 +198,7 @@ async function main(): Promise<void> {
       const mean = (f: (x: (typeof p)[number]) => number) => p.reduce((a, x) => a + f(x), 0) / p.length;
       return {
         key: '', policy: pol, mode: n === 0 ? 'none' : mode, n, seed, tasks: tasks.length, success: r.success, meanReward: r.meanReward,
+        toolPrecision: r.toolPrecision, toolRecall: r.toolRecall,
         tokensPerTask: r.privateRehearsal.tokensPerTask,
         generatedPerTask: mean((x) => x.tokens.imagined.generated + x.tokens.evaluation.generated + x.tokens.committed.generated),
         memoryTokens: mean((x) => x.memory.tokens), attemptJudge: r.privateRehearsal.meanAttemptJudge, contextEnds: r.ends.context ?? 0,
