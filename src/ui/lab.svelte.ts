@@ -31,6 +31,13 @@ export const lab = $state({
   tts: null as TtsView | null,
 });
 
+// A worker that fails to start (a script error, an unsupported browser) would leave every call pending:
+// say so instead of "Loading…" forever.
+worker.addEventListener('error', (e) => {
+  lab.loadError = `the policy worker failed: ${e.message || 'it could not start in this browser'}`;
+  lab.error = lab.loadError;
+});
+
 const onProgress = Comlink.proxy((p: Progress) => {
   lab.progress = p;
 });
