@@ -51,7 +51,11 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.fill('[data-testid=try-prompt]', 'Hi');
     await page.click('[data-testid=try-generate]');
     await page.waitForSelector('[data-testid=try-output]', { timeout: 240_000 });
-    expect(await page.locator('[data-testid=try-output] .tok').count()).toBe(4);
+    // Up to 4: the policy may end its turn (eos) sooner.
+    const n = await page.locator('[data-testid=try-output] .tok').count();
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThanOrEqual(4);
+    expect(await page.textContent('[data-testid=try-output] .hint')).toMatch(new RegExp(`^${n} tokens? in `));
     expect(await page.textContent('[data-testid=try-output]')).toContain('on webgpu');
     await shot('model', '[data-testid=model-panel]');
     await page.close();
@@ -249,7 +253,11 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.isVisible('[data-testid=untrained-banner]')).toBe(false);
     await page.click('[data-testid=try-generate]');
     await page.waitForSelector('[data-testid=try-output]');
-    expect(await page.locator('[data-testid=try-output] .tok').count()).toBe(4);
+    // Up to 4: the policy may end its turn (eos) sooner.
+    const n = await page.locator('[data-testid=try-output] .tok').count();
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThanOrEqual(4);
+    expect(await page.textContent('[data-testid=try-output] .hint')).toMatch(new RegExp(`^${n} tokens? in `));
     expect(pageErrors).toEqual([]);
   });
 
