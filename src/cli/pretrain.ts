@@ -50,6 +50,8 @@ async function main(): Promise<void> {
       'time-grpo': { type: 'boolean', default: false },
       card: { type: 'boolean', default: false },
       commit: { type: 'string', default: 'unknown' },
+      init: { type: 'string' },
+      lr: { type: 'string' },
     },
     strict: true,
   });
@@ -63,7 +65,9 @@ async function main(): Promise<void> {
   if (!BACKENDS.includes(backendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}, got ${JSON.stringify(values.backend)}`);
   const seed = int('seed', values.seed, 0)!;
   const base = values.quick ? QUICK_SPEC : FULL_SPEC;
-  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps };
+  const lr = values.lr === undefined ? undefined : Number(values.lr);
+  if (lr !== undefined && !(lr > 0 && lr < 1)) throw new Error(`--lr must be a number in (0,1), got ${JSON.stringify(values.lr)}`);
+  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr };
   const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
   const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
   const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
@@ -76,6 +80,7 @@ async function main(): Promise<void> {
       evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
       grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
       sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
+      stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
       attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
       commit: values.commit!,
       machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
@@ -98,8 +103,10 @@ async function main(): Promise<void> {
       return;
     }
     const t0 = performance.now();
-    const result = await pretrain(b, domain, spec, { seed, out, log });
-    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}`;
+    const init = values.init ? resolve(values.init) : undefined;
+    // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
+    const result = await pretrain(b, domain, spec, { seed, out, log, init });
+    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}`;
     await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
     let evaluation = null;
     if (evalTasks > 0) {

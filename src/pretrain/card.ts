@@ -13,6 +13,8 @@ export interface CardInputs {
   sizing: { shape: string; params: number; tokPerS: number }[];
   commit: string;
   machine: string;
+  /** The first stage when the kept model was continued from it (--init). */
+  stage1?: PretrainResult & { command: string };
   /** Earlier runs of the recipe that were not kept (for the record). */
   attempts?: { label: string; steps: number; lr: number; promptLossWeight: number; minutes: number; finalLoss: number; success: number; formatValid: number; rehearsalValid: number }[];
 }
@@ -64,7 +66,9 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push(`- wall-clock: **${(run.trainSeconds / 60).toFixed(1)} min** of training (${f(run.tokensPerSecond, 0)} tokens/s) on ${i.machine}; tokenizer ${f(run.tokenizerSeconds, 0)} s.`);
   out.push(`- loss (${run.spec.promptLossWeight > 0 ? `weighted token cross-entropy: responses 1, sampled prompt tokens ${run.spec.promptLossWeight}` : 'mean token cross-entropy on responses'}): ${curve.map((s) => `step ${s}: ${f(lossAt(s) ?? NaN, 3)}`).join(', ')}; mean of the last 20 steps ${f(run.finalLoss, 3)}.`);
-  out.push(`- about ${((run.spec.steps * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data.`);
+  if (i.stage1) {
+    out.push(`- **Two stages.** Stage 1: \`${i.stage1.command}\` (${i.stage1.spec.steps} steps from random init, lr ${i.stage1.spec.lr}, ${(i.stage1.trainSeconds / 60).toFixed(1)} min, last-20-step loss ${f(i.stage1.finalLoss, 3)}; record in pretrain-stage1.json). Stage 2, the command above, continued from stage 1's weights with a fresh optimizer and a new shuffle (${run.spec.steps} steps). Together: ${((i.stage1.trainSeconds + run.trainSeconds) / 60).toFixed(1)} min of training, ${(((i.stage1.spec.steps + run.spec.steps) * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data. Same seed, same data and tokenizer in both stages (stage 2 checks that its tokenizer equals the folder's).`);
+  } else out.push(`- about ${((run.spec.steps * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data.`);
   out.push('- Reproducible: the same seed on the same backend gives the same model.safetensors bytes (tested on the `--quick` configuration in test/pretrain/pipeline.test.ts and on a tiny model in test/pretrain/trainer.test.ts).');
   out.push(`- Code: commit ${i.commit}.`);
   out.push('');

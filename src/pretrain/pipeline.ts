@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { Backend } from '../engine/backend';
 import type { Domain } from '../env/domain';
 import { paramCount, toHfConfig, type Qwen3Config } from '../model/config';
-import { toSafetensors } from '../model/weights';
+import { DirSource } from '../model/source-node';
+import { loadQwen3, toSafetensors } from '../model/weights';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
@@ -86,7 +87,7 @@ export async function pretrain(
   b: Backend,
   domain: Domain,
   spec: PretrainSpec,
-  o: { seed: number; out: string; log: (s: string) => void; onStep?: (s: StepStats) => void },
+  o: { seed: number; out: string; log: (s: string) => void; onStep?: (s: StepStats) => void; init?: string },
 ): Promise<PretrainResult> {
   const { seed, log } = o;
   const tools = domain.definitions() as unknown as ToolDefinition[];
@@ -117,12 +118,23 @@ export async function pretrain(
   const hyper = { ...DEFAULT_HYPER, promptLossWeight: spec.promptLossWeight, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
   // Inputs are ids[0..T-2], so a sequence of n tokens occupies n-1 batch rows.
   const shapes = { tokens: spec.batchTokens, slots: 32, maxLen: spec.maxLen, rowQuantum: 128 };
-  const tr = await Pretrainer.create(b, config, seed, hyper, shapes);
+  let tr: Pretrainer;
+  if (o.init) {
+    // Second stage: same seed -> same data and the same tokenizer, which must equal the folder's.
+    const src = new DirSource(o.init);
+    const theirs = new TextDecoder().decode(await src.read('tokenizer.json'));
+    if (theirs !== JSON.stringify(toTokenizerJson(bpe)) + '\n') throw new Error(`--init ${o.init}: its tokenizer.json differs from the one this seed trains`);
+    const { model } = await loadQwen3(src, b, { format: 'f32' });
+    if (JSON.stringify(model.config) !== JSON.stringify(config)) throw new Error(`--init ${o.init}: config differs from the spec`);
+    tr = Pretrainer.fromModel(model, hyper, shapes);
+    log(`continuing from ${o.init}`);
+  } else tr = await Pretrainer.create(b, config, seed, hyper, shapes);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
 
   t0 = performance.now();
   const losses: { step: number; loss: number }[] = [];
-  let epoch = 0;
+  // A second stage shuffles differently from the first.
+  let epoch = o.init ? 1000 : 0;
   let queue: number[][] = [];
   let tokens = 0;
   let ema = NaN;

@@ -104,6 +104,12 @@ export class Pretrainer {
     return new Pretrainer(model, hyper, shapes);
   }
 
+  /** Continues from an already loaded f32 model (a second stage; the optimizer starts fresh). */
+  static fromModel(model: Qwen3Model, hyper: TrainHyper, shapes: FixedShapes | null = null): Pretrainer {
+    if (model.format !== 'f32') throw new Error(`pretraining needs f32 weights, got ${model.format}`);
+    return new Pretrainer(model, hyper, shapes);
+  }
+
   /** One optimizer step on a micro-batch of whole sequences (loss: mean over its response tokens). */
   async trainStep(seqs: readonly Encoded[]): Promise<StepStats> {
     const t0 = performance.now();
