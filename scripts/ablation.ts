@@ -170,7 +170,8 @@ process.exitCode = await runCli(io, USAGE, async () => {
       modelParams: paramCount(model.config),
       backend: backendName + (threads ? ` (${threads} threads)` : ''),
       machine,
-      command: `npm run ablation -- ${process.argv.slice(2).map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`.trim(),
+      // As it would be typed to reproduce the runs (--table-only / --no-write only change what this call does).
+      command: `npm run ablation -- ${process.argv.slice(2).filter((a) => a !== '--table-only' && a !== '--no-write').map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`.trim(),
       budget,
       limits: { train: limits, eval: evalLimits },
       reduced: strFlag(v, 'reduced') ?? null,
