@@ -72,6 +72,8 @@ export class Tokenizer {
   }
 
   decode(ids: readonly number[], opts: { skipSpecial?: boolean } = {}): string {
+    // transformers.js throws on an empty list; a generation whose first token is eos decodes to ''.
+    if (ids.length === 0) return '';
     return this.tok.decode([...ids], { skip_special_tokens: opts.skipSpecial ?? false });
   }
 

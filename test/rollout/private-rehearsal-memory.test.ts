@@ -113,3 +113,9 @@ describe('self-evaluation inputs', () => {
     expect(v.unmet).toEqual(['call cancel_pending_order {"order_id":"#W3"}']);
   });
 });
+
+describe('tokenizer edge used by the evaluations', () => {
+  it('decodes an empty generation (eos first) to the empty string', () => {
+    expect(tok.decode([])).toBe('');
+  });
+});
