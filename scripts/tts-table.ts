@@ -2,6 +2,7 @@
 //   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--memory-placement user|system] [--max-eval-tokens N]
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
 //   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
+//   [--run base,envace] [--render-only]
 // The test-time private-rehearsal table (issue 7, src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
 // parallel and sequential, with the base policy and with an EnvACE-trained adapter, scored on held-out tasks in
 // the real environment. Seed s draws its own held-out tasks (test split, task seed 1 + s; s = 0 are the tasks of
@@ -33,7 +34,10 @@ import { MEMORY_EVALUATIONS } from '../src/rollout/rehearsal-memory';
 const USAGE = `usage: npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--memory-placement user|system] [--max-eval-tokens N]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
-  [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]`;
+  [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
+  [--run base,envace] [--render-only]
+  --run: which policies to compute now (e.g. the EnvACE cells in a second process); the table shows every finished cell.
+  --render-only: compute nothing, write the table from the finished cells.`;
 
 const FLAGS: FlagSpec = {
   model: { type: 'string' }, adapter: { type: 'string' }, tasks: { type: 'string' }, seeds: { type: 'string' }, ns: { type: 'string' },
@@ -41,7 +45,7 @@ const FLAGS: FlagSpec = {
   'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' },
   'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
   out: { type: 'string' }, results: { type: 'string' }, 'budget-minutes': { type: 'string' }, estimate: { type: 'boolean' },
-  reduced: { type: 'string' }, 'no-write': { type: 'boolean' },
+  reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, run: { type: 'string' }, 'render-only': { type: 'boolean' },
 };
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -93,7 +97,7 @@ function findEnvaceRun(): string | null {
 
 const fmtStat = (s: Stat, scale = 100, d = 1) => (s.n === 0 ? '–' : `${(s.mean * scale).toFixed(d)} ± ${(s.sd * scale).toFixed(d)}`);
 
-export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; ns: number[]; modes: TtsMode[]; policies: TtsRun['policy'][]; adapterNote: string | null }): string {
+export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; seeds: number; ns: number[]; modes: TtsMode[]; policies: TtsRun['policy'][]; adapterNote: string | null }): string {
   const out = ['## Test-time private rehearsal', '', ...meta.header, ''];
   out.push('| policy | mode | N | success % | Δ vs N = 0 (paired, pts) | reward | tool P / R % | tokens / task (all / generated) | memory tokens / task | imagined attempts: judge | context-limit ends | s / cell | paper τ²-Bench 8B |');
   out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
@@ -109,9 +113,10 @@ export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; ns:
       {
         const rs = n === 0 ? zero : runs.filter((r) => r.policy === policy && r.mode === mode && r.n === n);
         if (rs.length === 0) continue;
+        const seedsNote = rs.length < meta.seeds ? ` (${rs.length} of ${meta.seeds} seeds)` : '';
         const deltas = rs.map((r) => r.success - (zero.find((z) => z.seed === r.seed)?.success ?? NaN));
         const col = (f: (r: TtsRun) => number) => stat(rs.map(f));
-        out.push(`| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${fmtStat(col((r) => r.success))} | ${n === 0 ? '–' : fmtStat(stat(deltas))} | ${fmtStat(col((r) => r.meanReward), 1, 3)} | ${fmtStat(col((r) => r.toolPrecision))} / ${fmtStat(col((r) => r.toolRecall))} | ${col((r) => r.tokensPerTask).mean.toFixed(0)} / ${col((r) => r.generatedPerTask).mean.toFixed(0)} | ${n === 0 ? '0' : col((r) => r.memoryTokens).mean.toFixed(0)} | ${n === 0 ? '–' : col((r) => r.attemptJudge).mean.toFixed(2)} | ${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${col((r) => r.wallS).mean.toFixed(0)} | ${paperFigure(policy, mode, n)} |`);
+        out.push(`| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${fmtStat(col((r) => r.success))}${seedsNote} | ${n === 0 ? '–' : fmtStat(stat(deltas))} | ${fmtStat(col((r) => r.meanReward), 1, 3)} | ${fmtStat(col((r) => r.toolPrecision))} / ${fmtStat(col((r) => r.toolRecall))} | ${col((r) => r.tokensPerTask).mean.toFixed(0)} / ${col((r) => r.generatedPerTask).mean.toFixed(0)} | ${n === 0 ? '0' : col((r) => r.memoryTokens).mean.toFixed(0)} | ${n === 0 ? '–' : col((r) => r.attemptJudge).mean.toFixed(2)} | ${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${col((r) => r.wallS).mean.toFixed(0)} | ${paperFigure(policy, mode, n)} |`);
       }
     }
   }
@@ -237,12 +242,14 @@ async function main(): Promise<void> {
       done.set(r.key, r);
     }
     const runs: TtsRun[] = [];
+    const compute = new Set(v['render-only'] ? [] : list('run', 'base,envace'));
     for (const pol of policies) for (let seed = 0; seed < budget.seeds; seed++) {
       const tasks = tasksOf(seed);
       for (const mode of modes) for (const n of ns) {
         if (n === 0 && mode !== modes[0]) continue; // N = 0 is the same plain evaluation in every mode
         const key = `${fingerprint}|${pol === 'envace' ? `envace:${adapterDir}` : pol}|${n === 0 ? 'none' : mode}|${n}|${seed}`;
         let r = done.get(key);
+        if (!r && !compute.has(pol)) continue;
         if (!r) {
           r = { ...(await cell(pol, mode, n, seed, tasks)), key };
           appendFileSync(runsFile, JSON.stringify(r) + '\n');
@@ -263,7 +270,7 @@ async function main(): Promise<void> {
       '',
       `Command: \`npm run tts-table -- ${process.argv.slice(2).join(' ')}\``,
     ];
-    const md = renderTts(runs, { header, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote });
+    const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote });
     writeFileSync(join(out, 'tts-table.md'), md + '\n');
     io.out(md + '\n');
     if (!v['no-write']) {
