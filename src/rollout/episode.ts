@@ -42,11 +42,32 @@ export interface FidelityRecord extends StepFidelity {
   real: Observation;
 }
 
+/** One call of an Act turn as the episode holds it (a malformed block included, with an error observation). */
+export interface CallSlot {
+  call: ToolCall;
+  /** What the policy saw: the real answer (real mode), the rehearsed one, or the parse error. null while
+   * its rehearsal is pending, and for good when the episode ended before it was answered. */
+  obs: Observation | null;
+  /** Rehearse modes: what the shadow environment answered (null in real mode and for malformed blocks). */
+  shadow: Observation | null;
+  /** A malformed block as written (cut), for display. */
+  raw?: string;
+}
+
+/** One Act turn: its full text and its calls in order (what a step-by-step viewer shows). */
+export interface TurnRecord {
+  turn: number;
+  text: string;
+  calls: CallSlot[];
+}
+
 export class Episode {
   /** The Act conversation (without the system prompt, which the prompt builder adds). */
   readonly messages: ChatMessage[] = [];
   readonly steps: Step[] = [];
   readonly fidelity: FidelityRecord[] = [];
+  /** Every Act turn applied so far, in order. */
+  readonly log: TurnRecord[] = [];
   /** Act turns taken so far (generated or scripted). */
   turns = 0;
   end: EndReason | null = null;
@@ -54,7 +75,7 @@ export class Episode {
   /** Calls of the current turn waiting for their Rehearse generation. */
   pending: PendingCall[] = [];
   /** Observations of the current turn, in call order; null while a rehearsal is pending. */
-  private slots: ({ call: ToolCall; obs: Observation | null })[] = [];
+  private slots: CallSlot[] = [];
   /** The conversation before the current assistant turn (the Rehearse prompt's history). */
   historyBefore: ChatMessage[] = [];
 
@@ -96,6 +117,8 @@ export class Episode {
     if (this.done) throw new Error('applyAct on a finished episode');
     this.turns++;
     this.historyBefore = [...this.messages];
+    this.slots = [];
+    this.log.push({ turn: this.turns - 1, text, calls: this.slots });
     if (text.trim() === '') {
       this.steps.push({ kind: 'reply', text: '' });
       return this.finish('empty');
@@ -108,18 +131,17 @@ export class Episode {
     }
     // Replies alongside calls are kept as a reply step too (facts can be stated there).
     if (parsed.reply !== '') this.steps.push({ kind: 'reply', text: parsed.reply });
-    this.slots = [];
     for (const part of parsed.parts) {
       if (part.kind === 'error') {
         // A malformed call is answered by an error observation, never by the simulator or the tools.
         const call: ToolCall = { name: '', arguments: {} };
-        this.slots.push({ call, obs: { ok: false, name: '', error: part.error.error, code: 'parse' } });
+        this.slots.push({ call, obs: { ok: false, name: '', error: part.error.error, code: 'parse' }, shadow: null, raw: part.error.raw });
       } else if (this.mode === 'real') {
-        this.slots.push({ call: part.call, obs: this.env.execute(part.call) });
+        this.slots.push({ call: part.call, obs: this.env.execute(part.call), shadow: null });
       } else {
         const shadow = this.env.execute(part.call);
         this.pending.push({ slot: this.slots.length, call: part.call, shadow });
-        this.slots.push({ call: part.call, obs: null });
+        this.slots.push({ call: part.call, obs: null, shadow });
       }
     }
     if (this.pending.length === 0) this.closeTurn();

@@ -150,121 +150,198 @@ function seedOf(base: number, ...parts: number[]): number {
   return h;
 }
 
-export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, tasks: readonly Task[], cfg: RolloutConfig): Promise<RolloutBatch> {
-  const t0 = performance.now();
-  if (!ROLLOUT_MODES.includes(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
-  if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
-  const L = cfg.limits;
-  for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
-    if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
-  if (cfg.mode === 'per-role' && policy.rehearseAdapter === undefined) throw new RolloutConfigError('per-role mode needs policy.rehearseAdapter');
-  if (cfg.mode !== 'per-role' && policy.rehearseAdapter !== undefined) throw new RolloutConfigError(`policy.rehearseAdapter is only used in per-role mode, not ${cfg.mode}`);
-  const actAdapter = policy.adapter;
-  const rehearseAdapter = cfg.mode === 'per-role' ? (policy.rehearseAdapter ?? null) : cfg.mode === 'frozen-simulator' ? null : policy.adapter;
-  const maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
-  const tools = domain.definitions();
-  const tok = policy.tokenizer;
-  const sampling = (seed: number) => ({ temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
-  const rewardOf = cfg.reward ?? defaultReward;
+/** An Act generation of a round (the prompt as text, the sampled tokens with their log-probs). */
+export interface ActGeneration {
+  episode: number;
+  turn: number;
+  prompt: string;
+  result: GenerateResult;
+  /** Index into the stepper's rows. */
+  row: number;
+}
 
-  const episodes: Episode[] = [];
-  tasks.forEach((task, p) => {
-    const grounding = cfg.mode === 'real' ? [] : referenceGrounding(domain, task);
-    for (let k = 0; k < cfg.k; k++) episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns));
-  });
-  const rows: TrainingRow[] = [];
-  const rowsOf = new Map<Episode, number[]>(episodes.map((e) => [e, []]));
-  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
+export interface RehearseGeneration extends ActGeneration {
+  call: PendingCall;
+}
 
-  // turn: 0-based index of the Act turn the generation belongs to (its Rehearse rows share it).
-  const addRow = (ep: Episode, role: Role, turn: number, r: GenerateResult) => {
-    const row = makeRow({ role, promptId: ep.promptId, rolloutId: ep.rolloutId, turn, promptTokens: r.promptTokens, generated: { tokens: r.tokens, logprobs: r.logprobs } });
-    rowsOf.get(ep)!.push(rows.length);
-    rows.push(row);
-    stats.generatedTokens += r.tokens.length;
-    stats.promptTokens += r.promptTokens.length;
-  };
-  // The text as the model wrote it: generate() cuts before a stop string, the context keeps it.
-  const fullText = (r: GenerateResult, stop: string) => (r.finishReason === 'stop' ? r.text + stop : r.text);
-  // One cache per role, so Rehearse prompts never evict the Act conversations (and adapters may differ).
-  const caches = cfg.kvReuse && Number.isFinite(maxContext)
-    ? { act: new PrefixCache(policy.model, episodes.length, maxContext), rehearse: cfg.mode === 'real' ? null : new PrefixCache(policy.model, episodes.length, maxContext) }
-    : null;
-  const run = async (reqs: GenerateRequest[], adapter: LoraAdapter | null, prefixCache: PrefixCache | null) =>
-    reqs.length === 0
-      ? []
-      : generate(policy.model, tok, reqs, { adapter, maxConcurrent: cfg.maxConcurrent, maxBatchTokens: cfg.maxBatchTokens, signal: cfg.signal, prefixCache: prefixCache ?? undefined });
+/** What one round did, for a driver that shows it (the lab's stepper); runRollouts ignores it. */
+export interface RoundReport {
+  round: number;
+  /** Act turns taken from cfg.actScript (no generation, no row), with the prompt they answer. */
+  scripted: { episode: number; turn: number; prompt: string; text: string }[];
+  acts: ActGeneration[];
+  rehearsals: RehearseGeneration[];
+  /** Episodes this round ended with 'context': a prompt plus its budget (`need` tokens) exceeds maxContext. */
+  overflows: { episode: number; role: Role; need: number; maxContext: number }[];
+  actMs: number;
+  rehearseMs: number;
+}
 
-  try {
-    for (let round = 0; episodes.some((e) => !e.done); round++) {
-      stats.rounds++;
-      // ---- Act phase: scripted turns first, then one batched generation for every other live episode.
-      const actReqs: GenerateRequest[] = [];
-      const actEps: Episode[] = [];
-      for (const ep of episodes) {
-        if (!ep.wantsAct) continue;
-        const scripted = cfg.actScript?.(ep.task, ep.turns);
-        if (scripted !== undefined) {
-          ep.applyAct(scripted);
-          continue;
-        }
-        const prompt = tok.encode(buildActPrompt(domain.policy, tools, ep.messages, { enableThinking: cfg.enableThinking }));
-        if (prompt.length + L.maxActTokens > maxContext) {
-          ep.finish('context');
-          continue;
-        }
-        const e = episodes.indexOf(ep);
-        actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
-        actEps.push(ep);
-      }
-      cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
-      const actOut = await run(actReqs, actAdapter, caches?.act ?? null);
-      stats.actGenerations += actOut.length;
-      actOut.forEach((r, i) => {
-        const ep = actEps[i];
-        addRow(ep, 'act', ep.turns, r);
-        ep.applyAct(fullText(r, ACT_STOP));
-      });
+export interface RoundOptions {
+  /** Overrides cfg.signal for this round. */
+  signal?: AbortSignal;
+  /** generate()'s per-step callback (progress; throwing from it cancels). */
+  onStep?: (phase: Role, done: number, total: number) => void;
+}
 
-      // ---- Rehearse phase: one generation per pending call, all episodes together.
-      const rehReqs: GenerateRequest[] = [];
-      const rehFor: { ep: Episode; p: PendingCall }[] = [];
-      for (const ep of episodes) {
-        for (const p of ep.pending) {
-          const { text } = buildRehearsePrompt({ tools, grounding: ep.grounding, history: ep.historyBefore, call: p.call }, { enableThinking: cfg.enableThinking, ...cfg.rehearsePrompt });
-          const prompt = tok.encode(text);
-          if (prompt.length + L.maxRehearseTokens > maxContext) {
-            ep.finish('context');
-            break;
-          }
-          const e = episodes.indexOf(ep);
-          rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
-          rehFor.push({ ep, p });
-        }
-      }
-      // An episode that ran out of context above drops its already-queued requests.
-      const keep = rehFor.map((x) => !x.ep.done);
-      const reqs = rehReqs.filter((_, i) => keep[i]);
-      const fors = rehFor.filter((_, i) => keep[i]);
-      if (reqs.length > 0) cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'rehearse', requests: reqs.length });
-      const rehOut = await run(reqs, rehearseAdapter, caches?.rehearse ?? null);
-      stats.rehearseGenerations += rehOut.length;
-      rehOut.forEach((r, i) => {
-        const { ep, p } = fors[i];
-        addRow(ep, 'rehearse', ep.turns - 1, r);
-        ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
-      });
-    }
-  } finally {
-    stats.reusedPromptTokens = (caches?.act.reused ?? 0) + (caches?.rehearse?.reused ?? 0);
-    caches?.act.free();
-    caches?.rehearse?.free();
+/**
+ * The rollout loop one round at a time: runRollouts is `while (!done) round()`, and a step-by-step driver
+ * (the lab) calls round() itself, so it sees exactly the generations, seeds and rows training gets.
+ * A round = every episode that wants an Act turn in one generate() call, then every pending call of every
+ * episode in one Rehearse generate() call.
+ */
+export class RolloutStepper {
+  readonly episodes: Episode[] = [];
+  readonly rows: TrainingRow[] = [];
+  readonly stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
+  readonly maxContext: number;
+  private readonly t0 = performance.now();
+  private readonly rowsOf = new Map<Episode, number[]>();
+  private readonly tools: readonly ToolDefinition[];
+  private readonly actAdapter: LoraAdapter | null;
+  private readonly rehearseAdapter: LoraAdapter | null;
+  private caches: { act: PrefixCache; rehearse: PrefixCache | null } | null;
+
+  constructor(
+    readonly policy: RolloutPolicy,
+    readonly domain: RolloutDomain,
+    tasks: readonly Task[],
+    readonly cfg: RolloutConfig,
+  ) {
+    if (!ROLLOUT_MODES.includes(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
+    if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
+    const L = cfg.limits;
+    for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
+      if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
+    if (cfg.mode === 'per-role' && policy.rehearseAdapter === undefined) throw new RolloutConfigError('per-role mode needs policy.rehearseAdapter');
+    if (cfg.mode !== 'per-role' && policy.rehearseAdapter !== undefined) throw new RolloutConfigError(`policy.rehearseAdapter is only used in per-role mode, not ${cfg.mode}`);
+    this.actAdapter = policy.adapter;
+    this.rehearseAdapter = cfg.mode === 'per-role' ? (policy.rehearseAdapter ?? null) : cfg.mode === 'frozen-simulator' ? null : policy.adapter;
+    this.maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
+    this.tools = domain.definitions();
+    tasks.forEach((task, p) => {
+      const grounding = cfg.mode === 'real' ? [] : referenceGrounding(domain, task);
+      for (let k = 0; k < cfg.k; k++) this.episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns));
+    });
+    for (const e of this.episodes) this.rowsOf.set(e, []);
+    // One cache per role, so Rehearse prompts never evict the Act conversations (and adapters may differ).
+    const n = this.episodes.length;
+    this.caches = cfg.kvReuse && Number.isFinite(this.maxContext)
+      ? { act: new PrefixCache(policy.model, n, this.maxContext), rehearse: cfg.mode === 'real' ? null : new PrefixCache(policy.model, n, this.maxContext) }
+      : null;
   }
 
-  const rollouts: RolloutRecord[] = episodes.map((ep) => {
-    const reward = rewardOf(ep, domain);
-    const idx = rowsOf.get(ep)!;
-    for (const i of idx) rows[i].reward = reward;
+  get done(): boolean {
+    return this.episodes.every((e) => e.done);
+  }
+
+  /** The Act prompt of an episode's next turn (the text, before tokenisation). */
+  actPrompt(ep: Episode): string {
+    return buildActPrompt(this.domain.policy, this.tools, ep.messages, { enableThinking: this.cfg.enableThinking });
+  }
+
+  rehearsePrompt(ep: Episode, p: PendingCall): string {
+    return buildRehearsePrompt({ tools: this.tools, grounding: ep.grounding, history: ep.historyBefore, call: p.call }, { enableThinking: this.cfg.enableThinking, ...this.cfg.rehearsePrompt }).text;
+  }
+
+  /** Indices into rows of an episode's generations. */
+  rowsOfEpisode(e: number): number[] {
+    return this.rowsOf.get(this.episodes[e])!;
+  }
+
+  async round(opts: RoundOptions = {}): Promise<RoundReport> {
+    const { cfg, episodes } = this;
+    const L = cfg.limits;
+    const tok = this.policy.tokenizer;
+    const sampling = (seed: number) => ({ temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
+    const round = this.stats.rounds++;
+    const report: RoundReport = { round, scripted: [], acts: [], rehearsals: [], overflows: [], actMs: 0, rehearseMs: 0 };
+    const run = async (reqs: GenerateRequest[], role: Role) => {
+      if (reqs.length === 0) return [];
+      const t = performance.now();
+      const onStep = opts.onStep;
+      const out = await generate(this.policy.model, tok, reqs, {
+        adapter: role === 'act' ? this.actAdapter : this.rehearseAdapter,
+        maxConcurrent: cfg.maxConcurrent,
+        maxBatchTokens: cfg.maxBatchTokens,
+        signal: opts.signal ?? cfg.signal,
+        prefixCache: (role === 'act' ? this.caches?.act : this.caches?.rehearse) ?? undefined,
+        ...(onStep ? { onStep: (d: number, n: number) => onStep(role, d, n) } : {}),
+      });
+      report[role === 'act' ? 'actMs' : 'rehearseMs'] = performance.now() - t;
+      return out;
+    };
+
+    // ---- Act phase: scripted turns first, then one batched generation for every other live episode.
+    const actReqs: GenerateRequest[] = [];
+    const actFor: { e: number; prompt: string }[] = [];
+    episodes.forEach((ep, e) => {
+      if (!ep.wantsAct) return;
+      const scripted = cfg.actScript?.(ep.task, ep.turns);
+      if (scripted !== undefined) {
+        report.scripted.push({ episode: e, turn: ep.turns, prompt: this.actPrompt(ep), text: scripted });
+        ep.applyAct(scripted);
+        return;
+      }
+      const text = this.actPrompt(ep);
+      const prompt = tok.encode(text);
+      if (prompt.length + L.maxActTokens > this.maxContext) {
+        report.overflows.push({ episode: e, role: 'act', need: prompt.length + L.maxActTokens, maxContext: this.maxContext });
+        ep.finish('context');
+        return;
+      }
+      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
+      actFor.push({ e, prompt: text });
+    });
+    cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
+    const actOut = await run(actReqs, 'act');
+    this.stats.actGenerations += actOut.length;
+    actOut.forEach((r, i) => {
+      const { e, prompt } = actFor[i];
+      const ep = episodes[e];
+      report.acts.push({ episode: e, turn: ep.turns, prompt, result: r, row: this.addRow(ep, 'act', ep.turns, r) });
+      ep.applyAct(fullText(r, ACT_STOP));
+    });
+
+    // ---- Rehearse phase: one generation per pending call, all episodes together.
+    const rehReqs: GenerateRequest[] = [];
+    const rehFor: { e: number; p: PendingCall; prompt: string }[] = [];
+    episodes.forEach((ep, e) => {
+      for (const p of ep.pending) {
+        const text = this.rehearsePrompt(ep, p);
+        const prompt = tok.encode(text);
+        if (prompt.length + L.maxRehearseTokens > this.maxContext) {
+          report.overflows.push({ episode: e, role: 'rehearse', need: prompt.length + L.maxRehearseTokens, maxContext: this.maxContext });
+          ep.finish('context');
+          break;
+        }
+        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
+        rehFor.push({ e, p, prompt: text });
+      }
+    });
+    // An episode that ran out of context above drops its already-queued requests.
+    const keep = rehFor.map((x) => !episodes[x.e].done);
+    const reqs = rehReqs.filter((_, i) => keep[i]);
+    const fors = rehFor.filter((_, i) => keep[i]);
+    if (reqs.length > 0) cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'rehearse', requests: reqs.length });
+    const rehOut = await run(reqs, 'rehearse');
+    this.stats.rehearseGenerations += rehOut.length;
+    rehOut.forEach((r, i) => {
+      const { e, p, prompt } = fors[i];
+      const ep = episodes[e];
+      report.rehearsals.push({ episode: e, turn: ep.turns - 1, call: p, prompt, result: r, row: this.addRow(ep, 'rehearse', ep.turns - 1, r) });
+      ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
+    });
+    return report;
+  }
+
+  /** The record of a finished episode; its reward is written into its rows. */
+  record(e: number): RolloutRecord {
+    const ep = this.episodes[e];
+    if (!ep.done) throw new Error(`record: episode ${e} has not finished`);
+    const reward = (this.cfg.reward ?? defaultReward)(ep, this.domain);
+    const idx = this.rowsOf.get(ep)!;
+    for (const i of idx) this.rows[i].reward = reward;
     return {
       promptId: ep.promptId,
       rolloutId: ep.rolloutId,
@@ -279,7 +356,45 @@ export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, 
       rehearseFailure: ep.rehearseFailure,
       rows: idx,
     };
-  });
-  stats.wallMs = performance.now() - t0;
-  return { rollouts, rows, fidelity: summarizeFidelity(episodes.flatMap((e) => e.fidelity)), stats };
+  }
+
+  /** The batch, once every episode has finished. Frees the KV caches. */
+  finish(): RolloutBatch {
+    this.free();
+    const rollouts = this.episodes.map((_, e) => this.record(e));
+    this.stats.wallMs = performance.now() - this.t0;
+    return { rollouts, rows: this.rows, fidelity: summarizeFidelity(this.episodes.flatMap((e) => e.fidelity)), stats: this.stats };
+  }
+
+  /** Releases the KV caches (idempotent; later rounds run without reuse). */
+  free(): void {
+    if (!this.caches) return;
+    this.stats.reusedPromptTokens = this.caches.act.reused + (this.caches.rehearse?.reused ?? 0);
+    this.caches.act.free();
+    this.caches.rehearse?.free();
+    this.caches = null;
+  }
+
+  // turn: 0-based index of the Act turn the generation belongs to (its Rehearse rows share it).
+  private addRow(ep: Episode, role: Role, turn: number, r: GenerateResult): number {
+    const row = makeRow({ role, promptId: ep.promptId, rolloutId: ep.rolloutId, turn, promptTokens: r.promptTokens, generated: { tokens: r.tokens, logprobs: r.logprobs } });
+    this.rowsOf.get(ep)!.push(this.rows.length);
+    this.rows.push(row);
+    this.stats.generatedTokens += r.tokens.length;
+    this.stats.promptTokens += r.promptTokens.length;
+    return this.rows.length - 1;
+  }
+}
+
+/** The text as the model wrote it: generate() cuts before a stop string, the context keeps it. */
+export const fullText = (r: GenerateResult, stop: string) => (r.finishReason === 'stop' ? r.text + stop : r.text);
+
+export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, tasks: readonly Task[], cfg: RolloutConfig): Promise<RolloutBatch> {
+  const s = new RolloutStepper(policy, domain, tasks, cfg);
+  try {
+    while (!s.done) await s.round();
+    return s.finish();
+  } finally {
+    s.free();
+  }
 }

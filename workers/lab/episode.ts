@@ -1,206 +1,224 @@
-// One rollout as a turn-by-turn state machine, so the stepper can stop after every turn and the group
-// view can advance K episodes together (their Act prompts, then their Rehearse prompts, decode as one
-// batch). It composes the landed pieces: the Qwen3 chat renderer (Act prompt), the untrusted tool-call
-// parser, the real environment, the Rehearse prompt and its strict parser, fidelity, the judge.
-import type { Domain, Observation, Step, Task, ChatMessage, GroundingExample } from '../../src/env/domain';
-import type { Environment } from '../../src/env/env';
+// The lab's rollouts are the training rollouts: this file is a view over src/rollout's RolloutStepper
+// (the loop runRollouts runs), stepped one round at a time. A round is one Act turn of every live
+// rollout decoded as one batch, then every pending call's Rehearse generation as one batch, with the
+// same prompts, seeds, stop strings, parsers, shadow environment and reward as training. What is added
+// here is only what a person needs to see: the prompts, tokens with log-probs, the rehearsed observation
+// beside the real one, fidelity, the reward's checklist, and the expert's turn scored by the policy.
+import type { Domain, Task } from '../../src/env/domain';
 import { judge } from '../../src/env/judge';
 import { realReward } from '../../src/env/reward';
-import { formatCall, parse, serializeObservation } from '../../src/env/toolcall';
-import { buildActPrompt } from '../../src/rollout/act-prompt';
-import { referenceGrounding } from '../../src/rollout/rollout';
-import { compareObservations, summarizeFidelity, type StepFidelity } from '../../src/rollout/fidelity';
-import { buildRehearsePrompt, parseExecutionResult } from '../../src/rollout/rehearse-prompt';
-import type { CallView, GenView, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
+import { formatCall, serializeObservation } from '../../src/env/toolcall';
+import { logprobs, type GenerateResult } from '../../src/model/generate';
+import type { Tokenizer } from '../../src/model/tokenizer';
+import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
+import { summarizeFidelity } from '../../src/rollout/fidelity';
+import { fullText, RolloutStepper, type RolloutDomain, type RolloutPolicy, type RoundOptions, type RoundReport } from '../../src/rollout/rollout';
+import type { ActSource, CallView, GenView, GroupRow, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
 
-export interface EpisodeConfig {
+/** The Act turn's source is the scripted expert when `actSource` says so (teacher forcing). */
+export type LabDomain = RolloutDomain & Pick<Domain, 'expert'>;
+
+export interface LabRolloutConfig {
   mode: RolloutMode;
   seed: number;
+  /** Rollouts of the task (the GRPO group; 1 for the stepper). */
+  k: number;
   maxTurns: number;
+  /** Act budget; a Rehearse turn gets REHEARSE_BUDGET times it (as the lab's training does). */
+  maxNewTokens: number;
+  temperature: number;
+  actSource: ActSource;
 }
 
-interface Pending {
-  call: { name: string; arguments: Record<string, unknown> };
-  view: CallView;
-  real: Observation;
-  rehearsed: Observation | null;
-}
+/** A rehearsed observation (an order with its items) is much longer than a call: as in training (training.ts). */
+export const REHEARSE_BUDGET = 4;
 
-export class Episode {
-  readonly history: ChatMessage[];
-  /** Steps as the policy experienced them (rehearsed observations in rehearse mode). */
-  readonly steps: Step[] = [];
-  /** The same calls against the real environment (the shadow in rehearse mode). */
-  readonly realSteps: Step[] = [];
-  readonly turns: TurnView[] = [];
-  readonly fidelity: StepFidelity[] = [];
-  readonly env: Environment;
-  done = false;
-  endReason: string | null = null;
-  reward: RewardView | null = null;
-  actRows = 0;
-  rehearseRows = 0;
-  private pending: Pending[] = [];
-  private readonly grounding: GroundingExample[];
-  private readonly expertSteps: Step[];
+export class LabRollouts {
+  readonly stepper: RolloutStepper;
+  readonly task: Task;
+  private readonly typed: boolean;
+  private readonly expertTexts: string[];
+  /** Per episode: the Act turn's view by turn, the Rehearse generation's view by `${turn}:${slot}`. */
+  private readonly acts: Map<number, GenView>[];
+  private readonly rehearsals: Map<string, GenView>[];
+  private readonly overflow: (string | null)[];
+  private readonly rewards: (RewardView | null)[];
 
   constructor(
-    readonly domain: Domain,
-    readonly task: Task | null,
-    readonly request: string,
-    readonly cfg: EpisodeConfig,
+    readonly policy: RolloutPolicy,
+    readonly domain: LabDomain,
+    task: Task | null,
+    request: string,
+    readonly cfg: LabRolloutConfig,
   ) {
-    this.env = domain.createEnv();
-    this.history = task ? task.userMessages.map((content) => ({ role: 'user' as const, content })) : [{ role: 'user', content: request }];
-    this.expertSteps = task ? domain.expert(task, domain.createEnv()).steps : [];
-    // Grounding: the task's reference calls with their real results, exactly as training rollouts use.
-    this.grounding = task ? referenceGrounding(domain, task) : [];
-  }
-
-  /** The same Act prompt training rollouts use (src/rollout/act-prompt.ts). */
-  actPrompt(): string {
-    return buildActPrompt(this.domain.policy, this.domain.definitions() as unknown as Record<string, unknown>[], this.history);
-  }
-
-  /** The expert's text for the current turn (teacher forcing), or null when the expert has finished. */
-  expertText(): string | null {
-    const s = this.expertSteps[this.turns.length];
-    if (!s) return null;
-    return s.kind === 'call' ? formatCall(s.call) : s.text;
-  }
-
-  /** Apply the Act turn: parse (untrusted), run each call in the real environment, queue Rehearse. */
-  takeAct(act: GenView): void {
-    const p = parse(act.text);
-    this.actRows++;
-    const turn: TurnView = { index: this.turns.length, act, calls: [], reply: null };
-    this.turns.push(turn);
-    if (p.parts.length === 0) {
-      turn.reply = p.reply;
-      this.steps.push({ kind: 'reply', text: p.reply });
-      this.realSteps.push({ kind: 'reply', text: p.reply });
-      this.history.push({ role: 'assistant', content: act.text });
-      return this.finish('the policy replied to the user');
-    }
-    for (const part of p.parts) {
-      if (part.kind === 'error') {
-        // A block that is not even a call never reaches Rehearse: it is an error observation.
-        const obs: Observation = { ok: false, name: '', error: part.error.error, code: 'parse' };
-        turn.calls.push({ call: part.error.raw, name: '', rehearse: null, rehearsed: null, rehearseError: null, real: serializeObservation(obs), fidelity: null });
-        this.pending.push({ call: { name: '', arguments: {} }, view: turn.calls[turn.calls.length - 1], real: obs, rehearsed: obs });
-        continue;
-      }
-      const real = this.env.execute(part.call);
-      const view: CallView = { call: JSON.stringify(part.call), name: part.call.name, rehearse: null, rehearsed: null, rehearseError: null, real: serializeObservation(real), fidelity: null };
-      turn.calls.push(view);
-      this.pending.push({ call: part.call, view, real, rehearsed: this.cfg.mode === 'real' ? real : null });
-    }
-    if (this.rehearseRequests().length === 0) this.closeTurn(act.text);
-  }
-
-  /** Rehearse prompts still to write for this turn (rehearse mode only). */
-  rehearseRequests(): { index: number; prompt: string }[] {
-    const out: { index: number; prompt: string }[] = [];
-    this.pending.forEach((p, index) => {
-      if (p.rehearsed !== null) return;
-      const { text } = buildRehearsePrompt({
-        tools: this.domain.definitions() as unknown as Record<string, unknown>[],
-        grounding: this.grounding,
-        history: this.history,
-        call: p.call,
-      });
-      out.push({ index, prompt: text });
+    // A typed request is a task with nothing to check: it runs the same loop and earns no reward.
+    this.typed = task === null;
+    this.task = task ?? { id: 'typed request', userMessages: [request], referenceActions: [], facts: [], checklist: [] };
+    const steps = task ? domain.expert(task, domain.createEnv()).steps : [];
+    this.expertTexts = steps.map((s) => (s.kind === 'call' ? formatCall(s.call) : s.text));
+    this.stepper = new RolloutStepper(policy, domain, [this.task], {
+      mode: cfg.mode,
+      k: cfg.k,
+      seed: cfg.seed,
+      limits: { maxTurns: cfg.maxTurns, maxActTokens: cfg.maxNewTokens, maxRehearseTokens: REHEARSE_BUDGET * cfg.maxNewTokens },
+      temperature: cfg.temperature,
+      actScript: cfg.actSource === 'expert' ? (_t, turn) => this.expertTexts[turn] : undefined,
+      ...(this.typed ? { reward: () => 0 } : {}),
     });
-    return out;
+    const n = this.stepper.episodes.length;
+    this.acts = Array.from({ length: n }, () => new Map());
+    this.rehearsals = Array.from({ length: n }, () => new Map());
+    this.overflow = new Array<string | null>(n).fill(null);
+    this.rewards = new Array<RewardView | null>(n).fill(null);
   }
 
-  takeRehearse(index: number, gen: GenView): void {
-    const p = this.pending[index];
-    this.rehearseRows++;
-    p.view.rehearse = gen;
-    const parsed = parseExecutionResult(gen.text, p.call.name);
-    if (!parsed.ok) {
-      p.view.rehearseError = parsed.error.message;
-      p.view.fidelity = { exact: false, f1: 0, errorAgree: false };
-      this.fidelity.push({ exact: false, f1: 0, errorAgree: false, rehearsedError: true, realError: !p.real.ok });
-      // An unparseable rehearsal ends the episode with reward 0 (the method's rule).
-      this.pending = [];
-      this.finish(`unparseable rehearsal: ${parsed.error.code}`, true);
-      return;
+  get done(): boolean {
+    return this.stepper.done;
+  }
+
+  /** One round of the training loop, then the views of what it generated. */
+  async step(opts: RoundOptions = {}): Promise<RoundReport> {
+    if (this.done) throw new Error('the rollout has ended');
+    if (this.cfg.actSource === 'expert' && this.stepper.episodes.some((ep) => ep.wantsAct && this.expertTexts[ep.turns] === undefined))
+      throw new Error('the expert has no further turn for this task');
+    const r = await this.stepper.round(opts);
+    for (const a of r.acts) this.acts[a.episode].set(a.turn, this.genView(a.prompt, a.result, fullText(a.result, ACT_STOP), 'policy', r.actMs));
+    for (const s of r.scripted) this.acts[s.episode].set(s.turn, await this.score(s.prompt, s.text));
+    for (const h of r.rehearsals) this.rehearsals[h.episode].set(`${h.turn}:${h.call.slot}`, this.genView(h.prompt, h.result, fullText(h.result, REHEARSE_STOP), 'policy', r.rehearseMs));
+    for (const o of r.overflows) this.overflow[o.episode] = `context limit: the next ${o.role === 'act' ? 'Act' : 'Rehearse'} prompt and its budget need ${o.need} tokens, the model holds ${o.maxContext}`;
+    return r;
+  }
+
+  private genView(prompt: string, r: Pick<GenerateResult, 'tokens' | 'logprobs' | 'promptTokens'>, text: string, source: GenView['source'], ms: number): GenView {
+    return genView(this.policy.tokenizer, prompt, r, text, source, ms);
+  }
+
+  /** Teacher forcing: the expert's turn, scored token by token by the policy (display only: no row). */
+  private async score(prompt: string, text: string): Promise<GenView> {
+    const t0 = performance.now();
+    const tok = this.policy.tokenizer;
+    const promptTokens = tok.encode(prompt);
+    const tokens = tok.encode(text);
+    const fits = promptTokens.length + tokens.length <= this.policy.model.config.maxPositionEmbeddings;
+    const lps = fits ? (await logprobs(this.policy.model, [{ tokens: [...promptTokens, ...tokens], start: promptTokens.length }], { adapter: this.policy.adapter }))[0] : [];
+    return this.genView(prompt, { tokens: fits ? tokens : [], logprobs: lps, promptTokens }, text, 'expert', performance.now() - t0);
+  }
+
+  endReason(e: number): string | null {
+    const ep = this.stepper.episodes[e];
+    switch (ep.end) {
+      case null:
+        return null;
+      case 'reply':
+        return 'the policy replied to the user';
+      case 'empty':
+        return 'an empty Act turn';
+      case 'max-turns':
+        return `turn limit (${this.cfg.maxTurns}) reached`;
+      case 'context':
+        return this.overflow[e] ?? 'context limit';
+      case 'rehearse-invalid':
+        return `unparseable rehearsal: ${ep.rehearseFailure}`;
     }
-    p.rehearsed = parsed.observation;
-    p.view.rehearsed = serializeObservation(parsed.observation);
-    const f = compareObservations(parsed.observation, p.real);
-    this.fidelity.push(f);
-    p.view.fidelity = { exact: f.exact, f1: f.f1, errorAgree: f.errorAgree };
-    if (this.pending.every((q) => q.rehearsed !== null)) this.closeTurn(this.turns[this.turns.length - 1].act.text);
   }
 
-  private closeTurn(actText: string): void {
-    this.history.push({ role: 'assistant', content: actText });
-    for (const p of this.pending) {
-      const seen = p.rehearsed!;
-      this.history.push({ role: 'tool', content: serializeObservation(seen) });
-      if (p.call.name) {
-        this.steps.push({ kind: 'call', call: p.call, observation: seen });
-        this.realSteps.push({ kind: 'call', call: p.call, observation: p.real });
+  /** The training reward of a finished rollout, with the checklist (or real-environment checks) behind it. */
+  reward(e: number): RewardView | null {
+    const ep = this.stepper.episodes[e];
+    if (!ep.done) return null;
+    if (this.rewards[e]) return this.rewards[e];
+    const value = this.stepper.record(e).reward;
+    const task = this.task;
+    let view: RewardView;
+    if (this.typed) view = { value, kind: 'none', items: [], note: 'a typed request has no checklist: no reward' };
+    else {
+      const why = ep.terminated ? 'terminated (turn or context limit): reward 0' : ep.end === 'rehearse-invalid' ? 'unparseable rehearsal: reward 0' : ep.end === 'empty' ? 'empty Act turn' : '';
+      if (ep.mode === 'real') {
+        const r = realReward(() => this.domain.createEnv(), task, ep.steps);
+        const items = [
+          { label: 'final database equals the reference', satisfied: r.db === 1 },
+          ...task.facts.map((f) => ({ label: `states "${f}"`, satisfied: !r.missingFacts.includes(f) })),
+        ];
+        view = { value, kind: 'real environment', items, note: why };
       } else {
-        this.steps.push({ kind: 'call', call: { name: '', arguments: {} }, observation: seen });
+        const j = judge(task.checklist, ep.steps, { isWrite: (n) => ep.env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
+        const items = j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied }));
+        view = { value, kind: 'checklist judge', items, note: why || (j.zeroedTurns.length ? `failed calls zero turns ${j.zeroedTurns.join(', ')}` : '') };
       }
     }
-    this.pending = [];
-    if (this.turns.length >= this.cfg.maxTurns) this.finish(`turn limit (${this.cfg.maxTurns}) reached`, true, true);
+    this.rewards[e] = view;
+    return view;
   }
 
-  /** The next prompt plus its token budget would not fit the model's context: terminated, reward 0 (as rollouts). */
-  finishContext(need: number, context: number): void {
-    this.pending = [];
-    this.finish(`context limit: the next prompt needs ${need} tokens, the model holds ${context}`, true, true);
-  }
-
-  private finish(reason: string, zero = false, terminated = false): void {
-    this.done = true;
-    this.endReason = reason;
-    if (!this.task) {
-      this.reward = { value: 0, kind: 'none', items: [], note: 'a typed request has no checklist: no reward' };
-      return;
-    }
-    if (this.cfg.mode === 'real') {
-      const r = realReward(() => this.domain.createEnv(), this.task, this.realSteps, { terminated });
-      this.reward = {
-        value: r.reward,
-        kind: 'real environment',
-        items: [
-          { label: 'final database equals the reference', satisfied: r.db === 1 },
-          ...this.task.facts.map((f) => ({ label: `states "${f}"`, satisfied: !r.missingFacts.includes(f) })),
-        ],
-        note: terminated ? 'terminated by the turn limit: reward 0' : '',
+  private turnView(e: number, t: number): TurnView {
+    const ep = this.stepper.episodes[e];
+    const rec = ep.log[t];
+    let failed = false;
+    const calls = rec.calls.map((c, slot): CallView => {
+      const gen = this.rehearsals[e].get(`${t}:${slot}`) ?? null;
+      const f = ep.fidelity.find((x) => x.turn === t && x.call === c.call);
+      // A generated rehearsal left unanswered: the first one did not parse; the ones after it came too late.
+      let rehearseError: string | null = null;
+      let miss = false;
+      if (gen && c.obs === null) {
+        rehearseError = failed ? 'not used: the episode had already ended' : `the rehearsal does not parse (${ep.rehearseFailure})`;
+        miss = !failed;
+        failed = true;
+      }
+      return {
+        call: c.raw ?? JSON.stringify(c.call),
+        name: c.call.name,
+        rehearse: gen,
+        rehearsed: c.shadow && c.obs ? serializeObservation(c.obs) : null,
+        rehearseError,
+        real: serializeObservation((c.shadow ?? c.obs)!),
+        // An unparseable rehearsal is shown as a miss (as the fidelity evaluation scores it); training's
+        // fidelity log, and so the rollout's summary, only holds parsed rehearsals.
+        fidelity: f ? { exact: f.exact, f1: f.f1, errorAgree: f.errorAgree } : miss ? { exact: false, f1: 0, errorAgree: false } : null,
       };
-      return;
-    }
-    const j = judge(this.task.checklist, this.steps, { isWrite: (n) => this.env.isWrite(n), normaliseArgs: this.domain.normaliseArgs });
-    this.reward = {
-      value: zero ? 0 : j.reward,
-      kind: 'checklist judge',
-      items: j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied })),
-      note: terminated ? 'terminated (turn or context limit): reward 0' : zero ? 'unparseable rehearsal: reward 0' : j.empty ? 'empty response' : j.zeroedTurns.length ? `failed calls zero turns ${j.zeroedTurns.join(', ')}` : '',
-    };
+    });
+    const last = ep.steps[ep.steps.length - 1];
+    const endedHere = (ep.end === 'reply' || ep.end === 'empty') && t === ep.log.length - 1 && last?.kind === 'reply';
+    // A turn applied outside step() has no generation to show: its text alone.
+    const act = this.acts[e].get(t) ?? { source: 'policy', prompt: '', promptTokens: 0, text: rec.text, tokens: [], ms: 0 };
+    return { index: t, act, calls, reply: endedHere ? last.text : null };
   }
 
-  view(): RolloutView {
-    const s = this.fidelity.length ? summarizeFidelity(this.fidelity) : null;
+  view(e = 0): RolloutView {
+    const ep = this.stepper.episodes[e];
+    const s = ep.fidelity.length ? summarizeFidelity(ep.fidelity) : null;
     return {
-      taskId: this.task?.id ?? null,
-      request: this.history.find((m) => m.role === 'user')?.content ?? this.request,
+      taskId: this.typed ? null : this.task.id,
+      request: this.task.userMessages.join('\n'),
       mode: this.cfg.mode,
       seed: this.cfg.seed,
-      turns: this.turns,
-      done: this.done,
-      endReason: this.endReason,
-      reward: this.reward,
+      turns: ep.log.map((_, t) => this.turnView(e, t)),
+      done: ep.done,
+      endReason: this.endReason(e),
+      reward: this.reward(e),
       fidelity: s ? { steps: s.steps, exact: s.exact, f1: s.f1, errorAgree: s.errorAgree } : null,
     };
   }
+
+  groupRow(e: number): GroupRow {
+    const rows = this.stepper.rowsOfEpisode(e).map((i) => this.stepper.rows[i]);
+    const r = this.reward(e);
+    return {
+      rollout: e,
+      reward: r?.value ?? 0,
+      passed: r?.items.filter((x) => x.satisfied).map((x) => x.label) ?? [],
+      failed: r?.items.filter((x) => !x.satisfied).map((x) => x.label) ?? [],
+      actRows: rows.filter((x) => x.role === 'act').length,
+      rehearseRows: rows.filter((x) => x.role === 'rehearse').length,
+      endReason: this.endReason(e) ?? '',
+      turns: this.stepper.episodes[e].turns,
+    };
+  }
+}
+
+/** A generation as the page shows it: the prompt, every sampled token with its log-probability. */
+export function genView(tok: Tokenizer, prompt: string, r: Pick<GenerateResult, 'tokens' | 'logprobs' | 'promptTokens'>, text: string, source: GenView['source'], ms: number): GenView {
+  return { source, prompt, promptTokens: r.promptTokens.length, text, tokens: [...r.tokens].map((t, i) => ({ text: tok.decode([t]), lp: r.logprobs[i] })), ms };
 }
 
 export function itemLabel(i: Task['checklist'][number]): string {

@@ -1,17 +1,16 @@
 // The worker's state and operations behind the comlink API: the environment, the loaded policy, the
-// stepper's current episode, batched generation with progress and cancellation.
+// stepper's rollout (the training loop itself, viewed through ./episode.ts), progress and cancellation.
 import type { Domain, Task } from '../../src/env/domain';
 import { retailBase, retailDomain } from '../../src/env/retail';
 import { paramCount } from '../../src/model/config';
-import { generate, logprobs, type GenerateResult } from '../../src/model/generate';
+import { generate } from '../../src/model/generate';
 import { adapterToPeftFiles, loadPeftAdapter } from '../../src/model/peft';
 import { FileMapSource } from '../../src/model/source';
-import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import type {
   Capabilities, EnvInfo, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
   TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
-import { Episode, itemLabel } from './episode';
+import { genView, itemLabel, LabRollouts, REHEARSE_BUDGET, type LabRolloutConfig } from './episode';
 import { inspectFolder, loadPolicy, pickBackend, type Policy } from './load';
 import { Training } from './training';
 import { privateRehearsalTask } from '../../src/rollout/private-rehearsal';
@@ -24,8 +23,7 @@ export class Lab {
   private domain: Domain | null = null;
   private tasks = new Map<string, Task>();
   private policy: Policy | null = null;
-  private episode: Episode | null = null;
-  private episodeReq: RolloutRequest | null = null;
+  private rollouts: LabRollouts | null = null;
   private abort: AbortController | null = null;
   private cancelFlag: Int32Array | null = null;
   private readonly training = new Training();
@@ -71,7 +69,7 @@ export class Lab {
       this.policy.adapter.free(this.policy.backend);
       this.policy.model.free();
       this.policy = null;
-      this.episode = null;
+      this.rollouts = null;
     }
     const { backend, kind, note } = await pickBackend(req.backend);
     onProgress({ phase: 'loading weights', done: 1, total: 3 });
@@ -122,132 +120,86 @@ export class Lab {
     if (signal.aborted) throw new DOMException('cancelled', 'AbortError');
   }
 
-  /** Sample a batch of prompts; every result comes back with its per-token log-probabilities. */
-  private async sample(prompts: string[], maxNew: number, seeds: number[], temperature: number, phase: string, signal: AbortSignal, onProgress: ProgressFn, stop?: string): Promise<GenView[]> {
+  /** The "try it" box: one sample of a free prompt, with its per-token log-probabilities. */
+  generate(prompt: string, maxNew: number, seed: number, onProgress: ProgressFn): Promise<GenView> {
     const p = this.need();
-    const t0 = performance.now();
-    let steps = 0;
-    const res = await generate(
-      p.model,
-      p.tok,
-      prompts.map((prompt, i) => ({ prompt, maxNewTokens: maxNew, sampling: { temperature, topP: 1, seed: seeds[i] }, ...(stop ? { stop: [stop] } : {}) })),
-      {
+    return this.guarded(async (signal) => {
+      const t0 = performance.now();
+      let steps = 0;
+      const [r] = await generate(p.model, p.tok, [{ prompt, maxNewTokens: maxNew, sampling: { temperature: 1, topP: 1, seed } }], {
         adapter: p.adapter,
         signal,
-        onStep: (done, total) => {
+        onStep: () => {
           steps++;
           this.checkCancel(signal);
-          onProgress({ phase: `${phase}: token ${steps} of up to ${maxNew} (${done}/${total} sequences done)`, done: steps, total: maxNew });
+          onProgress({ phase: `generating: token ${steps} of up to ${maxNew}`, done: steps, total: maxNew });
         },
-      },
-    );
-    const ms = performance.now() - t0;
-    // generate() cuts the text before the stop string; the role wrote it, so it is put back (as rollouts do).
-    return res.map((r, i) => this.view(prompts[i], r.finishReason === 'stop' && stop ? { ...r, text: r.text + stop } : r, 'policy', ms));
+      });
+      return genView(p.tok, prompt, r, r.text, 'policy', performance.now() - t0);
+    });
   }
 
-  private view(prompt: string, r: Pick<GenerateResult, 'tokens' | 'logprobs' | 'text' | 'promptTokens'>, source: GenView['source'], ms: number): GenView {
-    const tok = this.need().tok;
-    return { source, prompt, promptTokens: r.promptTokens.length, text: r.text, tokens: r.tokens.map((t, i) => ({ text: tok.decode([t]), lp: r.logprobs[i] })), ms };
-  }
-
-  /** Teacher forcing: the expert's text, scored token by token by the policy. */
-  private async score(prompt: string, text: string): Promise<GenView> {
-    const p = this.need();
-    const t0 = performance.now();
-    const promptTokens = p.tok.encode(prompt);
-    const tokens = p.tok.encode(text);
-    const [lps] = await logprobs(p.model, [{ tokens: [...promptTokens, ...tokens], start: promptTokens.length }], { adapter: p.adapter });
-    return this.view(prompt, { tokens, logprobs: lps, text, promptTokens }, 'expert', performance.now() - t0);
-  }
-
-  generate(prompt: string, maxNew: number, seed: number, onProgress: ProgressFn): Promise<GenView> {
-    return this.guarded(async (signal) => (await this.sample([prompt], maxNew, [seed], 1, 'generating', signal, onProgress))[0]);
-  }
-
-  /** Whether a prompt and its budget fit the context; if not, the episode ends there (reward 0). */
-  private fits(ep: Episode, prompt: string, budget: number): boolean {
-    if (ep.done) return false;
-    const p = this.need();
-    const need = p.tok.encode(prompt).length + budget;
-    if (need <= p.model.config.maxPositionEmbeddings) return true;
-    ep.finishContext(need, p.model.config.maxPositionEmbeddings);
-    return false;
-  }
-
-  private newEpisode(taskId: string | null, request: string, mode: RolloutRequest['mode'], seed: number, maxTurns: number): Episode {
+  /** Rollouts of a task (or a typed request) through the training loop, viewed (./episode.ts). */
+  private newRollouts(taskId: string | null, request: string, cfg: LabRolloutConfig): LabRollouts {
     if (!this.domain) throw new Error('the environment is not initialised');
     const task = taskId ? this.tasks.get(taskId) : null;
     if (taskId && !task) throw new Error(`unknown task ${taskId}`);
     if (!task && !request.trim()) throw new Error('pick a task or type a request');
-    return new Episode(this.domain, task ?? null, request, { mode, seed, maxTurns });
+    const p = this.need();
+    return new LabRollouts({ model: p.model, tokenizer: p.tok, adapter: p.adapter }, this.domain, task ?? null, request, cfg);
+  }
+
+  /** One round of the training loop; progress per generated token, cancellable from the page. */
+  private round(r: LabRollouts, signal: AbortSignal, onProgress: ProgressFn, what: string): Promise<unknown> {
+    const budget = { act: r.cfg.maxNewTokens, rehearse: REHEARSE_BUDGET * r.cfg.maxNewTokens };
+    const turn = Math.max(...r.stepper.episodes.map((e) => e.turns)) + 1;
+    let steps = 0;
+    let phase = '';
+    return r.step({
+      signal,
+      onStep: (role, done, total) => {
+        if (role !== phase) {
+          phase = role;
+          steps = 0;
+        }
+        steps++;
+        this.checkCancel(signal);
+        const name = role === 'act' ? 'Act' : 'Rehearse';
+        onProgress({ phase: `turn ${turn} ${name}${what}: token ${steps} of up to ${budget[role]} (${done}/${total} sequences done)`, done: steps, total: budget[role] });
+      },
+    });
   }
 
   async rolloutStart(req: RolloutRequest): Promise<RolloutView> {
     this.need();
-    this.episode = this.newEpisode(req.taskId, req.request, req.mode, req.seed, req.maxTurns);
-    this.episodeReq = req;
-    return this.episode.view();
+    this.rollouts = this.newRollouts(req.taskId, req.request, { ...req, k: 1 });
+    return this.rollouts.view();
   }
 
-  /** Advance the stepper's episode by one turn: Act, then (rehearse mode) Rehearse for each call. */
+  /** Advance the stepper's rollout by one round: its Act turn, then (rehearse mode) a Rehearse per call. */
   rolloutStep(onProgress: ProgressFn): Promise<RolloutView> {
     return this.guarded(async (signal) => {
-      const ep = this.episode;
-      const req = this.episodeReq;
-      if (!ep || !req) throw new Error('start a rollout first');
-      if (ep.done) return ep.view();
-      const turn = ep.turns.length;
-      const prompt = ep.actPrompt();
-      if (!this.fits(ep, prompt, req.maxNewTokens)) return ep.view();
-      const expert = req.actSource === 'expert' ? ep.expertText() : null;
-      if (req.actSource === 'expert' && expert === null) throw new Error('the expert has no further turn for this task');
-      const act = expert !== null ? await this.score(prompt, expert) : (await this.sample([prompt], req.maxNewTokens, [seedOf(req.seed, turn, 0)], req.temperature, `turn ${turn + 1} Act`, signal, onProgress, ACT_STOP))[0];
-      ep.takeAct(act);
-      const rq = ep.rehearseRequests();
-      if (rq.some((r) => !this.fits(ep, r.prompt, REHEARSE_BUDGET * req.maxNewTokens))) return ep.view();
-      if (rq.length) {
-        const gens = await this.sample(rq.map((r) => r.prompt), REHEARSE_BUDGET * req.maxNewTokens, rq.map((r) => seedOf(req.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse`, signal, onProgress, REHEARSE_STOP);
-        // Stops at the first unparseable rehearsal (the episode ends there).
-        for (let i = 0; i < rq.length && !ep.done; i++) ep.takeRehearse(rq[i].index, gens[i]);
-      }
-      return ep.view();
+      const r = this.rollouts;
+      if (!r) throw new Error('start a rollout first');
+      // The rollout keeps the adapter it started with (as a training step does); a new one means a new rollout.
+      if (r.policy.adapter !== this.need().adapter) throw new Error('the adapter has changed since this rollout started: press Reset');
+      if (!r.done) await this.round(r, signal, onProgress, '');
+      return r.view();
     });
   }
 
-  /** K rollouts of one task decoded together, judged, with role-wise (or pooled) advantages. */
+  /** K rollouts of one task decoded together (exactly runRollouts with this seed), judged, with their rows. */
   group(req: GroupRequest, onProgress: ProgressFn): Promise<GroupView> {
     return this.guarded(async (signal) => {
       if (!(req.k >= 1 && req.k <= 16)) throw new Error('K must be between 1 and 16');
-      const eps = Array.from({ length: req.k }, (_, i) => this.newEpisode(req.taskId, '', req.mode, req.seed * 1000 + i, req.maxTurns));
-      for (let turn = 0; eps.some((e) => !e.done); turn++) {
-        const live = eps.filter((e) => !e.done && this.fits(e, e.actPrompt(), req.maxNewTokens));
-        if (live.length === 0) break;
-        const acts = await this.sample(live.map((e) => e.actPrompt()), req.maxNewTokens, live.map((e) => seedOf(e.cfg.seed, turn, 0)), req.temperature, `turn ${turn + 1} Act (${live.length} rollouts)`, signal, onProgress, ACT_STOP);
-        live.forEach((e, i) => e.takeAct(acts[i]));
-        const rq = live.flatMap((e) => e.rehearseRequests().map((r) => ({ e, ...r }))).filter((r) => this.fits(r.e, r.prompt, REHEARSE_BUDGET * req.maxNewTokens));
-        if (rq.length) {
-          const gens = await this.sample(rq.map((r) => r.prompt), REHEARSE_BUDGET * req.maxNewTokens, rq.map((r) => seedOf(r.e.cfg.seed, turn, 1 + r.index)), req.temperature, `turn ${turn + 1} Rehearse (${rq.length} calls)`, signal, onProgress, REHEARSE_STOP);
-          rq.forEach((r, i) => {
-            if (!r.e.done) r.e.takeRehearse(r.index, gens[i]);
-          });
-        }
-      }
+      const r = this.newRollouts(req.taskId, '', { ...req, actSource: 'policy' });
+      while (!r.done) await this.round(r, signal, onProgress, ` (${req.k} rollouts)`);
       return {
         taskId: req.taskId,
         mode: req.mode,
         k: req.k,
-        rows: eps.map((e, i) => ({
-          rollout: i,
-          reward: e.reward?.value ?? 0,
-          passed: e.reward?.items.filter((x) => x.satisfied).map((x) => x.label) ?? [],
-          failed: e.reward?.items.filter((x) => !x.satisfied).map((x) => x.label) ?? [],
-          actRows: e.actRows,
-          rehearseRows: e.rehearseRows,
-          endReason: e.endReason ?? '',
-          turns: e.turns.length,
-        })),
-        rollouts: eps.map((e) => e.view()),
+        rows: r.stepper.episodes.map((_, i) => r.groupRow(i)),
+        rollouts: r.stepper.episodes.map((_, i) => r.view(i)),
       };
     });
   }
@@ -322,14 +274,6 @@ export class Lab {
     p.adapter = a;
     return { rank: a.rank, alpha: a.alpha, targets: [...a.targets] };
   }
-}
-
-/** A rehearsed observation (an order with its items) is much longer than a call: as in training (training.ts). */
-const REHEARSE_BUDGET = 4;
-
-/** A distinct, reproducible sampling seed per (rollout seed, turn, role slot). */
-function seedOf(seed: number, turn: number, slot: number): number {
-  return (Math.imul(seed + 1, 0x9e3779b1) ^ Math.imul(turn + 1, 0x85ebca6b) ^ Math.imul(slot + 1, 0xc2b2ae35)) >>> 0;
 }
 
 function stepLines(steps: readonly Step[]): string[] {
