@@ -2,7 +2,7 @@
 //   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--memory-placement user|system] [--max-eval-tokens N]
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
 //   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
-//   [--run base,envace] [--render-only]
+//   [--run base,envace] [--render-only] [--note "what came out"]
 // The test-time private-rehearsal table (issue 7, src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
 // parallel and sequential, with the base policy and with an EnvACE-trained adapter, scored on held-out tasks in
 // the real environment. Seed s draws its own held-out tasks (test split, task seed 1 + s; s = 0 are the tasks of
@@ -35,7 +35,7 @@ const USAGE = `usage: npm run tts-table -- [--model DIR] [--adapter DIR|auto|non
   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--memory-placement user|system] [--max-eval-tokens N]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
-  [--run base,envace] [--render-only]
+  [--run base,envace] [--render-only] [--note "what came out"]
   --run: which policies to compute now (e.g. the EnvACE cells in a second process); the table shows every finished cell.
   --render-only: compute nothing, write the table from the finished cells.`;
 
@@ -45,7 +45,7 @@ const FLAGS: FlagSpec = {
   'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' },
   'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
   out: { type: 'string' }, results: { type: 'string' }, 'budget-minutes': { type: 'string' }, estimate: { type: 'boolean' },
-  reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, run: { type: 'string' }, 'render-only': { type: 'boolean' },
+  reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, run: { type: 'string' }, 'render-only': { type: 'boolean' }, note: { type: 'string' },
 };
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -271,12 +271,14 @@ async function main(): Promise<void> {
       `Command: \`npm run tts-table -- ${process.argv.slice(2).join(' ')}\``,
     ];
     const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote });
-    writeFileSync(join(out, 'tts-table.md'), md + '\n');
-    io.out(md + '\n');
+    const note = strFlag(v, 'note');
+    const full = note ? `${md}\n\n**What came out.** ${note}` : md;
+    writeFileSync(join(out, 'tts-table.md'), full + '\n');
+    io.out(full + '\n');
     if (!v['no-write']) {
       mkdirSync(join(ROOT, 'docs'), { recursive: true });
       const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
-      writeFileSync(resultsPath, replaceSection(doc, TTS_START, TTS_END, md));
+      writeFileSync(resultsPath, replaceSection(doc, TTS_START, TTS_END, full));
       log(`table written to ${resultsPath}`);
     }
   } finally {
