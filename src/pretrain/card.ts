@@ -125,7 +125,7 @@ export function modelCard(i: CardInputs): string {
     out.push('');
     out.push('| run | steps | peak lr | prompt-token loss weight | training min | final loss | success | format-valid Act | valid rehearsals |\n|---|---|---|---|---|---|---|---|---|');
     for (const a of i.attempts)
-      out.push(`| ${a.label} | ${a.steps} | ${a.lr} | ${a.promptLossWeight} | ${f(a.minutes, 1)} | ${f(a.finalLoss, 3)} (responses only) | ${pct(a.success)} | ${pct(a.formatValid)} | ${pct(a.rehearsalValid)} |`);
+      out.push(`| ${a.label} | ${a.steps} | ${a.lr} | ${a.promptLossWeight} | ${f(a.minutes, 1)} | ${f(a.finalLoss, 3)} | ${pct(a.success)} | ${pct(a.formatValid)} | ${pct(a.rehearsalValid)} |`);
     out.push('');
   }
   out.push('## Limitations');
