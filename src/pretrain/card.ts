@@ -106,6 +106,9 @@ export function modelCard(i: CardInputs): string {
     out.push(`| error / no-error agreement | ${pct(e.rehearsal.fidelity.errorAgree)} |`);
     out.push(`| error confusion (both, rehearsed only, real only, neither) | ${e.rehearsal.fidelity.errors.both}, ${e.rehearsal.fidelity.errors.rehearsedOnly}, ${e.rehearsal.fidelity.errors.realOnly}, ${e.rehearsal.fidelity.errors.neither} |`);
     out.push('');
+    if (e.real.callOkRate < 0.2 || e.rehearsal.fidelity.f1 < 0.2)
+      out.push(`**Status, plainly:** the policy has the format (Qwen3 \`<tool_call>\` blocks naming real tools, \`<execution_result>\` blocks) but not the content: ${pct(e.real.callOkRate)} of its real tool calls ran without an error (the arguments are not copied correctly from the conversation), and its rehearsals, when they parse, do not reproduce the real values (field F1 ${f(e.rehearsal.fidelity.f1, 3)}).${e.real.successRate > 0 && e.real.callOkRate === 0 ? ' Its successes therefore come without one successful call: tasks whose reward is met by leaving the database unchanged and replying.' : ''} It is below the competence this card's recipe aims at; more training (the loss was still falling) is the obvious next step.`);
+    out.push('');
     out.push(`Evaluation wall-clock: ${f(e.real.wallS, 0)} s (real) + ${f(e.rehearsal.wallS, 0)} s (rehearsal) on cpu-fast.`);
   } else out.push('Not evaluated in this run.');
   out.push('');
