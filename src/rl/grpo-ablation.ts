@@ -89,6 +89,8 @@ export interface AblationRow {
   recall: Stat;
   fidelityExact: Stat;
   fidelityF1: Stat;
+  fidelityErr: Stat;
+  fidelityInvalid: Stat;
   trainS: Stat;
   evalS: Stat;
   trainFirst: Stat;
@@ -108,6 +110,8 @@ export function aggregate(runs: readonly AblationRun[], configs: readonly Ablati
         recall: stat(rs.map((r) => r.toolRecall)),
         fidelityExact: stat(rs.map((r) => r.fidelity?.exact ?? NaN)),
         fidelityF1: stat(rs.map((r) => r.fidelity?.f1 ?? NaN)),
+        fidelityErr: stat(rs.map((r) => r.fidelity?.errorAgree ?? NaN)),
+        fidelityInvalid: stat(rs.map((r) => r.fidelity?.invalid ?? NaN)),
         trainS: stat(rs.map((r) => r.trainS)),
         evalS: stat(rs.map((r) => r.evalS)),
         trainFirst: stat(rs.map((r) => r.trainReward?.first ?? NaN)),
@@ -128,7 +132,9 @@ const secs = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.mea
 export function renderAblation(rows: readonly AblationRow[], meta: AblationMeta): string {
   const b = meta.budget;
   const base = rows.find((r) => r.config.mode === null);
-  const fidBefore = base ? `${pct(base.fidelityExact)} / ${pct(base.fidelityF1)}` : '–';
+  const fid3 = (r: AblationRow) => `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)}`;
+  const fidBefore = base ? fid3(base) : '–';
+  const invBefore = base ? pct(base.fidelityInvalid) : '–';
   const out: string[] = [];
   out.push('## Ablation: world rehearsal in miniature');
   out.push('');
@@ -138,18 +144,19 @@ export function renderAblation(rows: readonly AblationRow[], meta: AblationMeta)
       `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks, LoRA r ${b.rank}, lr ${b.lr}, ` +
       `baseline ${b.baseline}${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; ${b.seeds} seed(s) per configuration (mean ± sample sd over seeds; the base policy is deterministic under greedy evaluation). ` +
       `Success = reward 1 (final database equals the reference one and every required fact stated). Tool P/R: calls matching the reference actions ` +
-      `(name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; exact JSON match / field-level F1 ` +
-      `against the real observation (an unparseable rehearsal counts as a miss); "before" is the base policy's, "after" the trained rehearser's ` +
+      `(name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; exact JSON match / field-level F1 / ` +
+      `error-or-not agreement with the real observation (an unparseable rehearsal counts as a miss in all three); "before" is the base policy's, "after" the trained rehearser's ` +
       `(per-role: its Rehearse adapter; real and frozen-simulator: the Act-trained adapter playing the environment). The training reward is the ` +
       `rollouts' own (real environment for real; the checklist judge on imagined trajectories otherwise), so it compares within a row, not across rows.`,
   );
   out.push('');
-  out.push('| configuration | runs | success % | reward | tool P % | tool R % | fidelity exact / F1 % (before → after) | training reward, step 1 → last | train s / run | eval s / run | paper τ²-Bench 8B | paper 1.7B |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push('| configuration | runs | success % | reward | tool P % | tool R % | fidelity exact / F1 / error-agree % (before → after) | unparseable rehearsals % (before → after) | training reward, step 1 → last | train s / run | eval s / run | paper τ²-Bench 8B | paper 1.7B |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const rw = r.reward.n === 0 || !Number.isFinite(r.reward.mean) ? '–' : r.reward.n > 1 ? `${r.reward.mean.toFixed(3)} ± ${r.reward.sd.toFixed(3)}` : r.reward.mean.toFixed(3);
-    const fid = r.config.mode === null ? fidBefore : `${fidBefore} → ${pct(r.fidelityExact)} / ${pct(r.fidelityF1)}`;
-    out.push(`| ${r.config.label} | ${r.runs} | ${pct(r.success)} | ${rw} | ${pct(r.precision)} | ${pct(r.recall)} | ${fid} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${secs(r.trainS)} | ${secs(r.evalS)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`);
+    const fid = r.config.mode === null ? fidBefore : `${fidBefore} → ${fid3(r)}`;
+    const inv = r.config.mode === null ? invBefore : `${invBefore} → ${pct(r.fidelityInvalid)}`;
+    out.push(`| ${r.config.label} | ${r.runs} | ${pct(r.success)} | ${rw} | ${pct(r.precision)} | ${pct(r.recall)} | ${fid} | ${inv} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${secs(r.trainS)} | ${secs(r.evalS)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`);
   }
   out.push('');
   out.push(
