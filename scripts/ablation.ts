@@ -30,14 +30,14 @@ import { MemoryStore } from '../src/rl/store';
 const USAGE = `usage: npm run ablation -- [--model DIR] [--steps N] [--seeds N] [--tasks N] [--train-tasks N] [--k K] [--prompts P]
   [--lr LR] [--rank R] [--configs ${ABLATION_CONFIGS.map((c) => c.id).join(',')}] [--out DIR] [--backend B] [--threads T]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--fidelity-tokens N] [--estimate] [--table-only]
-  [--reduced "why"] [--no-write] [--results FILE]`;
+  [--reduced "why"] [--note "findings"] [--no-write] [--results FILE]`;
 
 const FLAGS: FlagSpec = {
   model: { type: 'string' }, steps: { type: 'string' }, seeds: { type: 'string' }, tasks: { type: 'string' }, 'train-tasks': { type: 'string' },
   k: { type: 'string' }, prompts: { type: 'string' }, lr: { type: 'string' }, rank: { type: 'string' }, configs: { type: 'string' },
   out: { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' }, 'max-turns': { type: 'string' },
   'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' }, 'fidelity-tokens': { type: 'string' },
-  estimate: { type: 'boolean' }, 'table-only': { type: 'boolean' }, reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, results: { type: 'string' },
+  estimate: { type: 'boolean' }, 'table-only': { type: 'boolean' }, note: { type: 'string' }, reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, results: { type: 'string' },
 };
 
 const io = processIo;
@@ -171,10 +171,11 @@ process.exitCode = await runCli(io, USAGE, async () => {
       backend: backendName + (threads ? ` (${threads} threads)` : ''),
       machine,
       // As it would be typed to reproduce the runs (--table-only / --no-write only change what this call does).
-      command: `npm run ablation -- ${process.argv.slice(2).filter((a) => a !== '--table-only' && a !== '--no-write').map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`.trim(),
+      command: `npm run ablation -- ${process.argv.slice(2).filter((a, i, all) => a !== '--table-only' && a !== '--no-write' && a !== '--note' && all[i - 1] !== '--note').map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(' ')}`.trim(),
       budget,
       limits: { train: limits, eval: evalLimits },
       reduced: strFlag(v, 'reduced') ?? null,
+      note: strFlag(v, 'note') ?? null,
       measuredStepS: Object.keys(measured).length ? Object.fromEntries(Object.entries(measured).map(([k, xs]) => [k, xs.reduce((s, x) => s + x, 0) / xs.length])) : null,
     };
     const md = renderAblation(rows, meta);

@@ -61,6 +61,8 @@ export interface AblationMeta {
   limits?: { train: LimitsLike; eval: LimitsLike };
   /** Set when the budget is below the intended one: printed above the table. */
   reduced: string | null;
+  /** What came out, in words, printed under the table. */
+  note?: string | null;
   measuredStepS: Record<string, number> | null;
 }
 
@@ -159,6 +161,7 @@ export function renderAblation(rows: readonly AblationRow[], meta: AblationMeta)
     out.push(`| ${r.config.label} | ${r.runs} | ${pct(r.success)} | ${rw} | ${pct(r.precision)} | ${pct(r.recall)} | ${fid} | ${inv} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${secs(r.trainS)} | ${secs(r.evalS)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`);
   }
   out.push('');
+  if (meta.note) out.push(`**What came out.** ${meta.note}`, '');
   out.push(
     `Paper figures: EnvACE (arXiv 2608.06197), τ²-Bench overall success, Qwen3-8B and Qwen3-1.7B; its "GRPO" trains Act against a frozen LLM simulator ` +
       `(our frozen-simulator row); it has no real-environment GRPO and no pooled-group run. Our policy is a ${params(meta.modelParams)}-parameter ` +
