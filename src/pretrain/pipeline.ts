@@ -125,7 +125,8 @@ export async function pretrain(
     const theirs = new TextDecoder().decode(await src.read('tokenizer.json'));
     if (theirs !== JSON.stringify(toTokenizerJson(bpe)) + '\n') throw new Error(`--init ${o.init}: its tokenizer.json differs from the one this seed trains`);
     const { model } = await loadQwen3(src, b, { format: 'f32' });
-    if (JSON.stringify(model.config) !== JSON.stringify(config)) throw new Error(`--init ${o.init}: config differs from the spec`);
+    const same = (Object.keys(config) as (keyof Qwen3Config)[]).every((k) => model.config[k] === config[k]);
+    if (!same) throw new Error(`--init ${o.init}: config differs from the spec`);
     tr = Pretrainer.fromModel(model, hyper, shapes);
     log(`continuing from ${o.init}`);
   } else tr = await Pretrainer.create(b, config, seed, hyper, shapes);
