@@ -268,7 +268,8 @@ async function main(): Promise<void> {
       '',
       `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}, model.safetensors sha256 ${weightsId}…). EnvACE adapter: ${envace ? `\`${adapterDir}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
       '',
-      `Command: \`npm run tts-table -- ${process.argv.slice(2).join(' ')}\``,
+      // The budget flags only: the prose flags are printed above and below the table already.
+      `Command: \`npm run tts-table -- ${process.argv.slice(2).filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}\``,
     ];
     const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote });
     const note = strFlag(v, 'note');
