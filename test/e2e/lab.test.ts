@@ -116,8 +116,9 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   });
 
   it('training dashboard: two GRPO steps move the step counter and the plots', async () => {
-    const logged = Number(await page.getAttribute('[data-testid=runlog-plot]', 'data-points'));
-    expect(logged).toBeGreaterThanOrEqual(3); // stepper rollout, played rollout, group run
+    // Finished rollouts are logged: the played rollout and the group run always finish; the first, stepped
+    // rollout finishes in its one turn only if the policy's rehearsal fails to parse (policy-dependent).
+    await expect.poll(async () => Number(await page.getAttribute('[data-testid=runlog-plot]', 'data-points')), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
     expect(await page.textContent('[data-testid=train-step-count]')).toBe('0 of 2 training steps');
     await page.click('[data-testid=train-start]');
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 240_000, interval: 500 }).toBe('2 of 2 training steps');
