@@ -15,6 +15,7 @@ import { loadAdapters } from '../rl/checkpoint';
 import { evaluateHeldOut, type HeldOutReport } from '../rl/evaluate';
 import { DEFAULT_LIMITS } from '../rl/grpo-trainer';
 import { DirStore } from '../rl/store-node';
+import { privateRehearsal } from '../rollout/private-rehearsal';
 import {
   ArgError, BACKEND_NAMES, enumFlag, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
   type CliIo, type FlagSpec,
@@ -32,10 +33,6 @@ const FLAGS: FlagSpec = {
   'max-rehearse-tokens': { type: 'string' }, 'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, tts: { type: 'string' }, n: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 };
 
-export class TtsUnavailableError extends Error {
-  override readonly name = 'TtsUnavailableError';
-}
-
 export interface EvalResult extends Omit<HeldOutReport, 'perTask'> {
   model: string;
   adapter: string | null;
@@ -50,24 +47,6 @@ export interface EvalResult extends Omit<HeldOutReport, 'perTask'> {
 /** Injected by tests: a smaller domain or task list; everything else runs for real. */
 export interface EvalDeps {
   domain?: Domain;
-}
-
-/**
- * The private-rehearsal module is written separately (issue 7); it is loaded only when --tts asks for it,
- * by a computed specifier, so this CLI builds and runs without it.
- */
-async function loadPrivateRehearsal(): Promise<(...args: unknown[]) => Promise<unknown>> {
-  const spec = ['..', 'rollout', 'private-rehearsal'].join('/');
-  let mod: Record<string, unknown>;
-  try {
-    mod = (await import(spec)) as Record<string, unknown>;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || /Cannot find module/.test(String((e as Error).message))) throw new TtsUnavailableError('test-time rehearsal not available yet (src/rollout/private-rehearsal.ts)');
-    throw e;
-  }
-  if (typeof mod.privateRehearsal !== 'function') throw new TtsUnavailableError('test-time rehearsal not available yet (src/rollout/private-rehearsal.ts exports no privateRehearsal)');
-  return mod.privateRehearsal as (...args: unknown[]) => Promise<unknown>;
 }
 
 export async function evalCli(argv: readonly string[], io: CliIo = processIo, deps: EvalDeps = {}): Promise<number> {
@@ -110,7 +89,6 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       tasks = loadTaskFile(text).slice(0, count);
     }
     if (tasks.length === 0) throw new ArgError(`--tasks ${tasksArg}: no tasks`);
-    const privateRehearsal = tts && n > 0 ? await loadPrivateRehearsal() : null;
 
     const backend = await openBackend(backendName, threads);
     try {
@@ -121,11 +99,10 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       log(`${tasks.length} ${tasksArg} tasks, model ${policy.dir}${adapterDir ? `, adapter ${resolve(adapterDir)}${adapters?.mode ? ` (${adapters.mode} run, step ${adapters.step})` : ''}` : ' (base policy)'}${tts ? `, tts ${tts} n=${n}` : ''}`);
       try {
         let report: HeldOutReport;
-        if (privateRehearsal) {
-          // Wired by the private-rehearsal author: one call per task, then the same summary as below.
-          report = (await privateRehearsal({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, rehearseAdapter: adapters?.rehearse ?? adapters?.act ?? null }, domain, tasks, {
+        if (tts && n > 0) {
+          report = await privateRehearsal({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, rehearseAdapter: adapters?.rehearse ?? adapters?.act ?? null }, domain, tasks, {
             mode: tts, n, seed, limits, fidelityTokens, rehearsePrompt, log,
-          })) as HeldOutReport;
+          });
         } else {
           report = await evaluateHeldOut(
             { model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, ...(adapters?.rehearse ? { rehearseAdapter: adapters.rehearse } : {}) },

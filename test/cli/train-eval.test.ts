@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/args';
-import { DEFAULT_MODEL_DIR } from '../../src/cli/args';
 import { evalCli } from '../../src/cli/eval';
 import { trainCli } from '../../src/cli/train';
 import type { Domain } from '../../src/env/domain';
@@ -64,11 +63,6 @@ describe('npm run train: usage errors', () => {
       expect(t.stdout()).toBe('');
     });
   }
-  it.skipIf(existsSync(join(DEFAULT_MODEL_DIR, 'config.json')))('without --model and no bundled policy: says how to get one', async () => {
-    const t = io();
-    expect(await trainCli(['--mode', 'real', '--steps', '1', '--out', join(work, 'nodefault')], t, { domain })).toBe(2);
-    expect(t.stderr()).toMatch(/the bundled policy is not built yet \(npm run pretrain\), or pass --model DIR/);
-  });
   it('the real entry point exits 2 on a usage error', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/train.ts', '--mode', 'nope'], { encoding: 'utf8' });
     expect(r.status).toBe(2);
@@ -92,11 +86,6 @@ describe('npm run eval: usage errors', () => {
       expect(t.stderr()).toMatch(msg);
     });
   }
-  it.skipIf(existsSync('src/rollout/private-rehearsal.ts'))('--tts with N > 0 before private rehearsal exists: a clear error', async () => {
-    const t = io();
-    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, '--tts', 'parallel', '--n', '2'], t, { domain })).toBe(1);
-    expect(t.stderr()).toMatch(/test-time rehearsal not available yet/);
-  });
 });
 
 describe('npm run train, then npm run eval', () => {
