@@ -111,17 +111,11 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
     fidelity = { steps: f.summary.steps, exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, skipped: f.skipped };
     fidelityMs = performance.now() - t0;
   }
-  return {
-    tasks: tasks.length,
-    success: s.success,
-    meanReward: s.meanReward,
-    toolPrecision: s.toolPrecision,
-    toolRecall: s.toolRecall,
-    meanTurns: s.meanTurns,
-    ends: s.ends,
-    fidelity,
-    perTask,
-    tokens: s.tokens,
-    wallMs: { real: batch.stats.wallMs, fidelity: fidelityMs },
-  };
+  return heldOutReport(tasks.length, s, fidelity, perTask, { real: batch.stats.wallMs, fidelity: fidelityMs });
+}
+
+/** The report of a held-out evaluation from its rollout summary (shared with test-time private rehearsal). */
+export function heldOutReport(tasks: number, s: RolloutSummary, fidelity: HeldOutFidelity | null, perTask: TaskResult[], wallMs: HeldOutReport['wallMs']): HeldOutReport {
+  const { success, meanReward, toolPrecision, toolRecall, meanTurns, ends, tokens } = s;
+  return { tasks, success, meanReward, toolPrecision, toolRecall, meanTurns, ends, fidelity, perTask, tokens, wallMs };
 }

@@ -23,7 +23,7 @@ import { hash32 } from '../engine/rng';
 import type { Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { generate, type GenerateRequest } from '../model/generate';
-import type { EvalPolicy, HeldOutReport, TaskResult } from '../rl/evaluate';
+import { heldOutReport, type EvalPolicy, type HeldOutReport, type TaskResult } from '../rl/evaluate';
 import type { TrainingRow } from '../rl/rows';
 import { buildActPrompt } from './act-prompt';
 import { evalRehearsalFidelity } from './fidelity-eval';
@@ -350,17 +350,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   });
   const judged = perTaskTts.flatMap((p) => p.attempts.map((a) => a.judge.reward));
   return {
-    tasks: tasks.length,
-    success: s.success,
-    meanReward: s.meanReward,
-    toolPrecision: s.toolPrecision,
-    toolRecall: s.toolRecall,
-    meanTurns: s.meanTurns,
-    ends: s.ends,
-    fidelity,
-    perTask,
-    tokens: s.tokens,
-    wallMs: { real: wallMs.commit, fidelity: fidelityMs },
+    ...heldOutReport(tasks.length, s, fidelity, perTask, { real: wallMs.commit, fidelity: fidelityMs }),
     privateRehearsal: {
       mode: opts.mode, n: opts.n, memoryTokens, memoryEvaluation, perTask: perTaskTts,
       tokensPerTask: perTaskTts.reduce((a, p) => a + p.tokens.total, 0) / tasks.length,
