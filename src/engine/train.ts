@@ -47,6 +47,47 @@ export interface GrpoOptions {
   klCoef: number;
 }
 
+/** One token's loss and d(loss)/d(logp), with its clip (0|1) and k3 KL (0 without a reference). */
+export interface TokenLoss {
+  l: number;
+  dl: number;
+  clipped: number;
+  kl: number;
+}
+
+/** Cross-entropy of one target token: l = -logp. */
+export function ceTokenLoss(logp: number): TokenLoss {
+  return { l: -logp, dl: -1, clipped: 0, kl: 0 };
+}
+
+/**
+ * The GRPO surrogate of one token, the rule every backend's host-side head shares: ratio = exp(logp - old),
+ * loss max(-A ratio, -A clip(ratio, 1±eps)), capped at -A c for A < 0 (dual clip); the gradient flows only
+ * through the unclipped branch. With a reference log-prob, k3 = exp(ref - logp) - (ref - logp) - 1 is added
+ * with weight klCoef.
+ */
+export function grpoTokenLoss(logp: number, A: number, old: number, ref: number | null, o: GrpoOptions): TokenLoss {
+  const ratio = Math.exp(logp - old);
+  const pg1 = -A * ratio;
+  const pg2 = -A * Math.min(Math.max(ratio, 1 - o.clipEps), 1 + o.clipEps);
+  let pg = Math.max(pg1, pg2);
+  let flows = !(pg2 > pg1);
+  if (A < 0 && -A * o.dualClip < pg) {
+    pg = -A * o.dualClip;
+    flows = false;
+  }
+  let l = pg;
+  let dl = flows ? -A * ratio : 0;
+  let kl = 0;
+  if (ref !== null) {
+    const d = ref - logp;
+    kl = Math.exp(d) - d - 1;
+    l += o.klCoef * kl;
+    dl += o.klCoef * (1 - Math.exp(d));
+  }
+  return { l, dl, clipped: flows ? 0 : 1, kl };
+}
+
 export interface AdamWStep {
   lr: number;
   beta1: number;

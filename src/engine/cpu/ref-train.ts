@@ -3,7 +3,7 @@
 import type { Backend, Tensor, TokenLayout } from '../backend';
 import { assertShape, EngineError } from '../errors';
 import { dequantAt } from '../quant';
-import type { AdamWStep, GrpoInputs, GrpoOptions, LossHeadResult, TrainOps } from '../train';
+import { ceTokenLoss, grpoTokenLoss, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult, type TrainOps } from '../train';
 import { asCpu, CpuTensor } from './ref';
 
 const f32 = (shape: readonly number[], data: Float32Array | Float64Array) =>
@@ -284,33 +284,9 @@ export class CpuRefTrainOps implements TrainOps {
       ent += lse - px;
       rows++;
       const logp = xs[o0 + tg[r]] - lse;
-      let l: number;
-      let dl: number;
-      if (!g || !o) {
-        l = -logp;
-        dl = -1;
-      } else {
-        const A = adv![r];
-        const ratio = Math.exp(logp - old![r]);
-        const pg1 = -A * ratio;
-        const pg2 = -A * Math.min(Math.max(ratio, 1 - o.clipEps), 1 + o.clipEps);
-        let pg = Math.max(pg1, pg2);
-        let flows = !(pg2 > pg1);
-        if (A < 0 && -A * o.dualClip < pg) {
-          pg = -A * o.dualClip;
-          flows = false;
-        }
-        if (!flows) clipped++;
-        l = pg;
-        dl = flows ? -A * ratio : 0;
-        if (ref) {
-          const d = ref[r] - logp;
-          const k3 = Math.exp(d) - d - 1;
-          kl += k3;
-          l += o.klCoef * k3;
-          dl += o.klCoef * (1 - Math.exp(d));
-        }
-      }
+      const { l, dl, clipped: c1, kl: k3 } = g && o ? grpoTokenLoss(logp, adv![r], old![r], ref ? ref[r] : null, o) : ceTokenLoss(logp);
+      clipped += c1;
+      kl += k3;
       loss += w * l;
       for (let i = 0; i < V; i++) dx[o0 + i] = w * dl * ((i === tg[r] ? 1 : 0) - Math.exp(xs[o0 + i] - lse));
     }

@@ -3,7 +3,7 @@
 // a training step's profile shows) on the wasm kernels, and rope's backward with per-token tables. Registered for 'cpu-fast' when the backend is created.
 import type { Tensor, TokenLayout } from '../../backend';
 import { assertShape, EngineError } from '../../errors';
-import { registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
+import { ceTokenLoss, grpoTokenLoss, registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
 import { asCpu, CpuTensor } from '../ref';
 import { CpuRefTrainOps } from '../ref-train';
 import type { CpuFastBackend } from './backend';
@@ -86,33 +86,9 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
       ent += lse - stats[2 * r + 1];
       rows++;
       const logp = xs[r * V + tg[r]] - lse;
-      let l: number;
-      let dl: number;
-      if (!g || !o) {
-        l = -logp;
-        dl = -1;
-      } else {
-        const A = adv![r];
-        const ratio = Math.exp(logp - old![r]);
-        const pg1 = -A * ratio;
-        const pg2 = -A * Math.min(Math.max(ratio, 1 - o.clipEps), 1 + o.clipEps);
-        let pg = Math.max(pg1, pg2);
-        let flows = !(pg2 > pg1);
-        if (A < 0 && -A * o.dualClip < pg) {
-          pg = -A * o.dualClip;
-          flows = false;
-        }
-        if (!flows) clipped++;
-        l = pg;
-        dl = flows ? -A * ratio : 0;
-        if (ref) {
-          const d = ref[r] - logp;
-          const k3 = Math.exp(d) - d - 1;
-          kl += k3;
-          l += o.klCoef * k3;
-          dl += o.klCoef * (1 - Math.exp(d));
-        }
-      }
+      const { l, dl, clipped: c1, kl: k3 } = g && o ? grpoTokenLoss(logp, adv![r], old![r], ref ? ref[r] : null, o) : ceTokenLoss(logp);
+      clipped += c1;
+      kl += k3;
       loss += w * l;
       const c = -w * dl;
       const o0 = r * V;
