@@ -190,20 +190,22 @@ export type Aggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token
  */
 export function tokenWeights(mask: ArrayLike<number>, seq: ArrayLike<number>, mode: Aggregation, scale = 1): Float32Array {
   if (mask.length !== seq.length) throw new EngineError('shape', `tokenWeights: mask (${mask.length}) vs seq (${seq.length})`);
+  // A mask entry is the token's relative weight: 1 (or 0) for policy rows; pretraining gives sampled
+  // prompt tokens a fraction. Sums run over those weights, so 0/1 masks count tokens.
   const perSeq = new Map<number, number>();
   let total = 0;
   for (let i = 0; i < mask.length; i++)
     if (mask[i] !== 0) {
-      perSeq.set(seq[i], (perSeq.get(seq[i]) ?? 0) + 1);
-      total++;
+      perSeq.set(seq[i], (perSeq.get(seq[i]) ?? 0) + mask[i]);
+      total += mask[i];
     }
   const S = perSeq.size;
   const w = new Float32Array(mask.length);
   for (let i = 0; i < mask.length; i++) {
     if (mask[i] === 0) continue;
-    if (mode === 'token-mean') w[i] = scale / total;
-    else if (mode === 'seq-mean-token-mean') w[i] = scale / (S * perSeq.get(seq[i])!);
-    else if (mode === 'seq-mean-token-sum') w[i] = scale / S;
+    if (mode === 'token-mean') w[i] = (scale * mask[i]) / total;
+    else if (mode === 'seq-mean-token-mean') w[i] = (scale * mask[i]) / (S * perSeq.get(seq[i])!);
+    else if (mode === 'seq-mean-token-sum') w[i] = (scale * mask[i]) / S;
     else throw new EngineError('shape', `tokenWeights: unknown aggregation ${String(mode)}`);
   }
   return w;

@@ -5,6 +5,12 @@
 //   stage of Qwen's own pipeline): merges may cross spaces and punctuation, so frequent multi-word domain
 //   strings (the constant tool block, `{"name": "get_order_details", "arguments": {"order_id": "#W`,
 //   `<execution_result>\n{"result":`) become a few tokens instead of dozens.
+// - Long numbers (optional, on for the bundled policy): every digit of a run of 4 or more digits is its
+//   own pre-token, never merged. Ids, zip codes and item numbers must be copied digit for digit from the
+//   context into calls; with merges across them the same id tokenizes differently in a user message and
+//   in a JSON value, and a small model failed to copy them (the first bundled policy wrote "#W323" for
+//   "#W3238419"). Short numbers (JSON-schema limits like 200, prices' parts) still merge, so the constant
+//   tool block stays short. Qwen's own pre-tokenizer splits every digit; this is the cheaper variant.
 // - Special tokens split the text first and never take part in merges (as Hugging Face added tokens).
 // - A token string that two different merges produce is one vocab entry (keyed by its bytes), exactly as
 //   the tokenizers library does, so the rank-ordered merge list encodes the same way here and in
@@ -25,6 +31,8 @@ export interface BpeTrainOptions {
   minFrequency?: number;
   /** Longest token in bytes (default 64): stops a few huge tokens eating the vocabulary. */
   maxTokenBytes?: number;
+  /** Every digit of a run of 4+ ASCII digits its own pre-token, never merged (default false). */
+  splitLongNumbers?: boolean;
 }
 
 const enc = new TextEncoder();
@@ -47,6 +55,20 @@ export function splitSpecials(text: string, specials: readonly string[]): { text
   }
   if (start < text.length) out.push({ text: text.slice(start), special: false });
   return out;
+}
+
+/**
+ * One digit that has, within its run of digits, a+b >= 3 neighbours (a before, b after): the digits of
+ * runs of 4+. The same source is the Split pattern in tokenizer.json (JS and Oniguruma both have
+ * fixed-length lookbehind).
+ */
+export const LONG_NUMBER_DIGIT = '[0-9](?=[0-9]{3})|(?<=[0-9])[0-9](?=[0-9]{2})|(?<=[0-9]{2})[0-9](?=[0-9])|(?<=[0-9]{3})[0-9]';
+const LONG_NUMBER_SPLIT = new RegExp(`(${LONG_NUMBER_DIGIT})`);
+
+/** A non-special segment cut into pre-tokens: with splitLongNumbers, each digit of a long run alone. */
+export function preTokens(text: string, splitLongNumbers: boolean): string[] {
+  if (!splitLongNumbers) return [text];
+  return text.split(LONG_NUMBER_SPLIT).filter((p) => p.length > 0);
 }
 
 /** Min-heap entries packed as (primary, secondary) numbers; small and allocation-light. */
@@ -111,15 +133,17 @@ export class Bpe {
   /** Merge rules in rank order, as token ids (left, right). */
   readonly merges: [number, number][];
   readonly specials: readonly string[];
+  readonly splitLongNumbers: boolean;
   private readonly rank = new Map<number, number>();
   private readonly mergedId = new Map<number, number>();
   private readonly specialIds = new Map<string, number>();
   private readonly cache = new Map<string, number[]>();
 
-  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[]) {
+  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[], opts: { splitLongNumbers?: boolean } = {}) {
     this.tokens = tokens;
     this.merges = merges;
     this.specials = specials;
+    this.splitLongNumbers = opts.splitLongNumbers ?? false;
     const byBytes = new Map<string, number>();
     tokens.forEach((t, id) => byBytes.set(bytesKey(t), id));
     merges.forEach(([a, b], r) => {
@@ -146,7 +170,7 @@ export class Bpe {
     const out: number[] = [];
     for (const seg of splitSpecials(text, this.specials)) {
       if (seg.special) out.push(this.specialIds.get(seg.text)!);
-      else for (const id of this.encodeSegment(seg.text)) out.push(id);
+      else for (const piece of preTokens(seg.text, this.splitLongNumbers)) for (const id of this.encodeSegment(piece)) out.push(id);
     }
     return out;
   }
@@ -231,7 +255,9 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
 
   // Unique segments with their counts: the constant tool block is one entry however often it occurs.
   const counts = new Map<string, number>();
-  for (const t of texts) for (const s of splitSpecials(t, opts.specials)) if (!s.special) counts.set(s.text, (counts.get(s.text) ?? 0) + 1);
+  const iso = opts.splitLongNumbers ?? false;
+  for (const t of texts)
+    for (const s of splitSpecials(t, opts.specials)) if (!s.special) for (const p of preTokens(s.text, iso)) counts.set(p, (counts.get(p) ?? 0) + 1);
   const words: number[][] = [];
   const wc: number[] = [];
   for (const [s, c] of counts) {
@@ -294,7 +320,7 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
     pairWords.delete(key);
     pushGrown();
   }
-  return new Bpe(tokens, merges, [...opts.specials]);
+  return new Bpe(tokens, merges, [...opts.specials], { splitLongNumbers: iso });
 
   // Replaces every leftmost non-overlapping (a,b) in word wi by id and updates only the pairs that touch it.
   function mergeWord(wi: number, a: number, b: number, id: number): void {

@@ -64,17 +64,6 @@ export function encodeExample(tok: Encoder, ex: Example): Encoded {
   return { role: ex.role, ids, promptLen: p.length };
 }
 
-/**
- * Next-token targets of a sequence: position t predicts ids[t+1]; weight 1 only where ids[t+1] is a
- * response token. Returns (T-1) targets and mask for inputs ids[0..T-2].
- */
-export function targetsAndMask(e: Encoded): { inputs: Int32Array; targets: Int32Array; mask: Float32Array } {
-  const T = e.ids.length;
-  const mask = new Float32Array(T - 1);
-  for (let t = 0; t < T - 1; t++) mask[t] = t + 1 >= e.promptLen ? 1 : 0;
-  return { inputs: e.ids.subarray(0, T - 1), targets: e.ids.subarray(1), mask };
-}
-
 /** Sequence indices grouped into micro-batches of at most maxTokens tokens, in a seeded order. */
 export function packBatches(lengths: readonly number[], maxTokens: number, seed: number, maxSeqs = Infinity): number[][] {
   const order = lengths.map((_, i) => i);

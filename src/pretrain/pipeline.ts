@@ -6,16 +6,21 @@ import type { Backend } from '../engine/backend';
 import type { Domain } from '../env/domain';
 import { paramCount, toHfConfig, type Qwen3Config } from '../model/config';
 import { DirSource } from '../model/source-node';
-import { loadQwen3, toSafetensors } from '../model/weights';
+import { buildQwen3, loadQwen3, toSafetensors } from '../model/weights';
+import { hostWeights } from '../train/params';
+import type { StepReport } from '../train/trainer';
+import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
-import { DEFAULT_HYPER, Pretrainer, type StepStats } from './trainer';
+import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
 
 export interface PretrainSpec {
   model: Omit<Qwen3Config, 'vocabSize'>;
   vocabSize: number;
+  /** Tokenizer: every digit of a 4+ digit number its own token (see src/pretrain/bpe.ts). */
+  splitLongNumbers: boolean;
   /** Train-split tasks whose expert episodes are the training data. */
   trainTasks: number;
   /** The first this-many of them also train the tokenizer (BPE cost grows with the text). */
@@ -32,18 +37,22 @@ export interface PretrainSpec {
   promptLossWeight: number;
 }
 
+/** Rows per step at most (each is its own KV slot). */
+const MAX_ROWS = 32;
+
 /** The bundled default policy (sized from measured throughput: see models/default/README.md). */
 export const FULL_SPEC: PretrainSpec = {
   model: { hiddenSize: 128, intermediateSize: 384, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 32, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },
   vocabSize: 4096,
+  splitLongNumbers: true,
   trainTasks: 600,
   tokenizerTasks: 120,
   mistakeRate: 0.15,
   maxLen: 1024,
   batchTokens: 2048,
-  steps: 320,
-  lr: 6e-3,
-  warmupSteps: 20,
+  steps: 1500,
+  lr: 5e-3,
+  warmupSteps: 50,
   promptLossWeight: 0.25,
 };
 
@@ -51,6 +60,7 @@ export const FULL_SPEC: PretrainSpec = {
 export const QUICK_SPEC: PretrainSpec = {
   model: { hiddenSize: 32, intermediateSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },
   vocabSize: 1200,
+  splitLongNumbers: true,
   trainTasks: 4,
   tokenizerTasks: 4,
   mistakeRate: 0.15,
@@ -87,7 +97,7 @@ export async function pretrain(
   b: Backend,
   domain: Domain,
   spec: PretrainSpec,
-  o: { seed: number; out: string; log: (s: string) => void; onStep?: (s: StepStats) => void; init?: string },
+  o: { seed: number; out: string; log: (s: string) => void; onStep?: (s: StepReport) => void; init?: string },
 ): Promise<PretrainResult> {
   const { seed, log } = o;
   const tools = domain.definitions() as unknown as ToolDefinition[];
@@ -98,7 +108,7 @@ export async function pretrain(
   let t0 = performance.now();
   const order = taskOrder(rows);
   const tokTexts = examples.filter((e) => order.get(e.taskId)! < spec.tokenizerTasks).flatMap((e) => [e.prompt, e.response]);
-  const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000 });
+  const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, splitLongNumbers: spec.splitLongNumbers });
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
 
@@ -116,20 +126,18 @@ export async function pretrain(
 
   const config: Qwen3Config = { ...spec.model, vocabSize: bpe.size };
   const hyper = { ...DEFAULT_HYPER, promptLossWeight: spec.promptLossWeight, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
-  // Inputs are ids[0..T-2], so a sequence of n tokens occupies n-1 batch rows.
-  const shapes = { tokens: spec.batchTokens, slots: 32, maxLen: spec.maxLen, rowQuantum: 128 };
-  let tr: Pretrainer;
+  let model: Qwen3Model;
   if (o.init) {
     // Second stage: same seed -> same data and the same tokenizer, which must equal the folder's.
     const src = new DirSource(o.init);
     const theirs = new TextDecoder().decode(await src.read('tokenizer.json'));
     if (theirs !== JSON.stringify(toTokenizerJson(bpe)) + '\n') throw new Error(`--init ${o.init}: its tokenizer.json differs from the one this seed trains`);
-    const { model } = await loadQwen3(src, b, { format: 'f32' });
+    ({ model } = await loadQwen3(src, b, { format: 'f32' }));
     const same = (Object.keys(config) as (keyof Qwen3Config)[]).every((k) => model.config[k] === config[k]);
     if (!same) throw new Error(`--init ${o.init}: config differs from the spec`);
-    tr = Pretrainer.fromModel(model, hyper, shapes);
     log(`continuing from ${o.init}`);
-  } else tr = await Pretrainer.create(b, config, seed, hyper, shapes);
+  } else ({ model } = await buildQwen3(b, config, initWeights(config, seed), { format: 'f32' }));
+  const tr = pretrainer(model, hyper);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
 
   t0 = performance.now();
@@ -140,22 +148,22 @@ export async function pretrain(
   let tokens = 0;
   let ema = NaN;
   while (tr.step < spec.steps) {
-    if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length - 1), spec.batchTokens, seed * 1009 + epoch++, shapes.slots - 1);
-    const batch = queue.shift()!.map((i) => kept[i]);
-    const st = await tr.trainStep(batch);
-    tokens += st.tokens;
+    if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
+    const seqs = queue.shift()!.map((i) => kept[i]);
+    const st = await tr.trainStep([pretrainBatch(seqs, spec.promptLossWeight)]);
+    if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
+    tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });
     ema = Number.isNaN(ema) ? st.loss : 0.9 * ema + 0.1 * st.loss;
     o.onStep?.(st);
     const el = (performance.now() - t0) / 1000;
     if (st.step % 5 === 0 || st.step === spec.steps)
       log(`step ${st.step}/${spec.steps} epoch ${epoch} loss ${st.loss.toFixed(4)} (ema ${ema.toFixed(4)}) lr ${st.lr.toExponential(2)} |g| ${st.gradNorm.toFixed(2)} ${(tokens / el).toFixed(0)} tok/s, ${el.toFixed(0)} s, eta ${((el / st.step) * (spec.steps - st.step)).toFixed(0)} s`);
-    if (!Number.isFinite(st.loss)) throw new Error(`loss is ${st.loss} at step ${st.step}`);
   }
   const trainSeconds = (performance.now() - t0) / 1000;
 
   await mkdir(o.out, { recursive: true });
-  const weights = toSafetensors(config, await tr.hostWeights());
+  const weights = toSafetensors(config, await hostWeights(tr.params));
   const imEnd = bpe.tokenId('<|im_end|>');
   const eot = bpe.tokenId('<|endoftext|>');
   await writeFile(join(o.out, 'model.safetensors'), weights);

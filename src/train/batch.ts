@@ -21,7 +21,7 @@ export interface TrainBatch {
 
 export interface TrainSequence {
   tokens: ArrayLike<number>;
-  /** (n) 1 where the token is a response token that carries loss. */
+  /** (n) loss weight of each token as a target: 1 for a response token, 0 for none, a fraction to count it less. */
   mask: ArrayLike<number>;
   /** GRPO: the sequence's advantage. */
   advantage?: number;
@@ -61,7 +61,7 @@ export function packBatch(seqs: readonly TrainSequence[], mode: Aggregation = 't
       seqOf[t] = si;
       if (i + 1 < n) {
         targets[t] = s.tokens[i + 1];
-        mask[t] = s.mask[i + 1] ? 1 : 0;
+        mask[t] = Number(s.mask[i + 1]);
         if (grpo) {
           adv[t] = s.advantage!;
           old[t] = s.oldLogp![i + 1];

@@ -5,7 +5,7 @@ import type { Backend, Tensor } from '../engine/backend';
 import { EngineError } from '../engine/errors';
 import type { LoraAdapter } from '../model/lora';
 import type { LayerWeights, Qwen3Model } from '../model/qwen3';
-import { layerWeightName } from '../model/weights';
+import { layerWeightName, type HostWeights } from '../model/weights';
 
 export interface Param {
   /** PEFT / Hugging Face name (used for reports and optimizer-state files). */
@@ -61,4 +61,11 @@ export function fullParams(model: Qwen3Model): ParamSet {
   ps.push(makeParam(b, 'model.norm.weight', w.finalNorm));
   if (w.lmHead !== w.embed) ps.push(makeParam(b, 'lm_head.weight', w.lmHead));
   return new ParamSet(b, ps);
+}
+
+/** The parameters' current values as host f32 arrays under their names (full mode: a whole HF checkpoint). */
+export async function hostWeights(ps: ParamSet): Promise<HostWeights> {
+  const out: HostWeights = new Map();
+  for (const p of ps.params) out.set(p.name, { kind: 'f32', shape: [...p.param.shape], data: Float32Array.from((await ps.backend.read(p.param)) as Float32Array) });
+  return out;
 }

@@ -25,6 +25,7 @@ export interface TrainerOptions {
   beta1?: number;
   beta2?: number;
   eps?: number;
+  /** Decoupled weight decay of matrices (norm gains are never decayed: it would fight the normalisation). */
   weightDecay?: number;
   /** Global grad-norm clip (0 = off). Default 1. */
   maxGradNorm?: number;
@@ -192,7 +193,7 @@ export class Trainer {
     }
     const gradScale = clipFactor(ss, this.o.maxGradNorm);
     const hp = { lr, beta1: this.o.beta1, beta2: this.o.beta2, eps: this.o.eps, weightDecay: this.o.weightDecay, step: nextStep, gradScale };
-    for (const p of this.params.params) ops.adamw(p.param, p.grad, p.m, p.v, hp);
+    for (const p of this.params.params) ops.adamw(p.param, p.grad, p.m, p.v, p.param.shape.length === 2 ? hp : { ...hp, weightDecay: 0 });
     await b.sync();
     this.step = nextStep;
     report.applied = true;

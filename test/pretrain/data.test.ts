@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { retailDomain } from '../../src/env/retail/index';
 import { trainBpe } from '../../src/pretrain/bpe';
-import { encodeExample, END, expertRows, packBatches, rowToExample, targetsAndMask } from '../../src/pretrain/data';
+import { encodeExample, END, expertRows, packBatches, rowToExample } from '../../src/pretrain/data';
+import { pretrainBatch } from '../../src/pretrain/trainer';
 import { SPECIAL_STRINGS } from '../../src/pretrain/hf-tokenizer';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../../src/rollout/chat';
@@ -43,12 +44,11 @@ describe('expert examples', () => {
       const enc = encodeExample(bpe, e);
       expect(bpe.decode(Array.from(enc.ids))).toBe(e.prompt + e.response);
       expect(bpe.decode(Array.from(enc.ids.subarray(enc.promptLen)))).toBe(e.response);
-      const { inputs, targets, mask } = targetsAndMask(enc);
-      expect(inputs.length).toBe(enc.ids.length - 1);
-      const masked = targets.filter((_, t) => mask[t] === 1);
+      const { targets, weight } = pretrainBatch([enc], 0);
+      const masked = targets.filter((_, t) => weight[t] > 0);
       expect(Array.from(masked)).toEqual(Array.from(enc.ids.subarray(enc.promptLen)));
-      // The first masked position is the last prompt token, predicting the first response token.
-      expect(mask.indexOf(1)).toBe(enc.promptLen - 1);
+      // The first row with loss is the last prompt token, predicting the first response token.
+      expect(weight.findIndex((w) => w > 0)).toBe(enc.promptLen - 1);
       expect(enc.ids[enc.ids.length - 1]).toBe(bpe.tokenId('<|im_end|>'));
     }
   });

@@ -41,6 +41,19 @@ describe('BPE trainer (hand-worked)', () => {
     expect(() => trainBpe(['x'], { vocabSize: 200, specials: SPECIAL_STRINGS })).toThrow(BpeError);
   });
 
+  it('with splitLongNumbers, every digit of a 4+ digit run is its own token; shorter numbers still merge', () => {
+    const texts = Array(6).fill('order #W2378156 and #W2378156, zip 19122, "maxLength": 200, 200, 200');
+    const bpe = trainBpe(texts, { vocabSize: 400, specials: SPECIAL_STRINGS, splitLongNumbers: true });
+    const ids = bpe.encode('id #W2378156!');
+    expect(ids.filter((i) => i >= 48 && i <= 57)).toEqual([...'2378156'].map((c) => c.charCodeAt(0)));
+    expect(bpe.encode('zip 19122').filter((i) => i >= 48 && i <= 57).length).toBe(5);
+    // "200" (a run of 3) takes part in merges: it is not three digit tokens.
+    expect(bpe.encode('"maxLength": 200').filter((i) => i >= 48 && i <= 57).length).toBeLessThan(3);
+    // Without the split the same data merges the long ids too.
+    const merged = trainBpe(texts, { vocabSize: 400, specials: SPECIAL_STRINGS });
+    expect(merged.encode('#W2378156').length).toBeLessThan(4);
+  });
+
   it('is deterministic', () => {
     const texts = ['the cat sat on the mat', 'the hat', 'that cat'];
     const o = { vocabSize: 280, specials: SPECIAL_STRINGS };
@@ -48,7 +61,7 @@ describe('BPE trainer (hand-worked)', () => {
   });
 });
 
-describe('BPE on the retail expert data, through transformers.js', () => {
+describe.each([false, true])('BPE on the retail expert data, through transformers.js (splitLongNumbers %s)', (splitLongNumbers) => {
   let bpe: Bpe;
   let heldOut: string[];
   let tok: Tokenizer;
@@ -58,9 +71,9 @@ describe('BPE on the retail expert data, through transformers.js', () => {
     const ex = (split: 'train' | 'test', n: number) =>
       expertRows(d, { split, tasks: n, seed: 3, mistakeRate: 0.2 }).rows.map((r) => rowToExample(r, d.policy, defs));
     const train = ex('train', 6);
-    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS });
+    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS, splitLongNumbers });
     heldOut = ex('test', 2).flatMap((e) => [e.prompt, e.response]);
-    heldOut.push('unicode: café — 東京 🚀, "quotes" \\ and\ttabs\n<tool_call>\n{"name": "nope"}\n</tool_call>', '', ' ');
+    heldOut.push('digits ٣ ½ 0123456789 #W2378156 "12.50" unicode: café — 東京 🚀, "quotes" \\ and\ttabs\n<tool_call>\n{"name": "nope"}\n</tool_call>', '', ' ');
     const json = JSON.parse(JSON.stringify(toTokenizerJson(bpe)));
     tok = Tokenizer.fromJSON(json, toTokenizerConfig(bpe, await qwen3ChatTemplate(), 2048));
   }, 120_000);
@@ -87,6 +100,7 @@ describe('BPE on the retail expert data, through transformers.js', () => {
   it('tokenizer.json reads back to the same BPE; the chat template is Qwen3\'s', async () => {
     const back = fromTokenizerJson(JSON.parse(JSON.stringify(toTokenizerJson(bpe))));
     expect(back.merges).toEqual(bpe.merges);
+    expect(back.splitLongNumbers).toBe(splitLongNumbers);
     expect(back.encode(heldOut[1])).toEqual(bpe.encode(heldOut[1]));
     const text = tok.chat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, templateArgs: { enable_thinking: false } });
     expect(text).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
