@@ -1,5 +1,5 @@
 // npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
-//                     [--quick] [--eval N]
+//                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N]
 //        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
 //                                                                     writes grpo-timing-<backend>.json)
 //        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
@@ -52,6 +52,7 @@ async function main(): Promise<void> {
       commit: { type: 'string', default: 'unknown' },
       init: { type: 'string' },
       lr: { type: 'string' },
+      'review-tasks': { type: 'string' },
     },
     strict: true,
   });
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
   const base = values.quick ? QUICK_SPEC : FULL_SPEC;
   const lr = values.lr === undefined ? undefined : Number(values.lr);
   if (lr !== undefined && !(lr > 0 && lr < 1)) throw new Error(`--lr must be a number in (0,1), got ${JSON.stringify(values.lr)}`);
-  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr };
+  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks };
   const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
   const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
   const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);

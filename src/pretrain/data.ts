@@ -10,7 +10,8 @@ import { buildRehearsePrompt } from '../rollout/rehearse-prompt';
 
 /** A training pair: `prompt` is conditioning only, `response` carries the loss (it ends with <|im_end|>). */
 export interface Example {
-  role: 'act' | 'rehearse';
+  /** review: the self-evaluation of an attempt (src/pretrain/review-rows.ts). */
+  role: 'act' | 'rehearse' | 'review';
   taskId: string;
   prompt: string;
   response: string;
@@ -43,7 +44,7 @@ export function rowToExample(row: Row, policy: string, tools: readonly ToolDefin
 }
 
 export interface Encoded {
-  role: 'act' | 'rehearse';
+  role: Example['role'];
   /** (T) token ids of prompt + response. */
   ids: Int32Array;
   /** Number of prompt tokens: tokens [promptLen, T) are the response and carry the loss. */

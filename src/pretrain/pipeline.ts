@@ -12,6 +12,7 @@ import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
+import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
@@ -26,6 +27,11 @@ export interface PretrainSpec {
   /** The first this-many of them also train the tokenizer (BPE cost grows with the text). */
   tokenizerTasks: number;
   mistakeRate: number;
+  /**
+   * The first this-many train tasks also give a review row and memory-conditioned Act rows for test-time
+   * private rehearsal (src/pretrain/review-rows.ts); 0 = none. Not part of the tokenizer's texts.
+   */
+  reviewTasks: number;
   /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
   maxLen: number;
   /** Tokens per optimizer step (whole sequences). */
@@ -48,6 +54,7 @@ export const FULL_SPEC: PretrainSpec = {
   trainTasks: 600,
   tokenizerTasks: 120,
   mistakeRate: 0.15,
+  reviewTasks: 300,
   maxLen: 1024,
   batchTokens: 2048,
   steps: 1500,
@@ -64,6 +71,7 @@ export const QUICK_SPEC: PretrainSpec = {
   trainTasks: 4,
   tokenizerTasks: 4,
   mistakeRate: 0.15,
+  reviewTasks: 2,
   maxLen: 1024,
   batchTokens: 1024,
   steps: 4,
@@ -80,7 +88,7 @@ export interface PretrainResult {
   config: Qwen3Config;
   spec: PretrainSpec;
   data: {
-    rows: { act: number; rehearse: number };
+    rows: { act: number; rehearse: number; review?: number; memoryAct?: number };
     dropped: number;
     tokens: { total: number; response: number };
     length: { act: ReturnType<typeof lengthStats>; rehearse: ReturnType<typeof lengthStats>; response: ReturnType<typeof lengthStats> };
@@ -101,7 +109,7 @@ export async function pretrain(
 ): Promise<PretrainResult> {
   const { seed, log } = o;
   const tools = domain.definitions() as unknown as ToolDefinition[];
-  const { rows } = expertRows(domain, { split: 'train', tasks: spec.trainTasks, seed, mistakeRate: spec.mistakeRate });
+  const { rows, tasks } = expertRows(domain, { split: 'train', tasks: spec.trainTasks, seed, mistakeRate: spec.mistakeRate });
   const examples = rows.map((r) => rowToExample(r, domain.policy, tools));
   log(`data: ${spec.trainTasks} train tasks -> ${examples.length} rows`);
 
@@ -112,11 +120,21 @@ export async function pretrain(
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
 
-  const all = examples.map((e) => encodeExample(bpe, e));
-  const kept: Encoded[] = all.filter((e) => e.ids.length <= spec.maxLen);
+  // Review and memory-conditioned rows come after the expert rows, so reviewTasks = 0 gives the same data.
+  const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: 256, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
+  const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct')];
+  const all = [...examples, ...rv.reviews, ...rv.memoryActs].map((e) => encodeExample(bpe, e));
+  const keep = all.map((e) => e.ids.length <= spec.maxLen);
+  const kept: Encoded[] = all.filter((_, i) => keep[i]);
+  const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;
   const lens = (r: string) => kept.filter((e) => e.role === r).map((e) => e.ids.length);
   const data: PretrainResult['data'] = {
-    rows: { act: kept.filter((e) => e.role === 'act').length, rehearse: kept.filter((e) => e.role === 'rehearse').length },
+    rows: {
+      act: count((e, src) => e.role === 'act' && src === 'expert'),
+      rehearse: count((e) => e.role === 'rehearse'),
+      review: count((e) => e.role === 'review'),
+      memoryAct: count((_, src) => src === 'memoryAct'),
+    },
     dropped: all.length - kept.length,
     tokens: { total: kept.reduce((a, e) => a + e.ids.length, 0), response: kept.reduce((a, e) => a + e.ids.length - e.promptLen, 0) },
     length: { act: lengthStats(lens('act')), rehearse: lengthStats(lens('rehearse')), response: lengthStats(kept.map((e) => e.ids.length - e.promptLen)) },

@@ -9,7 +9,7 @@ const inputs: CardInputs = {
     command: 'npm run pretrain -- --seed 0',
     out: 'models/default', seed: 0, backend: 'cpu-fast', params: 1312128,
     config: { ...FULL_SPEC.model, vocabSize: 4096 }, spec: { ...FULL_SPEC, steps: 280 },
-    data: { rows: { act: 2420, rehearse: 1888 }, dropped: 74, tokens: { total: 1104981, response: 215316 }, length: { act: stats(225), rehearse: stats(297), response: stats(50) }, actPrefixTokens: 8 },
+    data: { rows: { act: 2420, rehearse: 1888, review: 300, memoryAct: 1100 }, dropped: 74, tokens: { total: 1104981, response: 215316 }, length: { act: stats(225), rehearse: stats(297), response: stats(50) }, actPrefixTokens: 8 },
     tokenizerSeconds: 28, trainSeconds: 2400, tokensPerSecond: 230,
     losses: [{ step: 1, loss: 8.3 }, { step: 280, loss: 1.234 }], finalLoss: 1.25,
   },
