@@ -1,4 +1,4 @@
-// Row-wise backward kernels (one workgroup per row): rmsnorm (dx, and dw by a column pass), log-softmax.
+// Row-wise backward kernels (one workgroup per row; short rows: one thread per row): rmsnorm (dx, and dw by a column pass), log-softmax.
 import { assertShape } from '../../errors';
 import { type GpuContext, grid1d } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
@@ -31,6 +31,38 @@ fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @bu
   let k = inv * inv * inv * reduce_sum(l, dot) / f32(p.c);
   for (var i = l; i < p.c; i += ${WG}u) { dx[base + i] = inv * g[i] * dy[base + i] - k * x[base + i]; }
   if (l == 0u) { invs[row] = inv; }
+}`,
+};
+
+// The same for short rows (C <= ROW_MAX_C: q/k-norm, a small model's hidden state): one thread per row, no
+// barriers (software adapters pay ~1 ms per 256-lane workgroup of tree reductions; SwiftShader spent 25 s
+// of a bundled-policy GRPO update in RMS_DX).
+const ROW_MAX_C = 256;
+const RMS_DX_ROW = {
+  code: /* wgsl */ `
+struct P { rows: u32, c: u32, eps: f32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> dy: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> g: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(5) var<storage, read_write> invs: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  let row = (w.y * nw.x + w.x) * 64u + l;
+  if (row >= p.rows) { return; }
+  let base = row * p.c;
+  var ss = 0.0;
+  var dot = 0.0;
+  for (var i = 0u; i < p.c; i++) {
+    let v = x[base + i];
+    ss += v * v;
+    dot += g[i] * dy[base + i] * v;
+  }
+  let inv = inverseSqrt(ss / f32(p.c) + p.eps);
+  let k = inv * inv * inv * dot / f32(p.c);
+  for (var i = 0u; i < p.c; i++) { dx[base + i] = inv * g[i] * dy[base + i] - k * x[base + i]; }
+  invs[row] = inv;
 }`,
 };
 
@@ -82,7 +114,8 @@ export function rmsnormBackward(ctx: GpuContext, dy: GpuTensor, x: GpuTensor, w:
   const R = x.size / C;
   const dx = ctx.empty(x.shape, 'f32');
   const invs = ctx.empty([R], 'f32');
-  ctx.dispatch(RMS_DX, [dy.buf, x.buf, w.buf, dx.buf, invs.buf], [R, C, { f32: eps }], rowGrid(R));
+  if (C <= ROW_MAX_C) ctx.dispatch(RMS_DX_ROW, [dy.buf, x.buf, w.buf, dx.buf, invs.buf], [R, C, { f32: eps }], grid1d(R, 64));
+  else ctx.dispatch(RMS_DX, [dy.buf, x.buf, w.buf, dx.buf, invs.buf], [R, C, { f32: eps }], rowGrid(R));
   if (dw) {
     assertF32(dw, 'rmsnormBackward');
     assertShape(dw.size === C, `rmsnormBackward: dw (${dw.shape}) vs C=${C}`);
