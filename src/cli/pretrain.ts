@@ -1,5 +1,5 @@
 // npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
-//                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N]
+//                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N] [--swap-share X]
 //        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
 //                                                                     writes grpo-timing-<backend>.json)
 //        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
@@ -53,6 +53,7 @@ async function main(): Promise<void> {
       init: { type: 'string' },
       lr: { type: 'string' },
       'review-tasks': { type: 'string' },
+      'swap-share': { type: 'string' },
     },
     strict: true,
   });
@@ -66,9 +67,15 @@ async function main(): Promise<void> {
   if (!BACKENDS.includes(backendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}, got ${JSON.stringify(values.backend)}`);
   const seed = int('seed', values.seed, 0)!;
   const base = values.quick ? QUICK_SPEC : FULL_SPEC;
+  const share = (v: string | undefined): number | undefined => {
+    if (v === undefined) return undefined;
+    const x = Number(v);
+    if (!(x >= 0 && x <= 1)) throw new Error(`--swap-share must be a number in [0,1], got ${JSON.stringify(v)}`);
+    return x;
+  };
   const lr = values.lr === undefined ? undefined : Number(values.lr);
   if (lr !== undefined && !(lr > 0 && lr < 1)) throw new Error(`--lr must be a number in (0,1), got ${JSON.stringify(values.lr)}`);
-  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks };
+  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks, swapShare: share(values['swap-share']) ?? base.swapShare };
   const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
   const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
   const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);

@@ -12,6 +12,8 @@ import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
+import { Rng } from '../engine/rng';
+import { swapIdentities } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
@@ -32,6 +34,11 @@ export interface PretrainSpec {
    * private rehearsal (src/pretrain/review-rows.ts); 0 = none. Not part of the tokenizer's texts.
    */
   reviewTasks: number;
+  /**
+   * Share of the tasks whose expert rows are used with their copy targets swapped for random values
+   * (src/pretrain/augment.ts), in place of the originals; 0 = none. Not part of the tokenizer's texts.
+   */
+  swapShare: number;
   /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
   maxLen: number;
   /** Tokens per optimizer step (whole sequences). */
@@ -55,6 +62,7 @@ export const FULL_SPEC: PretrainSpec = {
   tokenizerTasks: 120,
   mistakeRate: 0.15,
   reviewTasks: 300,
+  swapShare: 0.5,
   maxLen: 1024,
   batchTokens: 2048,
   steps: 1500,
@@ -72,6 +80,7 @@ export const QUICK_SPEC: PretrainSpec = {
   tokenizerTasks: 4,
   mistakeRate: 0.15,
   reviewTasks: 2,
+  swapShare: 0.5,
   maxLen: 1024,
   batchTokens: 1024,
   steps: 4,
@@ -120,7 +129,21 @@ export async function pretrain(
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
 
-  // Review and memory-conditioned rows come after the expert rows, so reviewTasks = 0 gives the same data.
+  // Swapped identities replace the rows of every task whose seeded draw falls under swapShare; review and
+  // memory-conditioned rows come after the expert rows. With both off the data is the expert rows alone.
+  if (spec.swapShare > 0) {
+    const rng = new Rng(seed * 31337 + 1);
+    const byTask = new Map(tasks.map((t) => [t.id, t]));
+    const swapped = new Set(tasks.filter(() => rng.next() < spec.swapShare).map((t) => t.id));
+    const groups = new Map<string, number[]>();
+    examples.forEach((e, i) => groups.set(e.taskId, [...(groups.get(e.taskId) ?? []), i]));
+    for (const [id, idx] of groups) {
+      if (!swapped.has(id)) continue;
+      const twin = swapIdentities(byTask.get(id)!, idx.map((i) => examples[i]), rng);
+      idx.forEach((i, k) => (examples[i] = twin[k]));
+    }
+    log(`identity swap: ${swapped.size} of ${tasks.length} tasks`);
+  }
   const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: 256, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
   const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct')];
   const all = [...examples, ...rv.reviews, ...rv.memoryActs].map((e) => encodeExample(bpe, e));

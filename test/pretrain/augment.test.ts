@@ -1,0 +1,46 @@
+// Identity swap: the values a request asks the policy to copy are replaced consistently in every row of
+// the task, and nothing else changes.
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../../src/engine/rng';
+import { retailDomain } from '../../src/env/retail/index';
+import { loadRetailBase } from '../../src/env/retail/node';
+import { copyTargets, swapIdentities } from '../../src/pretrain/augment';
+import { expertRows, rowToExample } from '../../src/pretrain/data';
+
+const d = retailDomain(loadRetailBase());
+const defs = d.definitions() as never;
+
+describe('identity swap', () => {
+  it('finds the names and long numbers the reference actions copy from the request', () => {
+    const task = { userMessages: ["Good morning. I'm James Kim, zip code 92199. I'd like to check on order number #W3901983."], referenceActions: [
+      { name: 'find_user_id_by_name_zip', arguments: { first_name: 'James', last_name: 'Kim', zip: '92199' } },
+      { name: 'get_order_details', arguments: { order_id: '#W3901983' } },
+      { name: 'get_product_details', arguments: { product_id: '1234567890' } }, // not in the request: not a target
+    ] };
+    expect(copyTargets(task)).toEqual({ names: ['james', 'kim'], numbers: ['92199', '3901983'] });
+  });
+
+  it('swaps every occurrence consistently; the calls still copy from the (swapped) request; other text is untouched', () => {
+    const { tasks, rows } = expertRows(d, { split: 'train', tasks: 20, seed: 2, mistakeRate: 0.15 });
+    let checked = 0;
+    for (const task of tasks) {
+      const ex = rows.filter((r) => r.taskId === task.id).map((r) => rowToExample(r, d.policy, defs));
+      const { names, numbers } = copyTargets(task);
+      if (names.length === 0 || numbers.length === 0) continue;
+      const sw = swapIdentities(task, ex, new Rng(1));
+      expect(sw).toHaveLength(ex.length);
+      const all = sw.map((e) => e.prompt + e.response).join('\n');
+      for (const n of numbers) expect(all).not.toMatch(new RegExp(`(?<![0-9])${n}(?![0-9])`));
+      for (const n of names) expect(all).not.toMatch(new RegExp(`(?<=[._@])${n}(?![a-z])|\\b${n.charAt(0).toUpperCase()}${n.slice(1)}\\b`));
+      // Every call argument of the first act turn (an identity lookup) appears verbatim in its own request.
+      const first = sw.find((e) => e.role === 'act' && e.response.startsWith('<tool_call>'))!;
+      const call = JSON.parse(first.response.slice('<tool_call>\n'.length, first.response.indexOf('\n</tool_call>'))) as { arguments: Record<string, string> };
+      const user = first.prompt.slice(first.prompt.lastIndexOf('<|im_start|>user\n'));
+      for (const v of Object.values(call.arguments)) expect(user.toLowerCase()).toContain(String(v).toLowerCase());
+      // The system prompt and tool block are untouched.
+      expect(sw[0].prompt.slice(0, 2000)).toBe(ex[0].prompt.slice(0, 2000));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(5);
+  });
+});
