@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     const init = values.init ? resolve(values.init) : undefined;
     // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
     const result = await pretrain(b, domain, spec, { seed, out, log, init });
-    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}`;
+    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}`;
     await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
     let evaluation = null;
     if (evalTasks > 0) {
