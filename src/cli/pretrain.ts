@@ -1,5 +1,5 @@
 // npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
-//                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N] [--swap-share X]
+//                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N] [--swap-share X] [--copy-drills N]
 //        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
 //                                                                     writes grpo-timing-<backend>.json)
 //        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       lr: { type: 'string' },
       'review-tasks': { type: 'string' },
       'swap-share': { type: 'string' },
+      'copy-drills': { type: 'string' },
     },
     strict: true,
   });
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
   };
   const lr = values.lr === undefined ? undefined : Number(values.lr);
   if (lr !== undefined && !(lr > 0 && lr < 1)) throw new Error(`--lr must be a number in (0,1), got ${JSON.stringify(values.lr)}`);
-  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks, swapShare: share(values['swap-share']) ?? base.swapShare };
+  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks, swapShare: share(values['swap-share']) ?? base.swapShare, copyDrills: int('copy-drills', values['copy-drills'], 0) ?? base.copyDrills };
   const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
   const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
   const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
@@ -114,7 +115,7 @@ async function main(): Promise<void> {
     const init = values.init ? resolve(values.init) : undefined;
     // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
     const result = await pretrain(b, domain, spec, { seed, out, log, init });
-    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}`;
+    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}`;
     await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
     let evaluation = null;
     if (evalTasks > 0) {

@@ -75,3 +75,28 @@ export function swapIdentities(task: Pick<Task, 'userMessages' | 'referenceActio
   const swap = (s: string) => s.replace(re, (hit) => map.get(hit) ?? hit);
   return examples.map((e) => ({ ...e, prompt: swap(e.prompt), response: swap(e.response) }));
 }
+
+/**
+ * Synthetic copy drills: a user message with filler and a list of fresh ids, emails and names, and the
+ * assistant repeating the list. Copying over a distance is the skill the domain rows need and reward too
+ * rarely for a small model to find it (induction heads form fast on repeated random sequences); the
+ * drills use the chat format and the kinds of values the tools take, so the skill transfers.
+ */
+export function copyDrills(n: number, rng: Rng, filler: readonly string[]): Example[] {
+  const value = (): string => {
+    const k = rng.int(5);
+    if (k === 0) return `#W${randomDigits(rng, '1234567')}`;
+    if (k === 1) return `${randomName(rng)}.${randomName(rng)}${randomDigits(rng, '1234')}@example.com`;
+    if (k === 2) return `${cap(randomName(rng))} ${cap(randomName(rng))}`;
+    if (k === 3) return randomDigits(rng, '12345');
+    return randomDigits(rng, '1234567890');
+  };
+  const out: Example[] = [];
+  for (let i = 0; i < n; i++) {
+    const vals = Array.from({ length: 1 + rng.int(4) }, value);
+    const pad = Array.from({ length: rng.int(6) }, () => filler[rng.int(filler.length)]).join(' ');
+    const prompt = `<|im_start|>user\n${pad}${pad ? '\n' : ''}Please repeat exactly: ${vals.join(', ')}<|im_end|>\n<|im_start|>assistant\n`;
+    out.push({ role: 'copy', taskId: `copy-${i}`, prompt, response: `${vals.join(', ')}<|im_end|>` });
+  }
+  return out;
+}

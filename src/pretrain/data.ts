@@ -10,8 +10,8 @@ import { buildRehearsePrompt } from '../rollout/rehearse-prompt';
 
 /** A training pair: `prompt` is conditioning only, `response` carries the loss (it ends with <|im_end|>). */
 export interface Example {
-  /** review: the self-evaluation of an attempt (src/pretrain/review-rows.ts). */
-  role: 'act' | 'rehearse' | 'review';
+  /** review: the self-evaluation of an attempt (src/pretrain/review-rows.ts); copy: a drill (augment.ts). */
+  role: 'act' | 'rehearse' | 'review' | 'copy';
   taskId: string;
   prompt: string;
   response: string;

@@ -13,7 +13,7 @@ import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
 import { Rng } from '../engine/rng';
-import { swapIdentities } from './augment';
+import { copyDrills, swapIdentities } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
@@ -39,6 +39,8 @@ export interface PretrainSpec {
    * (src/pretrain/augment.ts), in place of the originals; 0 = none. Not part of the tokenizer's texts.
    */
   swapShare: number;
+  /** Synthetic copy drills added to the data (src/pretrain/augment.ts copyDrills); 0 = none. */
+  copyDrills: number;
   /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
   maxLen: number;
   /** Tokens per optimizer step (whole sequences). */
@@ -63,6 +65,7 @@ export const FULL_SPEC: PretrainSpec = {
   mistakeRate: 0.15,
   reviewTasks: 300,
   swapShare: 0.5,
+  copyDrills: 3000,
   maxLen: 1024,
   batchTokens: 2048,
   steps: 1500,
@@ -81,6 +84,7 @@ export const QUICK_SPEC: PretrainSpec = {
   mistakeRate: 0.15,
   reviewTasks: 2,
   swapShare: 0.5,
+  copyDrills: 8,
   maxLen: 1024,
   batchTokens: 1024,
   steps: 4,
@@ -97,7 +101,7 @@ export interface PretrainResult {
   config: Qwen3Config;
   spec: PretrainSpec;
   data: {
-    rows: { act: number; rehearse: number; review?: number; memoryAct?: number };
+    rows: { act: number; rehearse: number; review?: number; memoryAct?: number; copy?: number };
     dropped: number;
     tokens: { total: number; response: number };
     length: { act: ReturnType<typeof lengthStats>; rehearse: ReturnType<typeof lengthStats>; response: ReturnType<typeof lengthStats> };
@@ -145,8 +149,10 @@ export async function pretrain(
     log(`identity swap: ${swapped.size} of ${tasks.length} tasks`);
   }
   const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: 256, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
-  const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct')];
-  const all = [...examples, ...rv.reviews, ...rv.memoryActs].map((e) => encodeExample(bpe, e));
+  // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
+  const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages));
+  const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
+  const all = [...examples, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;
@@ -157,6 +163,7 @@ export async function pretrain(
       rehearse: count((e) => e.role === 'rehearse'),
       review: count((e) => e.role === 'review'),
       memoryAct: count((_, src) => src === 'memoryAct'),
+      copy: count((e) => e.role === 'copy'),
     },
     dropped: all.length - kept.length,
     tokens: { total: kept.reduce((a, e) => a + e.ids.length, 0), response: kept.reduce((a, e) => a + e.ids.length - e.promptLen, 0) },
