@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/engine/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyTargets, swapIdentities } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, swapIdentities } from '../../src/pretrain/augment';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 
 const d = retailDomain(loadRetailBase());
@@ -42,5 +42,20 @@ describe('identity swap', () => {
       checked++;
     }
     expect(checked).toBeGreaterThan(5);
+  });
+});
+
+describe('copy drills', () => {
+  it('the response repeats exactly the listed values, after filler; seeded', () => {
+    const filler = ['I am Ann Lee, zip 12345.', 'Order #W7654321 please.'];
+    const a = copyDrills(50, new Rng(3), filler);
+    expect(a).toHaveLength(50);
+    for (const e of a) {
+      expect(e.role).toBe('copy');
+      const listed = e.prompt.slice(e.prompt.indexOf('Please repeat exactly: ') + 23, e.prompt.indexOf('<|im_end|>'));
+      expect(e.response).toBe(`${listed}<|im_end|>`);
+    }
+    expect(a.some((e) => e.prompt.includes(filler[1]))).toBe(true);
+    expect(copyDrills(50, new Rng(3), filler)).toEqual(a);
   });
 });
