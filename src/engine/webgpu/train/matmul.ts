@@ -61,8 +61,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
 /**
  * The same product without workgroup memory or barriers: one thread per 4x4 output block, A and B read
  * straight from storage, accumulators in named vec4s (a runtime-indexed array stays in memory on
- * software adapters). Taken for weights of K <= BLOCK_MAX_K (a small model): on SwiftShader the barriers
- * of the tiled kernel dominate there (a bundled-policy GRPO update on SwiftShader: 40 s in tiled dX/dW, 4 s this way).
+ * software adapters). Taken for weights of K <= BLOCK_MAX_K (a small model), where the barriers of the
+ * tiled kernel dominate on software adapters (a bundled-policy GRPO update on SwiftShader: 40 s in tiled
+ * dX/dW, 4 s this way).
  */
 export const BLOCK_MAX_K = 512;
 const blocked = (decls: string) => /* wgsl */ `
