@@ -2,6 +2,7 @@
 //                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N] [--swap-share X] [--copy-drills N]
 //        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
 //                                                                     writes grpo-timing-<backend>.json)
+//        npm run pretrain -- --probe-copy [--out DIR]   (does the folder's policy copy values? copy-probe.json)
 //        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
 // Trains the bundled default policy from scratch on the retail expert's Act and Rehearse rows and writes a
 // Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
@@ -21,6 +22,7 @@ import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
 import { modelCard, type CardInputs } from '../pretrain/card';
 import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
+import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
 import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
 import { FULL_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
 
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
       'review-tasks': { type: 'string' },
       'swap-share': { type: 'string' },
       'copy-drills': { type: 'string' },
+      'probe-copy': { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
       grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
       sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
       stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
+      copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
       attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
       commit: values.commit!,
       machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
@@ -101,6 +105,15 @@ async function main(): Promise<void> {
   const domain = retailDomain(loadRetailBase());
   const b = await makeBackend(backendName, int('threads', values.threads, 1));
   try {
+    if (values['probe-copy']) {
+      const src = new DirSource(out);
+      const { model } = await loadQwen3(src, b, { format: 'f32' });
+      const tokenizer = await Tokenizer.load(src);
+      const probe = await copyProbe({ model, tokenizer }, domain, { tasks: 40, drills: 40, seed: 5 });
+      await writeFile(join(out, 'copy-probe.json'), JSON.stringify(probe, null, 1) + '\n');
+      process.stdout.write(JSON.stringify(probe) + '\n');
+      return;
+    }
     if (values['time-grpo']) {
       const src = new DirSource(out);
       const { model } = await loadQwen3(src, b, { format: 'f32' });

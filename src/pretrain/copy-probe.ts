@@ -1,0 +1,48 @@
+// Does the policy copy values from its context? Two greedy probes, scored by exact match:
+//   - first calls: the first Act turn of train-split tasks (users the policy was trained on), whose target
+//     is an identity lookup with the email or name + zip from the request;
+//   - drills: fresh copy drills (src/pretrain/augment.ts) of the kind it was trained on.
+// A policy that writes well-formed calls with someone else's values scores near 0 on both.
+import { Rng } from '../engine/rng';
+import type { Domain } from '../env/domain';
+import { generate, GREEDY } from '../model/generate';
+import type { Qwen3Model } from '../model/qwen3';
+import type { Tokenizer } from '../model/tokenizer';
+import type { ToolDefinition } from '../rollout/chat';
+import { copyDrills } from './augment';
+import { expertRows, rowToExample, type Example } from './data';
+
+export interface CopyProbe {
+  firstCalls: { n: number; exact: number };
+  drills: { n: number; exact: number };
+  /** A few (wanted, written) pairs of each probe, for the card. */
+  examples: { probe: 'first-call' | 'drill'; want: string; got: string }[];
+}
+
+export async function copyProbe(policy: { model: Qwen3Model; tokenizer: Tokenizer }, domain: Domain, o: { tasks: number; drills: number; seed: number }): Promise<CopyProbe> {
+  const tools = domain.definitions() as unknown as ToolDefinition[];
+  const { rows } = expertRows(domain, { split: 'train', tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
+  const seen = new Set<string>();
+  const first: Example[] = [];
+  for (const r of rows)
+    if (r.role === 'act' && !seen.has(r.taskId)) {
+      seen.add(r.taskId);
+      first.push(rowToExample(r, domain.policy, tools));
+    }
+  const drills = copyDrills(o.drills, new Rng(o.seed * 13 + 7), first.map((e) => e.prompt.slice(e.prompt.lastIndexOf('<|im_start|>user\n') + 17, e.prompt.lastIndexOf('<|im_end|>'))));
+  const score = async (ex: Example[], probe: CopyProbe['examples'][number]['probe']) => {
+    const res = await generate(policy.model, policy.tokenizer, ex.map((e) => ({ prompt: e.prompt, maxNewTokens: 96, sampling: GREEDY })));
+    let exact = 0;
+    const examples: CopyProbe['examples'] = [];
+    ex.forEach((e, i) => {
+      const want = e.response.replace(/<\|im_end\|>$/, '');
+      const got = res[i].text;
+      if (got === want && res[i].finishReason === 'eos') exact++;
+      if (examples.length < 3) examples.push({ probe, want, got });
+    });
+    return { n: ex.length, exact, examples };
+  };
+  const a = await score(first, 'first-call');
+  const b = await score(drills, 'drill');
+  return { firstCalls: { n: a.n, exact: a.exact }, drills: { n: b.n, exact: b.exact }, examples: [...a.examples, ...b.examples] };
+}
