@@ -149,6 +149,36 @@ describe.skipIf(!run)('WebGPU KV cache and attention', () => {
     expectClose(full, ref, 2e-5, 1e-5, 'one-pass full vs CPU');
   });
 
+  it('heads wider than 64 take the workgroup kernels (one-pass and split): equal to the CPU', async () => {
+    // Head sizes <= 64 run one thread per (token, head); the other tests all use those, so this covers the rest.
+    const [s, maxT, hq, hkv, d] = [2, 300, 2, 1, 80];
+    const lens = [40, 290];
+    const rows = (kind: number, slot: number[], pos: number[], w: number) => {
+      const out = new Float32Array(slot.length * w);
+      slot.forEach((sl, t) => out.set(randn(w, kind * 100000 + sl * 1000 + pos[t]), t * w));
+      return out;
+    };
+    const run = async (b: Backend, batches: { slot: number[]; pos: number[] }[]) => {
+      const kc = b.zeros([s, maxT, hkv, d]);
+      const vc = b.zeros([s, maxT, hkv, d]);
+      const outs: Float32Array[] = [];
+      for (const { slot, pos } of batches) {
+        const T = slot.length;
+        const layout = { slot: b.tensor(Int32Array.from(slot), [T]), pos: b.tensor(Int32Array.from(pos), [T]) };
+        b.kvWrite(kc, vc, b.tensor(rows(2, slot, pos, hkv * d), [T, hkv, d]), b.tensor(rows(3, slot, pos, hkv * d), [T, hkv, d]), layout);
+        outs.push((await b.read(b.attention(b.tensor(rows(1, slot, pos, hq * d), [T, hq, d]), kc, vc, layout))) as Float32Array);
+      }
+      return outs;
+    };
+    const prefill = { slot: [...Array(lens[0] - 1).fill(0), ...Array(lens[1] - 1).fill(1)], pos: [...Array(lens[0] - 1).keys(), ...Array(lens[1] - 1).keys()] };
+    const decode = { slot: [0, 1], pos: [lens[0] - 1, lens[1] - 1] };
+    expect(attentionParts(2, hq, maxT), 'decode takes the split path').toBeGreaterThan(1);
+    const [gp, gd] = await run(gpu, [prefill, decode]);
+    const [cp, cd] = await run(cpu, [prefill, decode]);
+    expectClose(gp, cp, 2e-5, 1e-5, 'prefill (one pass), D = 80');
+    expectClose(gd, cd, 2e-5, 1e-5, 'decode (split), D = 80');
+  });
+
   it('a KV cache sharded by slots (tiny maxBufferBytes) gives exactly the unsharded results', async () => {
     const small = await gpuBackend({ maxBufferBytes: 512 }); // (3 slots, 8 pos, 1 head, D 8): 256 B per slot
     try {
