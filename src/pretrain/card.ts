@@ -160,6 +160,8 @@ export function modelCard(i: CardInputs): string {
   out.push('- Trained on one domain\'s scripted expert: it knows the retail tools and the expert\'s phrasing, nothing else; it is not a language model in any general sense.');
   out.push('- Greedy success on held-out tasks is the figure above; the failures are values not copied from the conversation (plausible ids, names and emails from the training distribution instead), not stopping after failed calls, and rehearsed observations that get the shape right but the values wrong.');
   out.push('- The tokenizer is tied to the bundled prompts (see Tokenizer).');
+  if ((run.spec.swapShare ?? 0) > 0)
+    out.push('- A side effect of the identity swap: the names it invents (syllable strings such as "Mi Katu", user ids such as "quiquiren_kashimor_4876") show up in its own calls and rehearsals.');
   out.push('');
   return out.join('\n');
 }
