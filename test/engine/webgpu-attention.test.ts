@@ -48,6 +48,26 @@ async function step(b: Backend, kc: Tensor, vc: Tensor, slot: Int32Array, pos: I
   return (await b.read(b.attention(b.tensor(q, [T, HQ, D]), kc, vc, layout))) as Float32Array;
 }
 
+type Batch = { slot: number[]; pos: number[] };
+/** Fresh (s, maxT, hkv, d) caches; kvWrite + attention for each batch in turn; the outputs (T,hq,d). */
+async function runBatches(b: Backend, [s, maxT, hq, hkv, d]: number[], batches: Batch[]): Promise<Float32Array[]> {
+  const rows = (kind: number, slot: number[], pos: number[], w: number) => {
+    const out = new Float32Array(slot.length * w);
+    slot.forEach((sl, t) => out.set(randn(w, kind * 100000 + sl * 1000 + pos[t]), t * w));
+    return out;
+  };
+  const kc = b.zeros([s, maxT, hkv, d]);
+  const vc = b.zeros([s, maxT, hkv, d]);
+  const outs: Float32Array[] = [];
+  for (const { slot, pos } of batches) {
+    const T = slot.length;
+    const layout = { slot: b.tensor(Int32Array.from(slot), [T]), pos: b.tensor(Int32Array.from(pos), [T]) };
+    b.kvWrite(kc, vc, b.tensor(rows(2, slot, pos, hkv * d), [T, hkv, d]), b.tensor(rows(3, slot, pos, hkv * d), [T, hkv, d]), layout);
+    outs.push((await b.read(b.attention(b.tensor(rows(1, slot, pos, hq * d), [T, hq, d]), kc, vc, layout))) as Float32Array);
+  }
+  return outs;
+}
+
 describe.skipIf(!run)('WebGPU KV cache and attention', () => {
   let gpu: WebGpuBackend;
   beforeAll(async () => {
@@ -119,23 +139,7 @@ describe.skipIf(!run)('WebGPU KV cache and attention', () => {
     const lens = [100, 290];
     expect(attentionParts(2, hq, maxT), 'decode takes the split path').toBeGreaterThan(1);
     expect(attentionParts(lens[0] + lens[1], hq, maxT), 'prefill takes the one-pass path').toBe(1);
-    const rows = (kind: number, slot: number[], pos: number[], w: number) => {
-      const out = new Float32Array(slot.length * w);
-      slot.forEach((sl, t) => out.set(randn(w, kind * 100000 + sl * 1000 + pos[t]), t * w));
-      return out;
-    };
-    const run = async (b: Backend, batches: { slot: number[]; pos: number[] }[]) => {
-      const kc = b.zeros([s, maxT, hkv, d]);
-      const vc = b.zeros([s, maxT, hkv, d]);
-      const outs: Float32Array[] = [];
-      for (const { slot, pos } of batches) {
-        const T = slot.length;
-        const layout = { slot: b.tensor(Int32Array.from(slot), [T]), pos: b.tensor(Int32Array.from(pos), [T]) };
-        b.kvWrite(kc, vc, b.tensor(rows(2, slot, pos, hkv * d), [T, hkv, d]), b.tensor(rows(3, slot, pos, hkv * d), [T, hkv, d]), layout);
-        outs.push((await b.read(b.attention(b.tensor(rows(1, slot, pos, hq * d), [T, hq, d]), kc, vc, layout))) as Float32Array);
-      }
-      return outs;
-    };
+    const run = (b: Backend, batches: Batch[]) => runBatches(b, [s, maxT, hq, hkv, d], batches);
     const all = { slot: [...Array(lens[0]).fill(0), ...Array(lens[1]).fill(1)], pos: [...Array(lens[0]).keys(), ...Array(lens[1]).keys()] };
     const prefill = { slot: [...Array(lens[0] - 1).fill(0), ...Array(lens[1] - 1).fill(1)], pos: [...Array(lens[0] - 1).keys(), ...Array(lens[1] - 1).keys()] };
     const decode = { slot: [0, 1], pos: [lens[0] - 1, lens[1] - 1] };
@@ -153,23 +157,7 @@ describe.skipIf(!run)('WebGPU KV cache and attention', () => {
     // Head sizes <= 64 run one thread per (token, head); the other tests all use those, so this covers the rest.
     const [s, maxT, hq, hkv, d] = [2, 300, 2, 1, 80];
     const lens = [40, 290];
-    const rows = (kind: number, slot: number[], pos: number[], w: number) => {
-      const out = new Float32Array(slot.length * w);
-      slot.forEach((sl, t) => out.set(randn(w, kind * 100000 + sl * 1000 + pos[t]), t * w));
-      return out;
-    };
-    const run = async (b: Backend, batches: { slot: number[]; pos: number[] }[]) => {
-      const kc = b.zeros([s, maxT, hkv, d]);
-      const vc = b.zeros([s, maxT, hkv, d]);
-      const outs: Float32Array[] = [];
-      for (const { slot, pos } of batches) {
-        const T = slot.length;
-        const layout = { slot: b.tensor(Int32Array.from(slot), [T]), pos: b.tensor(Int32Array.from(pos), [T]) };
-        b.kvWrite(kc, vc, b.tensor(rows(2, slot, pos, hkv * d), [T, hkv, d]), b.tensor(rows(3, slot, pos, hkv * d), [T, hkv, d]), layout);
-        outs.push((await b.read(b.attention(b.tensor(rows(1, slot, pos, hq * d), [T, hq, d]), kc, vc, layout))) as Float32Array);
-      }
-      return outs;
-    };
+    const run = (b: Backend, batches: Batch[]) => runBatches(b, [s, maxT, hq, hkv, d], batches);
     const prefill = { slot: [...Array(lens[0] - 1).fill(0), ...Array(lens[1] - 1).fill(1)], pos: [...Array(lens[0] - 1).keys(), ...Array(lens[1] - 1).keys()] };
     const decode = { slot: [0, 1], pos: [lens[0] - 1, lens[1] - 1] };
     expect(attentionParts(2, hq, maxT), 'decode takes the split path').toBeGreaterThan(1);
