@@ -47,6 +47,13 @@ export interface GrpoOptions {
   klCoef: number;
 }
 
+/** The GRPO options every backend's head accepts (and a reference log-prob whenever the KL is on). */
+export function checkGrpoOptions(o: GrpoOptions, hasRefLogp: boolean): void {
+  if (!(o.clipEps > 0 && o.clipEps < 1 && o.dualClip > 1 && o.klCoef >= 0))
+    throw new EngineError('shape', `grpo: need 0 < clipEps < 1, dualClip > 1, klCoef >= 0 (got ${JSON.stringify(o)})`);
+  if (o.klCoef > 0 && !hasRefLogp) throw new EngineError('shape', 'grpo: klCoef > 0 needs refLogp');
+}
+
 /** One token's loss and d(loss)/d(logp), with its clip (0|1) and k3 KL (0 without a reference). */
 export interface TokenLoss {
   l: number;

@@ -1,9 +1,9 @@
 // Training ops of the CPU reference backend: plain TypeScript, f64 accumulation. The oracle the WGSL
 // training kernels are tested against, so every function mirrors the math written in its comment.
 import type { Backend, Tensor, TokenLayout } from '../backend';
-import { assertShape, EngineError } from '../errors';
+import { assertShape } from '../errors';
 import { dequantAt } from '../quant';
-import { ceTokenLoss, grpoTokenLoss, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult, type TrainOps } from '../train';
+import { ceTokenLoss, checkGrpoOptions, grpoTokenLoss, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult, type TrainOps } from '../train';
 import { asCpu, CpuTensor } from './ref';
 
 const f32 = (shape: readonly number[], data: Float32Array | Float64Array) =>
@@ -238,9 +238,7 @@ export class CpuRefTrainOps implements TrainOps {
   }
 
   grpo(logits: Tensor, targets: Tensor, weight: Tensor, inputs: GrpoInputs, opts: GrpoOptions): LossHeadResult {
-    if (!(opts.clipEps > 0 && opts.clipEps < 1 && opts.dualClip > 1 && opts.klCoef >= 0))
-      throw new EngineError('shape', `grpo: need 0 < clipEps < 1, dualClip > 1, klCoef >= 0 (got ${JSON.stringify(opts)})`);
-    if (opts.klCoef > 0 && !inputs.refLogp) throw new EngineError('shape', 'grpo: klCoef > 0 needs refLogp');
+    checkGrpoOptions(opts, !!inputs.refLogp);
     return this.head(logits, targets, weight, inputs, opts);
   }
 

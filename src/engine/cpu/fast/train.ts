@@ -2,8 +2,8 @@
 // backward, the vocabulary-wide softmax of the loss heads, the rmsnorm/swiglu backward and AdamW (what
 // a training step's profile shows) on the wasm kernels, and rope's backward with per-token tables. Registered for 'cpu-fast' when the backend is created.
 import type { Tensor, TokenLayout } from '../../backend';
-import { assertShape, EngineError } from '../../errors';
-import { ceTokenLoss, grpoTokenLoss, registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
+import { assertShape } from '../../errors';
+import { ceTokenLoss, checkGrpoOptions, grpoTokenLoss, registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
 import { asCpu, CpuTensor } from '../ref';
 import { CpuRefTrainOps } from '../ref-train';
 import type { CpuFastBackend } from './backend';
@@ -52,9 +52,7 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
   }
 
   override grpo(logits: Tensor, targets: Tensor, weight: Tensor, inputs: GrpoInputs, opts: GrpoOptions): LossHeadResult {
-    if (!(opts.clipEps > 0 && opts.clipEps < 1 && opts.dualClip > 1 && opts.klCoef >= 0))
-      throw new EngineError('shape', `grpo: need 0 < clipEps < 1, dualClip > 1, klCoef >= 0 (got ${JSON.stringify(opts)})`);
-    if (opts.klCoef > 0 && !inputs.refLogp) throw new EngineError('shape', 'grpo: klCoef > 0 needs refLogp');
+    checkGrpoOptions(opts, !!inputs.refLogp);
     return this.lossHead(logits, targets, weight, inputs, opts);
   }
 

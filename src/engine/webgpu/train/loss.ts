@@ -1,8 +1,8 @@
 // Loss heads on the device: token cross-entropy and the GRPO clipped surrogate (dual clip, k3 KL).
 // One workgroup per row computes lse, entropy, the row's loss and d loss / d logits; a second
 // single-workgroup pass sums the per-row metrics. Same math as CpuRefTrainOps.head (src/engine/cpu/ref-train.ts).
-import { EngineError, assertShape } from '../../errors';
-import type { GrpoInputs, GrpoOptions } from '../../train';
+import { assertShape } from '../../errors';
+import { checkGrpoOptions, type GrpoInputs, type GrpoOptions } from '../../train';
 import { type GpuContext, grid1d } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
 import { REDUCE, WG } from './common';
@@ -121,9 +121,7 @@ export function lossHead(ctx: GpuContext, logits: GpuTensor, targets: GpuTensor,
   assertF32(weight, 'loss head');
   const [R, V] = logits.shape;
   assertShape(logits.shape.length === 2 && targets.dtype === 'i32' && targets.size === R && weight.size === R, `loss head: logits (${logits.shape}), targets (${targets.shape}), weight (${weight.shape})`);
-  if (o && !(o.clipEps > 0 && o.clipEps < 1 && o.dualClip > 1 && o.klCoef >= 0))
-    throw new EngineError('shape', `grpo: need 0 < clipEps < 1, dualClip > 1, klCoef >= 0 (got ${JSON.stringify(o)})`);
-  if (o && o.klCoef > 0 && !g?.refLogp) throw new EngineError('shape', 'grpo: klCoef > 0 needs refLogp');
+  if (o) checkGrpoOptions(o, !!g?.refLogp);
   const side = (t: GpuTensor | null | undefined, name: string) => {
     if (!t) return weight.buf; // bound but never read in this mode
     assertShape(t.dtype === 'f32' && t.size === R, `grpo: ${name} (${t.shape}) must be (${R}) f32`);
