@@ -9,22 +9,13 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../src/cli/args';
 import { evalCli } from '../../src/cli/eval';
 import { trainCli } from '../../src/cli/train';
-import type { Domain } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
+import { calculateOnlyDomain, captureIo } from '../helpers/cli';
 
-const retail = retailDomain(loadRetailBase());
-const domain: Domain = { ...retail, policy: 'You are a retail agent.', definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate') };
-
-function io(): CliIo & { stdout: () => string; stderr: () => string } {
-  let o = '';
-  let e = '';
-  return { out: (s) => void (o += s), err: (s) => void (e += s), stdout: () => o, stderr: () => e };
-}
+const domain = calculateOnlyDomain;
+const io = captureIo;
 
 const work = mkdtempSync(join(tmpdir(), 'cli-train-'));
 let modelDir: string;

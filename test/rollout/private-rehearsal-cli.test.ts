@@ -3,21 +3,13 @@
 // carries the committed episodes' report and every artefact; N = 0 stays the plain evaluation.
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../src/cli/args';
 import { evalCli } from '../../src/cli/eval';
-import type { Domain } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import type { PrivateRehearsalSummary } from '../../src/rollout/private-rehearsal';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
+import { calculateOnlyDomain, captureIo } from '../helpers/cli';
 
-const retail = retailDomain(loadRetailBase());
-const domain: Domain = { ...retail, policy: 'You are a retail agent.', definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate') };
-function io(): CliIo & { stdout: () => string; stderr: () => string } {
-  let o = '';
-  let e = '';
-  return { out: (s) => void (o += s), err: (s) => void (e += s), stdout: () => o, stderr: () => e };
-}
+const domain = calculateOnlyDomain;
+const io = captureIo;
 let modelDir: string;
 beforeAll(async () => {
   modelDir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
