@@ -77,6 +77,27 @@ export function swapIdentities(task: Pick<Task, 'userMessages' | 'referenceActio
 }
 
 /**
+ * In place: the examples of each task whose seeded draw falls under `share` become their identity-swapped
+ * twins (one draw per task in task order, then the swaps, all from `rng`). Returns how many tasks.
+ */
+export function swapTaskShare(tasks: readonly Task[], examples: Example[], share: number, rng: Rng): number {
+  const byTask = new Map(tasks.map((t) => [t.id, t]));
+  const swapped = new Set(tasks.filter(() => rng.next() < share).map((t) => t.id));
+  const groups = new Map<string, number[]>();
+  examples.forEach((e, i) => {
+    const g = groups.get(e.taskId);
+    if (g) g.push(i);
+    else groups.set(e.taskId, [i]);
+  });
+  for (const [id, idx] of groups) {
+    if (!swapped.has(id)) continue;
+    const twin = swapIdentities(byTask.get(id)!, idx.map((i) => examples[i]), rng);
+    idx.forEach((i, k) => (examples[i] = twin[k]));
+  }
+  return swapped.size;
+}
+
+/**
  * Synthetic copy drills: a user message with filler and a list of fresh ids, emails and names, and the
  * assistant repeating the list. Copying over a distance is the skill the domain rows need and reward too
  * rarely for a small model to find it (induction heads form fast on repeated random sequences); the

@@ -13,7 +13,8 @@ import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
 import { Rng } from '../engine/rng';
-import { copyDrills, swapIdentities } from './augment';
+import { DEFAULT_MEMORY_TOKENS } from '../rollout/private-rehearsal';
+import { copyDrills, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
@@ -133,22 +134,10 @@ export async function pretrain(
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
 
-  // Swapped identities replace the rows of every task whose seeded draw falls under swapShare; review and
-  // memory-conditioned rows come after the expert rows. With both off the data is the expert rows alone.
-  if (spec.swapShare > 0) {
-    const rng = new Rng(seed * 31337 + 1);
-    const byTask = new Map(tasks.map((t) => [t.id, t]));
-    const swapped = new Set(tasks.filter(() => rng.next() < spec.swapShare).map((t) => t.id));
-    const groups = new Map<string, number[]>();
-    examples.forEach((e, i) => groups.set(e.taskId, [...(groups.get(e.taskId) ?? []), i]));
-    for (const [id, idx] of groups) {
-      if (!swapped.has(id)) continue;
-      const twin = swapIdentities(byTask.get(id)!, idx.map((i) => examples[i]), rng);
-      idx.forEach((i, k) => (examples[i] = twin[k]));
-    }
-    log(`identity swap: ${swapped.size} of ${tasks.length} tasks`);
-  }
-  const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: 256, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
+  // Swapped identities replace the rows of a seeded share of the tasks; review and memory-conditioned rows
+  // and the drills come after the expert rows. With all of them off the data is the expert rows alone.
+  if (spec.swapShare > 0) log(`identity swap: ${swapTaskShare(tasks, examples, spec.swapShare, new Rng(seed * 31337 + 1))} of ${tasks.length} tasks`);
+  const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: DEFAULT_MEMORY_TOKENS, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
   // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
   const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages));
   const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];

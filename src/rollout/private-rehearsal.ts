@@ -138,6 +138,9 @@ export interface PrivateRehearsalReport extends HeldOutReport {
   privateRehearsal: PrivateRehearsalSummary;
 }
 
+/** The rehearsal memory's default cap in policy tokens (pretraining's memory-conditioned rows use it too). */
+export const DEFAULT_MEMORY_TOKENS = 256;
+
 export class TtsConfigError extends Error {
   override readonly name = 'TtsConfigError';
 }
@@ -178,7 +181,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   if (!TTS_MODES.includes(opts.mode)) throw new TtsConfigError(`mode must be parallel or sequential, got ${String(opts.mode)}`);
   if (!(Number.isInteger(opts.n) && opts.n >= 0)) throw new TtsConfigError(`n must be an integer >= 0, got ${opts.n}`);
   if (tasks.length === 0) throw new TtsConfigError('no tasks');
-  const memoryTokens = opts.memoryTokens ?? 256;
+  const memoryTokens = opts.memoryTokens ?? DEFAULT_MEMORY_TOKENS;
   if (!(Number.isInteger(memoryTokens) && memoryTokens >= 0)) throw new TtsConfigError(`memoryTokens must be an integer >= 0, got ${memoryTokens}`);
   const memoryEvaluation = opts.memoryEvaluation ?? 'self';
   if (!MEMORY_EVALUATIONS.includes(memoryEvaluation)) throw new TtsConfigError(`memoryEvaluation must be one of ${MEMORY_EVALUATIONS.join(', ')}`);
