@@ -21,7 +21,7 @@ export interface CopyProbe {
 
 export async function copyProbe(policy: { model: Qwen3Model; tokenizer: Tokenizer }, domain: Domain, o: { tasks: number; drills: number; seed: number }): Promise<CopyProbe> {
   const tools = domain.definitions() as unknown as ToolDefinition[];
-  const { rows } = expertRows(domain, { split: 'train', tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
+  const { rows, tasks } = expertRows(domain, { split: 'train', tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
   const seen = new Set<string>();
   const first: Example[] = [];
   for (const r of rows)
@@ -29,7 +29,8 @@ export async function copyProbe(policy: { model: Qwen3Model; tokenizer: Tokenize
       seen.add(r.taskId);
       first.push(rowToExample(r, domain.policy, tools));
     }
-  const drills = copyDrills(o.drills, new Rng(o.seed * 13 + 7), first.map((e) => e.prompt.slice(e.prompt.lastIndexOf('<|im_start|>user\n') + 17, e.prompt.lastIndexOf('<|im_end|>'))));
+  // Filler: the same tasks' requests, as in the pretraining drills.
+  const drills = copyDrills(o.drills, new Rng(o.seed * 13 + 7), tasks.flatMap((t) => t.userMessages));
   const score = async (ex: Example[], probe: CopyProbe['examples'][number]['probe']) => {
     const res = await generate(policy.model, policy.tokenizer, ex.map((e) => ({ prompt: e.prompt, maxNewTokens: 96, sampling: GREEDY })));
     let exact = 0;
