@@ -251,7 +251,7 @@ export class CpuRefTrainOps implements TrainOps {
    *   dkl/dlogp = 1 - e^d. l = pg + klCoef kl.
    * dlogits = weight * dl/dlogp * (onehot(target) - p).
    */
-  private head(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
+  protected head(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
     const xs = asCpu(logits).f32;
     const tg = asCpu(targets).i32;
     const ws = asCpu(weight).f32;

@@ -3,7 +3,7 @@
 // a training step's profile shows) on the wasm kernels, and rope's backward with per-token tables. Registered for 'cpu-fast' when the backend is created.
 import type { Tensor, TokenLayout } from '../../backend';
 import { assertShape } from '../../errors';
-import { ceTokenLoss, checkGrpoOptions, grpoTokenLoss, registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
+import { ceTokenLoss, grpoTokenLoss, registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
 import { asCpu, CpuTensor } from '../ref';
 import { CpuRefTrainOps } from '../ref-train';
 import type { CpuFastBackend } from './backend';
@@ -47,18 +47,10 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
     return new CpuTensor([1], 'f32', Float32Array.of(s));
   }
 
-  override crossEntropy(logits: Tensor, targets: Tensor, weight: Tensor): LossHeadResult {
-    return this.lossHead(logits, targets, weight, null, null);
-  }
-
-  override grpo(logits: Tensor, targets: Tensor, weight: Tensor, inputs: GrpoInputs, opts: GrpoOptions): LossHeadResult {
-    checkGrpoOptions(opts, !!inputs.refLogp);
-    return this.lossHead(logits, targets, weight, inputs, opts);
-  }
-
-  // The reference's loss-head rules (src/engine/cpu/ref-train.ts), row by row, on the softmax the
-  // kernel computed: dLogits[r] = w * dl * (onehot(target) - p), metrics [loss, clip frac, kl, entropy].
-  private lossHead(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
+  // The reference's loss-head rules (src/engine/cpu/ref-train.ts; its crossEntropy/grpo call this), row by
+  // row, on the softmax the kernel computed: dLogits[r] = w * dl * (onehot(target) - p), metrics [loss, clip
+  // frac, kl, entropy].
+  protected override head(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
     const xs = asCpu(logits).f32;
     const tg = asCpu(targets).i32;
     const ws = asCpu(weight).f32;
