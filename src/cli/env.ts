@@ -6,9 +6,9 @@
 //   arguments, internal error; a tool's own error is expected and fine), when the real-execution reward of
 //   the replay (with a reply stating every fact) is not 1, or, with --gold, when its trace differs from
 //   the gold line with the same id. --trace writes trace lines in the gold-train.jsonl format.
-// npm run env -- generate [--split train|test] [--count N] [--seed S] [--out FILE]
+// npm run env -- generate [--world mini|retail] [--split train|test] [--count N] [--seed S] [--out FILE]
 //   Writes generated retail tasks (JSON array) to FILE or stdout.
-// npm run env -- expert [--split train|test] [--count N] [--seed S] [--mistakes RATE] [--rows FILE]
+// npm run env -- expert [--world mini|retail] [--split train|test] [--count N] [--seed S] [--mistakes RATE] [--rows FILE]
 //   Runs the scripted expert on generated tasks in the real environment; one JSON line per task
 //   {"id","family","ok","reward","judge","mistakes"}, a summary line, exit 1 if any task failed; --rows
 //   writes the Act/Rehearse rows as JSONL (the train split only: test-split rows are never written).
@@ -18,8 +18,8 @@ import { parseArgs } from 'node:util';
 import type { Step } from '../env/domain';
 import { judge } from '../env/judge';
 import { realReward } from '../env/reward';
-import { RETAIL_FLOAT_KEYS, retailDomain, retailEnvFactory } from '../env/retail/index';
-import { loadRetailBase } from '../env/retail/node';
+import { isWorldName, RETAIL_FLOAT_KEYS, retailEnvFactory, WORLD_NAMES } from '../env/retail/index';
+import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { loadTaskFile } from '../env/tau2';
 import { jsonDiff, replayTask, traceLineText } from '../env/trace';
 
@@ -84,19 +84,20 @@ function replay(argv: string[]): number {
 function genOptions(argv: string[], extra: Record<string, { type: 'string' }>) {
   const { values } = parseArgs({
     args: argv,
-    options: { split: { type: 'string', default: 'train' }, count: { type: 'string', default: '100' }, seed: { type: 'string', default: '0' }, ...extra },
+    options: { world: { type: 'string', default: 'mini' }, split: { type: 'string', default: 'train' }, count: { type: 'string', default: '100' }, seed: { type: 'string', default: '0' }, ...extra },
   });
+  if (!isWorldName(values.world)) fail(`--world must be one of ${WORLD_NAMES.join(', ')}`);
   const split = values.split;
   if (split !== 'train' && split !== 'test') fail('--split must be train or test');
   const count = Number(values.count);
   const seed = Number(values.seed);
   if (!Number.isInteger(count) || count < 1 || !Number.isInteger(seed)) fail('--count and --seed must be integers');
-  return { values: values as Record<string, string | undefined>, split: split as 'train' | 'test', count, seed };
+  return { values: values as Record<string, string | undefined>, world: values.world, split: split as 'train' | 'test', count, seed };
 }
 
 function generate(argv: string[]): number {
-  const { values, split, count, seed } = genOptions(argv, { out: { type: 'string' } });
-  const tasks = retailDomain(loadRetailBase()).tasks.generate({ split, count, seed });
+  const { values, world, split, count, seed } = genOptions(argv, { out: { type: 'string' } });
+  const tasks = loadWorldDomain(world).tasks.generate({ split, count, seed });
   const text = JSON.stringify(tasks, null, 1) + '\n';
   if (values.out) writeFileSync(values.out, text);
   else process.stdout.write(text);
@@ -105,11 +106,11 @@ function generate(argv: string[]): number {
 }
 
 function expert(argv: string[]): number {
-  const { values, split, count, seed } = genOptions(argv, { mistakes: { type: 'string' }, rows: { type: 'string' } });
+  const { values, world, split, count, seed } = genOptions(argv, { mistakes: { type: 'string' }, rows: { type: 'string' } });
   const rate = Number(values.mistakes ?? '0');
   if (!(rate >= 0 && rate <= 1)) fail('--mistakes must be in [0, 1]');
   if (values.rows && split === 'test') fail('refusing to write rows for the test split (it is never used for training)');
-  const domain = retailDomain(loadRetailBase());
+  const domain = loadWorldDomain(world);
   const tasks = domain.tasks.generate({ split, count, seed });
   const rows: string[] = [];
   let passed = 0;

@@ -8,8 +8,8 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Domain, Task } from '../env/domain';
-import { retailDomain } from '../env/retail/index';
-import { loadRetailBase } from '../env/retail/node';
+import { WORLD_NAMES } from '../env/retail/index';
+import { loadWorldDomain } from '../env/retail/node';
 import { loadTaskFile } from '../env/tau2';
 import { loadAdapters } from '../rl/checkpoint';
 import { evaluateHeldOut, type HeldOutReport } from '../rl/evaluate';
@@ -21,13 +21,13 @@ import {
   type CliIo, type FlagSpec,
 } from './args';
 
-export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--count N] [--adapter DIR] [--model DIR]
+export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
   [--seed S] [--task-seed S] [--backend cpu-fast|cpu-ref|webgpu] [--threads T] [--fidelity-tokens N]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
   [--tts parallel|sequential --n N]`;
 
 const FLAGS: FlagSpec = {
-  tasks: { type: 'string' }, count: { type: 'string' }, adapter: { type: 'string' }, model: { type: 'string' },
+  tasks: { type: 'string' }, world: { type: 'string' }, count: { type: 'string' }, adapter: { type: 'string' }, model: { type: 'string' },
   seed: { type: 'string' }, 'task-seed': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
   'fidelity-tokens': { type: 'string' }, 'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' },
   'max-rehearse-tokens': { type: 'string' }, 'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, tts: { type: 'string' }, n: { type: 'string' }, help: { type: 'boolean', short: 'h' },
@@ -37,6 +37,7 @@ export interface EvalResult extends Omit<HeldOutReport, 'perTask'> {
   model: string;
   adapter: string | null;
   run: { mode: string | null; step: number | null } | null;
+  world: string;
   tasksFrom: string;
   backend: string;
   tts: { mode: string; n: number } | null;
@@ -79,7 +80,8 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0) } : {}),
     };
 
-    const domain = deps.domain ?? retailDomain(loadRetailBase());
+    const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');
+    const domain = deps.domain ?? loadWorldDomain(world);
     let tasks: Task[];
     if (tasksArg === 'test' || tasksArg === 'train') tasks = domain.tasks.generate({ split: tasksArg, count, seed: taskSeed });
     else {
@@ -113,7 +115,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
         log(`success ${f(report.success)}  reward ${f(report.meanReward)}  tool P ${f(report.toolPrecision)} R ${f(report.toolRecall)}${report.fidelity ? `  fidelity exact ${f(report.fidelity.exact)} f1 ${f(report.fidelity.f1)} invalid ${f(report.fidelity.invalid)}` : ''}`);
         const result: EvalResult = {
           model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,
-          tasksFrom: tasksArg, backend: backendName, tts: tts ? { mode: tts, n } : null, wallS: (performance.now() - t0) / 1000, ...report,
+          world: domain.name, tasksFrom: tasksArg, backend: backendName, tts: tts ? { mode: tts, n } : null, wallS: (performance.now() - t0) / 1000, ...report,
         };
         io.out(JSON.stringify(result) + '\n');
       } finally {

@@ -15,8 +15,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Backend, BackendName } from '../engine/backend';
 import { createBackend } from '../engine/index';
-import { retailDomain } from '../env/retail/index';
-import { loadRetailBase } from '../env/retail/node';
+import { isWorldName, WORLD_NAMES } from '../env/retail/index';
+import { loadWorldDomain } from '../env/retail/node';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
@@ -24,7 +24,7 @@ import { modelCard, type CardInputs } from '../pretrain/card';
 import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
 import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
 import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
-import { FULL_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
+import { FULL_SPEC, MINI_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
 
 const BACKENDS = ['cpu-fast', 'cpu-ref', 'webgpu'] as const;
 
@@ -43,6 +43,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       seed: { type: 'string', default: '0' },
+      world: { type: 'string', default: 'mini' },
       steps: { type: 'string' },
       out: { type: 'string' },
       backend: { type: 'string', default: 'cpu-fast' },
@@ -70,7 +71,9 @@ async function main(): Promise<void> {
   const backendName = values.backend as (typeof BACKENDS)[number];
   if (!BACKENDS.includes(backendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}, got ${JSON.stringify(values.backend)}`);
   const seed = int('seed', values.seed, 0)!;
-  const base = values.quick ? QUICK_SPEC : FULL_SPEC;
+  const world = values.world;
+  if (!isWorldName(world)) throw new Error(`--world must be one of ${WORLD_NAMES.join(', ')}, got ${JSON.stringify(world)}`);
+  const base = values.quick ? QUICK_SPEC : world === 'mini' ? MINI_SPEC : FULL_SPEC;
   const share = (v: string | undefined): number | undefined => {
     if (v === undefined) return undefined;
     const x = Number(v);
@@ -102,7 +105,7 @@ async function main(): Promise<void> {
     log(`wrote ${join(out, 'README.md')}`);
     return;
   }
-  const domain = retailDomain(loadRetailBase());
+  const domain = loadWorldDomain(world);
   const b = await makeBackend(backendName, int('threads', values.threads, 1));
   try {
     if (values['probe-copy']) {
@@ -128,7 +131,7 @@ async function main(): Promise<void> {
     const init = values.init ? resolve(values.init) : undefined;
     // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
     const result = await pretrain(b, domain, spec, { seed, out, log, init });
-    const command = `npm run pretrain -- --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}`;
+    const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}`;
     await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
     let evaluation = null;
     if (evalTasks > 0) {

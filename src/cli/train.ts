@@ -3,8 +3,8 @@
 // Progress lines on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 130 interrupted
 // (the run folder then resumes with --resume exactly where the last checkpoint left it).
 import type { Domain } from '../env/domain';
-import { retailDomain } from '../env/retail/index';
-import { loadRetailBase } from '../env/retail/node';
+import { WORLD_NAMES, type WorldName } from '../env/retail/index';
+import { loadWorldDomain } from '../env/retail/node';
 import { readRunInfo } from '../rl/checkpoint';
 import { ADVANTAGES, BASELINES, evalLine, grpoRunConfig, ROLLOUT_MODES, splitTasks, stepLine, DEFAULT_LIMITS } from '../rl/grpo-trainer';
 import { GrpoRun, type EvalMetrics, type StepMetrics } from '../rl/run';
@@ -15,14 +15,14 @@ import {
 } from './args';
 
 export const TRAIN_USAGE = `usage: npm run train -- --mode rehearse|real|per-role|frozen-simulator --steps N --out DIR
-  [--advantage role-wise|pooled] [--baseline row-weighted|rollout-mean] [--seed S] [--model DIR]
+  [--world mini|retail]  [--advantage role-wise|pooled] [--baseline row-weighted|rollout-mean] [--seed S] [--model DIR]
   [--backend cpu-fast|cpu-ref|webgpu] [--threads T] [--k K] [--prompts P] [--lr LR] [--rank R] [--alpha A]
   [--eval-every N] [--eval-tasks N] [--train-tasks N] [--fidelity-tokens N] [--max-turns N]
   [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N] [--temperature T]
   [--kl C] [--resume]`;
 
 const FLAGS: FlagSpec = {
-  mode: { type: 'string' }, advantage: { type: 'string' }, baseline: { type: 'string' }, steps: { type: 'string' },
+  mode: { type: 'string' }, world: { type: 'string' }, advantage: { type: 'string' }, baseline: { type: 'string' }, steps: { type: 'string' },
   seed: { type: 'string' }, out: { type: 'string' }, model: { type: 'string' }, backend: { type: 'string' },
   threads: { type: 'string' }, k: { type: 'string' }, prompts: { type: 'string' }, lr: { type: 'string' },
   rank: { type: 'string' }, alpha: { type: 'string' }, 'eval-every': { type: 'string' }, 'eval-tasks': { type: 'string' },
@@ -34,6 +34,8 @@ const FLAGS: FlagSpec = {
 /** What the CLI itself needs to reopen a run identically (the run's own state is run.json). */
 interface CliState {
   model: string;
+  /** Absent in runs started before worlds existed: those ran on the full retail world. */
+  world?: WorldName;
   trainTasks: number;
   evalTasks: number;
   taskSeed: number;
@@ -108,7 +110,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       temperature: numFlag(v, 'temperature', 1),
       klCoef: numFlag(v, 'kl', 0, 0, true),
     };
-    let cli: CliState = { model: strFlag(v, 'model') ?? '', trainTasks: intFlag(v, 'train-tasks', 200, 1), evalTasks: intFlag(v, 'eval-tasks', 20, 0), taskSeed: options.seed };
+    let cli: CliState = { model: strFlag(v, 'model') ?? '', world: enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: intFlag(v, 'train-tasks', 200, 1), evalTasks: intFlag(v, 'eval-tasks', 20, 0), taskSeed: options.seed };
 
     const store = new DirStore(out);
     const saved = await readRunInfo(store);
@@ -122,7 +124,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       if (saved.step >= saved.config.steps) throw new ArgError(`--resume: the run is already finished (${saved.step}/${saved.config.steps} steps)`);
     }
 
-    const domain = deps.domain ?? retailDomain(loadRetailBase());
+    const domain = deps.domain ?? loadWorldDomain(cli.world ?? 'retail');
     const tasks = splitTasks(domain, { train: cli.trainTasks, eval: cli.evalTasks, seed: cli.taskSeed });
     const backend = await openBackend(backendName, threads);
     process.on('SIGINT', onSigint);

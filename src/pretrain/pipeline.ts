@@ -75,6 +75,18 @@ export const FULL_SPEC: PretrainSpec = {
   promptLossWeight: 0.25,
 };
 
+/**
+ * The bundled policy of the compact world ('mini', src/env/retail/worlds.ts): the same shape, more tasks
+ * (every intent family over 16 users recurs many times) and no identity swap (in a compact world, recalling
+ * its own users, orders and products is the skill, not a shortcut; copy drills keep the copy signal).
+ */
+export const MINI_SPEC: PretrainSpec = {
+  ...FULL_SPEC,
+  trainTasks: 1200,
+  swapShare: 0,
+  steps: 2000,
+};
+
 /** A seconds-long configuration for tests and smoke runs. */
 export const QUICK_SPEC: PretrainSpec = {
   model: { hiddenSize: 32, intermediateSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },

@@ -9,7 +9,7 @@
 
 import { hash32, Rng } from '../../engine/rng';
 import type { ChecklistItem, ToolCall } from '../domain';
-import { pyRound2 } from '../json';
+import { canonicalJson, hash64, pyRound2 } from '../json';
 import type { BaseData } from '../store';
 import type { Auth, Change, Family, PaymentRef, Request, RetailIntent, RetailTask } from './intent';
 import { TRANSFER_MESSAGE } from './intent';
@@ -52,6 +52,20 @@ const CITIES: [string, string, string][] = [
   ['Boise', 'ID', '83702'],
 ];
 
+/**
+ * What the test split holds out. 'users' (the full retail world): one user in five, with their orders, never
+ * appears in training. 'tasks' (a compact world, where every user must be seen to be learned): the same users
+ * in both splits, and one *request* in five (a hash of the family and the structured intent: who, which
+ * orders, items, options, addresses, payment) is test-only, so no held-out task's intent is ever trained on;
+ * phrasings are not part of the key, so a held-out intent is never a re-worded train task either.
+ */
+export type HeldOut = 'users' | 'tasks';
+
+/** Which split a task's intent belongs to under held-out 'tasks' (fixed: a hash of the intent, not the seed). */
+export function intentSplit(family: Family, intent: RetailIntent): 'train' | 'test' {
+  return parseInt(hash64(family + '\u0000' + canonicalJson(intent)).slice(0, 8), 16) % 5 === 0 ? 'test' : 'train';
+}
+
 /** Which split a user belongs to (fixed: a hash of the id, not the seed). */
 export function userSplit(userId: string): 'train' | 'test' {
   let h = 0;
@@ -83,8 +97,9 @@ export class RetailTaskGenerator {
   constructor(
     private readonly base: BaseData,
     readonly split: 'train' | 'test',
+    readonly heldOut: HeldOut = 'users',
   ) {
-    this.users = [...base.tables.get('users')!.values()].map((u) => u as unknown as User).filter((u) => userSplit(u.user_id) === split);
+    this.users = [...base.tables.get('users')!.values()].map((u) => u as unknown as User).filter((u) => heldOut === 'tasks' || userSplit(u.user_id) === split);
     for (const u of this.users) {
       this.byUser.set(
         u.user_id,
@@ -103,8 +118,9 @@ export class RetailTaskGenerator {
     const total = families.reduce((a, [, w]) => a + w, 0);
     const tasks: RetailTask[] = [];
     let attempts = 0;
+    const seen = new Set<string>();
     while (tasks.length < count) {
-      if (++attempts > count * 200) throw new Error(`retail generator: cannot build ${count} tasks for split ${this.split}`);
+      if (++attempts > count * 400) throw new Error(`retail generator: cannot build ${count} tasks for split ${this.split}`);
       let r = rng.next() * total;
       let family = families[0][0];
       for (const [f, w] of families) {
@@ -114,7 +130,15 @@ export class RetailTaskGenerator {
         }
       }
       try {
-        tasks.push(this.build(rng, family, `${this.split}-${seed}-${tasks.length}`));
+        const t = this.build(rng, family, `${this.split}-${seed}-${tasks.length}`);
+        if (this.heldOut === 'tasks') {
+          if (intentSplit(t.family, t.intent) !== this.split) continue;
+          // A held-out set of a small world would otherwise repeat its commonest intents.
+          const key = t.family + canonicalJson(t.intent);
+          if (this.split === 'test' && seen.has(key)) continue;
+          seen.add(key);
+        }
+        tasks.push(t);
       } catch (e) {
         if (!(e instanceof Skip)) throw e;
       }

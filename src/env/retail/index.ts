@@ -10,6 +10,7 @@ import type { BaseData } from '../store';
 import { RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
 import { RetailTaskGenerator } from './generator';
+import { WORLDS, worldBase, type WorldName } from './worlds';
 import type { RetailTask } from './intent';
 import { RETAIL_TOOLS } from './tools';
 import { RETAIL_FLOAT_KEYS } from './types';
@@ -17,6 +18,9 @@ import { RETAIL_FLOAT_KEYS } from './types';
 export { RETAIL_TOOLS, RETAIL_WRITE_TOOLS } from './tools';
 export { RETAIL_FLOAT_KEYS, retailBase } from './types';
 export type { RetailTask, RetailIntent, Request, Family } from './intent';
+export { intentSplit, userSplit, type HeldOut } from './generator';
+export { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary, worldUserIds, type WorldName, type WorldSpec } from './worlds';
+export { FAMILY_TIER, familyTier, TIERS, type Tier } from './tiers';
 
 /** A factory of fresh retail environments over one shared base. */
 export function retailEnvFactory(base: BaseData): () => Environment {
@@ -48,12 +52,18 @@ export function retailNormaliseArgs(name: string, args: Record<string, unknown>)
   return args;
 }
 
-export function retailDomain(base: BaseData): Domain<RetailTask> {
-  const gens = { train: new RetailTaskGenerator(base, 'train'), test: new RetailTaskGenerator(base, 'test') };
+/**
+ * The retail domain over a database. `world` names it and sets what the test split holds out (users in the
+ * full world, tasks in a compact one); the database passed in is used as it is (see worldDomain for the
+ * world's own subset).
+ */
+export function retailDomain(base: BaseData, world: WorldName = 'retail'): Domain<RetailTask> {
+  const heldOut = WORLDS[world].heldOut;
+  const gens = { train: new RetailTaskGenerator(base, 'train', heldOut), test: new RetailTaskGenerator(base, 'test', heldOut) };
   const fresh = retailEnvFactory(base);
   const isWrite = (n: string) => RETAIL_WRITE_TOOLS.has(n);
   return {
-    name: 'retail',
+    name: world,
     policy: RETAIL_POLICY,
     tools: RETAIL_TOOLS,
     definitions: () => toolDefinitions(RETAIL_TOOLS),
@@ -65,4 +75,9 @@ export function retailDomain(base: BaseData): Domain<RetailTask> {
     realReward: (task, steps, opts) => realReward(fresh, task, steps, opts).reward,
     judge: (task, steps) => judge(task.checklist, steps, { isWrite, normaliseArgs: retailNormaliseArgs }).reward,
   };
+}
+
+/** The domain of a named world, built from the full retail database (the compact world is its subset). */
+export function worldDomain(world: WorldName, full: BaseData): Domain<RetailTask> {
+  return retailDomain(worldBase(full, WORLDS[world]), world);
 }

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BaseData } from '../store';
+import { worldDomain, type WorldName } from './index';
 import { retailBase } from './types';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -29,4 +30,9 @@ export function loadRetailBase(path?: string): BaseData {
   const base = retailBase(JSON.parse(text), text);
   if (!path) cached = base;
   return base;
+}
+
+/** The domain of a named world over the bundled retail data. */
+export function loadWorldDomain(world: WorldName) {
+  return worldDomain(world, loadRetailBase());
 }
