@@ -1,4 +1,5 @@
 // Benchmark records (DESIGN §5) and the table printed after a run. Speed is measured here, never in tests.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -16,11 +17,13 @@ export interface BenchRecord {
   model?: string;
   machine: string;
   date: string;
+  /** The commit the code ran at; '+dirty' when src/ or bench/ had uncommitted changes. */
+  commit?: string;
 }
 
 export interface BenchContext {
-  /** Record one measurement; machine and date are filled in. */
-  record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite'>): void;
+  /** Record one measurement; machine, date and commit are filled in. */
+  record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit'>): void;
   /** Quick mode (smaller shapes, fewer repeats) for smoke runs. */
   quick: boolean;
   log(msg: string): void;
@@ -33,7 +36,18 @@ export interface BenchSuite {
 
 export function machineName(gpuAdapter?: string): string {
   const cpu = os.cpus()[0]?.model ?? 'unknown cpu';
-  return `${os.cpus().length}x ${cpu.trim()}${gpuAdapter ? `; gpu: ${gpuAdapter}` : ''}`;
+  return `${os.cpus().length}x ${cpu.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.platform()} ${os.release()}, Node ${process.versions.node}${gpuAdapter ? `; gpu: ${gpuAdapter}` : ''}`;
+}
+
+/** The commit the benchmark code runs at, with '+dirty' when src/ or bench/ differ from it. */
+export function commitName(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'src', 'bench', 'workers', ':!bench/results'], { encoding: 'utf8' }).trim();
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return 'unknown';
+  }
 }
 
 /** Median wall-clock seconds of fn over `reps` runs after `warmup` runs. */

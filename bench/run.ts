@@ -1,13 +1,27 @@
 // npm run bench [suite…] [--quick]: runs the named suites (all by default), writes
 // bench/results/<suite>.json and prints a table with ratios to the onnxruntime-web baseline.
 import { formatTable, writeResults, type BenchRecord, type BenchSuite } from './lib';
-import { machineName } from './lib';
+import { commitName, machineName } from './lib';
 
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   matmul: async () => (await import('./suites/matmul')).default,
   inference: async () => (await import('./suites/inference')).default,
   training: async () => (await import('./suites/training')).default,
+  quant: async () => (await import('./suites/quant')).default,
 };
+
+/** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */
+async function nodeAdapterName(): Promise<string | undefined> {
+  try {
+    const { nodeAdapter } = await import('../test/helpers/gpu');
+    const a = await nodeAdapter();
+    if (!a) return undefined;
+    const i = a.info;
+    return [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' ') || 'unknown adapter';
+  } catch {
+    return undefined;
+  }
+}
 
 async function main() {
   const args = process.argv.slice(2);
@@ -27,12 +41,13 @@ async function main() {
     }
     const records: BenchRecord[] = [];
     const date = new Date().toISOString();
-    const machine = machineName(process.env.BENCH_GPU_NAME);
+    const machine = machineName(process.env.BENCH_GPU_NAME ?? (await nodeAdapterName()));
+    const commit = commitName();
     console.error(`[bench] ${name}${quick ? ' (quick)' : ''}`);
     await suite.run({
       quick,
       log: (m) => console.error(`[bench] ${name}: ${m}`),
-      record: (r) => records.push({ suite: name, ...r, machine, date }),
+      record: (r) => records.push({ suite: name, ...r, machine, date, commit }),
     });
     const path = writeResults(name, records);
     console.log(`\n## ${name}  (${path})\n${formatTable(records)}`);

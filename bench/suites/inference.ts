@@ -1,6 +1,7 @@
 // Inference speed: prefill and decode tokens/s of our backends and of onnxruntime-web (wasm) running the
 // same model exported to ONNX, for a tiny f32 model and a random-weight model shaped like Qwen3-0.6B in
-// q4 (ORT runs the very same q4 weights through MatMulNBits / GatherBlockQuantized).
+// q4 with the default scheme (embedding / LM head q8); ORT runs the very same quantized weights through
+// MatMulNBits / GatherBlockQuantized (bits 4, and bits 8 for the embedding / head).
 //
 // prefill: one forward over a prompt of P tokens (logits of the last token only), tokens/s = P / time.
 // decode:  after that prefill, N single-token steps, each forward + greedy pick + read back of the token.
@@ -10,7 +11,8 @@ import { createBackend } from '../../src/engine/index';
 import type { Backend, BackendName } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { paramCount, type Qwen3Config } from '../../src/model/config';
-import { buildQwen3, type HostWeights } from '../../src/model/weights';
+import { buildQwen3, type HostWeights, type WeightSpec } from '../../src/model/weights';
+import { defaultEmbedFormat } from '../../src/engine/quant';
 import { randomWeights } from '../../src/model/random';
 import { forward, KvCache, type Qwen3Model, type WeightFormat } from '../../src/model/qwen3';
 import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '../../src/model/onnx/export';
@@ -179,7 +181,11 @@ const suite: BenchSuite = {
       ctx.log(`${mc.name}: ${(paramCount(mc.config) / 1e6).toFixed(1)}M parameters, ${mc.format}; generating weights`);
       // Weights are generated once (directly quantized, a block of rows at a time) and shared by every backend.
       const t0 = performance.now();
-      const host: HostWeights = (await buildQwen3(new CpuRefBackend(), mc.config, randomWeights(mc.config, 1, mc.format, { dist: 'uniform' }), { format: mc.format, keepHost: true })).host!;
+      // The default scheme: under q4 the embedding / LM head are q8 (defaultEmbedFormat).
+      const gen = randomWeights(mc.config, 1, mc.format, { dist: 'uniform' });
+      const genTable = randomWeights(mc.config, 2, defaultEmbedFormat(mc.format), { dist: 'uniform' });
+      const next = (spec: WeightSpec) => (spec.name === 'model.embed_tokens.weight' || spec.name === 'lm_head.weight' ? genTable(spec) : gen(spec));
+      const host: HostWeights = (await buildQwen3(new CpuRefBackend(), mc.config, next, { format: mc.format, keepHost: true })).host!;
       ctx.log(`${mc.name}: weights ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       const rec = (backend: Parameters<BenchContext['record']>[0]['backend'], th: number, r: { prefill: number; decode: number }, run: ModelCase = mc) => {
         const shape = `prompt=${run.prompt},decode=${run.decode}`;

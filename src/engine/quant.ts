@@ -7,6 +7,15 @@
 
 export type QuantKind = 'q8' | 'q4';
 
+/**
+ * The format of the embedding table and the LM head (tied or not) when a model loads as `format`.
+ * Under q4 they stay q8 by default: they carry most of q4's logit error (bench/suites/quant.ts measures
+ * every scheme against f32; README, Benchmarks) for a small share of the bytes of a 0.6B-class model.
+ */
+export function defaultEmbedFormat(format: QuantKind | 'f32'): QuantKind | 'f32' {
+  return format === 'q4' ? 'q8' : format;
+}
+
 export interface QuantizedWeight {
   kind: QuantKind;
   /** N: output features (rows of the HF weight). */

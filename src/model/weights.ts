@@ -3,7 +3,7 @@
 // one tensor at a time so a big checkpoint never sits in memory twice.
 import type { Backend, Tensor } from '../engine/backend';
 import { ModelFormatError } from '../engine/errors';
-import { dequantize, quantize, type QuantizedWeight } from '../engine/quant';
+import { defaultEmbedFormat, dequantize, quantize, type QuantizedWeight } from '../engine/quant';
 import { CONFIG_FILE, parseQwen3Config, type Qwen3Config } from './config';
 import { Qwen3Model, type LayerWeights, type WeightFormat } from './qwen3';
 import { parseSafetensors, writeSafetensors, type SafetensorsFile, type TensorToWrite } from './safetensors';
@@ -85,6 +85,8 @@ function upload(b: Backend, spec: WeightSpec, w: HostWeight, format: WeightForma
 
 export interface BuildOptions {
   format: WeightFormat;
+  /** Format of the embedding and the LM head; default defaultEmbedFormat(format) (q8 under q4). */
+  embedFormat?: WeightFormat;
   /** Keep the host copy of every weight (as uploaded: quantized where quantized), e.g. for ONNX export. */
   keepHost?: boolean;
 }
@@ -104,8 +106,10 @@ export async function buildQwen3(
 ): Promise<LoadedModel> {
   const tensors = new Map<string, Tensor>();
   const host: HostWeights | null = opts.keepHost ? new Map() : null;
+  const embedFormat = opts.embedFormat ?? defaultEmbedFormat(opts.format);
   for (const spec of weightSpecs(c)) {
-    const u = upload(b, spec, await next(spec), opts.format);
+    const isTable = spec.name === 'model.embed_tokens.weight' || spec.name === 'lm_head.weight';
+    const u = upload(b, spec, await next(spec), isTable ? embedFormat : opts.format);
     tensors.set(spec.name, u.tensor);
     host?.set(spec.name, u.host);
   }

@@ -11,7 +11,10 @@
 // input = zero point 8): its uint8 blob per row is exactly our u32 words' bytes (lowest nibble first),
 // its scales our (N, K/32) scales, so ORT multiplies the very same quantized weights. A q4 embedding
 // is gathered with com.microsoft GatherBlockQuantized (same bytes, default zero point 8) when its
-// width is a multiple of 32, else from a dequantized f32 table.
+// width is a multiple of 32, else from a dequantized f32 table. Under 'q4', q8 weights (the embedding and
+// LM head a q4 model keeps at q8 by default) run as MatMulNBits / GatherBlockQuantized with bits 8: each
+// value stored as q+128 (the default zero point for 8 bits), blocks of 32 along K sharing the row's scale,
+// so ORT again multiplies the very same quantized values.
 import { dequantize, Q4_GROUP, type QuantizedWeight } from '../../engine/quant';
 import type { Qwen3Config } from '../config';
 import type { HostWeight, HostWeights } from '../weights';
@@ -66,7 +69,7 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
   /** x (T,K) -> (T,N) through weight `name` (N,K). */
   const linear = (x: string, name: string): string => {
     const w = get(name);
-    if (opts.weights === 'q4' && w.kind === 'q4') return matMulNBits(g, x, name, w);
+    if (opts.weights === 'q4' && w.kind !== 'f32') return matMulNBits(g, x, name, w);
     g.addInitializer(name, dense(w), [w.kind === 'f32' ? w.shape[0] : w.rows, w.kind === 'f32' ? w.shape[1] : w.cols]);
     return g.op('Gemm', [x, name], { transB: 1 });
   };
@@ -131,6 +134,11 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
     g.addInitializer('embed.q4', new Uint8Array(embed.data.buffer, embed.data.byteOffset, embed.data.byteLength), [V, embed.stride / 2]);
     g.addInitializer('embed.scales', embed.scales, [V, blocks]);
     x = g.op('GatherBlockQuantized', ['embed.q4', 'input_ids', 'embed.scales'], { gather_axis: 0, quantize_axis: 1, block_size: Q4_GROUP, bits: 4 }, 'com.microsoft');
+  } else if (opts.weights === 'q4' && embed.kind === 'q8' && embed.cols % Q4_GROUP === 0) {
+    const b = q8Blocks(embed);
+    g.addInitializer('embed.q8', b.bytes, [V, embed.cols]);
+    g.addInitializer('embed.scales', b.scales, [V, b.blocks]);
+    x = g.op('GatherBlockQuantized', ['embed.q8', 'input_ids', 'embed.scales'], { gather_axis: 0, quantize_axis: 1, block_size: Q4_GROUP, bits: 8 }, 'com.microsoft');
   } else {
     g.addInitializer('embed_f32', dense(embed), [V, d]);
     embedF32 = true;
@@ -169,7 +177,7 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
   const headName = c.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight';
   const head = get(headName);
   let logits: string;
-  if (opts.weights === 'q4' && head.kind === 'q4') logits = matMulNBits(g, h, headName, head);
+  if (opts.weights === 'q4' && head.kind !== 'f32') logits = matMulNBits(g, h, headName, head);
   else if (c.tieWordEmbeddings && embedF32) logits = g.op('Gemm', [h, 'embed_f32'], { transB: 1 });
   else logits = linear(h, headName);
   g.addNode('Identity', [logits], ['logits']);
@@ -177,8 +185,28 @@ export function exportQwen3Onnx(c: Qwen3Config, host: HostWeights, opts: ExportO
   return g.toBytes();
 }
 
-/** x (T,K) -> (T,N) with a q4 weight, through com.microsoft MatMulNBits. */
+/** A q8 weight as 8-bit blocks of 32 along K: (N, ceil(K/32)*32) bytes q+128 (padding 128 = 0), scales (N, blocks). */
+function q8Blocks(w: QuantizedWeight): { bytes: Uint8Array; scales: Float32Array; blocks: number } {
+  const blocks = Math.ceil(w.cols / Q4_GROUP);
+  const width = blocks * Q4_GROUP;
+  const src = new Int8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength);
+  const bytes = new Uint8Array(w.rows * width).fill(128);
+  const scales = new Float32Array(w.rows * blocks);
+  for (let n = 0; n < w.rows; n++) {
+    for (let k = 0; k < w.cols; k++) bytes[n * width + k] = src[n * w.stride + k] + 128;
+    scales.fill(w.scales[n], n * blocks, (n + 1) * blocks);
+  }
+  return { bytes, scales, blocks };
+}
+
+/** x (T,K) -> (T,N) with a q4 or q8 weight, through com.microsoft MatMulNBits (bits 4 or 8). */
 function matMulNBits(g: OnnxGraph, x: string, name: string, w: QuantizedWeight): string {
+  if (w.kind === 'q8') {
+    const b = q8Blocks(w);
+    g.addInitializer(`${name}.q8`, b.bytes, [w.rows, b.blocks, Q4_GROUP]);
+    g.addInitializer(`${name}.scales`, b.scales, [w.rows * b.blocks]);
+    return g.op('MatMulNBits', [x, `${name}.q8`, `${name}.scales`], { K: w.cols, N: w.rows, bits: 8, block_size: Q4_GROUP, accuracy_level: 0 }, 'com.microsoft');
+  }
   const blocks = w.stride / Q4_GROUP;
   const bytes = new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength); // (N, blocks, 16)
   g.addInitializer(`${name}.q4`, bytes, [w.rows, blocks, Q4_GROUP / 2]);
