@@ -15,6 +15,8 @@ export interface BenchRecord {
   threads: number;
   shape?: string;
   model?: string;
+  /** The WebGPU adapter a webgpu / ort-webgpu figure was measured on. */
+  adapter?: string;
   machine: string;
   date: string;
   /** The commit the code ran at; '+dirty' when src/ or bench/ had uncommitted changes. */

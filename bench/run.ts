@@ -1,5 +1,7 @@
-// npm run bench [suite…] [--quick]: runs the named suites (all by default), writes
+// npm run bench [suite…] [--quick]: runs the named suites (all but gpu by default), writes
 // bench/results/<suite>.json and prints a table with ratios to the onnxruntime-web baseline.
+// npm run bench -- --table: regenerates README.md's benchmark tables from bench/results/*.json
+// (--check-table: only checks they match).
 import { formatTable, writeResults, type BenchRecord, type BenchSuite } from './lib';
 import { commitName, machineName } from './lib';
 
@@ -8,6 +10,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   inference: async () => (await import('./suites/inference')).default,
   training: async () => (await import('./suites/training')).default,
   quant: async () => (await import('./suites/quant')).default,
+  gpu: async () => (await import('./suites/gpu')).default,
 };
 
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */
@@ -25,9 +28,16 @@ async function nodeAdapterName(): Promise<string | undefined> {
 
 async function main() {
   const args = process.argv.slice(2);
+  if (args.includes('--table') || args.includes('--check-table')) {
+    // README tables from the committed records (scripts/bench-table.ts); no suite runs.
+    const { main: table } = await import('../scripts/bench-table');
+    process.exitCode = table(args.includes('--check-table') ? ['--check'] : []);
+    return;
+  }
   const quick = args.includes('--quick');
   const names = args.filter((a) => !a.startsWith('--'));
-  const chosen = names.length ? names : Object.keys(SUITES);
+  // gpu is run by name only (it drives Chromium too): npm run bench -- gpu
+  const chosen = names.length ? names : Object.keys(SUITES).filter((n) => n !== 'gpu');
   for (const n of chosen) if (!SUITES[n]) throw new Error(`unknown suite '${n}' (have: ${Object.keys(SUITES).join(', ')})`);
   let failed = false;
   for (const name of chosen) {

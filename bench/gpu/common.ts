@@ -1,0 +1,292 @@
+// `npm run bench -- gpu`, the part that runs wherever a WebGPU adapter is (Node/Dawn or a browser page):
+// prefill and decode tokens/s of our WebGPU engine and of onnxruntime-web's WebGPU execution provider
+// on the same exported model, plus the fraction of the memory-bandwidth bound.
+//
+// Models: the bundled policy (f32 and q4) and a Qwen3-0.6B-shaped model (q4, default scheme: embedding /
+// LM head q8) with random quantized weights drawn directly as codes (a speed benchmark: values do not
+// matter, and drawing 600 M Gaussian weights would take minutes). Both engines run the very same
+// weights: ours from the host weights, ORT from exportQwen3Onnx of the same host weights (MatMulNBits /
+// GatherBlockQuantized for q4/q8, Gemm for f32).
+//
+// prefill: one forward over P prompt tokens (logits of the last token), tok/s = P / time.
+// decode:  N single-token steps after it (forward, greedy pick, read back), tok/s = N / time.
+// Bandwidth: a decode step reads every weight once (the embedding table only as the LM head when tied,
+// one row otherwise), so weight GB/s = weight bytes per token × decode tok/s; the bound is the adapter's
+// memory bandwidth when given (BENCH_GPU_BANDWIDTH_GBS) or else a measured buffer-copy bandwidth
+// (copyBufferToBuffer, read + write bytes); fraction = weight GB/s / that bandwidth. The KV-cache reads
+// (tiny at these contexts) are not counted.
+//
+// This file imports nothing from Node: the browser page (bench/gpu/page.ts) runs it too.
+import type * as OrtNs from 'onnxruntime-web';
+import type { Backend } from '../../src/engine/backend';
+import { quantizedBytes, paddedCols, type QuantizedWeight } from '../../src/engine/quant';
+import { paramCount, type Qwen3Config } from '../../src/model/config';
+import { buildQwen3, loadQwen3, weightSpecs, type HostWeight, type HostWeights } from '../../src/model/weights';
+import { forward, KvCache, type Qwen3Model, type WeightFormat } from '../../src/model/qwen3';
+import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '../../src/model/onnx/export';
+import type { ModelSource } from '../../src/model/source';
+import { defaultEmbedFormat } from '../../src/engine/quant';
+
+export const QWEN3_06B_SHAPE: Qwen3Config = {
+  hiddenSize: 1024,
+  intermediateSize: 3072,
+  numLayers: 28,
+  numHeads: 16,
+  numKvHeads: 8,
+  headDim: 128,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  vocabSize: 151936,
+  tieWordEmbeddings: true,
+  maxPositionEmbeddings: 40960,
+};
+
+/** A record without machine/date/suite/commit (filled in by the runner). */
+export interface GpuRecord {
+  case: string;
+  backend: 'webgpu' | 'ort-webgpu';
+  metric: string;
+  value: number;
+  unit: string;
+  threads: number;
+  shape?: string;
+  model?: string;
+  adapter?: string;
+}
+
+export interface GpuBenchOptions {
+  /** 'bundled', '0.6b' (default both). */
+  models: string[];
+  /** Engines to run: 'ours', 'ort'. */
+  engines: ('ours' | 'ort')[];
+  /** Token counts; default by adapter: small on software adapters. */
+  prompt?: number;
+  decode?: number;
+  /** The adapter's memory bandwidth in GB/s, when known. */
+  bandwidthGBs?: number;
+}
+
+export interface GpuEnv {
+  /** Creates our WebGPU backend. */
+  makeBackend(): Promise<Backend & { ctx: { device: GPUDevice; adapterName: string } }>;
+  /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
+  ort: typeof OrtNs | null;
+  /** The bundled model's folder. */
+  bundled: ModelSource | null;
+  log(m: string): void;
+}
+
+/** Software adapters (lavapipe, SwiftShader) say the path works, not how fast a GPU is. */
+export function isSoftwareAdapter(name: string): boolean {
+  return /llvmpipe|lavapipe|swiftshader|software|warp|basic render/i.test(name);
+}
+
+/** Quantized (or f32) weights drawn as random codes: instant, deterministic, NaN-free. */
+export function fastRandomWeights(c: Qwen3Config, format: WeightFormat, seed = 1): HostWeights {
+  let s = seed >>> 0 || 1;
+  const next = () => ((s ^= s << 13), (s ^= s >>> 17), (s ^= s << 5), s >>> 0);
+  const host: HostWeights = new Map();
+  const embedFormat = defaultEmbedFormat(format);
+  for (const spec of weightSpecs(c)) {
+    if (spec.shape.length === 1) {
+      host.set(spec.name, { kind: 'f32', shape: [...spec.shape], data: new Float32Array(spec.shape[0]).fill(1) });
+      continue;
+    }
+    const [N, K] = spec.shape;
+    const table = spec.name === 'model.embed_tokens.weight' || spec.name === 'lm_head.weight';
+    const f = table ? embedFormat : format;
+    const std = 1 / Math.sqrt(K);
+    if (f === 'f32') {
+      const data = new Float32Array(N * K);
+      for (let i = 0; i < data.length; i++) data[i] = std * 1.732 * ((next() / 2 ** 31) - 1);
+      host.set(spec.name, { kind: 'f32', shape: [N, K], data });
+      continue;
+    }
+    const stride = paddedCols(f, K);
+    const words = (N * stride) / (f === 'q8' ? 4 : 8);
+    const data = new Uint32Array(words);
+    for (let i = 0; i < words; i++) data[i] = next();
+    if (f === 'q4') for (let i = 0; i < words; i++) data[i] |= 0x11111111; // nibbles 1..15 = codes -7..7 (q8: any byte)
+    if (stride !== K) throw new Error(`fastRandomWeights: K=${K} not a multiple of the ${f} block`);
+    const scales = new Float32Array(f === 'q8' ? N : N * (stride / 32)).fill((std * 1.732) / (f === 'q8' ? 127 : 7));
+    const q: QuantizedWeight = { kind: f, rows: N, cols: K, stride, data, scales };
+    host.set(spec.name, q);
+  }
+  return host;
+}
+
+const bytesOf = (w: HostWeight) => (w.kind === 'f32' ? w.data.byteLength : quantizedBytes(w));
+
+/** Bytes of weights one decode step reads: every matrix and norm; the embedding only as a tied LM head. */
+export function weightBytesPerToken(c: Qwen3Config, host: HostWeights): number {
+  let total = 0;
+  for (const [name, w] of host) if (name !== 'model.embed_tokens.weight' || c.tieWordEmbeddings) total += bytesOf(w);
+  return total;
+}
+
+/** Copy bandwidth (GB/s, bytes read + written) of copyBufferToBuffer on this device. */
+export async function copyBandwidth(device: GPUDevice, bytes = 64 << 20, reps = 8): Promise<number> {
+  bytes = Math.min(bytes, device.limits.maxBufferSize);
+  const usage = 0x04 | 0x08; // COPY_SRC | COPY_DST
+  const a = device.createBuffer({ size: bytes, usage });
+  const b = device.createBuffer({ size: bytes, usage });
+  const run = async (n: number) => {
+    const enc = device.createCommandEncoder();
+    for (let i = 0; i < n; i++) enc.copyBufferToBuffer(i % 2 ? b : a, 0, i % 2 ? a : b, 0, bytes);
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  await run(2);
+  const t0 = performance.now();
+  await run(reps);
+  const s = (performance.now() - t0) / 1000;
+  a.destroy();
+  b.destroy();
+  return (2 * bytes * reps) / s / 1e9;
+}
+
+function promptIds(n: number, vocab: number): Int32Array {
+  return Int32Array.from({ length: n }, (_, i) => (i * 7919 + 13) % vocab);
+}
+
+async function timeOurs(model: Qwen3Model, prompt: number, decode: number): Promise<{ prefill: number; decode: number }> {
+  const b = model.backend;
+  const ids = promptIds(prompt, model.config.vocabSize);
+  const cache = new KvCache(model, 1, prompt + decode + 1);
+  const pre = async () => {
+    const r = forward(model, cache, { ids, slot: new Int32Array(ids.length), pos: Int32Array.from(ids, (_, i) => i) }, { logitRows: Int32Array.from([ids.length - 1]) });
+    const s = b.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: 0 }]);
+    const tok = (await b.read(s.tokens))[0];
+    for (const t of [r.logits, s.tokens, s.logprobs]) b.free(t);
+    return tok;
+  };
+  await pre(); // pipelines
+  let t0 = performance.now();
+  let token = await pre();
+  const prefill = prompt / ((performance.now() - t0) / 1000);
+  t0 = performance.now();
+  for (let i = 0; i < decode; i++) {
+    const r = forward(model, cache, { ids: Int32Array.from([token]), slot: new Int32Array(1), pos: Int32Array.from([prompt + i]) });
+    const s = b.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: i + 1 }]);
+    token = (await b.read(s.tokens))[0];
+    for (const t of [r.logits, s.tokens, s.logprobs]) b.free(t);
+  }
+  const dec = decode / ((performance.now() - t0) / 1000);
+  cache.free();
+  return { prefill, decode: dec };
+}
+
+async function timeOrt(ort: typeof OrtNs, bytes: Uint8Array, c: Qwen3Config, prompt: number, decode: number): Promise<{ prefill: number; decode: number }> {
+  const session = await ort.InferenceSession.create(bytes, { executionProviders: ['webgpu'] });
+  try {
+    const empty = () => new ort.Tensor('float32', new Float32Array(0), [c.numKvHeads, 0, c.headDim]);
+    const feeds = (ids: ArrayLike<number>, past: (l: number, k: boolean) => OrtNs.Tensor) => {
+      const f: Record<string, OrtNs.Tensor> = { input_ids: new ort.Tensor('int64', BigInt64Array.from(Array.from(ids), (v) => BigInt(v)), [ids.length]) };
+      for (let l = 0; l < c.numLayers; l++) ((f[pastKey(l)] = past(l, true)), (f[pastValue(l)] = past(l, false)));
+      return f;
+    };
+    const argmax = (t: OrtNs.Tensor) => {
+      const d = t.data as Float32Array;
+      let best = 0;
+      for (let i = 1; i < d.length; i++) if (d[i] > d[best]) best = i;
+      return best;
+    };
+    const ids = promptIds(prompt, c.vocabSize);
+    await session.run(feeds(ids, empty)); // shaders
+    let t0 = performance.now();
+    let out = await session.run(feeds(ids, empty));
+    let token = argmax(out.logits);
+    const prefill = prompt / ((performance.now() - t0) / 1000);
+    t0 = performance.now();
+    for (let i = 0; i < decode; i++) {
+      const prev = out;
+      out = await session.run(feeds([token], (l, k) => prev[k ? presentKey(l) : presentValue(l)]));
+      token = argmax(out.logits);
+    }
+    return { prefill, decode: decode / ((performance.now() - t0) / 1000) };
+  } finally {
+    await session.release();
+  }
+}
+
+/** Run every model × format × engine the options ask for; returns records. */
+export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuRecord[]> {
+  const out: GpuRecord[] = [];
+  const probe = await env.makeBackend();
+  const adapter = probe.ctx.adapterName;
+  const software = isSoftwareAdapter(adapter);
+  const copy = await copyBandwidth(probe.ctx.device);
+  probe.dispose();
+  env.log(`adapter: ${adapter}${software ? ' (software: figures say the path works, not GPU speed)' : ''}; copy bandwidth ${copy.toFixed(1)} GB/s`);
+  const bound = o.bandwidthGBs ?? copy;
+  const rec = (r: Omit<GpuRecord, 'adapter' | 'threads'>) => out.push({ ...r, threads: 1, adapter });
+  rec({ case: 'buffer copy', backend: 'webgpu', metric: 'copy_gb_s', value: copy, unit: 'GB/s', shape: '64 MiB copyBufferToBuffer, read+write' });
+
+  const runs: { name: string; format: WeightFormat; host: () => Promise<{ c: Qwen3Config; host: HostWeights }>; prompt: number; decode: number }[] = [];
+  if (o.models.includes('bundled') && env.bundled) {
+    for (const format of ['f32', 'q4'] as const)
+      runs.push({
+        name: 'bundled',
+        format,
+        host: async () => {
+          const b = await env.makeBackend();
+          try {
+            const { model, host } = await loadQwen3(env.bundled!, b, { format, keepHost: true });
+            model.free();
+            return { c: model.config, host: host! };
+          } finally {
+            b.dispose();
+          }
+        },
+        prompt: o.prompt ?? (software ? 32 : 128),
+        decode: o.decode ?? (software ? 8 : 64),
+      });
+  }
+  if (o.models.includes('0.6b'))
+    runs.push({
+      name: 'qwen3-0.6b-shape',
+      format: 'q4',
+      host: async () => ({ c: QWEN3_06B_SHAPE, host: fastRandomWeights(QWEN3_06B_SHAPE, 'q4') }),
+      prompt: o.prompt ?? (software ? 4 : 128),
+      decode: o.decode ?? (software ? 2 : 64),
+    });
+
+  for (const r of runs) {
+    const t0 = performance.now();
+    const { c, host } = await r.host();
+    const perToken = weightBytesPerToken(c, host);
+    const model = `${r.name}-${r.format}`;
+    const shape = `prompt=${r.prompt},decode=${r.decode}`;
+    env.log(`${model}: ${(paramCount(c) / 1e6).toFixed(1)}M parameters, ${(perToken / 2 ** 20).toFixed(1)} MiB of weights per token (${((performance.now() - t0) / 1000).toFixed(1)} s to prepare)`);
+    rec({ case: `weights per token ${model}`, backend: 'webgpu', metric: 'weight_bytes_per_token', value: perToken, unit: 'B', model });
+    const put = (backend: GpuRecord['backend'], t: { prefill: number; decode: number }) => {
+      rec({ case: `prefill ${model}`, backend, metric: 'prefill_tok_s', value: t.prefill, unit: 'tok/s', shape, model });
+      rec({ case: `decode ${model}`, backend, metric: 'decode_tok_s', value: t.decode, unit: 'tok/s', shape, model });
+      const gbs = (perToken * t.decode) / 1e9;
+      rec({ case: `decode ${model}`, backend, metric: 'weight_gb_s', value: gbs, unit: 'GB/s', shape, model });
+      rec({ case: `decode ${model}`, backend, metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape, model });
+      env.log(`${model} ${backend}: prefill ${t.prefill.toPrecision(3)} tok/s, decode ${t.decode.toPrecision(3)} tok/s = ${gbs.toPrecision(3)} GB/s of weights (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s)`);
+    };
+    if (o.engines.includes('ours')) {
+      const b = await env.makeBackend();
+      try {
+        const { model: m } = await buildQwen3(b, c, (spec) => host.get(spec.name)!, { format: r.format });
+        put('webgpu', await timeOurs(m, r.prompt, r.decode));
+        m.free();
+      } catch (e) {
+        env.log(`${model} webgpu failed: ${(e as Error).message}`);
+      } finally {
+        b.dispose();
+      }
+    }
+    if (o.engines.includes('ort') && env.ort) {
+      try {
+        const bytes = exportQwen3Onnx(c, host, { weights: r.format === 'f32' ? 'f32' : 'q4', maxPositions: r.prompt + r.decode + 1, logits: 'last' });
+        put('ort-webgpu', await timeOrt(env.ort, bytes, c, r.prompt, r.decode));
+      } catch (e) {
+        env.log(`${model} ort-webgpu failed: ${(e as Error).message}`);
+      }
+    }
+  }
+  return out;
+}

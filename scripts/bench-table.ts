@@ -1,0 +1,203 @@
+// The README's benchmark tables, generated from the committed records in bench/results/*.json (never
+// typed by hand). `npm run bench -- --table` (or `node --import tsx scripts/bench-table.ts`) rewrites
+// every block between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in README.md; `--check` only
+// reports whether README.md is up to date (exit 1 if not).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { BenchRecord } from '../bench/lib';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+function load(suite: string): BenchRecord[] {
+  const p = join(ROOT, 'bench/results', `${suite}.json`);
+  return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as BenchRecord[]) : [];
+}
+
+const uniq = <T>(xs: T[]) => [...new Set(xs)];
+
+/** "bench/results/x.json: 2026-12-01, commit abc, machine …" */
+function provenance(suite: string, rs: BenchRecord[]): string {
+  const dates = uniq(rs.map((r) => r.date.slice(0, 10)));
+  const commits = uniq(rs.map((r) => r.commit ?? 'not recorded'));
+  const machines = uniq(rs.map((r) => r.machine));
+  const adapters = uniq(rs.map((r) => r.adapter).filter((a): a is string => !!a));
+  return (
+    `<sub>Records: \`bench/results/${suite}.json\` — ${dates.join(', ')}, commit ${commits.map((c) => `\`${c}\``).join(', ')}, ${machines.join('; ')}` +
+    (adapters.length ? `; adapters: ${adapters.join('; ')}` : '') +
+    '.</sub>'
+  );
+}
+
+function fmt(v: number | undefined, digits = 3): string {
+  if (v === undefined || !Number.isFinite(v)) return '–';
+  if (Math.abs(v) >= 1000) return Math.round(v).toLocaleString('en-US');
+  return v.toPrecision(digits);
+}
+
+function find(rs: BenchRecord[], p: Partial<BenchRecord>): BenchRecord | undefined {
+  return rs.find((r) => Object.entries(p).every(([k, v]) => (r as unknown as Record<string, unknown>)[k] === v));
+}
+
+function matmulTable(): string | null {
+  const rs = load('matmul');
+  if (!rs.length) return null;
+  const rows: string[] = ['| weights | M | threads | ort-wasm | cpu-fast | cpu-fast / ort | cpu-ref | webgpu |', '|---|---|---|---|---|---|---|---|'];
+  let low = { ratio: Infinity, at: '' };
+  for (const threads of uniq(rs.map((r) => r.threads)).sort())
+    for (const shape of uniq(rs.map((r) => r.shape!)))
+      for (const kind of ['f32', 'q8', 'q4']) {
+        const cs = rs.filter((r) => r.shape === shape && r.case.includes(kind));
+        if (!cs.length) continue;
+        const get = (b: string, t = threads) => cs.find((r) => r.backend === b && r.threads === t)?.value;
+        const ort = get('ort-wasm');
+        const fast = get('cpu-fast');
+        if (ort === undefined && fast === undefined) continue;
+        const ratio = ort && fast ? fast / ort : undefined;
+        if (ratio !== undefined && ratio < low.ratio) low = { ratio, at: `${kind}, ${shape}, ${threads} thread(s)` };
+        const M = /M=?(\d+)/.exec(shape)?.[1] ?? shape;
+        rows.push(
+          `| ${kind} | ${M} | ${threads} | ${fmt(ort)} | ${fmt(fast)} | ${ratio ? `**${ratio.toFixed(2)}×**` : '–'} | ${threads === 1 ? fmt(get('cpu-ref', 1)) : '–'} | ${threads === 1 ? fmt(get('webgpu', 1)) : '–'} |`,
+        );
+      }
+  return `${rows.join('\n')}\n\nLowest cpu-fast / ort ratio: ${low.ratio.toFixed(2)}× (${low.at}).\n\n${provenance('matmul', rs)}`;
+}
+
+function tinyTable(): string | null {
+  const inf = load('inference').filter((r) => r.model?.startsWith('tiny'));
+  const tr = load('training');
+  if (!inf.length && !tr.length) return null;
+  const backends = ['cpu-ref', 'cpu-fast', 'ort-wasm', 'webgpu'] as const;
+  const rows = ['| | cpu-ref | cpu-fast | onnxruntime-web wasm | webgpu (lavapipe) |', '|---|---|---|---|---|'];
+  const line = (label: string, pick: (b: string) => BenchRecord | undefined) => {
+    const v = (b: string) => pick(b)?.value;
+    const ref = v('cpu-ref');
+    const cell = (b: string) => {
+      const x = v(b);
+      if (x === undefined) return '–';
+      return `${fmt(x)} tok/s${b === 'cpu-fast' && ref ? ` (${(x / ref).toFixed(0)}×)` : ''}`;
+    };
+    const shape = backends.map((b) => pick(b)?.shape).find(Boolean);
+    rows.push(`| ${label}${shape ? ` <sub>${shape}</sub>` : ''} | ${backends.map(cell).join(' | ')} |`);
+  };
+  const m = inf[0]?.model;
+  line('prefill', (b) => find(inf, { backend: b as never, metric: 'prefill_tok_s', case: `prefill ${m}` }));
+  line('decode, 1 sequence', (b) => find(inf, { backend: b as never, metric: 'decode_tok_s', case: `decode ${m}` }));
+  line('decode, 8 sequences together', (b) => find(inf, { backend: b as never, metric: 'decode_tok_s', case: `decode x8 ${m}` }));
+  line('train step, LoRA on q4', (b) => find(tr, { backend: b as never, case: 'train step lora q4' }));
+  line('train step, full-parameter f32', (b) => find(tr, { backend: b as never, case: 'train step full f32' }));
+  return `${rows.join('\n')}\n\n${provenance('inference', inf)}\n${provenance('training', tr.filter((r) => r.metric === 'train_tok_s'))}`;
+}
+
+function q06Table(): string | null {
+  const rs = load('inference').filter((r) => r.model?.includes('0.6b'));
+  if (!rs.length) return null;
+  const m = rs[0].model!;
+  const rows = ['| | cpu-ref | cpu-fast | onnxruntime-web wasm | webgpu (lavapipe) |', '|---|---|---|---|---|'];
+  const line = (label: string, c: string, metric: string) => {
+    const cell = (b: string) => {
+      const r = find(rs, { backend: b as never, case: c, metric });
+      return r ? `${fmt(r.value)} tok/s <sub>${r.shape}</sub>` : '–';
+    };
+    rows.push(`| ${label} | ${['cpu-ref', 'cpu-fast', 'ort-wasm', 'webgpu'].map(cell).join(' | ')} |`);
+  };
+  line('prefill', `prefill ${m}`, 'prefill_tok_s');
+  line('decode, 1 sequence', `decode ${m}`, 'decode_tok_s');
+  line('decode, 8 sequences together', `decode x8 ${m}`, 'decode_tok_s');
+  return `${rows.join('\n')}\n\n${provenance('inference', rs)}`;
+}
+
+function memoryTable(): string | null {
+  const rs = load('training').filter((r) => r.metric.startsWith('gpu_bytes'));
+  if (!rs.length) return null;
+  const rows = ['| model | step | predicted | measured on WebGPU |', '|---|---|---|---|'];
+  for (const m of uniq(rs.map((r) => r.model!))) {
+    const p = find(rs, { model: m, metric: 'gpu_bytes_predicted' });
+    const q = find(rs, { model: m, metric: 'gpu_bytes_measured' });
+    const gib = (r?: BenchRecord) => (r ? `${(r.value / 2 ** 30).toFixed(3)} GiB` : 'not measured');
+    rows.push(`| ${m} | ${p?.shape ?? q?.shape ?? ''} | ${gib(p)} | ${gib(q)} |`);
+  }
+  return `${rows.join('\n')}\n\n${provenance('training', rs)}`;
+}
+
+function quantTable(): string | null {
+  const rs = load('quant');
+  if (!rs.length) return null;
+  const models = uniq(rs.map((r) => r.model!));
+  const head = `| scheme | ${models.map((m) => `${m}: logits rel. L2 error | argmax = f32 | weights`).join(' | ')} |`;
+  const rows = [head, `|---|${models.map(() => '---|---|---|').join('')}`];
+  for (const s of uniq(rs.map((r) => r.case))) {
+    const cells = models.map((m) => {
+      const e = find(rs, { case: s, model: m, metric: 'logit_rel_l2' });
+      const a = find(rs, { case: s, model: m, metric: 'argmax_agree' });
+      const w = find(rs, { case: s, model: m, metric: 'weight_bytes' });
+      const T = Number(/tokens=(\d+)/.exec(e?.shape ?? '')?.[1] ?? 0);
+      return `${e ? e.value.toFixed(4) : '–'} | ${a ? `${Math.round(a.value * T)}/${T}` : '–'} | ${w ? `${(w.value / 2 ** 20).toFixed(w.value > 2 ** 30 ? 0 : 2)} MiB` : '–'}`;
+    });
+    rows.push(`| ${s.includes('(default)') ? `**${s}**` : s} | ${cells.join(' | ')} |`);
+  }
+  return `${rows.join('\n')}\n\n${provenance('quant', rs)}`;
+}
+
+function gpuTable(): string | null {
+  const rs = load('gpu');
+  if (!rs.length) return null;
+  const rows = ['| where | model | prompt / decode | our prefill | ORT prefill | our decode | ORT decode | our decode: weight GB/s (fraction of bound) | ORT decode: weight GB/s (fraction) |', '|---|---|---|---|---|---|---|---|---|'];
+  const wheres = uniq(rs.map((r) => /\((\w+)\)$/.exec(r.case)?.[1] ?? ''));
+  for (const w of wheres) {
+    const mine = rs.filter((r) => r.case.endsWith(`(${w})`));
+    const copy = find(mine, { metric: 'copy_gb_s' });
+    for (const m of uniq(mine.filter((r) => r.metric === 'decode_tok_s').map((r) => r.model!))) {
+      const g = (b: string, metric: string, what: string) => find(mine, { backend: b as never, metric, case: `${what} ${m} (${w})` });
+      const tok = (r?: BenchRecord) => (r ? `${fmt(r.value)} tok/s` : '–');
+      const bw = (b: string) => {
+        const gbs = g(b, 'weight_gb_s', 'decode');
+        const f = g(b, 'bandwidth_fraction', 'decode');
+        return gbs && f ? `${fmt(gbs.value)} (${(100 * f.value).toPrecision(2)} %)` : '–';
+      };
+      const shape = g('webgpu', 'decode_tok_s', 'decode')?.shape ?? g('ort-webgpu', 'decode_tok_s', 'decode')?.shape ?? '';
+      rows.push(
+        `| ${w}, ${copy?.adapter ?? ''} (copy ${fmt(copy?.value)} GB/s) | ${m} | ${shape.replace('prompt=', '').replace(',decode=', ' / ')} | ${tok(g('webgpu', 'prefill_tok_s', 'prefill'))} | ${tok(g('ort-webgpu', 'prefill_tok_s', 'prefill'))} | ${tok(g('webgpu', 'decode_tok_s', 'decode'))} | ${tok(g('ort-webgpu', 'decode_tok_s', 'decode'))} | ${bw('webgpu')} | ${bw('ort-webgpu')} |`,
+      );
+    }
+  }
+  return `${rows.join('\n')}\n\n${provenance('gpu', rs)}`;
+}
+
+export const TABLES: Record<string, () => string | null> = {
+  matmul: matmulTable,
+  tiny: tinyTable,
+  'qwen3-0.6b': q06Table,
+  memory: memoryTable,
+  quant: quantTable,
+  gpu: gpuTable,
+};
+
+/** README text with every bench block regenerated. */
+export function renderReadme(text: string): string {
+  return text.replace(/<!-- bench:([\w.-]+) -->[\s\S]*?<!-- \/bench:\1 -->/g, (whole, name: string) => {
+    const make = TABLES[name];
+    if (!make) throw new Error(`README.md: unknown bench block '${name}' (have: ${Object.keys(TABLES).join(', ')})`);
+    const body = make() ?? '_No records yet: run the suite, then `npm run bench -- --table`._';
+    return `<!-- bench:${name} -->\n${body}\n<!-- /bench:${name} -->`;
+  });
+}
+
+export function main(args: string[]): number {
+  const path = join(ROOT, 'README.md');
+  const text = readFileSync(path, 'utf8');
+  const next = renderReadme(text);
+  if (args.includes('--check')) {
+    if (next !== text) {
+      console.error('README.md benchmark tables differ from bench/results/*.json: run npm run bench -- --table');
+      return 1;
+    }
+    console.error('README.md benchmark tables match the records');
+    return 0;
+  }
+  writeFileSync(path, next);
+  console.error(next === text ? 'README.md tables already up to date' : 'README.md tables regenerated from bench/results/*.json');
+  return 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) process.exitCode = main(process.argv.slice(2));
