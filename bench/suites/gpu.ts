@@ -79,6 +79,7 @@ async function inChromium(ctx: BenchContext): Promise<void> {
   const server = await createServer({
     configFile: false,
     root: ROOT,
+    appType: 'mpa', // a missing file is a 404, not index.html (FetchSource probes for optional files)
     logLevel: 'warn',
     server: { host: '127.0.0.1', port, strictPort: true, fs: { allow: [ROOT, realpathSync(join(ROOT, 'node_modules')), ortDist] }, hmr: false },
     optimizeDeps: { exclude: ['onnxruntime-web'], entries: ['bench/gpu/page.html'] },
