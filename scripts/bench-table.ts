@@ -18,6 +18,7 @@ const uniq = <T>(xs: T[]) => [...new Set(xs)];
 
 /** "bench/results/x.json: 2026-12-01, commit abc, machine …" */
 function provenance(suite: string, rs: BenchRecord[]): string {
+  if (!rs.length) return `<sub>No records in \`bench/results/${suite}.json\` yet.</sub>`;
   const dates = uniq(rs.map((r) => r.date.slice(0, 10)));
   const commits = uniq(rs.map((r) => r.commit ?? 'not recorded'));
   const machines = uniq(rs.map((r) => r.machine));
@@ -75,7 +76,7 @@ function tinyTable(): string | null {
     const cell = (b: string) => {
       const x = v(b);
       if (x === undefined) return '–';
-      return `${fmt(x)} tok/s${b === 'cpu-fast' && ref ? ` (${(x / ref).toFixed(0)}×)` : ''}`;
+      return `${fmt(x)} tok/s${b === 'cpu-fast' && ref ? ` (${(x / ref).toFixed(x / ref < 10 ? 1 : 0)}×)` : ''}`;
     };
     const shape = backends.map((b) => pick(b)?.shape).find(Boolean);
     rows.push(`| ${label}${shape ? ` <sub>${shape}</sub>` : ''} | ${backends.map(cell).join(' | ')} |`);

@@ -64,6 +64,8 @@ export interface GpuBenchOptions {
   decode?: number;
   /** The adapter's memory bandwidth in GB/s, when known. */
   bandwidthGBs?: number;
+  /** Models not run when the adapter is a software one (too slow there), unless asked for by name. */
+  softwareSkip?: string[];
 }
 
 export interface GpuEnv {
@@ -222,6 +224,11 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
   const rec = (r: Omit<GpuRecord, 'adapter' | 'threads'>) => out.push({ ...r, threads: 1, adapter });
   rec({ case: 'buffer copy', backend: 'webgpu', metric: 'copy_gb_s', value: copy, unit: 'GB/s', shape: '64 MiB copyBufferToBuffer, read+write' });
 
+  for (const m of o.softwareSkip ?? [])
+    if (software && o.models.includes(m)) {
+      env.log(`${m}: skipped on a software adapter (minutes per token here; BENCH_GPU_MODELS=${m} runs it anyway)`);
+      o = { ...o, models: o.models.filter((x) => x !== m) };
+    }
   const runs: { name: string; format: WeightFormat; host: () => Promise<{ c: Qwen3Config; host: HostWeights }>; prompt: number; decode: number }[] = [];
   if (o.models.includes('bundled') && env.bundled) {
     for (const format of ['f32', 'q4'] as const)

@@ -31,6 +31,8 @@ function options(where: 'node' | 'chromium'): GpuBenchOptions {
     prompt: num(process.env.BENCH_GPU_PROMPT),
     decode: num(process.env.BENCH_GPU_DECODE),
     bandwidthGBs: num(process.env.BENCH_GPU_BANDWIDTH_GBS),
+    // SwiftShader runs the 0.6B shape at minutes per token: only when asked for by name.
+    softwareSkip: where === 'chromium' && !process.env.BENCH_GPU_MODELS ? ['0.6b'] : [],
   };
 }
 
