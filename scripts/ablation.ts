@@ -64,6 +64,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 /** Injected by tests: a smaller domain (fewer tools, a shorter policy). */
 export interface AblationDeps {
   domain?: Domain;
+  /** Called after each training step (tests: throw to simulate a crash between steps). */
+  afterStep?: (config: string, seed: number, step: number) => void;
 }
 
 const readJsonl = <T>(path: string): T[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T) : []);
@@ -248,6 +250,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
               while (!run.done) {
                 const m = await run.trainStep();
                 log(`  ${c.id} seed ${seed}: ${stepLine(m, budget.steps)}`);
+                deps.afterStep?.(c.id, seed, m.step);
                 if (curveDue(m.step)) await curveEval(m.step);
               }
               const e = await evaluate(run.actAdapter, run.rehearseAdapter ?? run.actAdapter, evalTasks);
