@@ -159,9 +159,10 @@ export function renderSvg(data: PlotData, title: string): { svg: string; width: 
     let y0 = 0;
     let y1 = 1;
     if (panel.id === 'train-reward') {
+      // Rewards lie in [-0.1, 1] (an empty response scores -0.1): bands of few seeds are clipped to that.
       const vals = ss.flatMap((s) => s.points.flatMap((p) => [p.lo, p.hi]));
-      y0 = Math.min(0, ...vals);
-      y1 = Math.max(0.1, ...vals);
+      y0 = Math.max(-0.1, Math.min(0, ...vals));
+      y1 = Math.min(1, Math.max(0.1, ...vals));
     }
     const X = (step: number) => ox + M.l + (step / maxStep) * w;
     const Y = (v: number) => oy + M.t + h - ((Math.min(y1, Math.max(y0, v)) - y0) / (y1 - y0)) * h;

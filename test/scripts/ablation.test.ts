@@ -3,13 +3,15 @@
 // tasks. A simulated crash after step 1 of one run leaves it unfinished; the rerun skips the finished runs,
 // resumes that one from its checkpoint, and aggregates all of them into the tables; a rerun with another
 // budget on the same folder is refused; the plots command renders the run records to a PNG whose SVG carries
-// the expected series.
+// the expected series. The private-rehearsal table runs its cells (base policy and that EnvACE run's adapter,
+// N = 0 and 1, 2 seeds) into per-cell records, skips them on a rerun and pairs EnvACE with the base.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ablationCli } from '../../scripts/ablation';
 import { CHROMIUM, plotsCli } from '../../scripts/plots';
+import { ttsCli } from '../../scripts/tts-table';
 import { emptyResultsDoc } from '../../src/rl/grpo-ablation';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 import { calculateOnlyDomain as domain, captureIo as io } from '../helpers/cli';
@@ -121,5 +123,30 @@ describe('npm run ablation: record folders, skip, resume, aggregation', () => {
     const u = io();
     expect(await plotsCli([join(work, 'nope')], u)).toBe(2);
     expect(u.stderr()).toMatch(/no such records folder/);
+  });
+
+  it('npm run tts-table: per-cell records, skip on rerun, paired differences to N = 0 and to the base policy', async () => {
+    const ttsOut = join(work, 'tts');
+    const targs = [
+      '--model', modelDir, '--adapter', join(out, 'envace-s0'), '--out', ttsOut, '--results', results, '--world', 'retail', '--tasks', '2', '--seeds', '2', '--ns', '0,1',
+      '--modes', 'parallel', '--max-turns', '1', '--max-act-tokens', '4', '--max-rehearse-tokens', '4', '--max-eval-tokens', '4', '--grounding-chars', '150',
+      '--history-chars', '150', '--threads', '1', '--boot-reps', '200',
+    ];
+    const t = io();
+    expect(await ttsCli(targs, t, { domain })).toBe(0);
+    const cells = ['base-none-n0', 'base-parallel-n1', 'envace-none-n0', 'envace-parallel-n1'].flatMap((c) => [0, 1].map((s) => `${c}-s${s}.json`));
+    for (const c of cells) expect(existsSync(join(ttsOut, 'cells', c)), c).toBe(true);
+    const cell = JSON.parse(readFileSync(join(ttsOut, 'cells', 'envace-parallel-n1-s1.json'), 'utf8'));
+    expect(cell).toMatchObject({ policy: 'envace', mode: 'parallel', n: 1, seed: 1, tasks: 2 });
+    expect(cell.perTask).toHaveLength(2);
+    const doc = readFileSync(results, 'utf8');
+    expect(doc).toMatch(/\| base policy \| parallel \| 1 \| 2 \| [\d.]+( \[[\d.]+, [\d.]+\])? \| [-+\d.]+( \[[-+\d.]+, [-+\d.]+\])? \| (no|\*\*yes\*\*) \| – \| – \|/);
+    expect(doc).toMatch(/\| EnvACE adapter \| parallel \| 1 \| 2 \| [\d.]+( \[[\d.]+, [\d.]+\])? \| [-+\d.]+( \[[-+\d.]+, [-+\d.]+\])? \| (no|\*\*yes\*\*) \| [-+\d.]+( \[[-+\d.]+, [-+\d.]+\])? \| (no|\*\*yes\*\*) \|/);
+    expect(doc).toContain('World `retail`'); // the ablation section is kept
+    expect(doc).toContain('world `retail`');
+
+    const again = io();
+    expect(await ttsCli(targs, again, { domain })).toBe(0);
+    expect(again.stderr().match(/finished, skipped/g)).toHaveLength(8);
   });
 });
