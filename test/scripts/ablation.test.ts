@@ -86,6 +86,20 @@ describe('npm run ablation: record folders, skip, resume, aggregation', () => {
     expect(await ablationCli([...args(), '--table-only', '--no-write'], t, { domain })).toBe(0);
     expect(JSON.parse(t.stdout()).runs).toBe(5);
     expect(t.stderr()).not.toMatch(/starting|resuming/);
+    // --pilot over the same records: nothing to run, the learning curve and the measured minutes per seed.
+    const p = io();
+    expect(await ablationCli([...args(), '--pilot'], p, { domain })).toBe(0);
+    const pilot = JSON.parse(p.stdout()).pilot;
+    expect(pilot.envace.curve.map((x: { step: number; seeds: number }) => [x.step, x.seeds])).toEqual([[1, 2], [2, 2]]);
+    expect(pilot.envace.stepS).toBeGreaterThan(0);
+    expect(pilot.envace.minutesPerSeed).toBeGreaterThan(0);
+    expect(p.stderr()).toMatch(/EnvACE, role-wise: @1 [\d.]+%  @2 [\d.]+%; [\d.]+ s\/step/);
+    // --estimate: one step per trained mode and one evaluation, projected minutes; nothing written.
+    const e = io();
+    expect(await ablationCli([...args(), '--configs', 'base,envace', '--estimate'], e, { domain })).toBe(0);
+    const est = JSON.parse(e.stdout());
+    expect(Object.keys(est.stepS)).toEqual(['rehearse']);
+    expect(est.minutesPerConfigSeed.envace).toBeGreaterThan(0);
     const other = io();
     expect(await ablationCli([...args(), '--k', '3'], other, { domain })).toBe(2);
     expect(other.stderr()).toMatch(/holds a finished run of another budget/);
