@@ -232,7 +232,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
             if (evalEvery > 0) await addCurve(curvePoint(0, e.report, 0));
             record = {
               success: e.report.success, meanReward: e.report.meanReward, toolPrecision: e.report.toolPrecision, toolRecall: e.report.toolRecall, fidelity: fid(e.report),
-              perTask: e.report.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward })), trainReward: null, spread: null, trainS: 0, curveS: 0, evalS: e.s,
+              perTask: e.report.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward, tier: t.tier, family: t.family })), callsWithoutError: e.report.callsWithoutError, trainReward: null, spread: null, trainS: 0, curveS: 0, evalS: e.s,
             };
           } else {
             const run = await openRun(c, seed, budget.steps, store);
@@ -260,7 +260,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
               const spreads = steps.map((m) => m.advantage.spread).filter((x) => typeof x === 'number');
               record = {
                 success: e.report.success, meanReward: e.report.meanReward, toolPrecision: e.report.toolPrecision, toolRecall: e.report.toolRecall, fidelity: fid(e.report),
-                perTask: e.report.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward })),
+                perTask: e.report.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward, tier: t.tier, family: t.family })), callsWithoutError: e.report.callsWithoutError,
                 trainReward: rewards.length ? { first: rewards[0], last: rewards.at(-1)!, mean: rewards.reduce((a, x) => a + x, 0) / rewards.length } : null,
                 spread: spreads.length ? spreads.reduce((a, x) => a + x, 0) / spreads.length : null,
                 trainS: steps.reduce((a, m) => a + m.wallMs, 0) / 1000,

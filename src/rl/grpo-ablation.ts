@@ -72,8 +72,10 @@ export interface AblationRun {
   toolPrecision: number;
   toolRecall: number;
   fidelity: FidelityFigures | null;
-  /** Per held-out task, for the bootstrap over tasks and the paired differences. */
-  perTask: { taskId: string; reward: number }[];
+  /** Per held-out task, for the bootstrap over tasks and the paired differences (tier, family: for breakdowns). */
+  perTask: { taskId: string; reward: number; tier?: number | null; family?: string | null }[];
+  /** Fraction of the real calls that ran without an error observation (a graded signal where success is rare). */
+  callsWithoutError?: number;
   /** Mean reward of the training rollouts: first step, last step, mean over steps (rehearsed modes: the judge's). */
   trainReward: { first: number; last: number; mean: number } | null;
   /** Mean over steps of the fraction of advantage groups with a non-zero reward spread. */
@@ -137,6 +139,17 @@ export function successObs(runs: readonly AblationRun[]): Obs[] {
   return runs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward >= 1 ? 1 : 0 })));
 }
 
+function tierSuccess(rs: readonly AblationRun[]): AblationRow['byTier'] {
+  const acc: AblationRow['byTier'] = {};
+  for (const t of rs.flatMap((r) => r.perTask)) {
+    if (t.tier === null || t.tier === undefined) continue;
+    const a = (acc[String(t.tier)] ??= { results: 0, success: 0 });
+    a.success = (a.success * a.results + (t.reward >= 1 ? 1 : 0)) / (a.results + 1);
+    a.results++;
+  }
+  return acc;
+}
+
 export interface AblationRow {
   config: AblationConfig;
   runs: number;
@@ -158,6 +171,8 @@ export interface AblationRow {
   spread: Interval;
   /** Wall-clock seconds per seed (training + evaluations), in seed order. */
   wallS: { seed: number; s: number }[];
+  /** Success per task tier, pooled over seeds and tasks (tiers: src/env/retail/tiers.ts); empty without tiers. */
+  byTier: Record<string, { results: number; success: number }>;
 }
 
 export interface PairRow {
@@ -213,6 +228,7 @@ export function summarize(runs: readonly AblationRun[], configs: readonly Ablati
         trainLast: meanCI(rs.map((r) => r.trainReward?.last ?? NaN)),
         spread: meanCI(rs.map((r) => r.spread ?? NaN)),
         wallS: rs.map((r) => ({ seed: r.seed, s: r.wallS })),
+        byTier: tierSuccess(rs),
       };
     })
     .filter((r) => r.runs > 0);
@@ -290,6 +306,17 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
     out.push('| A − B | Δ success, pts [95 % CI] | significant | paper\'s direction (A > B) | paired results |');
     out.push('|---|---|---|---|---|');
     for (const p of pairs) out.push(`| ${p.a.label} − ${p.b.label} | ${fmtDiff(p.diff)} | ${p.diff.significant ? '**yes**' : 'no'} | ${verdict(p.diff)} | ${p.diff.n} |`);
+    out.push('');
+  }
+  const tiers = [...new Set(rows.flatMap((r) => Object.keys(r.byTier)))].sort((x, y) => Number(x) - Number(y));
+  if (tiers.length) {
+    out.push('### Success by task tier');
+    out.push('');
+    out.push('Success % per tier of the held-out tasks (src/env/retail/tiers.ts), pooled over seeds and tasks (results in parentheses).');
+    out.push('');
+    out.push(`| configuration | ${tiers.map((t) => `tier ${t}`).join(' | ')} |`);
+    out.push(`|---|${tiers.map(() => '---|').join('')}`);
+    for (const r of rows) out.push(`| ${r.config.label} | ${tiers.map((t) => (r.byTier[t] ? `${(100 * r.byTier[t].success).toFixed(1)} (${r.byTier[t].results})` : '–')).join(' | ')} |`);
     out.push('');
   }
   const trained = rows.filter((r) => r.config.mode !== null);

@@ -13,7 +13,7 @@ const TASKS = 40;
 const run = (config: string, seed: number, solved: number, exact = 0.5): AblationRun => ({
   key: 'k', config, seed, steps: config === 'base' ? 0 : 4, success: solved / TASKS, meanReward: solved / TASKS, toolPrecision: 0.5, toolRecall: 0.25,
   fidelity: { exact, f1: exact, errorAgree: 1, invalid: 0, steps: 10 },
-  perTask: Array.from({ length: TASKS }, (_, t) => ({ taskId: `t${t}`, reward: t < solved ? 1 : 0 })),
+  perTask: Array.from({ length: TASKS }, (_, t) => ({ taskId: `t${t}`, reward: t < solved ? 1 : 0, tier: t < 20 ? 1 : 2 })),
   trainReward: config === 'base' ? null : { first: 0.1, last: 0.3, mean: 0.2 }, spread: config === 'base' ? null : 0.5,
   trainS: config === 'base' ? 0 : 600 + 60 * seed, curveS: 0, evalS: 60, wallS: (config === 'base' ? 0 : 600 + 60 * seed) + 60,
 });
@@ -70,6 +70,10 @@ describe('ablation tables', () => {
     expect(md).toContain('| configuration | seed 0 | seed 1 | seed 2 | mean | max |');
     expect(md).toContain('| GRPO, real environment | 11.0 | 12.0 | 13.0 | 12.0 | 13.0 |');
     expect(md).toContain('![learning curves](figures/ablation-curves.png)');
+    // Tiers: tasks t0..t19 are tier 1; real solves t0..t19 in every seed.
+    expect(md).toContain('| configuration | tier 1 | tier 2 |');
+    expect(md).toContain('| GRPO, real environment | 100.0 (60) | 0.0 (60) |');
+    expect(md).toContain('| base policy | 50.0 (20) | 0.0 (20) |');
     expect(md).toContain('1.3 M-parameter');
   });
 
