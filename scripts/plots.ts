@@ -4,7 +4,8 @@
 // the mean over seeds (line) and the 95 % t-band over seeds (shaded; src/rl/stats.ts):
 //   held-out success, training reward, rehearsal fidelity exact / F1 / error agreement, and the fraction of
 //   advantage groups with a non-zero reward spread.
-// Held-out success and fidelity come from the curve evaluations (step 0: the base policy's run, shared by every
+// Run folders: <dir>/<config>-s<seed>/ of the ablation, or any `npm run train --out` folder under <dir> (its
+// eval.jsonl). Held-out success and fidelity come from the curve evaluations (step 0: the base policy's run, shared by every
 // configuration); where a run has no curve evaluations with fidelity, the fidelity panels use the training
 // rollouts' own (rehearsed vs real observation, rehearsed modes only) and say so.
 // Writes an SVG (plain, diffable) and rasterises it to PNG in headless Chromium (playwright-core, Debian's
@@ -72,10 +73,12 @@ export function collectCurves(dir: string, only?: readonly string[]): PlotData {
   if (!existsSync(dir)) throw new ArgError(`${dir}: no such records folder`);
   const runs: { config: string; seed: number; s: RunSeries; trainFid: RunSeries }[] = [];
   for (const d of readdirSync(dir).sort()) {
-    const m = /^(.+)-s(\d+)$/.exec(d);
-    if (!m) continue;
+    // <config>-s<seed> (the ablation's folders); any other run folder (npm run train --out) counts as seed 0 of itself.
+    const m = /^(.+)-s(\d+)$/.exec(d) ?? [d, d, '0'];
     const folder = join(dir, d);
     if (!existsSync(join(folder, 'metrics.jsonl')) && !existsSync(join(folder, 'curve.jsonl'))) continue;
+    // npm run train writes its held-out evaluations to eval.jsonl (same fields); the ablation to curve.jsonl.
+    const curveFile = existsSync(join(folder, 'curve.jsonl')) ? 'curve.jsonl' : 'eval.jsonl';
     const s: RunSeries = {};
     const trainFid: RunSeries = {};
     const put = (into: RunSeries, p: PanelId, step: number, v: unknown) => {
@@ -88,7 +91,7 @@ export function collectCurves(dir: string, only?: readonly string[]): PlotData {
       put(trainFid, 'fidelity-f1', x.step, x.rollouts?.fidelity?.f1);
       put(trainFid, 'fidelity-error', x.step, x.rollouts?.fidelity?.errorAgree);
     }
-    for (const p of lastPerStep(readJsonl<CurvePoint>(join(folder, 'curve.jsonl')))) {
+    for (const p of lastPerStep(readJsonl<CurvePoint>(join(folder, curveFile)))) {
       put(s, 'success', p.step, p.success);
       put(s, 'fidelity-exact', p.step, p.fidelity?.exact);
       put(s, 'fidelity-f1', p.step, p.fidelity?.f1);
