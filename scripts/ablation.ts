@@ -193,6 +193,12 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
         if (existsSync(resultFile)) {
           const r = JSON.parse(readFileSync(resultFile, 'utf8')) as AblationRun;
           if (r.key !== key) throw new ArgError(`${dir} holds a finished run of another budget (key ${r.key}, this budget ${key}): choose another --out`);
+          // The base run finished without curves: its evaluation is every curve's step 0.
+          if (!c.mode && evalEvery > 0 && !existsSync(join(dir, 'curve.jsonl'))) {
+            const per = r.perTask.slice(0, curveTasks);
+            const p: CurvePoint = { step: 0, tasks: per.length, success: per.filter((t) => t.reward >= 1).length / per.length, meanReward: per.reduce((a, t) => a + t.reward, 0) / per.length, fidelity: r.fidelity, s: 0 };
+            writeFileSync(join(dir, 'curve.jsonl'), JSON.stringify(p) + '\n');
+          }
           log(`${c.id} seed ${seed}: finished, skipped`);
           return;
         }
@@ -304,9 +310,13 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
           const stepS = rs.length ? rs.reduce((a, r) => a + r.trainS / r.steps, 0) / rs.length : NaN;
           const evalS = rs.length ? rs.reduce((a, r) => a + r.evalS, 0) / rs.length : NaN;
           const curveEvalS = rs.length ? rs.reduce((a, r) => a + r.curveS, 0) / rs.length / Math.max(1, steps.length - 1) : NaN;
-          report[c.id] = { curve, stepS, evalS, curveEvalS, minutesPerSeed: rs.length ? rs.reduce((a, r) => a + r.wallS, 0) / rs.length / 60 : NaN };
-          log(`${c.label}: ${curve.map((p) => `@${p.step} ${(100 * p.success).toFixed(1)}%`).join('  ')}; ${stepS.toFixed(1)} s/step, final eval ${evalS.toFixed(0)} s`);
-          for (const at of [4, 8, 12, 16, 24, 32, 48].filter((s) => s <= budget.steps * 2)) log(`  ${at} steps ≈ ${((at * stepS + evalS) / 60).toFixed(1)} min per seed (without curve evaluations)`);
+          const spread = rs.filter((r) => r.spread !== null).map((r) => r.spread!);
+          report[c.id] = {
+            curve, stepS, evalS, curveEvalS, minutesPerSeed: rs.length ? rs.reduce((a, r) => a + r.wallS, 0) / rs.length / 60 : NaN,
+            spread: spread.length ? spread.reduce((a, x) => a + x, 0) / spread.length : null,
+          };
+          log(`${c.label}: ${curve.map((p) => `@${p.step} ${(100 * p.success).toFixed(1)}%`).join('  ')}; ${c.mode ? `${stepS.toFixed(1)} s/step, ` : ''}final eval ${evalS.toFixed(0)} s`);
+          if (c.mode) for (const at of [4, 8, 12, 16, 24, 32, 48].filter((s) => s <= budget.steps * 2)) log(`  ${at} steps ≈ ${((at * stepS + evalS) / 60).toFixed(1)} min per seed (without curve evaluations)`);
         }
         io.out(JSON.stringify({ out, budget, curveTasks, evalEvery, pilot: report }) + '\n');
         return;
