@@ -19,7 +19,7 @@ import { summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
 import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutMode } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
-import type { Baseline, GroupMode } from './advantage';
+import type { Advantages, Baseline, GroupMode } from './advantage';
 import { grpoUpdate } from './grpo';
 import type { RunStore } from './store';
 
@@ -67,8 +67,25 @@ export interface StepMetrics {
   tasks: string[];
   rollouts: RolloutSummary;
   updates: { target: string; rows: number; loss: number; clipFrac: number; kl: number; gradNorm: number; tokens: number; applied: boolean; lr: number }[];
-  advantage: { groups: number; meanAbs: number };
+  /** spread: fraction of the advantage groups whose rewards are not all equal (the others carry no gradient). */
+  advantage: { groups: number; meanAbs: number; spread: number };
   wallMs: number;
+}
+
+/**
+ * Fraction of advantage groups with a non-zero reward spread. A group's advantages R − μ are all zero exactly
+ * when its rewards are all equal (under either baseline), so a group counts when any of its rows has |A| > 1e-9.
+ * Rows without an advantage (null: not in any group) are skipped; 0 when there are no groups.
+ */
+export function spreadFraction(rows: readonly { promptId: string; role: string }[], advantages: Advantages): number {
+  const any = new Map<string, boolean>();
+  rows.forEach((r, i) => {
+    const a = advantages.advantage[i];
+    if (a === null || a === undefined) return;
+    const k = JSON.stringify([r.promptId, advantages.mode === 'pooled' ? 'all' : r.role]);
+    any.set(k, (any.get(k) ?? false) || Math.abs(a) > 1e-9);
+  });
+  return any.size ? [...any.values()].filter(Boolean).length / any.size : 0;
 }
 
 export interface EvalMetrics {
@@ -229,7 +246,7 @@ export class GrpoRun {
         target: s.target, rows: s.rows, loss: s.report.loss, clipFrac: s.report.clipFrac, kl: s.report.kl,
         gradNorm: s.report.gradNorm, tokens: s.report.tokens, applied: s.report.applied, lr: s.report.lr,
       })),
-      advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0 },
+      advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0, spread: spreadFraction(batch.rows, upd.advantages) },
       wallMs: performance.now() - t0,
     };
     this.state.step = step;
