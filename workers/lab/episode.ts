@@ -185,10 +185,11 @@ export class LabRollouts {
       let rehearseError: string | null = null;
       let rehearseCut: number | null = null;
       let miss = false;
-      if (gen && c.obs === null) {
-        rehearseError = failed ? 'not used: the episode had already ended' : rehearseFailureText(ep.rehearseFailure, ep.rehearseCut);
-        if (!failed) rehearseCut = ep.rehearseCut;
-        miss = !failed;
+      if (c.obs === null && ep.done) {
+        const first = !failed && ep.end === 'rehearse-invalid';
+        rehearseError = first ? rehearseFailureText(ep.rehearseFailure, ep.rehearseCut) : gen ? 'not used: the episode had already ended' : `never rehearsed: the episode ended first (${this.endReason(e)})`;
+        if (first) rehearseCut = ep.rehearseCut;
+        miss = first;
         failed = true;
       }
       return {
