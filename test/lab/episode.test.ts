@@ -152,7 +152,7 @@ describe('lab rollout view', () => {
     const full = mk({ actSource: 'expert', maxTurns: 12, rehearseTokens: b.observations.max });
     while (!full.done) await full.step();
     const v = full.view();
-    expect(v.endReason).toBe('the policy replied to the user');
+    expect(v.endReason).toBe('the expert replied to the user');
     const shown = v.turns.flatMap((t) => t.calls);
     expect(shown).toHaveLength(calls);
     for (const c of shown) {

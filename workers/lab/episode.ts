@@ -113,7 +113,7 @@ export class LabRollouts {
       case null:
         return null;
       case 'reply':
-        return 'the policy replied to the user';
+        return this.cfg.actSource === 'policy' ? 'the policy replied to the user' : 'the expert replied to the user';
       case 'empty':
         return 'an empty Act turn';
       case 'max-turns':
