@@ -195,7 +195,10 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.click('[data-testid=train-start]');
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 360_000, interval: 500 }).toBe('2 of 2 training steps');
     await idle();
-    const seen = await page.evaluate(() => (window as unknown as { __progress: string[]; __eta: string[] }));
+    const seen = await page.evaluate(() => {
+      const w = window as unknown as { __progress: string[]; __eta: string[] };
+      return { __progress: [...w.__progress], __eta: [...w.__eta] };
+    });
     // Progress changes inside a step (not only between steps): phases, finished rollouts, tokens.
     const inStep1 = [...new Set(seen.__progress.filter((t) => t.includes('step 1 of 2')))];
     expect(inStep1.length).toBeGreaterThan(2);
