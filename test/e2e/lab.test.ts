@@ -94,10 +94,22 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.textContent('[data-testid=load-status]')).toContain(`on ${chosen}`);
     // The default world is the compact one; it stays out of the URL.
     expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
-    expect(await page.textContent('[data-testid=world-info]')).toMatch(/\d+ users, \d+ orders, \d+ products/);
+    expect(await page.textContent('[data-testid=world-info]')).toMatch(/^compact retail: \d+ real users, their \d+ orders/);
     expect(new URL(page.url()).searchParams.get('world')).toBeNull();
     // The measured budgets are stated with what they were measured on.
     expect(await page.textContent('[data-testid=budget-info]')).toMatch(/Rehearse \d+ tokens\. Measured on the mini world/);
+    // One control switches the world: the task list, the URL and the budgets follow; then back to mini.
+    const miniTasks = await page.locator('[data-testid=task-select] option').allTextContents();
+    await page.selectOption('[data-testid=world-select]', 'retail');
+    await idle();
+    await expect.poll(() => page.textContent('[data-testid=world-info]')).toMatch(/^full τ²-bench retail: 500 users/);
+    expect(new URL(page.url()).searchParams.get('world')).toBe('retail');
+    expect(await page.locator('[data-testid=task-select] option').allTextContents()).not.toEqual(miniTasks);
+    await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the retail world/);
+    await page.selectOption('[data-testid=world-select]', 'mini');
+    await idle();
+    await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the mini world/);
+    expect(new URL(page.url()).searchParams.get('world')).toBeNull();
 
     // The expert plays the task: it writes each Act turn and each observation (the real one, teacher-forced),
     // held to the default Rehearse budget like a generation. Default turn limit; the task's every call.
