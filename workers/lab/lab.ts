@@ -122,7 +122,12 @@ export class Lab {
     return inspectFolder(files);
   }
 
-  async load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo> {
+  /** Load a model; cancellable between phases and during the backend calibration. */
+  load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo> {
+    return this.guarded((signal) => this.loadIn(req, onProgress, signal));
+  }
+
+  private async loadIn(req: LoadRequest, onProgress: ProgressFn, signal: AbortSignal): Promise<LoadInfo> {
     const t0 = performance.now();
     onProgress({ phase: 'starting the backend', done: 0, total: 3 });
     if (this.policy) {
@@ -143,11 +148,28 @@ export class Lab {
       for (const order of [['webgpu'], ['cpu-fast', 'cpu-ref']] as BackendKind[][]) {
         try {
           onProgress({ phase: `timing ${order[0]} on this model (the WebGPU adapter is a software one: ${adapter.description})`, done: cands.length, total: 3 });
+          this.checkCancel(signal);
           const { backend, kind } = await pickBackend(undefined, order);
           const p = await loadPolicy(req, backend, domain);
-          cands.push({ backend, kind, p, ms: await calibrate(p) });
-        } catch {
-          /* that backend could not start: the other one wins */
+          cands.push({ backend, kind, p, ms: NaN });
+          cands[cands.length - 1].ms = await calibrate(p, signal, () => this.checkCancel(signal));
+        } catch (e) {
+          if ((e as Error).name === 'AbortError') {
+            for (const c of cands) {
+              c.p.adapter.free(c.backend);
+              c.p.model.free();
+              c.backend.dispose();
+            }
+            throw e;
+          }
+          // That backend could not start (or failed its timing): the other one wins.
+          const bad = cands.findIndex((c) => Number.isNaN(c.ms));
+          if (bad >= 0) {
+            const [c] = cands.splice(bad, 1);
+            c.p.adapter.free(c.backend);
+            c.p.model.free();
+            c.backend.dispose();
+          }
         }
       }
       if (cands.length === 0) throw new Error('no backend could start');
@@ -409,12 +431,12 @@ const CAL_SEQS = 2;
 const CAL_TOKENS = 16;
 
 /** Milliseconds of a short batched generation (after a warm-up that compiles the kernels). */
-async function calibrate(p: Pick<Policy, 'model' | 'tok' | 'adapter'>): Promise<number> {
+async function calibrate(p: Pick<Policy, 'model' | 'tok' | 'adapter'>, signal: AbortSignal, onStep: () => void): Promise<number> {
   const prompt = Array.from({ length: 48 }, (_, i) => (i * 7919) % Math.max(2, p.model.config.vocabSize - 16));
   const reqs = (n: number) => Array.from({ length: CAL_SEQS }, (_, i) => ({ prompt, maxNewTokens: n, stopTokens: [], sampling: { temperature: 1, topP: 1, seed: i + 1 } }));
-  await gen(p.model, p.tok, reqs(2), { adapter: p.adapter });
+  await gen(p.model, p.tok, reqs(2), { adapter: p.adapter, signal, onStep });
   const t0 = performance.now();
-  await gen(p.model, p.tok, reqs(CAL_TOKENS), { adapter: p.adapter });
+  await gen(p.model, p.tok, reqs(CAL_TOKENS), { adapter: p.adapter, signal, onStep });
   return performance.now() - t0;
 }
 
