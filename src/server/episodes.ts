@@ -181,6 +181,24 @@ export class ServerEpisode {
   }
 
   /**
+   * Real reward of a trajectory the trainer holds (`replay`): its assistant turns are replayed through a lab
+   * Episode in real mode on a fresh database of this task (τ²'s rule replays the calls anyway), scored with
+   * the lab's defaultReward. For a reward function that never saw the episode (verl's compute_score).
+   * This episode's own database is not touched.
+   */
+  scoreReplay(messages: readonly WireMessage[], maxTurns: number): ScoreResult {
+    const ep = new Episode(this.task.id, this.id + ':replay', this.task, 'real', this.domain.createEnv(), [], maxTurns);
+    for (const m of messages) {
+      if (ep.done) break;
+      if (m.role === 'assistant') ep.applyAct(assistantText(m));
+    }
+    const r = realReward(() => this.domain.createEnv(), this.task, ep.steps);
+    const env = ep.env;
+    const j = judge(this.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
+    return { kind: 'real', reward: defaultReward(ep, this.domain), checklist: flatVerdicts(j.items), db: r.db, communicate: r.communicate, missing_facts: r.missingFacts, end: ep.end };
+  }
+
+  /**
    * Checklist-judge reward of an imagined trajectory of this episode's task: `messages` is the Act
    * conversation with rehearsed observations as tool messages. It is replayed through a lab Episode in
    * rehearse mode (so parsing, empty turns, invalid rehearsals and the turn limit are the lab's) and scored

@@ -7,7 +7,9 @@
 //   POST   /episodes/ID/calls {"name","arguments"}          {"observation", "error", "code", "ok", "done"}
 //   POST   /episodes/ID/rehearse-prompt {"name","arguments","options"?}   {"prompt", "messages"}
 //   POST   /episodes/ID/parse-rehearsal {"text","name"}     {"ok", "observation", "error"}
-//   POST   /episodes/ID/score {"messages"?, "imagined"?, "terminated"?}  {"reward", "checklist", "kind", …}
+//   POST   /episodes/ID/score {"messages"?, "imagined"?, "replay"?, "terminated"?}  {"reward", "checklist", "kind", …}
+//          messages: real reward of this episode's calls + the replies in messages; replay: true: real reward
+//          of the calls in messages replayed on a fresh database; imagined: the checklist judge
 //   DELETE /episodes/ID                         {"released": true}
 //   *      /mcp?task=ID                          MCP streamable HTTP (one session = one episode)
 // Every error is {"error": {"code", "message"}} with a 4xx/5xx status. Bodies are limited in size and JSON
@@ -204,7 +206,13 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       case 'score': {
         if (b.terminated !== undefined && typeof b.terminated !== 'boolean') throw new ApiError(400, 'bad_request', '"terminated" must be a boolean');
         if (b.imagined !== undefined && b.messages !== undefined) throw new ApiError(400, 'bad_request', 'send "messages" (real reward) or "imagined" (judge), not both');
-        const r = b.imagined !== undefined ? ep.scoreImagined(messagesOf(b.imagined, 'imagined'), maxTurns) : ep.scoreReal(b.messages === undefined ? undefined : messagesOf(b.messages, 'messages'), b.terminated === true);
+        if (b.replay !== undefined && typeof b.replay !== 'boolean') throw new ApiError(400, 'bad_request', '"replay" must be a boolean');
+        if (b.replay === true && b.messages === undefined) throw new ApiError(400, 'bad_request', '"replay" needs "messages"');
+        const r = b.imagined !== undefined
+          ? ep.scoreImagined(messagesOf(b.imagined, 'imagined'), maxTurns)
+          : b.replay === true
+            ? ep.scoreReplay(messagesOf(b.messages, 'messages'), maxTurns)
+            : ep.scoreReal(b.messages === undefined ? undefined : messagesOf(b.messages, 'messages'), b.terminated === true);
         send(res, 200, r);
         break;
       }

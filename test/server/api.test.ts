@@ -114,6 +114,12 @@ describe('JSON API', () => {
         const got = await api(h.server.url, 'POST', `/episodes/${id}/score`, { messages: [{ role: 'system', content: h.domain.policy }, ...lab.messages, ...tail] });
         expect(got.json.reward, `${task.id} ${v.name}`).toBe(want);
         expect(got.json.kind).toBe('real');
+        // The same trajectory replayed from the messages alone, on a fresh episode of the task.
+        const id2 = await newEpisode(task.id);
+        const rep = await api(h.server.url, 'POST', `/episodes/${id2}/score`, { replay: true, messages: [...lab.messages, ...tail] });
+        expect(rep.json.reward, `${task.id} ${v.name} (replay)`).toBe(want);
+        expect((await api(h.server.url, 'GET', `/episodes/${id2}`)).json.db_hash).toBe(h.domain.createEnv().hash());
+        await api(h.server.url, 'DELETE', `/episodes/${id2}`);
         seen.add(want);
         await api(h.server.url, 'DELETE', `/episodes/${id}`);
       }
