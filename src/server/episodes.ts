@@ -144,8 +144,18 @@ export class ServerEpisode {
     return step.observation;
   }
 
-  rehearsePrompt(call: ToolCall, opts: RehearsePromptOptions = {}): { prompt: string; messages: ChatMessage[] } {
-    const r = buildRehearsePrompt({ tools: this.domain.definitions() as ToolDefinition[], grounding: this.grounding, history: this.ep.messages, call }, opts);
+  /**
+   * The lab's Rehearse prompt for `call` in this episode: the task's grounding, and as history this episode's
+   * conversation, or `history` when the trainer holds an imagined one (its wire messages become the Act
+   * conversation: assistant turns as the lab's Act text, tool turns as observations; system turns skipped).
+   */
+  rehearsePrompt(call: ToolCall, opts: RehearsePromptOptions = {}, history?: readonly WireMessage[]): { prompt: string; messages: ChatMessage[] } {
+    const hist: ChatMessage[] = history
+      ? history.flatMap((m): ChatMessage[] =>
+          m.role === 'assistant' ? [{ role: 'assistant', content: assistantText(m) }] : m.role === 'user' || m.role === 'tool' ? [{ role: m.role, content: contentText(m.content) }] : [],
+        )
+      : this.ep.messages;
+    const r = buildRehearsePrompt({ tools: this.domain.definitions() as ToolDefinition[], grounding: this.grounding, history: hist, call }, opts);
     return { prompt: r.text, messages: r.messages };
   }
 

@@ -5,7 +5,7 @@
 //   POST   /episodes {"task_id"}                {"episode_id", "task_id", "tools", "messages", "prompt"}
 //   GET    /episodes/ID                         {"episode_id", "task_id", "turns", "done", "end", "db_hash", "messages"}
 //   POST   /episodes/ID/calls {"name","arguments"}          {"observation", "error", "code", "ok", "done"}
-//   POST   /episodes/ID/rehearse-prompt {"name","arguments","options"?}   {"prompt", "messages"}
+//   POST   /episodes/ID/rehearse-prompt {"name","arguments","options"?,"history"?}   {"prompt", "messages"}
 //   POST   /episodes/ID/parse-rehearsal {"text","name"}     {"ok", "observation", "error"}
 //   POST   /episodes/ID/score {"messages"?, "imagined"?, "replay"?, "terminated"?}  {"reward", "checklist", "kind", …}
 //          messages: real reward of this episode's calls + the replies in messages; replay: true: real reward
@@ -192,7 +192,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         break;
       }
       case 'rehearse-prompt': {
-        const r = ep.rehearsePrompt(requireCall(b), rehearseOptions(b.options));
+        const r = ep.rehearsePrompt(requireCall(b), rehearseOptions(b.options), b.history === undefined ? undefined : messagesOf(b.history, 'history'));
         send(res, 200, r);
         break;
       }

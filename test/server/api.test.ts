@@ -61,6 +61,9 @@ describe('JSON API', () => {
         // The prompt options pass through unchanged too.
         const all = await api(h.server.url, 'POST', `/episodes/${id}/rehearse-prompt`, { ...call, options: { toolSchemas: 'all', maxHistoryChars: 20000 } });
         expect(all.json.prompt).toBe(buildRehearsePrompt({ tools: h.domain.definitions(), grounding: lab.grounding, history: lab.historyBefore, call }, { toolSchemas: 'all', maxHistoryChars: 20000 }).text);
+        // The same history sent by the trainer (an imagined conversation it holds) gives the same prompt.
+        const withHistory = await api(h.server.url, 'POST', `/episodes/${id}/rehearse-prompt`, { ...call, history: lab.historyBefore });
+        expect(withHistory.json.prompt).toBe(want);
         await api(h.server.url, 'POST', `/episodes/${id}/calls`, call);
         checked++;
       }
