@@ -117,6 +117,18 @@ class LiveTests(unittest.TestCase):
                 run(tool.release(iid))
         self.assertNotIn(a, EnvaceTool._episodes)
 
+    def test_tool_config_yaml_builds_the_servers_tools(self):
+        try:
+            import yaml  # Debian's python3-yaml; verl itself loads this file with OmegaConf
+        except ImportError:
+            self.skipTest("no PyYAML (Debian package python3-yaml)")
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for mode in ("real", "simulate"):
+            cfg = yaml.safe_load(open(os.path.join(here, "config", f"envace_mini_tools_{mode}.yaml")))
+            tools = [EnvaceTool(dict(t["config"], base_url=URL), t["tool_schema"]) for t in cfg["tools"]]
+            self.assertEqual([t.tool_schema for t in tools], self.client.tools())
+            self.assertEqual({t.mode for t in tools}, {mode})
+
     def test_agent_loop_style_create_returns_a_pair(self):
         tool = tools_for(self.client, self.config)["get_user_details"]
         iid, _ = run(tool.create(create_kwargs={"task_id": TASKS[0]["id"]}))
