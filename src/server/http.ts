@@ -3,7 +3,7 @@
 //   GET    /tasks?split=train|test              {"split", "task_ids"}
 //   GET    /tools                               the domain's tools (OpenAI function format)
 //   POST   /episodes {"task_id"}                {"episode_id", "task_id", "tools", "messages", "prompt"}
-//   GET    /episodes/ID                         {"episode_id", "task_id", "turns", "done", "end", "db_hash", "messages"}
+//   GET    /episodes/ID                         {"episode_id", "task_id", "turns", "done", "end", "db_hash", "changed", "messages"}
 //   POST   /episodes/ID/calls {"name","arguments"}          {"observation", "error", "code", "ok", "done"}
 //   POST   /episodes/ID/rehearse-prompt {"name","arguments","options"?,"history"?}   {"prompt", "messages"}
 //   POST   /episodes/ID/parse-rehearsal {"text","name"}     {"ok", "observation", "error"}
@@ -178,7 +178,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         store.remove(id, 'released');
         send(res, 200, { released: true, episode_id: id });
       } else if (method === 'GET') {
-        send(res, 200, { episode_id: id, task_id: ep.task.id, turns: ep.ep.turns, done: ep.ep.done, end: ep.ep.end, db_hash: ep.hash(), messages: ep.ep.messages });
+        send(res, 200, { episode_id: id, task_id: ep.task.id, turns: ep.ep.turns, done: ep.ep.done, end: ep.ep.end, db_hash: ep.hash(), changed: ep.ep.env.changed(), messages: ep.ep.messages });
       } else throw new ApiError(405, 'method_not_allowed', 'GET or DELETE /episodes/ID');
       return id;
     }

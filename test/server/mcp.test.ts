@@ -3,12 +3,16 @@
 // (same base database, same replayTask), write isolation, malformed calls.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Task } from '../../src/env/domain';
 import { RETAIL_WRITE_TOOLS, retailEnvFactory } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { serializeObservation } from '../../src/env/toolcall';
-import { replayTask } from '../../src/env/trace';
+import { jsonDiff, replayTask } from '../../src/env/trace';
 import { api, startHarness, type Harness } from './helpers';
 
 let h: Harness;
@@ -77,6 +81,29 @@ describe('MCP endpoint', () => {
     expect(results.filter((r) => r.hash !== h0).length).toBeGreaterThan(3);
     // Every session is its own episode.
     expect(new Set(sessions.map((s) => s.sessionId)).size).toBe(20);
+
+    // And the CLI itself: `npm run env -- replay FILE --trace T` (its process, its own database load) writes
+    // each action's output and every changed record; both must equal what the MCP sessions saw and wrote.
+    const dir = mkdtempSync(join(tmpdir(), 'envace-replay-'));
+    try {
+      writeFileSync(join(dir, 'tasks.json'), JSON.stringify(h.train));
+      const code = await new Promise<number | null>((done) => {
+        const p = spawn(process.execPath, ['--import', 'tsx', 'src/cli/env.ts', 'replay', join(dir, 'tasks.json'), '--trace', join(dir, 'trace.jsonl')], { cwd: resolve(__dirname, '../..'), stdio: 'ignore' });
+        p.on('close', done);
+      });
+      expect(code).toBe(0);
+      const trace = readFileSync(join(dir, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      expect(trace.map((t) => t.id)).toEqual(h.train.map((t) => t.id));
+      for (const [i, t] of trace.entries()) {
+        const seen = results[i].out.map((o) => JSON.parse(o.text));
+        const fromCli = t.actions.map((a: { ok: boolean; output?: unknown; error?: string }) => (a.ok ? { result: a.output } : { error: a.error }));
+        expect(jsonDiff(seen, fromCli), t.id).toBeNull();
+        const changed = (await api(h.server.url, 'GET', `/episodes/${sessions[i].sessionId}`)).json.changed;
+        expect(jsonDiff(changed, t.changed), t.id).toBeNull();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps writes of one session invisible in another', async () => {
@@ -129,6 +156,23 @@ describe('MCP endpoint', () => {
     expect(r2.status).toBe(400);
     expect(r2.json.error.code).toBe('bad_json');
     expect(await hashOf(sessionId)).toBe(before);
+  });
+
+  it('expires an idle MCP session: its episode is reclaimed and the session is gone', async () => {
+    const s = await startHarness('mini', { train: 1, test: 0 }, { ttlMs: 150 });
+    const transport = new StreamableHTTPClientTransport(new URL(`${s.server.url}/mcp?task=${s.train[0].id}`));
+    const c = new Client({ name: 'envace-test', version: '0.0.0' });
+    try {
+      await c.connect(transport);
+      await c.callTool({ name: 'list_all_product_types', arguments: {} });
+      expect(s.server.store.size).toBe(1);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(s.server.store.size).toBe(0);
+      await expect(c.callTool({ name: 'list_all_product_types', arguments: {} })).rejects.toThrow();
+    } finally {
+      await c.close().catch(() => {});
+      await s.server.close(500);
+    }
   });
 
   it('refuses sessions without a task or for an unknown task, and ends a session on close', async () => {
