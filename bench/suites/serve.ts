@@ -1,7 +1,7 @@
 // The environment server under load (issue 15): 64 concurrent episodes × 20 calls over loopback HTTP, five
 // rounds; per-call p50/p99 latency, throughput, and the heap after each round against the baseline taken
 // after a warm-up round (a leak shows as growth over the rounds); then expired-episode reclamation.
-// Server and client share this process (one event loop): the latency figures include the client's work.
+// The client runs in a worker thread (its own event loop and heap): the heap measured is the server's alone.
 import type { BenchSuite } from '../lib';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { taskSet } from '../../src/server/episodes';
