@@ -139,6 +139,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const method = req.method ?? 'GET';
     const parts = url.pathname.split('/').filter(Boolean);
     if (parts[0] === 'mcp' && parts.length === 1) {
+      if (closing && req.headers['mcp-session-id'] === undefined) throw new ApiError(503, 'closing', 'the server is shutting down');
       const body = method === 'POST' ? await readJson(req, maxBody, maxDepth) : undefined;
       return handleMcp(store, req, res, url, body);
     }
