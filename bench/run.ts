@@ -10,6 +10,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   inference: async () => (await import('./suites/inference')).default,
   training: async () => (await import('./suites/training')).default,
   quant: async () => (await import('./suites/quant')).default,
+  serve: async () => (await import('./suites/serve')).default,
   gpu: async () => (await import('./suites/gpu')).default,
 };
 
