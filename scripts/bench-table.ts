@@ -140,6 +140,13 @@ function quantTable(): string | null {
   return `${rows.join('\n')}\n\n${provenance('quant', rs)}`;
 }
 
+/** A short adapter name for a table cell (the provenance line keeps the full one). */
+function shortAdapter(a = ''): string {
+  if (/llvmpipe/i.test(a)) return 'lavapipe (software)';
+  if (/swiftshader/i.test(a)) return 'SwiftShader (software)';
+  return a.length > 48 ? `${a.slice(0, 45)}…` : a;
+}
+
 function gpuTable(): string | null {
   const rs = load('gpu');
   if (!rs.length) return null;
@@ -158,7 +165,7 @@ function gpuTable(): string | null {
       };
       const shape = g('webgpu', 'decode_tok_s', 'decode')?.shape ?? g('ort-webgpu', 'decode_tok_s', 'decode')?.shape ?? '';
       rows.push(
-        `| ${w}, ${copy?.adapter ?? ''} (copy ${fmt(copy?.value)} GB/s) | ${m} | ${shape.replace('prompt=', '').replace(',decode=', ' / ')} | ${tok(g('webgpu', 'prefill_tok_s', 'prefill'))} | ${tok(g('ort-webgpu', 'prefill_tok_s', 'prefill'))} | ${tok(g('webgpu', 'decode_tok_s', 'decode'))} | ${tok(g('ort-webgpu', 'decode_tok_s', 'decode'))} | ${bw('webgpu')} | ${bw('ort-webgpu')} |`,
+        `| ${w}, ${shortAdapter(copy?.adapter)}, copy ${fmt(copy?.value)} GB/s | ${m} | ${shape.replace('prompt=', '').replace(',decode=', ' / ')} | ${tok(g('webgpu', 'prefill_tok_s', 'prefill'))} | ${tok(g('ort-webgpu', 'prefill_tok_s', 'prefill'))} | ${tok(g('webgpu', 'decode_tok_s', 'decode'))} | ${tok(g('ort-webgpu', 'decode_tok_s', 'decode'))} | ${bw('webgpu')} | ${bw('ort-webgpu')} |`,
       );
     }
   }
