@@ -48,9 +48,15 @@ export function parseFlags(argv: readonly string[], spec: FlagSpec, positionals 
   }
 }
 
+function defaultNote(f: Flag): string {
+  if (f.default !== undefined) return ` (default: ${f.default})`;
+  if (f.help?.includes('(required)') || f === HELP_FLAG) return '';
+  return f.type === 'boolean' ? ' (default: off)' : ' (default: none)';
+}
+
 /** The --help text: the usage line(s), then every flag with its meaning and default. */
 export function helpText(usage: string, spec: FlagSpec, notes = ''): string {
-  const rows = Object.entries(spec).map(([k, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${k}${f.type === 'string' ? ` ${f.arg ?? 'X'}` : ''}`, `${f.help ?? ''}${f.default !== undefined ? ` (default: ${f.default})` : ''}`]);
+  const rows = Object.entries(spec).map(([k, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${k}${f.type === 'string' ? ` ${f.arg ?? 'X'}` : ''}`, `${f.help ?? ''}${defaultNote(f)}`]);
   const w = Math.max(...rows.map((r) => r[0].length)) + 2;
   return `${usage}\n\nflags:\n${rows.map(([a, b]) => `  ${a.padEnd(w)}${b}`).join('\n')}\n${notes ? `\n${notes}\n` : ''}`;
 }
