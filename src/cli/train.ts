@@ -9,9 +9,9 @@ import { WORLD_NAMES, type WorldName } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { CheckpointError, readRunInfo } from '../rl/checkpoint';
 import { ADVANTAGES, BASELINES, evalLine, grpoRunConfig, ROLLOUT_MODES, splitTasks, stepLine, DEFAULT_LIMITS } from '../rl/grpo-trainer';
-import { GrpoRun, type EvalMetrics, type StepMetrics } from '../rl/run';
+import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../rl/run';
 import { DirStore } from '../rl/store-node';
-import { parseJsonl } from '../util/atomic-file';
+import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
   ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
   type CliIo, type FlagSpec,
@@ -108,6 +108,10 @@ export interface TrainResult {
 /** Injected by tests: a smaller domain (fewer tools, a shorter policy); everything else runs for real. */
 export interface TrainDeps {
   domain?: Domain;
+  /** The run folder's file operations (tests: a full disk, a kill in the middle of a write). */
+  storeOps?: FileOps;
+  /** A test-chosen reward, so that a random-weight policy gets non-zero advantages (tests only). */
+  reward?: RunHooks['reward'];
 }
 
 /**
@@ -181,7 +185,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
     const config = grpoRunConfig(options);
 
     // The lock comes first: it also proves the folder can be created and written before any work starts.
-    const store = new DirStore(out, { warn: log });
+    const store = new DirStore(out, { warn: log, ops: deps.storeOps });
     const unlock = await store.lock();
     try {
       const saved = await readRunInfo(store);
@@ -229,7 +233,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
           cli.model = policy.dir;
           await store.write('train-cli.json', new TextEncoder().encode(JSON.stringify(cli, null, 1)));
         }
-        const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, tasks, store, config, { signal: ac.signal });
+        const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, tasks, store, config, { signal: ac.signal, ...(deps.reward ? { reward: deps.reward } : {}) });
         const c = run.config;
         const startStep = run.step;
         log(`${c.mode} (${c.groups}, ${c.baseline}) on ${policy.dir} [${backendName}]: ${c.promptsPerStep} prompts × ${c.k} rollouts, lr ${c.lr}, LoRA r${run.actAdapter.rank} alpha ${run.actAdapter.alpha}; ${tasks.train.length} train / ${tasks.eval.length} held-out tasks`);

@@ -194,7 +194,7 @@ export function loadTaskFile(text: string): Task[] {
       json.map((raw, i) => {
         const r = LabTaskSchema.safeParse(raw);
         if (!r.success) throw issueError(raw, i, r.error.issues[0]);
-        return r.data as Task;
+        return raw as Task;
       }),
     );
   }

@@ -84,7 +84,8 @@ export function parseRunState(bytes: Uint8Array, file = 'run.json'): RunStateJso
     const got = path ? JSON.stringify(iss.path.reduce<unknown>((x, k) => (x as Record<PropertyKey, unknown>)?.[k as PropertyKey], raw)) : '';
     throw new CheckpointError(`${file}: ${path || '(root)'}: ${iss.message}${got !== undefined && path ? ` (got ${got})` : ''}`);
   }
-  return r.data;
+  // The checked object as written (zod's copy reorders keys, and run.json is rewritten from it on resume).
+  return raw as RunStateJson;
 }
 
 /** run.json of a run, or null when the store holds no run. */

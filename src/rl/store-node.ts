@@ -1,9 +1,9 @@
 // A RunStore over a folder on disk (Node only). Files are replaced atomically and JSONL lines are
 // appended whole or not at all (src/util/atomic-file.ts), so a killed or disk-full run leaves its last
 // checkpoint and its logs readable. lock() keeps a second writer out of the folder.
-import { open, readFile, unlink } from 'node:fs/promises';
+import { open, readdir, readFile, unlink } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
-import { appendLine, ensureDir, IoError, nodeFileOps, readFileOrNull, writeFileAtomic, type FileOps } from '../util/atomic-file';
+import { appendLine, ensureDir, IoError, nodeFileOps, readFileOrNull, TMP_SUFFIX, writeFileAtomic, type FileOps } from '../util/atomic-file';
 import type { RunStore } from './store';
 
 export const LOCK_FILE = '.lock';
@@ -54,6 +54,18 @@ export class DirStore implements RunStore {
     await appendLine(this.path(name), line, { ops: this.ops, warn: this.warn });
   }
 
+  /** Temp files of atomic writes cut short by a kill; only the lock holder may remove them. */
+  private async removeTempFiles(): Promise<void> {
+    const entries = await readdir(this.root, { recursive: true, withFileTypes: true }).catch(() => []);
+    for (const e of entries) {
+      if (!e.isFile() || !TMP_SUFFIX.test(e.name)) continue;
+      // parentPath is Node >= 20.12; older 20.x call it path.
+      const p = join(e.parentPath ?? (e as unknown as { path: string }).path, e.name);
+      await unlink(p).catch(() => {});
+      this.warn?.(`${p}: removed a temp file left by an interrupted write`);
+    }
+  }
+
   /**
    * Takes the folder's lock file (created exclusively, holding this pid); a lock whose pid is no longer
    * running is stale (a killed run) and is taken over. Returns the release function.
@@ -66,6 +78,7 @@ export class DirStore implements RunStore {
         const h = await open(file, 'wx');
         await h.writeFile(String(process.pid));
         await h.close();
+        await this.removeTempFiles();
         return async () => {
           const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
           if (owner === process.pid) await unlink(file).catch(() => {});

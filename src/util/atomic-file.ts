@@ -53,6 +53,9 @@ export const nodeFileOps: FileOps = {
 
 let tmpCounter = 0;
 
+/** Names of writeFileAtomic's temp files (<name>.<pid>-<n>.tmp). */
+export const TMP_SUFFIX = /\.\d+-\d+\.tmp$/;
+
 /** Replaces `path` with `bytes` atomically (same-folder temp file, fsync, rename). */
 export async function writeFileAtomic(path: string, bytes: Uint8Array | string, ops: FileOps = nodeFileOps): Promise<void> {
   const file = resolve(path);
