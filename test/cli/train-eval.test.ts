@@ -64,7 +64,7 @@ describe('npm run train: usage errors', () => {
 describe('npm run eval: usage errors', () => {
   const cases: [string[], RegExp][] = [
     [[], /--tasks is required/],
-    [['--tasks', 'test', '--count', '0'], /--count must be an integer >= 1/],
+    [['--tasks', 'test', '--count', '0'], /--count must be an integer in \[1, 10000\]/],
     [['--tasks', join(work, 'nope.json')], /not test, train or a readable task file/],
     [['--tasks', 'test', '--n', '2'], /--n needs --tts parallel\|sequential/],
     [['--tasks', 'test', '--tts', 'parallel'], /--tts needs --n N/],
