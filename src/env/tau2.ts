@@ -100,15 +100,15 @@ export function loadTau2Tasks(input: string | unknown): Tau2Task[] {
 }
 
 function issueError(raw: unknown, i: number, iss: z.core.$ZodIssue): TaskFileError {
-  const id = raw && typeof raw === 'object' && 'id' in raw ? JSON.stringify((raw as { id: unknown }).id) : undefined;
-  return new TaskFileError(`task ${id !== undefined ? `${id} (#${i})` : `#${i}`}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
+  const id = raw && typeof raw === 'object' && 'id' in raw ? String((raw as { id: unknown }).id) : `#${i}`;
+  return new TaskFileError(`task ${id}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
 }
 
 function checkUniqueIds<T extends { id: string }>(tasks: T[]): T[] {
   const seen = new Map<string, number>();
   tasks.forEach((t, i) => {
     const j = seen.get(t.id);
-    if (j !== undefined) throw new TaskFileError(`task ${JSON.stringify(t.id)} (#${i}): id: duplicate of task #${j}`);
+    if (j !== undefined) throw new TaskFileError(`task ${t.id}: id: duplicate (tasks #${j} and #${i} share it)`);
     seen.set(t.id, i);
   });
   return tasks;

@@ -36,15 +36,15 @@ const withDeep = (tasks: unknown[], depth: number) => JSON.stringify(tasks).repl
 
 describe('task files', () => {
   const bad: [string, string, RegExp][] = [
-    ['a null checklist item (crashed eval --tts in the judge)', JSON.stringify([labTask({ checklist: [null] })]), /task "t1" \(#0\): checklist\.0: /],
-    ['a checklist weight "x"', JSON.stringify([labTask({ checklist: [{ kind: 'fact', text: 'x', weight: 'x' }] })]), /task "t1" \(#0\): checklist\.0\.weight: /],
+    ['a null checklist item (crashed eval --tts in the judge)', JSON.stringify([labTask({ checklist: [null] })]), /task t1: checklist\.0: /],
+    ['a checklist weight "x"', JSON.stringify([labTask({ checklist: [{ kind: 'fact', text: 'x', weight: 'x' }] })]), /task t1: checklist\.0\.weight: /],
     ['an unknown checklist kind', JSON.stringify([labTask({ checklist: [{ kind: 'vibes', weight: 1 }] })]), /checklist\.0\.kind/],
     [
       'reference arguments nested 10,000 deep (every rollout ran, then eval overflowed the stack)',
       withDeep([labTask({ referenceActions: [{ name: 'calculate', arguments: { x: JSON.parse(DEEP) } }] })], 10_000),
-      new RegExp(`task "t1" \\(#0\\): referenceActions\\.0\\.arguments: arguments are nested more than ${MAX_ARG_DEPTH} levels deep`),
+      new RegExp(`task t1: referenceActions\\.0\\.arguments: arguments are nested more than ${MAX_ARG_DEPTH} levels deep`),
     ],
-    ['duplicate ids', JSON.stringify([labTask(), labTask()]), /task "t1" \(#1\): id: duplicate of task #0/],
+    ['duplicate ids', JSON.stringify([labTask(), labTask()]), /task t1: id: duplicate \(tasks #0 and #1 share it\)/],
   ];
   for (const [what, text, msg] of bad) {
     it(`${what}: refused, naming the task and field`, () => {
@@ -53,7 +53,7 @@ describe('task files', () => {
   }
   it('the τ² format gets the same depth and duplicate-id checks', () => {
     const t = (id: string, args: unknown) => ({ id, user_scenario: { instructions: 'x' }, evaluation_criteria: { actions: [{ name: 'calculate', arguments: args }] } });
-    expect(() => loadTaskFile(withDeep([t('a', { x: JSON.parse(DEEP) })], 5000))).toThrow(/task "a" \(#0\): evaluation_criteria\.actions\.0\.arguments: arguments are nested/);
+    expect(() => loadTaskFile(withDeep([t('a', { x: JSON.parse(DEEP) })], 5000))).toThrow(/task a: evaluation_criteria\.actions\.0\.arguments: arguments are nested/);
     expect(() => loadTaskFile(JSON.stringify([t('a', {}), t('a', {})]))).toThrow(/id: duplicate/);
   });
   it('a valid lab file loads unchanged (extra fields kept)', () => {
@@ -65,7 +65,7 @@ describe('task files', () => {
     writeFileSync(f, JSON.stringify([labTask({ checklist: [null] })]));
     const io = captureIo();
     expect(await evalCli(['--tasks', f, '--tts', 'parallel', '--n', '1', '--model', join(work, 'no-model')], io, { domain: calculateOnlyDomain })).toBe(1);
-    expect(io.stderr()).toMatch(/TaskFileError: task "t1" \(#0\): checklist\.0/);
+    expect(io.stderr()).toMatch(/TaskFileError: task t1: checklist\.0/);
   });
 });
 
