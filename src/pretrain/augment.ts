@@ -16,7 +16,7 @@
 // they teach copying, not facts.
 import { Rng } from '../engine/rng';
 import type { Task } from '../env/domain';
-import type { Example } from './data';
+import type { Encoded, Example } from './data';
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'tu', 'sa', 'vo', 'ne', 'dri', 'po', 'shi', 'ga', 'lu', 'ber', 'to', 'zan', 'fi', 'mor', 'qui', 'el'];
 
@@ -118,6 +118,32 @@ export function copyDrills(n: number, rng: Rng, filler: readonly string[]): Exam
     const pad = Array.from({ length: rng.int(6) }, () => filler[rng.int(filler.length)]).join(' ');
     const prompt = `<|im_start|>user\n${pad}${pad ? '\n' : ''}Please repeat exactly: ${vals.join(', ')}<|im_end|>\n<|im_start|>assistant\n`;
     out.push({ role: 'copy', taskId: `copy-${i}`, prompt, response: `${vals.join(', ')}<|im_end|>` });
+  }
+  return out;
+}
+
+/**
+ * One step of text-span copies: sequences `eot span eot span` (spans of 20-60 tokens cut at random from
+ * random encoded rows), loss on the second copy only (promptLen covers the first), packed up to
+ * `maxTokens` tokens and `maxRows` rows. Pure induction: every copied token is predicted by the token
+ * before it, the setting in which copy heads form fastest (DESIGN §7).
+ */
+export function spanCopies(rows: readonly Encoded[], maxTokens: number, maxRows: number, eot: number, rng: Rng): Encoded[] {
+  const out: Encoded[] = [];
+  let used = 0;
+  while (out.length < maxRows) {
+    const src = rows[rng.int(rows.length)].ids;
+    const len = Math.min(src.length, 20 + rng.int(41));
+    if (used + 2 * len + 2 > maxTokens) break;
+    const at = rng.int(src.length - len + 1);
+    const span = src.subarray(at, at + len);
+    const ids = new Int32Array(2 * len + 2);
+    ids[0] = eot;
+    ids.set(span, 1);
+    ids[len + 1] = eot;
+    ids.set(span, len + 2);
+    out.push({ role: 'copy', ids, promptLen: len + 2 });
+    used += ids.length;
   }
   return out;
 }

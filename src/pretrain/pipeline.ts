@@ -14,7 +14,7 @@ import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
 import { Rng } from '../engine/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../rollout/private-rehearsal';
-import { copyDrills, swapTaskShare } from './augment';
+import { copyDrills, spanCopies, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
@@ -42,6 +42,12 @@ export interface PretrainSpec {
   swapShare: number;
   /** Synthetic copy drills added to the data (src/pretrain/augment.ts copyDrills); 0 = none. */
   copyDrills: number;
+  /**
+   * Induction warm-up: the first this-many steps train only on text-span copies (augment.ts spanCopies:
+   * `<|endoftext|> span <|endoftext|> span`, spans cut from the encoded data, loss on the second copy), so
+   * that copy heads form before the task rows arrive (DESIGN §7, curriculum I2); 0 = none.
+   */
+  spanSteps: number;
   /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
   maxLen: number;
   /** Tokens per optimizer step (whole sequences). */
@@ -67,6 +73,7 @@ export const FULL_SPEC: PretrainSpec = {
   reviewTasks: 300,
   swapShare: 0.5,
   copyDrills: 3000,
+  spanSteps: 0,
   maxLen: 1024,
   batchTokens: 2048,
   steps: 1500,
@@ -98,6 +105,7 @@ export const QUICK_SPEC: PretrainSpec = {
   reviewTasks: 2,
   swapShare: 0.5,
   copyDrills: 8,
+  spanSteps: 0,
   maxLen: 1024,
   batchTokens: 1024,
   steps: 4,
@@ -174,6 +182,7 @@ export async function pretrain(
   log(`encoded: ${JSON.stringify(data)}`);
 
   const config: Qwen3Config = { ...spec.model, vocabSize: bpe.size };
+  const eot = bpe.tokenId('<|endoftext|>');
   const hyper = { ...DEFAULT_HYPER, promptLossWeight: spec.promptLossWeight, schedule: { kind: 'warmup-cosine' as const, lr: spec.lr, warmupSteps: spec.warmupSteps, totalSteps: spec.steps, minLr: spec.lr / 10 } };
   let model: Qwen3Model;
   if (o.init) {
@@ -196,10 +205,18 @@ export async function pretrain(
   let queue: number[][] = [];
   let tokens = 0;
   let ema = NaN;
+  const spanRng = new Rng(seed * 7919 + 11);
   while (tr.step < spec.steps) {
-    if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
-    const seqs = queue.shift()!.map((i) => kept[i]);
-    const st = await tr.trainStep([pretrainBatch(seqs, spec.promptLossWeight)]);
+    let seqs: Encoded[];
+    let promptLoss = spec.promptLossWeight;
+    if (tr.step < spec.spanSteps) {
+      seqs = spanCopies(kept, spec.batchTokens, MAX_ROWS, eot, spanRng);
+      promptLoss = 0;
+    } else {
+      if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
+      seqs = queue.shift()!.map((i) => kept[i]);
+    }
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss)]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });
@@ -214,7 +231,6 @@ export async function pretrain(
   await mkdir(o.out, { recursive: true });
   const weights = toSafetensors(config, await hostWeights(tr.params));
   const imEnd = bpe.tokenId('<|im_end|>');
-  const eot = bpe.tokenId('<|endoftext|>');
   await writeFile(join(o.out, 'model.safetensors'), weights);
   await writeFile(join(o.out, 'config.json'), JSON.stringify({ ...toHfConfig(config), bos_token_id: null, eos_token_id: imEnd, pad_token_id: eot }, null, 2) + '\n');
   await writeFile(join(o.out, 'generation_config.json'), JSON.stringify({ eos_token_id: [imEnd, eot], pad_token_id: eot, do_sample: true, temperature: 1.0, top_p: 1.0 }, null, 2) + '\n');

@@ -6,7 +6,8 @@
 //     before it (src/rollout/fidelity-eval.ts), compared with the real environment's answer.
 // The same procedure as GrpoRun.evaluate (src/rl/run.ts), plus per-task records and timings.
 // Browser-safe: no Node imports.
-import type { Task } from '../env/domain';
+import type { Step, Task } from '../env/domain';
+import { familyTier } from '../env/retail/tiers';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
@@ -37,12 +38,23 @@ export interface HeldOutOptions {
 
 export interface TaskResult {
   taskId: string;
+  /** The generator's family and its tier (src/env/retail/tiers.ts); null for tasks without one. */
+  family: string | null;
+  tier: number | null;
   reward: number;
   end: string;
   turns: number;
   calls: number;
+  /** Calls the environment executed without an error observation. */
+  callsOk: number;
   matched: number;
   references: number;
+}
+
+/** Success over a subset of the tasks (a tier or a family). */
+export interface GroupSuccess {
+  tasks: number;
+  success: number;
 }
 
 export interface HeldOutFidelity {
@@ -63,6 +75,10 @@ export interface HeldOutReport {
   meanReward: number;
   toolPrecision: number;
   toolRecall: number;
+  /** Fraction of all calls made in the real environment that ran without an error. */
+  callsWithoutError: number;
+  byTier: Record<string, GroupSuccess>;
+  byFamily: Record<string, GroupSuccess>;
   meanTurns: number;
   ends: RolloutSummary['ends'];
   fidelity: HeldOutFidelity | null;
@@ -91,10 +107,8 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
     onProgress: (e) => log(`eval real: round ${e.round}, ${e.active}/${tasks.length} episodes active`),
   });
   const s = summarizeRollouts(batch, (id) => refs.get(id) ?? []);
-  const perTask = batch.rollouts.map((r): TaskResult => {
-    const m = matchToolCalls(r.steps, refs.get(r.taskId) ?? []);
-    return { taskId: r.taskId, reward: r.reward, end: r.end, turns: r.turns, calls: m.calls, matched: m.matched, references: m.references };
-  });
+  const family = new Map(tasks.map((t) => [t.id, t.family ?? null]));
+  const perTask = batch.rollouts.map((r): TaskResult => taskResult(r.taskId, family.get(r.taskId) ?? null, r, refs.get(r.taskId) ?? []));
 
   let fidelity: HeldOutFidelity | null = null;
   let fidelityMs = 0;
@@ -117,5 +131,28 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
 /** The report of a held-out evaluation from its rollout summary (shared with test-time private rehearsal). */
 export function heldOutReport(tasks: number, s: RolloutSummary, fidelity: HeldOutFidelity | null, perTask: TaskResult[], wallMs: HeldOutReport['wallMs']): HeldOutReport {
   const { success, meanReward, toolPrecision, toolRecall, meanTurns, ends, tokens } = s;
-  return { tasks, success, meanReward, toolPrecision, toolRecall, meanTurns, ends, fidelity, perTask, tokens, wallMs };
+  const calls = perTask.reduce((a, t) => a + t.calls, 0);
+  const callsWithoutError = calls ? perTask.reduce((a, t) => a + t.callsOk, 0) / calls : NaN;
+  const byTier = groupSuccess(perTask, (t) => (t.tier === null ? null : `tier ${t.tier}`));
+  const byFamily = groupSuccess(perTask, (t) => t.family);
+  return { tasks, success, meanReward, toolPrecision, toolRecall, callsWithoutError, byTier, byFamily, meanTurns, ends, fidelity, perTask, tokens, wallMs };
+}
+
+/** One task's record from its (real-environment) rollout. */
+export function taskResult(taskId: string, family: string | null, r: { reward: number; end: string; turns: number; steps: readonly Step[] }, references: readonly Task['referenceActions'][number][]): TaskResult {
+  const m = matchToolCalls(r.steps, references);
+  const callsOk = r.steps.filter((s) => s.kind === 'call' && s.call.name !== '' && s.observation.ok).length;
+  return { taskId, family, tier: familyTier(family ?? undefined), reward: r.reward, end: r.end, turns: r.turns, calls: m.calls, callsOk, matched: m.matched, references: m.references };
+}
+
+function groupSuccess(perTask: readonly TaskResult[], key: (t: TaskResult) => string | null): Record<string, GroupSuccess> {
+  const out: Record<string, GroupSuccess> = {};
+  for (const t of perTask) {
+    const k = key(t);
+    if (k === null) continue;
+    const g = (out[k] ??= { tasks: 0, success: 0 });
+    g.success = (g.success * g.tasks + (t.reward === 1 ? 1 : 0)) / (g.tasks + 1);
+    g.tasks++;
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }

@@ -23,12 +23,12 @@ import { hash32 } from '../engine/rng';
 import type { Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { generate, type GenerateRequest } from '../model/generate';
-import { heldOutReport, type EvalPolicy, type HeldOutReport, type TaskResult } from '../rl/evaluate';
+import { heldOutReport, taskResult, type EvalPolicy, type HeldOutReport, type TaskResult } from '../rl/evaluate';
 import type { TrainingRow } from '../rl/rows';
 import { buildActPrompt } from './act-prompt';
 import { evalRehearsalFidelity } from './fidelity-eval';
 import { summarizeFidelity } from './fidelity';
-import { matchToolCalls, summarizeRollouts } from './metrics';
+import { summarizeRollouts } from './metrics';
 import type { RehearsePromptOptions } from './rehearse-prompt';
 import { buildRehearsalMemory, MEMORY_EVALUATIONS, withMemory, type JudgeVerdict, type MemoryEvaluation, type MemoryOptions, type RehearsalMemory } from './rehearsal-memory';
 import { runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutRecord } from './rollout';
@@ -324,10 +324,8 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   const refs = new Map(tasks.map((t) => [t.id, t.referenceActions]));
   const s = summarizeRollouts(merged, (id) => refs.get(id) ?? []);
   const committed = all.map((t) => committedOut.get(t)!.records[0]);
-  const perTask = committed.map((r): TaskResult => {
-    const m = matchToolCalls(r.steps, refs.get(r.taskId) ?? []);
-    return { taskId: r.taskId, reward: r.reward, end: r.end, turns: r.turns, calls: m.calls, matched: m.matched, references: m.references };
-  });
+  const family = new Map(tasks.map((t) => [t.id, t.family ?? null]));
+  const perTask = committed.map((r): TaskResult => taskResult(r.taskId, family.get(r.taskId) ?? null, r, refs.get(r.taskId) ?? []));
 
   let fidelity: HeldOutReport['fidelity'] = null;
   let fidelityMs = 0;

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/engine/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyDrills, copyTargets, swapIdentities } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, spanCopies, swapIdentities } from '../../src/pretrain/augment';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 
 const d = retailDomain(loadRetailBase());
@@ -57,5 +57,27 @@ describe('copy drills', () => {
     }
     expect(a.some((e) => e.prompt.includes(filler[1]))).toBe(true);
     expect(copyDrills(50, new Rng(3), filler)).toEqual(a);
+  });
+});
+
+describe('span copies (induction warm-up)', () => {
+  it('are eot span eot span with the loss on the second copy, within the token and row budgets', () => {
+    const rows = [0, 1, 2].map((k) => ({ role: 'act' as const, ids: Int32Array.from({ length: 200 }, (_, i) => 10 + ((i * (k + 3)) % 97)), promptLen: 50 }));
+    const seqs = spanCopies(rows, 2048, 32, 4095, new Rng(1));
+    expect(seqs.length).toBeGreaterThan(10);
+    expect(seqs.reduce((a, s) => a + s.ids.length, 0)).toBeLessThanOrEqual(2048);
+    for (const s of seqs) {
+      const len = (s.ids.length - 2) / 2;
+      expect(len).toBeGreaterThanOrEqual(20);
+      expect(len).toBeLessThanOrEqual(60);
+      expect(s.ids[0]).toBe(4095);
+      expect(s.ids[len + 1]).toBe(4095);
+      expect([...s.ids.subarray(len + 2)]).toEqual([...s.ids.subarray(1, len + 1)]);
+      expect(s.promptLen).toBe(len + 2);
+      // The span is a contiguous piece of one of the rows.
+      const text = s.ids.subarray(1, len + 1).join(',');
+      expect(rows.some((r) => r.ids.join(',').includes(text))).toBe(true);
+    }
+    expect(spanCopies(rows, 2048, 4, 4095, new Rng(1)).length).toBe(4);
   });
 });

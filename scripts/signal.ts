@@ -1,0 +1,91 @@
+// npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse]
+//                   [--temperature T] [--seed S] [--task-seed S] [--threads T] [--out FILE]
+// How much a GRPO step can learn from: K rollouts of each of N *training* prompts at temperature T (the
+// sampling a training step uses), and the share of prompts whose K rewards are not all identical — GRPO's
+// advantages are zero on every other prompt, so this share is the fraction of a step that carries signal.
+// Reported per rollout mode (real environment: τ²'s 0/1 reward; rehearse: the checklist judge's partial
+// credit), with a 95 % Wilson interval. Progress on stderr, the JSON result on stdout (and --out).
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { isWorldName, WORLD_NAMES } from '../src/env/retail/index';
+import { loadWorldDomain } from '../src/env/retail/node';
+import { openBackend, openModel } from '../src/cli/args';
+import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
+import { ROLLOUT_MODES, type RolloutMode } from '../src/rollout/episode';
+import { runRollouts } from '../src/rollout/rollout';
+
+/** 95 % Wilson score interval of a proportion. */
+export function wilson(successes: number, n: number, z = 1.96): [number, number] {
+  if (n === 0) return [NaN, NaN];
+  const p = successes / n;
+  const d = 1 + (z * z) / n;
+  const c = (p + (z * z) / (2 * n)) / d;
+  const h = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / d;
+  return [Math.max(0, c - h), Math.min(1, c + h)];
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      world: { type: 'string', default: 'mini' }, model: { type: 'string' }, count: { type: 'string', default: '100' },
+      k: { type: 'string', default: '4' }, modes: { type: 'string', default: 'real,rehearse' }, temperature: { type: 'string', default: '1' },
+      seed: { type: 'string', default: '0' }, 'task-seed': { type: 'string', default: '7' }, threads: { type: 'string' }, out: { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!isWorldName(values.world)) throw new Error(`--world must be one of ${WORLD_NAMES.join(', ')}`);
+  const int = (name: string, v: string | undefined, min: number) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+    return n;
+  };
+  const count = int('count', values.count, 1);
+  const k = int('k', values.k, 2);
+  const seed = int('seed', values.seed, 0);
+  const temperature = Number(values.temperature);
+  if (!(temperature > 0)) throw new Error('--temperature must be > 0');
+  const modes = values.modes!.split(',') as RolloutMode[];
+  for (const m of modes) if (!ROLLOUT_MODES.includes(m)) throw new Error(`--modes: unknown mode ${m}`);
+  const log = (s: string) => process.stderr.write(`[signal ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+
+  const domain = loadWorldDomain(values.world);
+  const tasks = domain.tasks.generate({ split: 'train', count, seed: int('task-seed', values['task-seed'], 0) });
+  const backend = await openBackend('cpu-fast', values.threads ? int('threads', values.threads, 1) : undefined);
+  const policy = await openModel(values.model, backend);
+  const result: Record<string, unknown> = { world: values.world, model: policy.dir, prompts: count, k, temperature, seed };
+  try {
+    for (const mode of modes) {
+      const t0 = performance.now();
+      const batch = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter: null }, domain, tasks, {
+        mode, k, seed, limits: DEFAULT_LIMITS, temperature, kvReuse: true,
+        onProgress: (e) => e.phase === 'act' && log(`${mode}: round ${e.round}, ${e.active} episodes active`),
+      });
+      const byPrompt = new Map<string, number[]>();
+      for (const r of batch.rollouts) byPrompt.set(r.promptId, [...(byPrompt.get(r.promptId) ?? []), r.reward]);
+      const mixed = [...byPrompt.values()].filter((rs) => rs.some((x) => x !== rs[0])).length;
+      const rewards = batch.rollouts.map((r) => r.reward);
+      const solved = [...byPrompt.values()].filter((rs) => rs.some((x) => x === 1)).length;
+      const m = {
+        mixedShare: mixed / byPrompt.size,
+        mixedCi95: wilson(mixed, byPrompt.size),
+        meanReward: rewards.reduce((a, x) => a + x, 0) / rewards.length,
+        successRate: rewards.filter((x) => x === 1).length / rewards.length,
+        passAtK: solved / byPrompt.size,
+        wallS: (performance.now() - t0) / 1000,
+      };
+      log(`${mode}: ${mixed}/${byPrompt.size} prompts with mixed rewards (${(100 * m.mixedShare).toFixed(1)} %), mean reward ${m.meanReward.toFixed(3)}, success ${(100 * m.successRate).toFixed(1)} %, pass@${k} ${(100 * m.passAtK).toFixed(1)} %`);
+      result[mode] = m;
+    }
+  } finally {
+    policy.model.free();
+    backend.dispose();
+  }
+  const text = JSON.stringify(result, null, 1) + '\n';
+  if (values.out) await writeFile(values.out, text);
+  process.stdout.write(text);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`signal failed: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
