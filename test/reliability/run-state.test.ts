@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evalCli } from '../../src/cli/eval';
+import { pretrainCli } from '../../src/cli/pretrain';
 import { trainCli } from '../../src/cli/train';
 import { Rng } from '../../src/engine/rng';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
@@ -221,6 +222,14 @@ describe('paths and numbers are checked before work starts', () => {
     const r = await train(args('/proc/h16-nope/run'));
     expect(r.code).toBe(EXIT_IO);
     expect(r.err).toMatch(/cannot create folder \/proc\/h16-nope/);
+  }, 10_000);
+
+  it('pretrain --out under /proc fails at once with exit 74, before building any data', async () => {
+    const io = captureIo();
+    const t0 = performance.now();
+    expect(await pretrainCli(['--quick', '--out', '/proc/h16-nope/model'], io)).toBe(EXIT_IO);
+    expect(io.stderr()).toMatch(/cannot create folder \/proc\/h16-nope/);
+    expect(performance.now() - t0).toBeLessThan(5000);
   }, 10_000);
 
   it('--steps 0x2 and eval --count 100000000 are usage errors', async () => {
