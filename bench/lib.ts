@@ -2,7 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
-export type BenchBackend = 'cpu-ref' | 'cpu-fast' | 'webgpu' | 'ort-wasm' | 'ort-webgpu' | 'transformersjs';
+export type BenchBackend = 'cpu-ref' | 'cpu-fast' | 'webgpu' | 'ort-wasm' | 'ort-webgpu' | 'transformersjs' | 'node';
 
 export interface BenchRecord {
   suite: string;

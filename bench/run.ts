@@ -7,6 +7,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   matmul: async () => (await import('./suites/matmul')).default,
   inference: async () => (await import('./suites/inference')).default,
   training: async () => (await import('./suites/training')).default,
+  serve: async () => (await import('./suites/serve')).default,
 };
 
 async function main() {

@@ -35,15 +35,19 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 if [ "${ID:-}" = "debian" ] && [ "${VERSION_CODENAME:-}" = "bookworm" ]; then
   src=/etc/apt/sources.list.d/debian.sources
   if [ -f "$src" ] && ! grep -q 'bookworm-backports' "$src"; then
+    echo "[setup-system] adding the bookworm-backports suite to $src (for Mesa >= 25)" >&2
     $SUDO sed -i '0,/^Suites: bookworm bookworm-updates$/s//Suites: bookworm bookworm-updates bookworm-backports/' "$src"
   elif [ ! -f "$src" ] && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "[setup-system] writing /etc/apt/sources.list.d/backports.list (bookworm-backports, for Mesa >= 25)" >&2
     echo 'deb http://deb.debian.org/debian bookworm-backports main' | $SUDO tee /etc/apt/sources.list.d/backports.list >/dev/null
   fi
+  echo "[setup-system] apt-get install: libvulkan1 chromium, and mesa-vulkan-drivers from bookworm-backports" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libvulkan1 chromium >/dev/null
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq -t bookworm-backports mesa-vulkan-drivers >/dev/null
 else
   # Ubuntu 24.04+ / Debian 13+ already ship Mesa >= 24/25.
+  echo "[setup-system] apt-get install: libvulkan1 mesa-vulkan-drivers chromium" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libvulkan1 mesa-vulkan-drivers chromium >/dev/null || \
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libvulkan1 mesa-vulkan-drivers chromium-browser >/dev/null

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # One idempotent install for a fresh clone: system packages (Vulkan + lavapipe, Chromium) and npm packages.
+# What it changes on the system is in README.md (Quick start): apt packages libvulkan1, mesa-vulkan-drivers and
+# chromium when missing, and on Debian 12 the bookworm-backports suite in /etc/apt/sources.list.d/; each change
+# is printed as it is made.
 # onnxruntime-node (pulled in by @huggingface/transformers) would try to download CUDA binaries in its
 # postinstall and fail offline; we never use it (onnxruntime-web is our oracle), so its download is skipped.
 set -euo pipefail

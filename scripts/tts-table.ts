@@ -1,4 +1,4 @@
-// npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
+// npm run tts-table -- [--world mini|retail] [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
 //   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--memory-placement user|system] [--max-eval-tokens N]
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
 //   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
@@ -8,34 +8,38 @@
 // the real environment. Seed s draws its own held-out tasks (test split, task seed 1 + s; s = 0 are the tasks of
 // `npm run eval` and the ablation) and samples the imagined attempts with seed s; every N of a seed sees the same
 // tasks, so differences to N = 0 are paired. N = 0 is the plain evaluation and is shared by both modes.
-// Each finished cell goes to <out>/tts-runs.jsonl at once; a rerun with the same budget continues from there.
+// Each finished (policy, mode, N, seed) cell is its own record, <out>/cells/<policy>-<mode>-n<N>-s<seed>.json, with its
+// per-task results; a rerun with the same budget skips finished cells (also on another machine with a copy of <out>)
+// and the table aggregates every finished cell: success with a 95 % bootstrap interval over tasks and seeds, the paired
+// difference to N = 0 and, for the EnvACE adapter, to the base policy on the same tasks (src/rl/stats.ts).
 // --estimate measures one task (N = 0, and N = 1 in each mode) and prints the projected wall-clock; a budget
 // over --budget-minutes stops before the run. At the end the table goes into docs/results.md between the tts
 // markers.
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, intFlag, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, type FlagSpec,
+  ArgError, BACKEND_NAMES, enumFlag, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec,
 } from '../src/cli/args';
-import type { Task } from '../src/env/domain';
-import { retailDomain } from '../src/env/retail/index';
-import { loadRetailBase } from '../src/env/retail/node';
+import type { Domain, Task } from '../src/env/domain';
+import { WORLD_NAMES } from '../src/env/retail/index';
+import { loadWorldDomain } from '../src/env/retail/node';
 import { paramCount } from '../src/model/config';
 import type { LoraAdapter } from '../src/model/lora';
 import { loadAdapters } from '../src/rl/checkpoint';
-import { emptyResultsDoc, replaceSection, stat, TTS_END, TTS_START, type Stat } from '../src/rl/grpo-ablation';
+import { emptyResultsDoc, replaceSection, TTS_END, TTS_START } from '../src/rl/grpo-ablation';
+import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type Obs } from '../src/rl/stats';
 import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
 import { DirStore } from '../src/rl/store-node';
 import { MEMORY_PLACEMENTS, privateRehearsal, TTS_MODES, type PrivateRehearsalOptions, type TtsMode } from '../src/rollout/private-rehearsal';
 import { MEMORY_EVALUATIONS } from '../src/rollout/rehearsal-memory';
 
-const USAGE = `usage: npm run tts-table -- [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
+export const TTS_USAGE = `usage: npm run tts-table -- [--world ${WORLD_NAMES.join('|')}] [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--memory-placement user|system] [--max-eval-tokens N]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
-  [--run base,envace] [--render-only] [--note "what came out"]
+  [--run base,envace] [--render-only] [--note "what came out"] [--boot-reps N]
   --run: which policies to compute now (e.g. the EnvACE cells in a second process); the table shows every finished cell.
   --render-only: compute nothing, write the table from the finished cells.`;
 
@@ -46,13 +50,18 @@ const FLAGS: FlagSpec = {
   'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
   out: { type: 'string' }, results: { type: 'string' }, 'budget-minutes': { type: 'string' }, estimate: { type: 'boolean' },
   reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, run: { type: 'string' }, 'render-only': { type: 'boolean' }, note: { type: 'string' },
+  world: { type: 'string' }, 'boot-reps': { type: 'string' },
 };
 
 const ROOT = resolve(import.meta.dirname, '..');
-const io = processIo;
 
-/** One cell of one seed. */
-interface TtsRun {
+/** Injected by tests: a smaller domain (fewer tools, a shorter policy). */
+export interface TtsDeps {
+  domain?: Domain;
+}
+
+/** One cell of one seed: <out>/cells/<policy>-<mode>-n<N>-s<seed>.json. */
+export interface TtsRun {
   key: string;
   policy: 'base' | 'envace';
   mode: TtsMode | 'none';
@@ -73,6 +82,8 @@ interface TtsRun {
   wallS: number;
   /** Seconds in each phase (imagined attempts, self-evaluations, committed episodes). */
   phaseS: { imagine: number; evaluate: number; commit: number };
+  /** The committed episode's reward per task (success = reward 1), for the bootstrap and the paired differences. */
+  perTask: { taskId: string; reward: number }[];
 }
 
 /** The paper's τ²-Bench overall success (%), Qwen3-8B (DESIGN §1); null where it reports none. */
@@ -95,41 +106,68 @@ function findEnvaceRun(): string | null {
   return null;
 }
 
-const fmtStat = (s: Stat, scale = 100, d = 1) => (s.n === 0 ? '–' : `${(s.mean * scale).toFixed(d)} ± ${(s.sd * scale).toFixed(d)}`);
+const successObs = (rs: readonly TtsRun[]): Obs[] => rs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward >= 1 ? 1 : 0 })));
+const rewardObs = (rs: readonly TtsRun[]): Obs[] => rs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward })));
+const sig = (d: { significant: boolean; n: number }) => (d.n === 0 ? '–' : d.significant ? '**yes**' : 'no');
 
-export function renderTts(runs: readonly TtsRun[], meta: { header: string[]; seeds: number; ns: number[]; modes: TtsMode[]; policies: TtsRun['policy'][]; adapterNote: string | null }): string {
+export function renderTts(
+  runs: readonly TtsRun[],
+  meta: { header: string[]; seeds: number; ns: number[]; modes: TtsMode[]; policies: TtsRun['policy'][]; adapterNote: string | null; boot?: { reps: number; seed: number } },
+): string {
+  const boot = meta.boot ?? { reps: 2000, seed: 0 };
   const out = ['## Test-time private rehearsal', '', ...meta.header, ''];
-  out.push('| policy | mode | N | success % | Δ vs N = 0 (paired, pts) | reward | tool P / R % | tokens / task (all / generated) | memory tokens / task | imagined attempts: judge | context-limit ends | s / cell | paper τ²-Bench 8B |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push('| policy | mode | N | seeds | success % [95 % CI] | Δ vs N = 0, pts [95 % CI] | significant | Δ vs base policy, pts [95 % CI] | significant | reward [95 % CI] | tool P / R % | tokens / task (all / generated) | memory tokens / task | imagined attempts: judge | context-limit ends | s / cell | paper τ²-Bench 8B |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  const cellsOf = (policy: TtsRun['policy'], mode: TtsMode, n: number) => runs.filter((r) => r.policy === policy && r.n === n && (n === 0 || r.mode === mode));
   for (const policy of meta.policies) {
     const label = policy === 'base' ? 'base policy' : 'EnvACE adapter';
-    const zero = runs.filter((r) => r.policy === policy && r.n === 0);
     if (policy === 'envace' && meta.adapterNote) {
-      out.push(`| ${label} | – | – | ${meta.adapterNote} | | | | | | | | | |`);
+      out.push(`| ${label} | – | – | – | ${meta.adapterNote} | | | | | | | | | | | | |`);
       continue;
     }
     // N = 0 (the plain evaluation) once, then each mode's N > 0 rows.
     for (const [mode, n] of [[meta.modes[0], 0] as const, ...meta.modes.flatMap((m) => meta.ns.filter((k) => k > 0).map((k) => [m, k] as const))]) {
-      {
-        const rs = n === 0 ? zero : runs.filter((r) => r.policy === policy && r.mode === mode && r.n === n);
-        if (rs.length === 0) continue;
-        const seedsNote = rs.length < meta.seeds ? ` (${rs.length} of ${meta.seeds} seeds)` : '';
-        const deltas = rs.map((r) => r.success - (zero.find((z) => z.seed === r.seed)?.success ?? NaN));
-        const col = (f: (r: TtsRun) => number) => stat(rs.map(f));
-        out.push(`| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${fmtStat(col((r) => r.success))}${seedsNote} | ${n === 0 ? '–' : fmtStat(stat(deltas))} | ${fmtStat(col((r) => r.meanReward), 1, 3)} | ${fmtStat(col((r) => r.toolPrecision))} / ${fmtStat(col((r) => r.toolRecall))} | ${col((r) => r.tokensPerTask).mean.toFixed(0)} / ${col((r) => r.generatedPerTask).mean.toFixed(0)} | ${n === 0 ? '0' : col((r) => r.memoryTokens).mean.toFixed(0)} | ${n === 0 ? '–' : col((r) => r.attemptJudge).mean.toFixed(2)} | ${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${col((r) => r.wallS).mean.toFixed(0)} | ${paperFigure(policy, mode, n)} |`);
-      }
+      const rs = cellsOf(policy, mode, n);
+      if (rs.length === 0) continue;
+      const seedsNote = rs.length < meta.seeds ? `${rs.length} of ${meta.seeds}` : `${rs.length}`;
+      const obs = successObs(rs);
+      const vsZero = n === 0 ? null : pairedBootstrap(obs, successObs(cellsOf(policy, mode, 0)), boot);
+      const baseCells = policy === 'envace' ? cellsOf('base', mode, n) : [];
+      const vsBase = baseCells.length ? pairedBootstrap(obs, successObs(baseCells), boot) : null;
+      const col = (f: (r: TtsRun) => number) => meanCI(rs.map(f));
+      const mean = (f: (r: TtsRun) => number) => col(f).mean;
+      out.push(
+        `| ${label} | ${n === 0 ? 'none (plain)' : mode} | ${n} | ${seedsNote} | ${fmtInterval(bootstrapMean(obs, boot))} | ${vsZero ? fmtDiff(vsZero) : '–'} | ${vsZero ? sig(vsZero) : '–'} | ` +
+          `${vsBase ? fmtDiff(vsBase) : '–'} | ${vsBase ? sig(vsBase) : '–'} | ${fmtInterval(bootstrapMean(rewardObs(rs), boot), 1, 3)} | ${fmtInterval(col((r) => r.toolPrecision))} / ${fmtInterval(col((r) => r.toolRecall))} | ` +
+          `${mean((r) => r.tokensPerTask).toFixed(0)} / ${mean((r) => r.generatedPerTask).toFixed(0)} | ${n === 0 ? '0' : mean((r) => r.memoryTokens).toFixed(0)} | ${n === 0 ? '–' : mean((r) => r.attemptJudge).toFixed(2)} | ` +
+          `${rs.reduce((a, r) => a + r.contextEnds, 0)} / ${rs.reduce((a, r) => a + r.tasks, 0)} | ${mean((r) => r.wallS).toFixed(0)} | ${paperFigure(policy, mode, n)} |`,
+      );
     }
   }
   out.push('');
-  out.push('Columns: success = reward 1 on the one committed real episode per task (mean ± sample sd over seeds); Δ = success − the same seed\'s N = 0 success, on the same tasks; ' +
-    'reward = mean real reward; tool P / R = the committed calls that match a reference action (name and arguments) / the reference actions matched; tokens = every token the policy processed per task in all phases (imagined Act/Rehearse prompts and generations, self-evaluations, the committed episode; prompt tokens counted in full even where the KV cache served them) / generated only; ' +
-    'memory = tokens of the rehearsal memory that conditioned the committed episode; judge = mean checklist-judge reward of the imagined attempts (privileged: it reads the reference checklist; shown, not used unless --memory-eval judge|both); ' +
-    'context-limit ends = committed episodes ended by the context limit (the paper\'s N = 3 fall-back). Paper: EnvACE (arXiv 2608.06197) τ²-Bench overall, Qwen3-8B, N = 2 only (base policy: +0.1 parallel, −1.8 sequential over its 30.0).');
+  out.push(
+    `Columns: success = reward 1 on the one committed real episode per task, with a 95 % two-level bootstrap interval over seeds and tasks (${boot.reps} replicates, seed ${boot.seed}; src/rl/stats.ts); ` +
+      'Δ vs N = 0 = the paired difference to the same seed\'s plain evaluation on the same tasks, Δ vs base policy = the EnvACE adapter minus the base policy at the same mode and N on the same tasks and seeds, both in points with a paired bootstrap interval (**yes**: it excludes zero); ' +
+      'reward = mean real reward [bootstrap interval]; tool P / R = the committed calls that match a reference action (name and arguments) / the reference actions matched, mean over seeds [t-interval]; tokens = every token the policy processed per task in all phases (imagined Act/Rehearse prompts and generations, self-evaluations, the committed episode; prompt tokens counted in full even where the KV cache served them) / generated only; ' +
+      'memory = tokens of the rehearsal memory that conditioned the committed episode; judge = mean checklist-judge reward of the imagined attempts (privileged: it reads the reference checklist; shown, not used unless --memory-eval judge|both); ' +
+      "context-limit ends = committed episodes ended by the context limit (the paper's N = 3 fall-back); s / cell = seconds per cell (one seed's tasks). Paper: EnvACE (arXiv 2608.06197) τ²-Bench overall, Qwen3-8B, N = 2 only (base policy: +0.1 parallel, −1.8 sequential over its 30.0).",
+  );
   return out.join('\n');
 }
 
-async function main(): Promise<void> {
-  const v = parseFlags(process.argv.slice(2), FLAGS);
+/** The finished cells under <out>/cells. */
+export function readCells(out: string): TtsRun[] {
+  const dir = join(out, 'cells');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as TtsRun);
+}
+
+export async function ttsCli(argv: readonly string[], io: CliIo = processIo, deps: TtsDeps = {}): Promise<number> {
+  return runCli(io, TTS_USAGE, () => main(argv, io, deps));
+}
+
+async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<void> {
+  const v = parseFlags(argv, FLAGS);
   const log = progress(io, 'tts-table');
   const list = (name: string, dflt: string) => (strFlag(v, name) ?? dflt).split(',').map((s) => s.trim()).filter(Boolean);
   const ns = [...new Set(list('ns', '0,1,2,3').map((s) => {
@@ -143,8 +181,8 @@ async function main(): Promise<void> {
     return m as TtsMode;
   });
   const budget = {
-    tasks: intFlag(v, 'tasks', 10, 1, 1000),
-    seeds: intFlag(v, 'seeds', 3, 1, 100),
+    tasks: intFlag(v, 'tasks', 100, 1, 1000),
+    seeds: intFlag(v, 'seeds', 5, 1, 100),
     memoryTokens: intFlag(v, 'memory-tokens', 256, 0),
     memoryEvaluation: enumFlag(v, 'memory-eval', MEMORY_EVALUATIONS, 'self'),
     memoryPlacement: enumFlag(v, 'memory-placement', MEMORY_PLACEMENTS, 'user'),
@@ -167,7 +205,9 @@ async function main(): Promise<void> {
   const adapterArg = strFlag(v, 'adapter') ?? 'auto';
   const adapterDir = adapterArg === 'none' ? null : adapterArg === 'auto' ? findEnvaceRun() : resolve(adapterArg);
 
-  const domain = retailDomain(loadRetailBase());
+  const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');
+  const boot = { reps: intFlag(v, 'boot-reps', 2000, 100, 100000), seed: 0 };
+  const domain = deps.domain ?? loadWorldDomain(world);
   const tasksOf = (seed: number): Task[] => domain.tasks.generate({ split: 'test', count: budget.tasks, seed: 1 + seed });
   const backend = await openBackend(backendName, threads);
   try {
@@ -209,6 +249,7 @@ async function main(): Promise<void> {
         memoryTokens: mean((x) => x.memory.tokens), attemptJudge: r.privateRehearsal.meanAttemptJudge, contextEnds: r.ends.context ?? 0,
         wallS: (performance.now() - t0) / 1000,
         phaseS: { imagine: r.privateRehearsal.wallMs.imagine / 1000, evaluate: r.privateRehearsal.wallMs.evaluate / 1000, commit: r.privateRehearsal.wallMs.commit / 1000 },
+        perTask: r.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward })),
       };
     };
 
@@ -233,27 +274,36 @@ async function main(): Promise<void> {
     }
 
     mkdirSync(out, { recursive: true });
-    const runsFile = join(out, 'tts-runs.jsonl');
-    // The adapter is part of the EnvACE cells' key only, so base cells are reused when an adapter appears later.
-    const fingerprint = JSON.stringify({ model: policy.dir, weightsId, budget, limits, rehearsePrompt, backendName });
-    const done = new Map<string, TtsRun>();
-    if (existsSync(runsFile)) for (const line of readFileSync(runsFile, 'utf8').split('\n').filter(Boolean)) {
-      const r = JSON.parse(line) as TtsRun;
-      done.set(r.key, r);
-    }
+    const cellsDir = join(out, 'cells');
+    mkdirSync(cellsDir, { recursive: true });
+    // What a cell's figures depend on (not paths: the records can move to another machine). The adapter is part
+    // of the EnvACE cells' key only, so base cells are reused when an adapter appears later.
+    const fingerprint = JSON.stringify({ world, weightsId, budget, limits, rehearsePrompt, backendName });
+    const adapterId = adapterDir ? (adapterDir.startsWith(ROOT + '/') ? relative(ROOT, adapterDir) : adapterDir) : null;
+    const keyOf = (pol: TtsRun['policy'], mode: TtsMode | 'none', n: number, seed: number) =>
+      createHash('sha256').update(`${fingerprint}|${pol === 'envace' ? `envace:${adapterId}` : pol}|${mode}|${n}|${seed}`).digest('hex').slice(0, 16);
     const runs: TtsRun[] = [];
     const compute = new Set(v['render-only'] ? [] : list('run', 'base,envace'));
-    for (const pol of policies) for (let seed = 0; seed < budget.seeds; seed++) {
+    // Seeds outermost: a stopped table has every cell at the same number of seeds.
+    for (let seed = 0; seed < budget.seeds; seed++) {
       const tasks = tasksOf(seed);
-      for (const mode of modes) for (const n of ns) {
+      for (const pol of policies) for (const mode of modes) for (const n of ns) {
         if (n === 0 && mode !== modes[0]) continue; // N = 0 is the same plain evaluation in every mode
-        const key = `${fingerprint}|${pol === 'envace' ? `envace:${adapterDir}` : pol}|${n === 0 ? 'none' : mode}|${n}|${seed}`;
-        let r = done.get(key);
+        const m = n === 0 ? 'none' : mode;
+        const key = keyOf(pol, m, n, seed);
+        const file = join(cellsDir, `${pol}-${m}-n${n}-s${seed}.json`);
+        let r: TtsRun | undefined;
+        if (existsSync(file)) {
+          const old = JSON.parse(readFileSync(file, 'utf8')) as TtsRun;
+          if (old.key === key) r = old;
+          else if (compute.has(pol)) throw new ArgError(`${file} holds a cell of another budget, model or adapter: choose another --out`);
+        }
         if (!r && !compute.has(pol)) continue;
         if (!r) {
           r = { ...(await cell(pol, mode, n, seed, tasks)), key };
-          appendFileSync(runsFile, JSON.stringify(r) + '\n');
-        }
+          writeFileSync(file + '.tmp', JSON.stringify(r, null, 1) + '\n');
+          renameSync(file + '.tmp', file);
+        } else log(`${pol} ${m} N=${n} seed ${seed}: finished, skipped`);
         runs.push(r);
         log(`${pol} ${n === 0 ? 'plain' : mode} N=${n} seed ${seed}: success ${(r.success * 100).toFixed(1)}%, ${r.tokensPerTask.toFixed(0)} tokens/task, memory ${r.memoryTokens.toFixed(0)}, ${r.wallS.toFixed(0)} s`);
       }
@@ -262,22 +312,22 @@ async function main(): Promise<void> {
     const reduced = strFlag(v, 'reduced') ?? null;
     const header = [
       ...(reduced ? [`> **Reduced budget.** ${reduced}`, ''] : []),
-      `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/rollout/private-rehearsal.ts): ${budget.tasks} test-split retail tasks per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
+      `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/rollout/private-rehearsal.ts): ${budget.tasks} test-split tasks of world \`${world}\` per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
         `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn; it enters the committed episode ${budget.memoryPlacement === 'user' ? 'as a user message after the request (the system prompt stays byte-identical)' : 'as a note in the system prompt'}. ` +
         `Limits: ${limits.maxTurns} turns, ${limits.maxActTokens} Act / ${limits.maxRehearseTokens} Rehearse tokens per generation.`,
       '',
       `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}, model.safetensors sha256 ${weightsId}…). EnvACE adapter: ${envace ? `\`${adapterDir}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
       '',
       // The budget flags only: the prose flags are printed above and below the table already.
-      `Command: \`npm run tts-table -- ${process.argv.slice(2).filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}\``,
+      `Command: \`npm run tts-table -- ${argv.filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}\``,
     ];
-    const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote });
+    const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote, boot });
     const note = strFlag(v, 'note');
     const full = note ? `${md}\n\n**What came out.** ${note}` : md;
     writeFileSync(join(out, 'tts-table.md'), full + '\n');
     io.out(full + '\n');
     if (!v['no-write']) {
-      mkdirSync(join(ROOT, 'docs'), { recursive: true });
+      mkdirSync(resolve(resultsPath, '..'), { recursive: true });
       const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
       writeFileSync(resultsPath, replaceSection(doc, TTS_START, TTS_END, full));
       log(`table written to ${resultsPath}`);
@@ -287,4 +337,4 @@ async function main(): Promise<void> {
   }
 }
 
-process.exitCode = await runCli(io, USAGE, main);
+if (isEntry(import.meta.url)) process.exitCode = await ttsCli(process.argv.slice(2));

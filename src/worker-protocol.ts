@@ -6,8 +6,21 @@
 export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
 export type WeightFormat = 'f32' | 'q8' | 'q4';
 export type RolloutMode = 'rehearse' | 'real';
-/** Who writes the Act turn: the policy samples it, or the task's scripted expert (teacher-forced, scored by the policy). */
-export type ActSource = 'policy' | 'expert';
+/**
+ * Who plays the rollout: the policy samples every turn; 'expert-act': the task's scripted expert writes each
+ * Act turn and the policy rehearses; 'expert': the expert writes the Act turns *and* the Rehearse turns (the
+ * real observation, held to the Rehearse token budget like a generation). Expert text is teacher-forced:
+ * scored token by token by the policy, never trained on.
+ */
+export type ActSource = 'policy' | 'expert-act' | 'expert';
+export type WorldName = 'mini' | 'retail';
+
+/** Which world the lab serves: a named world, or a user's task file over the full retail world. */
+export interface WorldRequest {
+  world: WorldName;
+  /** A τ²-bench task file (or the lab's own task JSON); its tasks replace the generated ones. */
+  taskFile?: { name: string; text: string };
+}
 
 export type ModelChoice =
   | { kind: 'bundled' }
@@ -18,22 +31,33 @@ export type ModelChoice =
 export interface LoadRequest {
   model: ModelChoice;
   format: WeightFormat;
-  /** Force a backend (URL ?backend=); default: webgpu, else cpu-fast, else cpu-ref. */
+  /**
+   * Force a backend (the Backend control, URL ?backend=). Default: measured. A hardware WebGPU adapter is
+   * used as it is; a software/fallback one (SwiftShader, llvmpipe) is timed against the CPU fast path on
+   * the model itself and the faster one wins; no WebGPU: cpu-fast, else cpu-ref.
+   */
   backend?: BackendKind;
   loraRank: number;
 }
 
 export interface Progress {
+  /** What is running, in words (phase names, counts with what they count). */
   phase: string;
   done: number;
   total: number;
+  /** Estimated time left of the whole operation, once there is a measurement to base it on. */
+  etaMs?: number;
 }
 export type ProgressFn = (p: Progress) => void;
 
 export interface LoadInfo {
   backend: BackendKind;
-  /** Why this backend (e.g. "no WebGPU adapter: CPU fast path"). */
+  /** Why this backend (e.g. "no WebGPU adapter: CPU fast path"), with the measurement when one was made. */
   backendNote: string;
+  /** The WebGPU adapter as the browser describes it (null: none). */
+  adapter: { description: string; software: boolean } | null;
+  /** The load-time calibration that chose the backend (ms per forward of the same tokens), when it ran. */
+  calibration: { tokens: number; webgpuMs: number; cpuFastMs: number } | null;
   modelLabel: string;
   /** True for the random-weight placeholder: the UI says so everywhere it shows output. */
   untrained: boolean;
@@ -67,8 +91,26 @@ export interface TaskSummary {
 
 export interface EnvInfo {
   domain: string;
+  world: WorldName;
+  /** One line: what the world holds. */
+  worldDescription: string;
+  size: { users: number; orders: number; products: number };
+  /** The user's task file the tasks come from (null: generated tasks of the world). */
+  taskFile: string | null;
   tools: number;
   tasks: TaskSummary[];
+}
+
+/** Token budgets measured on the world's real observations under the loaded tokenizer (src/rollout/budget.ts). */
+export interface BudgetInfo {
+  rehearse: number;
+  act: number;
+  observations: { count: number; p50: number; quantile: number; atQuantile: number; max: number };
+  acts: { count: number; p50: number; quantile: number; atQuantile: number; max: number };
+  tasks: number;
+  world: string;
+  /** The model's context (a prompt plus its budget must fit it). */
+  context: number;
 }
 
 /** One generated token with its log-probability under the sampling distribution. */
@@ -102,6 +144,8 @@ export interface CallView {
   /** The rehearsed observation as parsed, or why it could not be. */
   rehearsed: string | null;
   rehearseError: string | null;
+  /** The rehearsal stopped at its token budget (this many tokens) before closing: cut, not malformed. */
+  rehearseCut: number | null;
   /** What the real environment returns for the same call (the shadow environment in rehearse mode). */
   real: string;
   fidelity: FidelityView | null;
@@ -118,7 +162,8 @@ export interface TurnView {
 export interface RewardView {
   value: number;
   kind: 'checklist judge' | 'real environment' | 'none';
-  items: { label: string; satisfied: boolean }[];
+  /** Each item with why it passed or failed: which call, which observation (real or rehearsed), the rule. */
+  items: { label: string; satisfied: boolean; reason: string }[];
   note: string;
 }
 
@@ -131,7 +176,8 @@ export interface RolloutView {
   done: boolean;
   endReason: string | null;
   reward: RewardView | null;
-  fidelity: { steps: number; exact: number; f1: number; errorAgree: number } | null;
+  /** Over the rehearsed calls: `steps` counts every rehearsal scored, an unparseable one as a miss (`misses`). */
+  fidelity: { steps: number; misses: number; exact: number; f1: number; errorAgree: number } | null;
 }
 
 export interface RolloutRequest {
@@ -141,7 +187,10 @@ export interface RolloutRequest {
   mode: RolloutMode;
   seed: number;
   actSource: ActSource;
+  /** Act budget; 0 = measured (BudgetInfo.act). */
   maxNewTokens: number;
+  /** Rehearse budget; 0 = measured (BudgetInfo.rehearse). */
+  rehearseTokens: number;
   temperature: number;
   maxTurns: number;
 }
@@ -184,7 +233,9 @@ export interface TrainRequest {
   rank: number;
   seed: number;
   maxTurns: number;
+  /** 0 = measured (BudgetInfo), as in the stepper. */
   maxNewTokens: number;
+  rehearseTokens: number;
   /** Held-out evaluation (real environment, greedy) every N steps; 0 = never. */
   evalEvery: number;
 }
@@ -202,6 +253,13 @@ export interface TrainPoint {
   kl: number | null;
   clipFrac: number | null;
   heldOutSuccess: number | null;
+  /** Groups (prompt × role) of the step, and how many had a non-zero reward spread (the only ones that teach). */
+  groups: number;
+  groupsWithSpread: number;
+  /** Prompts of the step, and how many had rollouts with different rewards. */
+  prompts: number;
+  promptsWithSpread: number;
+  gradNorm: number | null;
   line: string;
   wallMs: number;
 }
@@ -214,6 +272,8 @@ export interface TrainStatus {
   running: boolean;
   points: TrainPoint[];
   model: string;
+  /** The world the run trains in. */
+  world: string;
 }
 
 export interface TtsRequest {
@@ -223,10 +283,13 @@ export interface TtsRequest {
   seed: number;
   maxTurns: number;
   maxNewTokens: number;
+  rehearseTokens: number;
 }
 
 export interface TtsEpisodeView {
   end: string;
+  /** The end in words (the true one: e.g. which rehearsal did not parse, and why). */
+  endText: string;
   reward: number;
   /** One line per step: a call with its (imagined or real) observation, or the reply. */
   steps: string[];
@@ -241,6 +304,8 @@ export interface TtsView {
   /** The one real execution, conditioned on the memory; its reward is the task's score. */
   committed: TtsEpisodeView;
   tokensTotal: number;
+  /** Tokens (prompt + generated) per phase: imagined attempts, self-evaluations, the committed execution. */
+  tokensByPhase: { phase: string; prompt: number; generated: number }[];
 }
 
 /** A capability that has not landed in the engine yet: the panel shows `why` instead of controls. */
@@ -255,8 +320,10 @@ export interface NamedFile {
 }
 
 export interface PolicyApi {
-  /** Fetch the environment data; list tasks. Safe to call before a model is loaded. */
-  init(cancelFlag: SharedArrayBuffer | null): Promise<EnvInfo>;
+  /** Fetch the environment data, build the world's domain (or read a task file); list tasks. Safe before a model is loaded. */
+  init(cancelFlag: SharedArrayBuffer | null, world: WorldRequest): Promise<EnvInfo>;
+  /** Token budgets of the current world under the loaded tokenizer (null: no model yet). */
+  budgets(): Promise<BudgetInfo | null>;
   capabilities(): Promise<Capabilities>;
   inspectFiles(files: File[]): Promise<FolderInfo>;
   load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo>;
@@ -266,8 +333,11 @@ export interface PolicyApi {
   group(req: GroupRequest, onProgress: ProgressFn): Promise<GroupView>;
   exportAdapter(): Promise<NamedFile[]>;
   importAdapter(files: File[]): Promise<{ rank: number; alpha: number; targets: string[] }>;
-  /** Run (or resume) GRPO steps until the run ends or trainPause(); onPoint fires after every step. */
-  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn): Promise<TrainStatus>;
+  /**
+   * Run (or resume) GRPO steps until the run ends or trainPause(); onPoint fires after every step. `extend`:
+   * add that many steps to a run (a finished one continues from its last checkpoint).
+   */
+  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn, extend?: number): Promise<TrainStatus>;
   /** Stop after the current step. */
   trainPause(): void;
   /** The run kept in this browser (OPFS), if any: its settings and every step so far. */

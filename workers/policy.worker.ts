@@ -7,7 +7,8 @@ import { Lab } from './lab/lab';
 const lab = new Lab();
 
 const api: PolicyApi = {
-  init: (flag) => lab.init(flag),
+  init: (flag, world) => lab.init(flag, world),
+  budgets: async () => lab.budgets(),
   capabilities: async () => lab.capabilities(),
   inspectFiles: (files) => lab.inspectFiles(files),
   load: (req, onProgress) => lab.load(req, onProgress),
@@ -17,7 +18,7 @@ const api: PolicyApi = {
   group: (req, onProgress) => lab.group(req, onProgress),
   exportAdapter: () => lab.exportAdapter(),
   importAdapter: (files) => lab.importAdapter(files),
-  trainStart: (req, onPoint, onProgress) => lab.trainStart(req, onPoint, onProgress),
+  trainStart: (req, onPoint, onProgress, extend) => lab.trainStart(req, onPoint, onProgress, extend),
   trainPause: () => lab.trainPause(),
   trainStatus: () => lab.trainStatus(),
   trainFiles: () => lab.trainFiles(),

@@ -1,7 +1,10 @@
 // The miniature of the paper's ablation (DESIGN §1): the configurations, the per-run record, the
-// aggregation over seeds (mean ± sample sd) and the Markdown table that docs/results.md carries, with the
-// paper's τ²-Bench figures beside ours. Pure functions; scripts/ablation.ts runs the experiments.
+// aggregation (bootstrap intervals over tasks and seeds, paired differences; src/rl/stats.ts) and the
+// Markdown tables that docs/results.md carries, with the paper's τ²-Bench figures beside ours. Pure
+// functions; scripts/ablation.ts runs the experiments.
 import type { RolloutMode } from '../rollout/episode';
+import type { Baseline } from './advantage';
+import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
 export interface AblationConfig {
   id: string;
@@ -9,24 +12,58 @@ export interface AblationConfig {
   /** null: the base policy, evaluated without training. */
   mode: RolloutMode | null;
   advantage: 'role-wise' | 'pooled';
+  baseline: Baseline;
+  /** k3 KL coefficient to the base policy (0: off, as in the reference launcher). */
+  kl: number;
+  /** Not run unless named in --configs. */
+  optional?: boolean;
   /** The paper's τ²-Bench overall success (%) for the matching configuration, where it reports one. */
   paper: { b8: number | null; b1_7: number | null };
 }
 
+const NO_PAPER = { b8: null, b1_7: null };
+
 /**
  * The paper's standard GRPO trains Act against a frozen LLM simulator: our `frozen-simulator`. `real` (GRPO
- * against the executable environment) is the upper reference the paper could not run.
+ * against the executable environment) is the upper reference the paper could not run. The baseline axis
+ * (row-weighted, the reference code's, vs rollout-mean) and the KL term are varied on EnvACE only.
  */
 export const ABLATION_CONFIGS: readonly AblationConfig[] = [
-  { id: 'base', label: 'base policy', mode: null, advantage: 'role-wise', paper: { b8: 30.0, b1_7: null } },
-  { id: 'real', label: 'GRPO, real environment', mode: 'real', advantage: 'role-wise', paper: { b8: null, b1_7: null } },
-  { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', paper: { b8: 31.2, b1_7: 14.7 } },
-  { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', paper: { b8: 35.5, b1_7: 14.0 } },
-  { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', paper: { b8: 36.7, b1_7: 15.3 } },
-  { id: 'envace-pooled', label: 'EnvACE, pooled groups', mode: 'rehearse', advantage: 'pooled', paper: { b8: null, b1_7: null } },
+  { id: 'base', label: 'base policy', mode: null, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 30.0, b1_7: null } },
+  { id: 'real', label: 'GRPO, real environment', mode: 'real', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
+  { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 31.2, b1_7: 14.7 } },
+  { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 35.5, b1_7: 14.0 } },
+  { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 36.7, b1_7: 15.3 } },
+  { id: 'envace-pooled', label: 'EnvACE, pooled groups', mode: 'rehearse', advantage: 'pooled', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
+  { id: 'envace-rollout-mean', label: 'EnvACE, rollout-mean baseline', mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0, paper: NO_PAPER },
+  { id: 'envace-kl', label: 'EnvACE, KL 1e-4 (k3)', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 1e-4, optional: true, paper: NO_PAPER },
 ];
 
+/** The configurations run when --configs is not given (all but the optional ones). */
+export const DEFAULT_CONFIG_IDS = ABLATION_CONFIGS.filter((c) => !c.optional).map((c) => c.id);
+
+export interface FidelityFigures {
+  exact: number;
+  f1: number;
+  errorAgree: number;
+  invalid: number;
+  steps: number;
+}
+
+/** One point of a learning curve: held-out evaluation after `step` GRPO steps (0: before training). */
+export interface CurvePoint {
+  step: number;
+  tasks: number;
+  success: number;
+  meanReward: number;
+  fidelity: FidelityFigures | null;
+  s: number;
+}
+
+/** The record of one finished (configuration, seed) run: <out>/<config>-s<seed>/result.json. */
 export interface AblationRun {
+  /** Fingerprint of the budget, limits, world and weights: records of another budget are not mixed in. */
+  key: string;
   config: string;
   seed: number;
   steps: number;
@@ -34,11 +71,20 @@ export interface AblationRun {
   meanReward: number;
   toolPrecision: number;
   toolRecall: number;
-  fidelity: { exact: number; f1: number; errorAgree: number; invalid: number; steps: number } | null;
-  /** Mean reward of the training rollouts, first and last step (rehearsed modes: the judge's reward). */
-  trainReward: { first: number; last: number } | null;
+  fidelity: FidelityFigures | null;
+  /** Per held-out task, for the bootstrap over tasks and the paired differences (tier, family: for breakdowns). */
+  perTask: { taskId: string; reward: number; tier?: number | null; family?: string | null }[];
+  /** Fraction of the real calls that ran without an error observation (a graded signal where success is rare). */
+  callsWithoutError?: number;
+  /** Mean reward of the training rollouts: first step, last step, mean over steps (rehearsed modes: the judge's). */
+  trainReward: { first: number; last: number; mean: number } | null;
+  /** Mean over steps of the fraction of advantage groups with a non-zero reward spread. */
+  spread: number | null;
+  /** Seconds: training steps (summed over sessions), curve evaluations, the final evaluation; wall = their sum. */
   trainS: number;
+  curveS: number;
   evalS: number;
+  wallS: number;
 }
 
 interface LimitsLike {
@@ -49,6 +95,7 @@ interface LimitsLike {
 
 export interface AblationMeta {
   date: string;
+  world: string;
   model: string;
   /** First hex digits of the weights file's sha256. */
   modelHash?: string;
@@ -56,14 +103,19 @@ export interface AblationMeta {
   backend: string;
   machine: string;
   command: string;
-  budget: { steps: number; seeds: number; evalTasks: number; trainTasks: number; k: number; prompts: number; lr: number; rank: number; baseline: string };
+  budget: { steps: number; seeds: number; evalTasks: number; trainTasks: number; k: number; prompts: number; lr: number; rank: number };
   /** Episode limits of the training rollouts and of the evaluation. */
   limits?: { train: LimitsLike; eval: LimitsLike };
+  /** Learning-curve evaluations: every N steps on the first M held-out tasks (null: none). */
+  curve?: { every: number; tasks: number } | null;
+  /** Bootstrap replicates and seed. */
+  bootstrap: { reps: number; seed: number };
   /** Set when the budget is below the intended one: printed above the table. */
   reduced: string | null;
   /** What came out, in words, printed under the table. */
   note?: string | null;
-  measuredStepS: Record<string, number> | null;
+  /** Learning-curve figures (paths relative to docs/), shown under the tables. */
+  figures?: string[];
 }
 
 export interface Stat {
@@ -82,94 +134,229 @@ export function stat(xs: readonly number[]): Stat {
   return { mean, sd, n };
 }
 
+/** Success (reward 1) per task and seed, the observations of the bootstrap. */
+export function successObs(runs: readonly AblationRun[]): Obs[] {
+  return runs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward >= 1 ? 1 : 0 })));
+}
+
+function tierSuccess(rs: readonly AblationRun[]): AblationRow['byTier'] {
+  const acc: AblationRow['byTier'] = {};
+  for (const t of rs.flatMap((r) => r.perTask)) {
+    if (t.tier === null || t.tier === undefined) continue;
+    const a = (acc[String(t.tier)] ??= { results: 0, success: 0 });
+    a.success = (a.success * a.results + (t.reward >= 1 ? 1 : 0)) / (a.results + 1);
+    a.results++;
+  }
+  return acc;
+}
+
 export interface AblationRow {
   config: AblationConfig;
   runs: number;
-  success: Stat;
-  reward: Stat;
-  precision: Stat;
-  recall: Stat;
-  fidelityExact: Stat;
-  fidelityF1: Stat;
-  fidelityErr: Stat;
-  fidelityInvalid: Stat;
-  trainS: Stat;
-  evalS: Stat;
-  trainFirst: Stat;
-  trainLast: Stat;
+  seeds: number[];
+  /** Held-out tasks per run (the largest; runs of one budget all have the same). */
+  tasks: number;
+  success: Interval;
+  reward: Interval;
+  /** Paired against the base policy on the same tasks (null for the base itself or without a base run). */
+  vsBase: PairedInterval | null;
+  precision: Interval;
+  recall: Interval;
+  fidelityExact: Interval;
+  fidelityF1: Interval;
+  fidelityErr: Interval;
+  fidelityInvalid: Interval;
+  trainFirst: Interval;
+  trainLast: Interval;
+  spread: Interval;
+  /** Wall-clock seconds per seed (training + evaluations), in seed order. */
+  wallS: { seed: number; s: number }[];
+  /** Success per task tier, pooled over seeds and tasks (tiers: src/env/retail/tiers.ts); empty without tiers. */
+  byTier: Record<string, { results: number; success: number }>;
 }
 
-export function aggregate(runs: readonly AblationRun[], configs: readonly AblationConfig[] = ABLATION_CONFIGS): AblationRow[] {
-  return configs
-    .map((config) => {
-      const rs = runs.filter((r) => r.config === config.id);
+export interface PairRow {
+  a: AblationConfig;
+  b: AblationConfig;
+  diff: PairedInterval;
+}
+
+export interface AblationSummary {
+  rows: AblationRow[];
+  pairs: PairRow[];
+}
+
+/** The comparisons the text needs first (the paper's ordering, the proof that the loop learns, the secondary axes). */
+export const KEY_PAIRS: readonly [string, string][] = [
+  ['real', 'base'],
+  ['frozen-simulator', 'base'],
+  ['per-role', 'frozen-simulator'],
+  ['envace', 'per-role'],
+  ['envace', 'frozen-simulator'],
+  ['envace', 'base'],
+  ['real', 'envace'],
+  ['envace', 'envace-pooled'],
+  ['envace', 'envace-rollout-mean'],
+  ['envace-kl', 'envace'],
+];
+
+/** Per configuration: bootstrap intervals, the paired difference to the base; then the paired differences between configurations. */
+export function summarize(runs: readonly AblationRun[], configs: readonly AblationConfig[] = ABLATION_CONFIGS, boot: BootstrapOptions = {}): AblationSummary {
+  const byConfig = new Map(configs.map((c) => [c.id, runs.filter((r) => r.config === c.id).sort((x, y) => x.seed - y.seed)]));
+  const base = configs.find((c) => c.mode === null);
+  const baseObs = base ? successObs(byConfig.get(base.id) ?? []) : [];
+  const rows = configs
+    .map((config): AblationRow => {
+      const rs = byConfig.get(config.id)!;
+      const obs = successObs(rs);
+      const rewardObs = rs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward })));
       return {
         config,
         runs: rs.length,
-        success: stat(rs.map((r) => r.success)),
-        reward: stat(rs.map((r) => r.meanReward)),
-        precision: stat(rs.map((r) => r.toolPrecision)),
-        recall: stat(rs.map((r) => r.toolRecall)),
-        fidelityExact: stat(rs.map((r) => r.fidelity?.exact ?? NaN)),
-        fidelityF1: stat(rs.map((r) => r.fidelity?.f1 ?? NaN)),
-        fidelityErr: stat(rs.map((r) => r.fidelity?.errorAgree ?? NaN)),
-        fidelityInvalid: stat(rs.map((r) => r.fidelity?.invalid ?? NaN)),
-        trainS: stat(rs.map((r) => r.trainS)),
-        evalS: stat(rs.map((r) => r.evalS)),
-        trainFirst: stat(rs.map((r) => r.trainReward?.first ?? NaN)),
-        trainLast: stat(rs.map((r) => r.trainReward?.last ?? NaN)),
+        seeds: rs.map((r) => r.seed),
+        tasks: Math.max(0, ...rs.map((r) => r.perTask.length)),
+        success: bootstrapMean(obs, boot),
+        reward: bootstrapMean(rewardObs, boot),
+        vsBase: config.mode !== null && baseObs.length > 0 && obs.length > 0 ? pairedBootstrap(obs, baseObs, boot) : null,
+        precision: meanCI(rs.map((r) => r.toolPrecision)),
+        recall: meanCI(rs.map((r) => r.toolRecall)),
+        fidelityExact: meanCI(rs.map((r) => r.fidelity?.exact ?? NaN)),
+        fidelityF1: meanCI(rs.map((r) => r.fidelity?.f1 ?? NaN)),
+        fidelityErr: meanCI(rs.map((r) => r.fidelity?.errorAgree ?? NaN)),
+        fidelityInvalid: meanCI(rs.map((r) => r.fidelity?.invalid ?? NaN)),
+        trainFirst: meanCI(rs.map((r) => r.trainReward?.first ?? NaN)),
+        trainLast: meanCI(rs.map((r) => r.trainReward?.last ?? NaN)),
+        spread: meanCI(rs.map((r) => r.spread ?? NaN)),
+        wallS: rs.map((r) => ({ seed: r.seed, s: r.wallS })),
+        byTier: tierSuccess(rs),
       };
     })
     .filter((r) => r.runs > 0);
+  const present = rows.map((r) => r.config);
+  const order: [AblationConfig, AblationConfig][] = [];
+  const seen = new Set<string>();
+  const add = (a: AblationConfig | undefined, b: AblationConfig | undefined) => {
+    if (!a || !b || a.id === b.id) return;
+    const k = [a.id, b.id].sort().join('|');
+    if (seen.has(k)) return;
+    seen.add(k);
+    order.push([a, b]);
+  };
+  for (const [a, b] of KEY_PAIRS) add(present.find((c) => c.id === a), present.find((c) => c.id === b));
+  for (let i = 0; i < present.length; i++) for (let j = i + 1; j < present.length; j++) add(present[j], present[i]);
+  const pairs = order.map(([a, b]) => ({ a, b, diff: pairedBootstrap(successObs(byConfig.get(a.id)!), successObs(byConfig.get(b.id)!), boot) }));
+  return { rows, pairs };
 }
 
-const pct = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.n > 1 ? `${(100 * s.mean).toFixed(1)} ± ${(100 * s.sd).toFixed(1)}` : (100 * s.mean).toFixed(1));
 const num = (x: number | null) => (x === null ? '–' : x.toFixed(1));
-const r2 = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.mean.toFixed(2));
 const params = (n: number | null) => (n === null ? '?' : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${Math.round(n / 1e3)} K`);
 const lim = (l: LimitsLike) => `${l.maxTurns} turns, ${l.maxActTokens} Act / ${l.maxRehearseTokens} Rehearse tokens`;
-const secs = (s: Stat) => (s.n === 0 || !Number.isFinite(s.mean) ? '–' : s.mean >= 100 ? s.mean.toFixed(0) : s.mean.toFixed(1));
+const pct = (x: Interval) => fmtInterval(x, 100, 1);
+const r2 = (x: Interval) => (x.n === 0 || !Number.isFinite(x.mean) ? '–' : x.mean.toFixed(2));
+const mins = (s: number) => (s / 60).toFixed(1);
+
+/** reproduced / contradicted / not resolved, for "a > b" as the paper has it. */
+export function verdict(d: PairedInterval): string {
+  if (d.n === 0) return 'not run';
+  return d.significant ? (d.mean > 0 ? 'reproduced' : 'contradicted') : 'not resolved';
+}
 
 /** The Markdown of the ablation section (without the markers). */
-export function renderAblation(rows: readonly AblationRow[], meta: AblationMeta): string {
+export function renderAblation(sum: AblationSummary, meta: AblationMeta): string {
+  const { rows, pairs } = sum;
   const b = meta.budget;
   const base = rows.find((r) => r.config.mode === null);
   const fid3 = (r: AblationRow) => `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)}`;
-  const fidBefore = base ? fid3(base) : '–';
-  const invBefore = base ? pct(base.fidelityInvalid) : '–';
   const out: string[] = [];
   out.push('## Ablation: world rehearsal in miniature');
   out.push('');
   if (meta.reduced) out.push(`> **Reduced budget.** ${meta.reduced}`, '');
   out.push(
-    `Held-out real-environment evaluation on ${b.evalTasks} test-split retail tasks (users never seen in training), one greedy episode per task; ` +
-      `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks, LoRA r ${b.rank}, lr ${b.lr}, ` +
-      `baseline ${b.baseline}${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; ${b.seeds} seed(s) per configuration (mean ± sample sd over seeds; the base policy is deterministic under greedy evaluation). ` +
-      `Success = reward 1 (final database equals the reference one and every required fact stated). Tool P/R: calls matching the reference actions ` +
-      `(name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; exact JSON match / field-level F1 / ` +
-      `error-or-not agreement with the real observation (an unparseable rehearsal counts as a miss in all three); "before" is the base policy's, "after" the trained rehearser's ` +
-      `(per-role: its Rehearse adapter; real and frozen-simulator: the Act-trained adapter playing the environment). The training reward is the ` +
-      `rollouts' own (real environment for real; the checklist judge on imagined trajectories otherwise), so it compares within a row, not across rows.`,
+    `World \`${meta.world}\`. Held-out real-environment evaluation on ${b.evalTasks} test-split tasks, one greedy episode per task, the same tasks for every run; ` +
+      `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks, LoRA r ${b.rank}, lr ${b.lr}` +
+      `${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; ${b.seeds} training seed(s) per configuration ` +
+      `(the base policy is deterministic under greedy evaluation: one run stands for every seed). ` +
+      `Success = reward 1 (final database equals the reference one and every required fact stated), with a 95 % two-level bootstrap interval over seeds and tasks ` +
+      `(${meta.bootstrap.reps} replicates, seed ${meta.bootstrap.seed}; src/rl/stats.ts). Δ vs base: the paired difference on the same tasks (each seed's run against the base), ` +
+      `in points, with its paired bootstrap interval; **yes** when the interval excludes zero. Other columns: mean over seeds [95 % t-interval over seeds]. ` +
+      `Tool P/R: calls matching the reference actions (name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; ` +
+      `exact JSON match / field-level F1 / error-or-not agreement with the real observation (an unparseable rehearsal counts as a miss); per-role: its Rehearse adapter; ` +
+      `real and frozen-simulator: the Act-trained adapter playing the environment. Training reward: the rollouts' own (real environment for real; the checklist judge ` +
+      `on imagined trajectories otherwise), so it compares within a row. Groups with spread: the mean over steps of the fraction of advantage groups whose rewards ` +
+      `are not all equal (the others carry no gradient).`,
   );
   out.push('');
-  out.push('| configuration | runs | success % | reward | tool P % | tool R % | fidelity exact / F1 / error-agree % (before → after) | unparseable rehearsals % (before → after) | training reward, step 1 → last | train s / run | eval s / run | paper τ²-Bench 8B | paper 1.7B |');
+  out.push('| configuration | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | reward [95 % CI] | tool P / R % | fidelity exact / F1 / error-agree % | unparseable rehearsals % | training reward, step 1 → last | groups with spread % | paper τ²-Bench 8B | paper 1.7B |');
   out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    const rw = r.reward.n === 0 || !Number.isFinite(r.reward.mean) ? '–' : r.reward.n > 1 ? `${r.reward.mean.toFixed(3)} ± ${r.reward.sd.toFixed(3)}` : r.reward.mean.toFixed(3);
-    const fid = r.config.mode === null ? fidBefore : `${fidBefore} → ${fid3(r)}`;
-    const inv = r.config.mode === null ? invBefore : `${invBefore} → ${pct(r.fidelityInvalid)}`;
-    out.push(`| ${r.config.label} | ${r.runs} | ${pct(r.success)} | ${rw} | ${pct(r.precision)} | ${pct(r.recall)} | ${fid} | ${inv} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${secs(r.trainS)} | ${secs(r.evalS)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`);
+    const seedsNote = r.config.mode !== null && r.runs < b.seeds ? `${r.runs} of ${b.seeds}` : `${r.runs}`;
+    const vs = r.vsBase ? fmtDiff(r.vsBase) : '–';
+    const sig = r.vsBase ? (r.vsBase.significant ? '**yes**' : 'no') : '–';
+    out.push(
+      `| ${r.config.label} | ${seedsNote} | ${pct(r.success)} | ${vs} | ${sig} | ${fmtInterval(r.reward, 1, 3)} | ${pct(r.precision)} / ${pct(r.recall)} | ${fid3(r)} | ${pct(r.fidelityInvalid)} | ` +
+        `${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${r.config.mode === null ? '–' : pct(r.spread)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`,
+    );
   }
   out.push('');
+  if (pairs.length) {
+    out.push('### Paired differences between configurations');
+    out.push('');
+    out.push('Success of A minus success of B on the same held-out tasks and training seeds (points; base: its one run against every seed), 95 % paired bootstrap interval. The first rows are the paper\'s ordering (EnvACE > per-role > GRPO > base) and the proof that the loop learns (real > base).');
+    out.push('');
+    out.push('| A − B | Δ success, pts [95 % CI] | significant | paper\'s direction (A > B) | paired results |');
+    out.push('|---|---|---|---|---|');
+    for (const p of pairs) out.push(`| ${p.a.label} − ${p.b.label} | ${fmtDiff(p.diff)} | ${p.diff.significant ? '**yes**' : 'no'} | ${verdict(p.diff)} | ${p.diff.n} |`);
+    out.push('');
+  }
+  const tiers = [...new Set(rows.flatMap((r) => Object.keys(r.byTier)))].sort((x, y) => Number(x) - Number(y));
+  if (tiers.length) {
+    out.push('### Success by task tier');
+    out.push('');
+    out.push('Success % per tier of the held-out tasks (src/env/retail/tiers.ts), pooled over seeds and tasks (results in parentheses).');
+    out.push('');
+    out.push(`| configuration | ${tiers.map((t) => `tier ${t}`).join(' | ')} |`);
+    out.push(`|---|${tiers.map(() => '---|').join('')}`);
+    for (const r of rows) out.push(`| ${r.config.label} | ${tiers.map((t) => (r.byTier[t] ? `${(100 * r.byTier[t].success).toFixed(1)} (${r.byTier[t].results})` : '–')).join(' | ')} |`);
+    out.push('');
+  }
+  const trained = rows.filter((r) => r.config.mode !== null);
+  if (trained.length || base) {
+    const seeds = [...new Set(rows.flatMap((r) => r.seeds))].sort((x, y) => x - y);
+    out.push('### Wall-clock per configuration × seed');
+    out.push('');
+    out.push('Minutes per run: training steps (summed over resumed sessions), learning-curve evaluations and the final held-out evaluation. Target: ≤ 20 min per configuration × seed on the 2-core machine.');
+    out.push('');
+    out.push(`| configuration | ${seeds.map((s) => `seed ${s}`).join(' | ')} | mean | max |`);
+    out.push(`|---|${seeds.map(() => '---|').join('')}---|---|`);
+    for (const r of rows) {
+      const cell = (s: number) => {
+        const w = r.wallS.find((x) => x.seed === s);
+        return w ? mins(w.s) : '–';
+      };
+      const ws = r.wallS.map((w) => w.s);
+      out.push(`| ${r.config.label} | ${seeds.map(cell).join(' | ')} | ${mins(ws.reduce((a, x) => a + x, 0) / ws.length)} | ${mins(Math.max(...ws))} |`);
+    }
+    out.push('');
+  }
+  if (meta.figures?.length) {
+    out.push('### Learning curves');
+    out.push('');
+    out.push(
+      `Per step and configuration, mean over seeds (line) and 95 % t-band over seeds (shaded): held-out success and rehearsal fidelity` +
+        `${meta.curve ? ` (every ${meta.curve.every} steps on the first ${meta.curve.tasks} held-out tasks; step 0 and the last step from the base's and the run's final evaluation)` : ''}, ` +
+        `training reward, and the fraction of advantage groups with a non-zero reward spread. Rendered by \`npm run plots\` from the run records.`,
+    );
+    out.push('');
+    for (const f of meta.figures) out.push(`![learning curves](${f})`, '');
+  }
   if (meta.note) out.push(`**What came out.** ${meta.note}`, '');
   out.push(
     `Paper figures: EnvACE (arXiv 2608.06197), τ²-Bench overall success, Qwen3-8B and Qwen3-1.7B; its "GRPO" trains Act against a frozen LLM simulator ` +
-      `(our frozen-simulator row); it has no real-environment GRPO and no pooled-group run. Our policy is a ${params(meta.modelParams)}-parameter ` +
+      `(our frozen-simulator row); it has no real-environment GRPO, no pooled-group and no baseline ablation. Our policy is a ${params(meta.modelParams)}-parameter ` +
       `model on one domain, so only the direction of the differences, not their size, is comparable.`,
   );
   out.push('');
   out.push(`Model: \`${meta.model}\`${meta.modelHash ? ` (model.safetensors sha256 ${meta.modelHash}…)` : ''}. Machine: ${meta.machine}; backend ${meta.backend}. Date: ${meta.date}.`);
-  if (meta.measuredStepS) out.push(`Measured cost of one GRPO step (s): ${Object.entries(meta.measuredStepS).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}.`);
   out.push('');
   out.push(`Command: \`${meta.command}\``);
   return out.join('\n');

@@ -3,6 +3,7 @@
 // policy, a complete run configuration from a few options, the task split, the advantage grouping a mode
 // really uses, and a one-line progress summary of a step. Browser-safe: no Node imports.
 import type { Domain, Task } from '../env/domain';
+import { tokenBudgets } from '../rollout/budget';
 import { ROLLOUT_MODES, type RolloutMode } from '../rollout/episode';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import type { RolloutLimits } from '../rollout/rollout';
@@ -19,6 +20,15 @@ export { ROLLOUT_MODES };
  * hundred tokens of the domain tokenizer.
  */
 export const DEFAULT_LIMITS: RolloutLimits = { maxTurns: 12, maxActTokens: 96, maxRehearseTokens: 640 };
+
+/**
+ * DEFAULT_LIMITS with the Rehearse budget measured on the domain's real observations under the policy's
+ * tokenizer (src/rollout/budget.ts: p99 token length of the formatted observation, tags included), so a
+ * rehearsal of a typical observation is never cut by a constant sized for another world or tokenizer.
+ */
+export function defaultLimits(domain: Pick<Domain, 'tasks' | 'expert' | 'createEnv'>, tokenizer: { encode(text: string): number[] }): RolloutLimits {
+  return { ...DEFAULT_LIMITS, maxRehearseTokens: tokenBudgets(domain, tokenizer).rehearse };
+}
 
 export interface TrainOptions {
   mode: RolloutMode;

@@ -19,7 +19,7 @@ import { summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
 import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutMode } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
-import type { Baseline, GroupMode } from './advantage';
+import type { Advantages, Baseline, GroupMode } from './advantage';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
@@ -61,15 +61,39 @@ export interface RunHooks {
   actScript?: RolloutConfig['actScript'];
   onStep?: (m: StepMetrics) => void;
   signal?: AbortSignal;
+  /** Progress inside a step (the lab's progress bar): each phase as it starts. */
+  onPhase?: (phase: RunPhase) => void;
+  /** The rollouts' own callbacks (training and held-out rollouts): per round, per generated token. */
+  onRolloutProgress?: RolloutConfig['onProgress'];
+  onRolloutStep?: RolloutConfig['onStep'];
 }
+
+export type RunPhase = 'rollouts' | 'update' | 'checkpoint' | 'held-out evaluation' | 'held-out fidelity';
 
 export interface StepMetrics {
   step: number;
   tasks: string[];
   rollouts: RolloutSummary;
   updates: { target: string; rows: number; loss: number; clipFrac: number; kl: number; gradNorm: number; tokens: number; applied: boolean; lr: number }[];
-  advantage: { groups: number; meanAbs: number };
+  /** spread: fraction of the advantage groups whose rewards are not all equal (the others carry no gradient). */
+  advantage: { groups: number; meanAbs: number; spread: number };
   wallMs: number;
+}
+
+/**
+ * Fraction of advantage groups with a non-zero reward spread. A group's advantages R − μ are all zero exactly
+ * when its rewards are all equal (under either baseline), so a group counts when any of its rows has |A| > 1e-9.
+ * Rows without an advantage (null: not in any group) are skipped; 0 when there are no groups.
+ */
+export function spreadFraction(rows: readonly { promptId: string; role: string }[], advantages: Advantages): number {
+  const any = new Map<string, boolean>();
+  rows.forEach((r, i) => {
+    const a = advantages.advantage[i];
+    if (a === null || a === undefined) return;
+    const k = JSON.stringify([r.promptId, advantages.mode === 'pooled' ? 'all' : r.role]);
+    any.set(k, (any.get(k) ?? false) || Math.abs(a) > 1e-9);
+  });
+  return any.size ? [...any.values()].filter(Boolean).length / any.size : 0;
 }
 
 export interface EvalMetrics {
@@ -226,6 +250,8 @@ export class GrpoRun {
     const c = this.config;
     const step = this.state.step + 1;
     const tasks = this.sampleTasks();
+    const h = this.hooks;
+    h.onPhase?.('rollouts');
     const batch = await runRollouts(
       { model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter, ...(this.rehearseAdapter ? { rehearseAdapter: this.rehearseAdapter } : {}) },
       this.domain,
@@ -233,8 +259,10 @@ export class GrpoRun {
       {
         mode: c.mode, k: c.k, seed: hash32(c.seed ^ Math.imul(step, 0x9e3779b9)), limits: c.limits, temperature: c.temperature,
         rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, actScript: this.hooks.actScript, signal: this.hooks.signal,
+        onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
       },
     );
+    h.onPhase?.('update');
     const upd = await grpoUpdate(this.trainers, batch, c.mode, {
       groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0,
     });
@@ -247,7 +275,7 @@ export class GrpoRun {
         target: s.target, rows: s.rows, loss: s.report.loss, clipFrac: s.report.clipFrac, kl: s.report.kl,
         gradNorm: s.report.gradNorm, tokens: s.report.tokens, applied: s.report.applied, lr: s.report.lr,
       })),
-      advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0 },
+      advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0, spread: spreadFraction(batch.rows, upd.advantages) },
       wallMs: performance.now() - t0,
     };
     this.state.step = step;
@@ -257,7 +285,10 @@ export class GrpoRun {
       await this.store.append('rollouts.jsonl', JSON.stringify({ step, ...r, rows: undefined, fidelity: r.fidelity.map(({ call, exact, f1, errorAgree, turn }) => ({ turn, call: call.name, exact, f1, errorAgree })) }));
     }
     const every = c.checkpointEvery ?? 1;
-    if (step % every === 0 || this.done) await this.checkpoint();
+    if (step % every === 0 || this.done) {
+      h.onPhase?.('checkpoint');
+      await this.checkpoint();
+    }
     if ((c.evalEvery ?? 0) > 0 && this.evalTasks.length > 0 && (step % c.evalEvery! === 0 || this.done)) await this.evaluate();
     this.hooks.onStep?.(metrics);
     return metrics;
@@ -279,12 +310,15 @@ export class GrpoRun {
   /** Held-out tasks in the real environment (greedy, one rollout each), plus optional rehearsal fidelity. */
   async evaluate(): Promise<EvalMetrics> {
     const c = this.config;
+    this.hooks.onPhase?.('held-out evaluation');
     const batch = await runRollouts({ model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter }, this.domain, this.evalTasks, {
       mode: 'real', k: 1, seed: c.seed, limits: c.limits, temperature: 0, kvReuse: c.kvReuse, signal: this.hooks.signal,
+      onProgress: this.hooks.onRolloutProgress, onStep: this.hooks.onRolloutStep,
     });
     const s = summarizeRollouts(batch, (id) => this.evalTasks.find((t) => t.id === id)?.referenceActions ?? []);
     const m: EvalMetrics = { step: this.state.step, success: s.success, meanReward: s.meanReward, toolPrecision: s.toolPrecision, toolRecall: s.toolRecall, ends: s.ends };
     if (c.evalFidelityTokens) {
+      this.hooks.onPhase?.('held-out fidelity');
       const f = await evalRehearsalFidelity(this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, this.evalTasks, {
         maxRehearseTokens: c.evalFidelityTokens, rehearsePrompt: c.rehearsePrompt, maxContext: c.limits.maxContext, signal: this.hooks.signal,
       });

@@ -72,6 +72,8 @@ export class Episode {
   turns = 0;
   end: EndReason | null = null;
   rehearseFailure: RehearseParseFailure | null = null;
+  /** When the failed rehearsal had used its whole token budget: that budget ("cut at N tokens"), else null. */
+  rehearseCut: number | null = null;
   /** Calls of the current turn waiting for their Rehearse generation. */
   pending: PendingCall[] = [];
   /** Observations of the current turn, in call order; null while a rehearsal is pending. */
@@ -147,12 +149,16 @@ export class Episode {
     if (this.pending.length === 0) this.closeTurn();
   }
 
-  /** Applies the Rehearse generation for `pending[i]` (full text including the closing tag). */
-  applyRehearse(p: PendingCall, text: string): void {
+  /**
+   * Applies the Rehearse generation for `pending[i]` (full text including the closing tag). `cutAt`: the
+   * generation stopped at its token budget (that many tokens), so a parse failure is a cut, not malformed text.
+   */
+  applyRehearse(p: PendingCall, text: string, cutAt: number | null = null): void {
     if (this.done) return;
     const r = parseExecutionResult(text, p.call.name);
     if (!r.ok) {
       this.rehearseFailure = r.error.code;
+      this.rehearseCut = cutAt;
       return this.finish('rehearse-invalid');
     }
     this.slots[p.slot].obs = r.observation;

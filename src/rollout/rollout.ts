@@ -73,6 +73,12 @@ export interface RolloutConfig {
    * reference actions, to measure rehearsal fidelity on the same calls for every policy. undefined = generate.
    */
   actScript?: (task: Task, turn: number) => string | undefined;
+  /**
+   * Optional scripted Rehearse turns (teacher forcing, e.g. the real observation written by the expert): a
+   * text for a pending call is used instead of a generation (no row). It is held to the same budget as a
+   * generation: cut to limits.maxRehearseTokens tokens, and refused when its prompt plus budget overflows.
+   */
+  rehearseScript?: (task: Task, turn: number, call: PendingCall) => string | undefined;
   /** Reward of a finished rollout; default: real mode τ²'s DB×communicate, rehearse modes the checklist judge. */
   reward?: (ep: Episode, domain: RolloutDomain) => number;
   /**
@@ -86,6 +92,8 @@ export interface RolloutConfig {
   maxBatchTokens?: number;
   signal?: AbortSignal;
   onProgress?: (e: { round: number; active: number; phase: 'act' | 'rehearse'; requests: number }) => void;
+  /** generate()'s per-step callback for every round (a round's own RoundOptions.onStep wins). */
+  onStep?: RoundOptions['onStep'];
 }
 
 export interface RolloutRecord {
@@ -100,6 +108,8 @@ export interface RolloutRecord {
   messages: Episode['messages'];
   fidelity: FidelityRecord[];
   rehearseFailure: string | null;
+  /** The failed rehearsal was cut at this many tokens (its budget), not malformed (null otherwise). */
+  rehearseCut?: number | null;
   /** Indices into RolloutBatch.rows. */
   rows: number[];
 }
@@ -169,6 +179,8 @@ export interface RoundReport {
   round: number;
   /** Act turns taken from cfg.actScript (no generation, no row), with the prompt they answer. */
   scripted: { episode: number; turn: number; prompt: string; text: string }[];
+  /** Rehearse turns taken from cfg.rehearseScript (no row): the text as applied (cut to the budget), and the cut. */
+  scriptedRehearsals: { episode: number; turn: number; call: PendingCall; prompt: string; text: string; cut: number | null }[];
   acts: ActGeneration[];
   rehearsals: RehearseGeneration[];
   /** Episodes this round ended with 'context': a prompt plus its budget (`need` tokens) exceeds maxContext. */
@@ -255,11 +267,11 @@ export class RolloutStepper {
     const tok = this.policy.tokenizer;
     const sampling = (seed: number) => ({ temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
     const round = this.stats.rounds++;
-    const report: RoundReport = { round, scripted: [], acts: [], rehearsals: [], overflows: [], actMs: 0, rehearseMs: 0 };
+    const report: RoundReport = { round, scripted: [], scriptedRehearsals: [], acts: [], rehearsals: [], overflows: [], actMs: 0, rehearseMs: 0 };
     const run = async (reqs: GenerateRequest[], role: Role) => {
       if (reqs.length === 0) return [];
       const t = performance.now();
-      const onStep = opts.onStep;
+      const onStep = opts.onStep ?? cfg.onStep;
       const out = await generate(this.policy.model, tok, reqs, {
         adapter: role === 'act' ? this.actAdapter : this.rehearseAdapter,
         maxConcurrent: cfg.maxConcurrent,
@@ -306,6 +318,7 @@ export class RolloutStepper {
     // ---- Rehearse phase: one generation per pending call, all episodes together.
     const rehReqs: GenerateRequest[] = [];
     const rehFor: { e: number; p: PendingCall; prompt: string }[] = [];
+    const scriptedReh: RoundReport['scriptedRehearsals'] = [];
     episodes.forEach((ep, e) => {
       for (const p of ep.pending) {
         const text = this.rehearsePrompt(ep, p);
@@ -315,10 +328,24 @@ export class RolloutStepper {
           ep.finish('context');
           break;
         }
+        const script = cfg.rehearseScript?.(ep.task, ep.turns - 1, p);
+        if (script !== undefined) {
+          const ids = tok.encode(script);
+          const cut = ids.length > L.maxRehearseTokens ? L.maxRehearseTokens : null;
+          scriptedReh.push({ episode: e, turn: ep.turns - 1, call: p, prompt: text, text: cut === null ? script : tok.decode(ids.slice(0, cut)), cut });
+          continue;
+        }
         rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
         rehFor.push({ e, p, prompt: text });
       }
     });
+    // Scripted rehearsals apply in call order (an episode that ran out of context above drops them).
+    for (const x of scriptedReh) {
+      const ep = episodes[x.episode];
+      if (ep.done) continue;
+      report.scriptedRehearsals.push(x);
+      ep.applyRehearse(x.call, x.text, x.cut);
+    }
     // An episode that ran out of context above drops its already-queued requests.
     const keep = rehFor.map((x) => !episodes[x.e].done);
     const reqs = rehReqs.filter((_, i) => keep[i]);
@@ -330,7 +357,7 @@ export class RolloutStepper {
       const { e, p, prompt } = fors[i];
       const ep = episodes[e];
       report.rehearsals.push({ episode: e, turn: ep.turns - 1, call: p, prompt, result: r, row: this.addRow(ep, 'rehearse', ep.turns - 1, r) });
-      ep.applyRehearse(p, fullText(r, REHEARSE_STOP));
+      ep.applyRehearse(p, fullText(r, REHEARSE_STOP), r.finishReason === 'length' ? r.tokens.length : null);
     });
     return report;
   }
@@ -354,6 +381,7 @@ export class RolloutStepper {
       messages: ep.messages,
       fidelity: ep.fidelity,
       rehearseFailure: ep.rehearseFailure,
+      rehearseCut: ep.rehearseCut,
       rows: idx,
     };
   }

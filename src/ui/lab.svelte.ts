@@ -2,7 +2,7 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  Capabilities, EnvInfo, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus, TtsView,
+  BudgetInfo, Capabilities, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { settings } from './settings.svelte';
@@ -29,7 +29,16 @@ export const lab = $state({
   train: null as TrainStatus | null,
   training: false,
   tts: null as TtsView | null,
+  /** Token budgets measured on the world's data under the loaded tokenizer. */
+  budget: null as BudgetInfo | null,
+  /** The choice the current model was loaded from (reloading on another backend reuses it). */
+  choice: null as ModelChoice | null,
 });
+
+/** The budgets a request will really use: the user's numbers, or the measured defaults (0). */
+export function effectiveBudgets(): { act: number | null; rehearse: number | null } {
+  return { act: settings.maxNew || lab.budget?.act || null, rehearse: settings.reh || lab.budget?.rehearse || null };
+}
 
 // A worker that fails to start (a script error, an unsupported browser) would leave every call pending:
 // say so instead of "Loading…" forever.
@@ -67,7 +76,7 @@ export function cancel(): void {
 
 export async function start(): Promise<void> {
   await run('preparing the environment', async () => {
-    lab.env = await api.init(cancelFlag);
+    lab.env = await api.init(cancelFlag, { world: settings.world });
     lab.caps = await api.capabilities();
     if (!settings.task || !lab.env.tasks.some((t) => t.id === settings.task)) settings.task = lab.env.tasks[0]?.id ?? '';
   });
@@ -82,6 +91,24 @@ export async function start(): Promise<void> {
   }
 }
 
+/**
+ * One control for the world: the compact 'mini' world, the full retail one, or a task file of your own (over
+ * the full retail world). The task lists, the stepper, the group view, training and private rehearsal all
+ * use it; budgets are measured again for it.
+ */
+export async function switchWorld(world: WorldName, taskFile?: File): Promise<void> {
+  const file = taskFile ? { name: taskFile.name, text: await taskFile.text() } : undefined;
+  const env = await run(file ? `reading ${file.name}` : `switching to the ${world} world`, () => api.init(cancelFlag, { world, taskFile: file }));
+  if (!env) return;
+  lab.env = env;
+  settings.world = env.world;
+  lab.rollout = null;
+  lab.group = null;
+  lab.tts = null;
+  if (!env.tasks.some((t) => t.id === settings.task)) settings.task = env.tasks[0]?.id ?? '';
+  lab.budget = await api.budgets().catch(() => null);
+}
+
 export async function loadModel(choice: ModelChoice): Promise<void> {
   lab.loadError = '';
   const info = await run(`loading the model`, () =>
@@ -89,8 +116,10 @@ export async function loadModel(choice: ModelChoice): Promise<void> {
   );
   if (info) {
     lab.model = info;
+    lab.choice = choice;
     lab.rollout = null;
     lab.group = null;
+    lab.budget = await api.budgets().catch(() => null);
   } else lab.loadError = lab.error;
 }
 
@@ -107,6 +136,7 @@ function rolloutReq() {
     seed: settings.seed,
     actSource: settings.src,
     maxNewTokens: settings.maxNew,
+    rehearseTokens: settings.reh,
     temperature: settings.temp,
     maxTurns: settings.turns,
   };
@@ -131,6 +161,7 @@ export async function runGroup(): Promise<void> {
     mode: settings.mode,
     seed: settings.seed,
     maxNewTokens: settings.maxNew,
+    rehearseTokens: settings.reh,
     temperature: settings.temp,
     maxTurns: settings.turns,
     k: settings.k,
@@ -156,7 +187,8 @@ const onPoint = Comlink.proxy((p: TrainPoint) => {
   lab.train.step = p.step;
 });
 
-export async function startTraining(): Promise<void> {
+/** Start or resume the run; `extend` adds that many steps to it first (a finished run goes on). */
+export async function startTraining(extend = 0): Promise<void> {
   const req = {
     mode: settings.tmode,
     grouping: settings.grouping,
@@ -169,13 +201,16 @@ export async function startTraining(): Promise<void> {
     seed: settings.seed,
     maxTurns: settings.turns,
     maxNewTokens: settings.maxNew,
+    rehearseTokens: settings.reh,
     evalEvery: settings.evalEvery,
   };
   if (!lab.train) await refreshTraining();
   if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };
   lab.training = true;
   try {
-    const st = await run('training', () => api.trainStart(req, onPoint, onProgress));
+    if (extend > 0 && lab.train) lab.train = { ...lab.train, total: lab.train.total + extend };
+    const st = await run('training', () => api.trainStart(req, onPoint, onProgress, extend));
+    if (!st) await refreshTraining();
     if (st) lab.train = st;
   } finally {
     lab.training = false;
@@ -197,7 +232,7 @@ export async function resetTraining(): Promise<void> {
 }
 
 export async function runTts(): Promise<void> {
-  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.turns, maxNewTokens: settings.maxNew };
+  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.turns, maxNewTokens: settings.maxNew, rehearseTokens: settings.reh };
   const v = await run(`private rehearsal (${req.mode}, N = ${req.n})`, () => api.tts(req, onProgress));
   if (v) lab.tts = v;
 }

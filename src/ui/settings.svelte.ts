@@ -1,14 +1,19 @@
 // Shareable state: every setting a person would want to send to someone else lives in the URL query
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
-import type { ActSource, BackendKind, RolloutMode, TrainMode, WeightFormat } from '../worker-protocol';
+import type { ActSource, BackendKind, RolloutMode, TrainMode, WeightFormat, WorldName } from '../worker-protocol';
 
 export interface Settings {
+  /** The world the lab serves: 'mini' (compact retail, the default) or 'retail' (the full database). */
+  world: WorldName;
   task: string;
   request: string;
   mode: RolloutMode;
   seed: number;
   src: ActSource;
+  /** Act token budget; 0 = measured from the world's expert turns under the loaded tokenizer. */
   maxNew: number;
+  /** Rehearse token budget; 0 = measured from the world's real observations (p99, tags included). */
+  reh: number;
   temp: number;
   turns: number;
   k: number;
@@ -28,14 +33,17 @@ export interface Settings {
 }
 
 export const DEFAULTS: Settings = {
+  world: 'mini',
   task: '',
   request: '',
   mode: 'rehearse',
   seed: 1,
   src: 'policy',
-  maxNew: 24,
+  maxNew: 0,
+  reh: 0,
   temp: 1,
-  turns: 6,
+  // As training's DEFAULT_LIMITS (src/rl/grpo-trainer.ts): the longest expert trajectory is 7 turns.
+  turns: 12,
   k: 4,
   grouping: 'role-wise',
   baseline: 'row-weighted',
@@ -79,11 +87,14 @@ export function parseSettings(query: string): Settings {
       case 'model':
         s.model = v.slice(0, 2000);
         break;
+      case 'world':
+        s.world = oneOf(v, ['mini', 'retail'] as const, DEFAULTS.world);
+        break;
       case 'mode':
         s.mode = oneOf(v, ['rehearse', 'real'] as const, DEFAULTS.mode);
         break;
       case 'src':
-        s.src = oneOf(v, ['policy', 'expert'] as const, DEFAULTS.src);
+        s.src = oneOf(v, ['policy', 'expert-act', 'expert'] as const, DEFAULTS.src);
         break;
       case 'grouping':
         s.grouping = oneOf(v, ['role-wise', 'pooled'] as const, DEFAULTS.grouping);
@@ -113,7 +124,10 @@ export function parseSettings(query: string): Settings {
         s.seed = int(v, 0, 2 ** 31 - 1, DEFAULTS.seed);
         break;
       case 'maxNew':
-        s.maxNew = int(v, 1, 512, DEFAULTS.maxNew);
+        s.maxNew = int(v, 0, 512, DEFAULTS.maxNew);
+        break;
+      case 'reh':
+        s.reh = int(v, 0, 8192, DEFAULTS.reh);
         break;
       case 'turns':
         s.turns = int(v, 1, 30, DEFAULTS.turns);

@@ -1,13 +1,18 @@
-// The lab, end to end, in headless Chromium against the built app (vite build + vite preview), on
-// Chromium's own WebGPU adapter (SwiftShader, a software Vulkan): load the model and generate, step
-// through a rehearse rollout, the group view, two GRPO training steps (held-out evaluation after the
-// second), a private rehearsal with N = 1, adapter export/import, untrusted text, reload, pause/resume/
-// cancel. Every phase checks that the policy runs on webgpu; only the last test runs without WebGPU, for
-// the CPU fallback. Small settings keep it in E2E time (maxNew 24, 3 turns, K = 2, 2 steps, held-out
-// eval every 2nd step): about 4 minutes on a loaded 2-core machine.
-// Screenshots of every panel go to docs/screenshots/.
+// The lab, end to end, in headless Chromium against the built app (vite build + vite preview). Chromium's
+// WebGPU adapter here is SwiftShader, a software Vulkan: the first test forces WebGPU (?backend=webgpu) to
+// load and generate there; from then on the lab chooses its backend by measurement (it times WebGPU and the
+// CPU fast path on the model, keeps the faster, and says so). Covered: the default world (mini), an
+// expert-played rehearse rollout with the measured budgets (every rehearsal parses, every ✗ has a reason),
+// policy rollouts, the group view and its explanation, two GRPO steps with progress inside a step, one
+// more step added to the finished run, a private rehearsal with N = 1, adapter export/import, untrusted
+// text, reload, pause/resume/cancel, a picked model folder; the last test runs without WebGPU (CPU
+// fallback). Small settings keep it in E2E time (Act budget 24, 3 turns, K = 2, 2 + 1 steps, held-out eval
+// every 2nd step): a few minutes on a loaded 2-core machine.
+// Screenshots of every panel go to a temporary folder, so the test command leaves the checkout as it was;
+// `LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e` writes the README's images instead.
 import { mkdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +20,7 @@ import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SHOTS = join(ROOT, 'docs/screenshots');
+const SHOTS = process.env.LAB_SCREENSHOTS ? resolve(ROOT, process.env.LAB_SCREENSHOTS) : join(tmpdir(), 'envace-lab-screenshots');
 const XSS = '<img src=x onerror="window.__xss=1">';
 const run = chromiumAvailable();
 
@@ -43,7 +48,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   it('loads on WebGPU, says whether the model is the untrained placeholder, and generates tokens there', async () => {
     page = await s.browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(s.url);
+    // WebGPU forced: the measured choice would pick the CPU fast path on this software adapter.
+    await page.goto(`${s.url}?backend=webgpu`);
     // The page is alive before the model is: the status line exists at once.
     await page.waitForSelector('[data-testid=load-status]', { timeout: 10_000 });
     await ready();
@@ -63,18 +69,76 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.close();
   });
 
-  it('steps through a rehearse rollout: act and rehearse turns, the real observation, fidelity; state in the URL', async () => {
+  /** Every checklist ✗ on screen carries a visible reason. */
+  const everyCrossExplained = async () => {
+    const crosses = page.locator('[data-testid=verdict][data-ok=false]');
+    for (let i = 0; i < (await crosses.count()); i++) {
+      const reason = crosses.nth(i).locator('[data-testid=verdict-reason]');
+      expect(await reason.isVisible()).toBe(true);
+      expect(((await reason.textContent()) ?? '').replace(/^— /, '').trim().length).toBeGreaterThan(10);
+    }
+  };
+  let chosen = '';
+
+  it('chooses the backend by measurement on the software adapter, opens on the mini world, and an expert-played rehearse rollout with the default budgets parses every rehearsal', async () => {
     page = await s.browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(`${s.url}?maxNew=24&turns=3&steps=2&k=2&evalEvery=2`);
     await ready();
-    expect(await page.textContent('[data-testid=load-status]')).toContain('on webgpu');
+    // SwiftShader is a software adapter: the lab timed both paths, says which it chose and why.
+    const note = (await page.textContent('[data-testid=backend-choice]')) ?? '';
+    expect(note).toMatch(/^Backend chosen by measurement: (webgpu|cpu-fast), measured: the WebGPU adapter is a software one \(.+\)/);
+    expect(note).toMatch(/webgpu \d+ ms/);
+    expect(note).toMatch(/cpu-fast \d+ ms/);
+    chosen = /measurement: (webgpu|cpu-fast)/.exec(note)![1];
+    expect(await page.textContent('[data-testid=load-status]')).toContain(`on ${chosen}`);
+    // The default world is the compact one; it stays out of the URL.
+    expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
+    expect(await page.textContent('[data-testid=world-info]')).toMatch(/^compact retail: \d+ real users, their \d+ orders/);
+    expect(new URL(page.url()).searchParams.get('world')).toBeNull();
+    // The measured budgets are stated with what they were measured on.
+    expect(await page.textContent('[data-testid=budget-info]')).toMatch(/Rehearse \d+ tokens\. Measured on the mini world/);
+    // One control switches the world: the task list, the URL and the budgets follow; then back to mini.
+    const miniTasks = await page.locator('[data-testid=task-select] option').allTextContents();
+    await page.selectOption('[data-testid=world-select]', 'retail');
+    await idle();
+    await expect.poll(() => page.textContent('[data-testid=world-info]')).toMatch(/^full τ²-bench retail: 500 users/);
+    expect(new URL(page.url()).searchParams.get('world')).toBe('retail');
+    expect(await page.locator('[data-testid=task-select] option').allTextContents()).not.toEqual(miniTasks);
+    await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the retail world/);
+    await page.selectOption('[data-testid=world-select]', 'mini');
+    await idle();
+    await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the mini world/);
+    expect(new URL(page.url()).searchParams.get('world')).toBeNull();
+
+    // The expert plays the task: it writes each Act turn and each observation (the real one, teacher-forced),
+    // held to the default Rehearse budget like a generation. Default turn limit; the task's every call.
+    await page.fill('[data-testid=turns]', '12');
+    await page.selectOption('[data-testid=task-select]', 'train-0-0');
+    await page.selectOption('[data-testid=act-source]', 'expert');
+    await page.click('[data-testid=play]');
+    await page.waitForSelector('[data-testid=reward]', { timeout: 240_000 });
+    expect(await page.textContent('[data-testid=rollout-status]')).toContain('ended: the expert replied to the user');
+    const calls = await page.locator('[data-testid=observation-real]').count();
+    expect(calls).toBeGreaterThan(1);
+    expect(await page.locator('[data-testid=rehearse-error]').count()).toBe(0);
+    expect(await page.locator('[data-testid=rehearsed]').count()).toBe(calls);
+    expect(await page.textContent('[data-testid=fidelity-summary]')).toMatch(new RegExp(`over ${calls} rehearsed calls: exact match 100%`));
+    await everyCrossExplained();
+    expect(await page.locator('[data-testid=verdict-reason]').count()).toBe(await page.locator('[data-testid=verdict]').count());
+    await shot('stepper', '[data-testid=stepper-panel]');
+    await page.fill('[data-testid=turns]', '3');
+  });
+
+  it('steps through a rehearse rollout: act and rehearse turns, the real observation, fidelity; state in the URL', async () => {
     await page.selectOption('[data-testid=task-select]', 'train-0-0');
     await page.selectOption('[data-testid=mode-select]', 'rehearse');
     await page.fill('[data-testid=seed]', '7');
     // The expert writes the Act turn (teacher-forced, scored by the policy), so the turn has a real call
     // for the policy to rehearse, even with an untrained policy.
-    await page.selectOption('[data-testid=act-source]', 'expert');
+    await page.selectOption('[data-testid=act-source]', 'expert-act');
+    await page.click('[data-testid=reset]');
+    await idle();
     await page.click('[data-testid=step]');
     await idle();
     await page.waitForSelector('[data-testid=fidelity]');
@@ -86,10 +150,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     const url = new URL(page.url());
     expect(url.searchParams.get('mode')).toBeNull(); // rehearse is the default: kept out of the URL
     expect(url.searchParams.get('seed')).toBe('7');
-    expect(url.searchParams.get('src')).toBe('expert');
+    expect(url.searchParams.get('src')).toBe('expert-act');
     expect(url.searchParams.get('task')).toBe('train-0-0');
-    await page.locator('[data-testid=turn-act] details').first().evaluate((d) => ((d as HTMLDetailsElement).open = true));
-    await shot('stepper', '[data-testid=stepper-panel]');
 
     // Reset starts over; Play runs policy-written turns until the episode ends.
     await page.selectOption('[data-testid=act-source]', 'policy');
@@ -99,11 +161,16 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.click('[data-testid=play]');
     await page.waitForSelector('[data-testid=reward]', { timeout: 240_000 });
     expect(await page.locator('[data-testid=turn-act]').count()).toBeGreaterThan(0);
+    await everyCrossExplained();
   });
 
   it('runs the group view: K rollouts, role-wise baselines, advantages, and the pooled toggle', async () => {
     await page.click('[data-testid=group-run]');
+    // Progress counts finished rollouts of the group while it runs.
+    await expect.poll(() => page.textContent('[data-testid=busy]').catch(() => ''), { timeout: 60_000, interval: 50 }).toMatch(/of 2 rollouts finished/);
     await page.waitForSelector('[data-testid=group-view]', { timeout: 240_000 });
+    // The learning signal in words.
+    expect(await page.textContent('[data-testid=group-explain]')).toMatch(/^(All 2 rollouts scored -?\d\.\d\d, so every baseline is .* this prompt teaches nothing|Rewards range from)/);
     expect(await page.locator('[data-testid=group-view] tbody tr').count()).toBe(2);
     const adv = await page.locator('[data-testid=advantage]').allTextContents();
     expect(adv).toHaveLength(4);
@@ -114,6 +181,10 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.textContent('[data-testid=mu-pooled]')).toMatch(/^-?\d\.\d{3}$/);
     expect(new URL(page.url()).searchParams.get('grouping')).toBe('pooled');
     await page.check('[data-testid=grouping-rolewise]');
+    // A worked example shows a group where role-wise and pooled differ, and says why.
+    await page.click('[data-testid=group-example]');
+    expect(await page.textContent('[data-testid=group-explain]')).toContain('Role-wise and pooled differ here because');
+    await page.click('[data-testid=group-example]');
   });
 
   it('training dashboard: two GRPO steps move the step counter and the plots', async () => {
@@ -121,9 +192,38 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     // rollout finishes in its one turn only if the policy's rehearsal fails to parse (policy-dependent).
     await expect.poll(async () => Number(await page.getAttribute('[data-testid=runlog-plot]', 'data-points')), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
     expect(await page.textContent('[data-testid=train-step-count]')).toBe('0 of 2 training steps');
+    // Record every progress text (and time estimate) the status bar shows while training.
+    await page.evaluate(() => {
+      const w = window as unknown as { __progress: string[]; __eta: string[] };
+      w.__progress = [];
+      w.__eta = [];
+      new MutationObserver(() => {
+        const b = document.querySelector('[data-testid=busy]')?.textContent ?? '';
+        const e = document.querySelector('[data-testid=eta]')?.textContent ?? '';
+        if (b && b !== w.__progress[w.__progress.length - 1]) w.__progress.push(b);
+        if (e) w.__eta.push(e);
+      }).observe(document.querySelector('.statusbar')!, { subtree: true, childList: true, characterData: true });
+    });
     await page.click('[data-testid=train-start]');
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 360_000, interval: 500 }).toBe('2 of 2 training steps');
     await idle();
+    const seen = await page.evaluate(() => {
+      const w = window as unknown as { __progress: string[]; __eta: string[] };
+      return { __progress: [...w.__progress], __eta: [...w.__eta] };
+    });
+    // Progress changes inside a step (not only between steps): phases, finished rollouts, tokens.
+    const inStep1 = [...new Set(seen.__progress.filter((t) => t.includes('step 1 of 2')))];
+    expect(inStep1.length).toBeGreaterThan(2);
+    expect(inStep1.some((t) => /rollouts: \d+ of 2 finished/.test(t))).toBe(true);
+    expect(inStep1.some((t) => /tokens generated/.test(t))).toBe(true);
+    expect(inStep1.some((t) => t.includes('update'))).toBe(true);
+    expect(seen.__progress.some((t) => t.includes('step 2 of 2') && t.includes('held-out evaluation'))).toBe(true);
+    // A time estimate once the first step has been measured.
+    expect(seen.__eta.some((t) => /left$/.test(t))).toBe(true);
+    // Per step: how many groups had a reward spread (the only ones with non-zero advantages).
+    expect(await page.locator('[data-testid=spread]').count()).toBe(2);
+    expect(await page.textContent('[data-testid=spread] td:nth-child(2)')).toMatch(/^\d+ of \d+ groups/);
+    expect(await page.textContent('[data-testid=train-legend]')).toContain('gradient norm');
     expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('2');
     expect(await page.getAttribute('[data-testid=loss-plot]', 'data-points')).toBe('2');
     expect(await page.textContent('[data-testid=train-line]')).toMatch(/^step 2\/2 +reward/);
@@ -137,8 +237,17 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(got['metrics.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2]);
     expect(JSON.parse(got['rollouts.jsonl'].split('\n')[0])).toMatchObject({ step: 1, mode: 'rehearse' });
     expect(got['eval.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([2]); // held-out eval every 2nd step (and after the last)
+    // The finished run goes on by one more step, without a reset.
+    expect(await page.isDisabled('[data-testid=train-start]')).toBe(true);
+    await page.fill('[data-testid=extend-by]', '1');
+    await page.click('[data-testid=train-extend]');
+    await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 240_000, interval: 500 }).toBe('3 of 3 training steps');
+    await idle();
+    expect(await page.isVisible('[data-testid=error]')).toBe(false);
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3');
+    expect(await page.textContent('[data-testid=train-line]')).toMatch(/^step 3\/3 +reward/);
     await shot('train', '[data-testid=train-panel]');
-  }, 400_000);
+  }, 500_000);
 
   it('runs a private rehearsal with N = 1: the attempt, its evaluation, the memory, one committed execution', async () => {
     await page.selectOption('[data-testid=tts-mode]', 'parallel');
@@ -149,6 +258,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.textContent('[data-testid=tts-attempt]')).toContain('Self-evaluation:');
     expect(await page.textContent('[data-testid=tts-memory]')).toMatch(/Rehearsal memory \(\d+ of at most \d+ tokens\)/);
     expect(await page.textContent('[data-testid=tts-committed]')).toMatch(/Committed real execution — ended: [\w-]+, reward -?\d\.\d\d/);
+    expect(await page.textContent('[data-testid=tts-end]')).toMatch(/^How it ended: .+\.$/);
+    expect(await page.textContent('[data-testid=tts-tokens]')).toMatch(/imagined attempts: \d+ \(\d+ read, \d+ generated\); self-evaluations: \d+/);
     await shot('tts', '[data-testid=tts-panel]');
   });
 
@@ -192,12 +303,13 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     const runs = await page.textContent('[data-testid=run-count]');
     await page.reload();
     await ready();
-    expect(await page.textContent('[data-testid=load-status]')).toContain('on webgpu');
+    expect(await page.textContent('[data-testid=load-status]')).toContain('on ');
     expect(await page.inputValue('[data-testid=seed]')).toBe('7');
     expect(await page.inputValue('[data-testid=act-source]')).toBe('policy');
+    expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
     await expect.poll(() => page.textContent('[data-testid=run-count]')).toBe(runs);
-    await expect.poll(() => page.textContent('[data-testid=train-step-count]')).toBe('2 of 2 training steps');
-    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('2');
+    await expect.poll(() => page.textContent('[data-testid=train-step-count]')).toBe('3 of 3 training steps');
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3');
     // Tab reaches the Step button and Enter presses it.
     let reached = false;
     for (let i = 0; i < 80 && !reached; i++) {

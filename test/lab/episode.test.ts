@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => tiny?.backend.dispose());
 
-const cfg = (over: Partial<LabRolloutConfig> = {}): LabRolloutConfig => ({ mode: 'rehearse', seed: 1, k: 1, maxTurns: 4, maxNewTokens: 8, temperature: 1, actSource: 'policy', ...over });
+const cfg = (over: Partial<LabRolloutConfig> = {}): LabRolloutConfig => ({ mode: 'rehearse', seed: 1, k: 1, maxTurns: 4, maxNewTokens: 8, rehearseTokens: 32, temperature: 1, actSource: 'policy', ...over });
 const lab = (over: Partial<LabRolloutConfig> = {}, t: Task | null = task, request = '') =>
   new LabRollouts({ model: tiny.model, tokenizer: tiny.tok, adapter: null }, domain, t, request, cfg(over));
 
@@ -54,9 +54,16 @@ describe('lab rollout view', () => {
     const v = bad.view();
     expect(v.done).toBe(true);
     expect(v.reward!.value).toBe(0);
-    expect(v.reward!.note).toBe('unparseable rehearsal: reward 0');
-    expect(v.endReason).toBe('unparseable rehearsal: no-open-tag');
+    expect(v.endReason).toBe('malformed rehearsal: it does not start with <execution_result> (no-open-tag)');
+    expect(v.reward!.note).toBe(`reward 0 whatever the checklist says: ${v.endReason}`);
     expect(v.turns[0].calls[0].rehearsed).toBeNull();
+    expect(v.turns[0].calls[0].rehearseCut).toBeNull();
+    // The summary counts the unparseable rehearsal it shows as a miss.
+    expect(v.fidelity).toMatchObject({ steps: 1, misses: 1, exact: 0 });
+    // Every ✗ says why: the call was made but never got an observation.
+    const first = v.reward!.items.find((i) => i.label.startsWith(`call ${task.referenceActions[0].name}`))!;
+    expect(first.satisfied).toBe(false);
+    expect(first.reason).toBe(`turn 1: the call was made, but it never got an observation: ${v.endReason}`);
 
     const reply = lab();
     reply.stepper.episodes[0].applyAct('I cannot help.');
@@ -66,6 +73,7 @@ describe('lab rollout view', () => {
     expect(rv.endReason).toBe('the policy replied to the user');
     expect(rv.reward!.kind).toBe('checklist judge');
     expect(rv.reward!.items.filter((i) => i.satisfied).map((i) => i.label)).toEqual(['no forbidden writes']);
+    for (const it of rv.reward!.items.filter((i) => !i.satisfied)) expect(it.reason).toMatch(/^never called: no turn called \w+$|^the reply \("I cannot help\."\) does not state it/);
   });
 
   it('real mode: no Rehearse turn, the real observation goes back; the expert trajectory earns reward 1', () => {
@@ -105,10 +113,59 @@ describe('lab rollout view', () => {
     ep.applyRehearse(ep.pending[0], formatObservation(retail.createEnv().execute(call)));
     const v = r.view();
     expect(v.done).toBe(true);
-    expect(v.reward).toMatchObject({ value: 0, note: 'terminated (turn or context limit): reward 0' });
+    expect(v.reward).toMatchObject({ value: 0, note: 'reward 0 whatever the checklist says: the episode was cut off (turn limit (1) reached)' });
     // The judge alone would have given credit for the matched call.
-    expect(v.reward!.items.find((i) => i.label.startsWith(`call ${call.name}`))!.satisfied).toBe(true);
+    const item = v.reward!.items.find((i) => i.label.startsWith(`call ${call.name}`))!;
+    expect(item.satisfied).toBe(true);
+    expect(item.reason).toMatch(/^turn 1: \w+ called with these arguments and its rehearsed observation is a result/);
   });
+
+  it('a rehearsed error observation explains the ✗ of its call (rule J2); a cut rehearsal says so', () => {
+    const r = lab();
+    const ep = r.stepper.episodes[0];
+    const call = task.referenceActions[0];
+    ep.applyAct(formatCall(call));
+    ep.applyRehearse(ep.pending[0], '<execution_result>\n{"error":"user not found"}\n</execution_result>');
+    ep.applyAct('Sorry.');
+    const it = r.view().reward!.items.find((i) => i.label.startsWith(`call ${call.name}`))!;
+    expect(it.reason).toBe('turn 1: the call was made, but its rehearsed observation is an error ("user not found"); a failed call satisfies nothing (rule J2)');
+
+    const cut = lab();
+    const e2 = cut.stepper.episodes[0];
+    e2.applyAct(formatCall(call));
+    e2.applyRehearse(e2.pending[0], '<execution_result>\n{"result":"us', 32);
+    const v = cut.view();
+    expect(v.endReason).toBe('the rehearsal was cut at 32 tokens (the Rehearse budget) before its closing </execution_result> tag, so it does not parse');
+    expect(v.turns[0].calls[0].rehearseCut).toBe(32);
+  });
+
+  it("the expert plays Act and Rehearse: with the measured budget every rehearsal of the task parses; a budget too small cuts", async () => {
+    const { tokenBudgets } = await import('../../src/rollout/budget');
+    const b = tokenBudgets(retail, tiny.tok, { tasks: 20 });
+    expect(b.rehearse).toBe(b.observations.atQuantile);
+    expect(b.observations.max).toBeGreaterThanOrEqual(b.rehearse);
+    const steps = retail.expert(task, retail.createEnv()).steps;
+    const calls = steps.filter((s) => s.kind === 'call').length;
+    // A byte-level tokenizer makes prompts long: a model with room for them.
+    const big = await loadTiny(16384);
+    const mk = (over: Partial<LabRolloutConfig>) => new LabRollouts({ model: big.model, tokenizer: big.tok, adapter: null }, domain, task, '', cfg(over));
+    const full = mk({ actSource: 'expert', maxTurns: 12, rehearseTokens: b.observations.max });
+    while (!full.done) await full.step();
+    const v = full.view();
+    expect(v.endReason).toBe('the expert replied to the user');
+    const shown = v.turns.flatMap((t) => t.calls);
+    expect(shown).toHaveLength(calls);
+    for (const c of shown) {
+      expect(c.rehearseError).toBeNull();
+      expect(c.rehearse!.source).toBe('expert');
+      expect(c.fidelity!.exact).toBe(true);
+    }
+    expect(v.reward!.value).toBe(1);
+    const small = mk({ actSource: 'expert', maxTurns: 12, rehearseTokens: 5 });
+    while (!small.done) await small.step();
+    expect(small.view().endReason).toBe('the rehearsal was cut at 5 tokens (the Rehearse budget) before its closing </execution_result> tag, so it does not parse');
+    big.backend.dispose();
+  }, 300_000);
 
   it('bad input is a clear error: stepping a finished rollout, an expert with no turn left', async () => {
     const r = lab();

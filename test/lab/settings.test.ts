@@ -11,6 +11,16 @@ describe('lab URL settings', () => {
     expect(settingsQuery(DEFAULTS)).toBe('');
   });
 
+  it('the world is part of the URL state: mini by default (kept out of the URL), retail when chosen', () => {
+    expect(DEFAULTS.world).toBe('mini');
+    expect(settingsQuery({ ...DEFAULTS, world: 'retail' })).toBe('?world=retail');
+    expect(parseSettings('?world=retail').world).toBe('retail');
+    expect(parseSettings('?world=atlantis').world).toBe('mini');
+    // Budgets: 0 means measured; a user's number is kept.
+    expect(DEFAULTS.reh).toBe(0);
+    expect(parseSettings('?reh=300&maxNew=40')).toMatchObject({ reh: 300, maxNew: 40 });
+  });
+
   it('clamps and rejects bad values instead of trusting them', () => {
     const s = parseSettings('?seed=-5&k=999&mode=%3Cscript%3E&task=..%2F..%2Fx%20y&temp=NaN&backend=cuda&maxNew=1e9');
     expect(s.seed).toBe(0);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Task } from '../../src/env/domain';
 import { formatCall, serializeObservation } from '../../src/env/toolcall';
 import { RolloutStepper, runRollouts, type RolloutBatch, type RolloutConfig, type RoundReport } from '../../src/rollout/rollout';
-import { LabRollouts, REHEARSE_BUDGET } from '../../workers/lab/episode';
+import { LabRollouts, rehearseFailureText } from '../../workers/lab/episode';
 import { domain, loadTiny, retail, type Tiny } from './helpers';
 
 let tiny: Tiny;
@@ -53,11 +53,11 @@ describe('RolloutStepper: the training loop one round at a time', () => {
   it('the lab view of K rollouts is runRollouts of the task: the same rows, texts, observations and rewards', async () => {
     const task = tasks[0];
     const maxNewTokens = 6;
-    const lab = new LabRollouts(policy(), domain, task, '', { mode: 'rehearse', seed: 9, k: 2, maxTurns: 3, maxNewTokens, temperature: 1, actSource: 'expert' });
+    const lab = new LabRollouts(policy(), domain, task, '', { mode: 'rehearse', seed: 9, k: 2, maxTurns: 3, maxNewTokens, rehearseTokens: 4 * maxNewTokens, temperature: 1, actSource: 'expert-act' });
     while (!lab.done) await lab.step();
     const whole = await runRollouts(policy(), domain, [task], {
       mode: 'rehearse', k: 2, seed: 9, temperature: 1, actScript: expertText,
-      limits: { maxTurns: 3, maxActTokens: maxNewTokens, maxRehearseTokens: REHEARSE_BUDGET * maxNewTokens },
+      limits: { maxTurns: 3, maxActTokens: maxNewTokens, maxRehearseTokens: 4 * maxNewTokens },
     });
     const labBatch = lab.stepper.finish();
     expect(essence(labBatch)).toEqual(essence(whole));
@@ -84,8 +84,12 @@ describe('RolloutStepper: the training loop one round at a time', () => {
       expect(first.real).toBe(serializeObservation(retail.createEnv().execute(task.referenceActions[0])));
       // The random model cannot write an <execution_result>: the view says why the rollout ended.
       expect(rec.end).toBe('rehearse-invalid');
-      expect(v.endReason).toBe(`unparseable rehearsal: ${rec.rehearseFailure}`);
-      expect(first.rehearseError).toBe(`the rehearsal does not parse (${rec.rehearseFailure})`);
+      expect(v.endReason).toBe(rehearseFailureText(rec.rehearseFailure, rec.rehearseCut ?? null));
+      expect(first.rehearseError).toBe(v.endReason);
+      // A cut (the budget ran out before the closing tag) is told apart from malformed text.
+      expect(first.rehearseCut).toBe(rec.rehearseCut ?? null);
+      if (rec.rehearseCut !== null) expect(v.endReason).toMatch(/^the rehearsal was cut at 24 tokens/);
+      else expect(v.endReason).toMatch(/^malformed rehearsal: /);
       expect(first.fidelity).toEqual({ exact: false, f1: 0, errorAgree: false });
     }
     const g = lab.groupRow(1);
@@ -94,13 +98,16 @@ describe('RolloutStepper: the training loop one round at a time', () => {
   });
 
   it('a prompt that cannot fit the context ends the rollout there, and the view says by how much', async () => {
-    const lab = new LabRollouts(policy(), domain, tasks[0], '', { mode: 'real', seed: 1, k: 1, maxTurns: 3, maxNewTokens: 8000, temperature: 1, actSource: 'policy' });
+    const lab = new LabRollouts(policy(), domain, tasks[0], '', { mode: 'real', seed: 1, k: 1, maxTurns: 3, maxNewTokens: 8000, rehearseTokens: 32, temperature: 1, actSource: 'policy' });
     const r = await lab.step();
     expect(r.overflows).toHaveLength(1);
     const v = lab.view();
     expect(v.done).toBe(true);
     expect(v.turns).toHaveLength(0);
     expect(v.endReason).toMatch(/^context limit: the next Act prompt and its budget need \d+ tokens, the model holds 8192$/);
-    expect(v.reward).toMatchObject({ value: 0, note: 'terminated (turn or context limit): reward 0' });
+    expect(v.reward!.value).toBe(0);
+    expect(v.reward!.note).toBe(`reward 0 whatever the checklist says: the episode was cut off (${v.endReason})`);
+    // Every item says why it failed: nothing was called before the context ran out.
+    for (const it of v.reward!.items.filter((x) => !x.satisfied)) expect(it.reason).toMatch(/\S/);
   });
 });

@@ -1,44 +1,85 @@
-// The ablation table: statistics over seeds (hand-worked), aggregation per configuration, the rendered
-// Markdown (paper figures beside ours, before → after fidelity, the reduced-budget label) and the marker
-// section replacement that leaves the rest of docs/results.md alone.
+// The ablation tables: per-configuration bootstrap intervals over tasks and seeds, the paired difference to the
+// base policy (its one run against every seed) and between configurations with a significance flag and the
+// paper-ordering verdict, wall-clock per configuration × seed, the rendered Markdown, and the marker section
+// replacement that leaves the rest of docs/results.md alone.
 import { describe, expect, it } from 'vitest';
 import {
-  ABLATION_END, ABLATION_START, aggregate, emptyResultsDoc, renderAblation, replaceSection, stat, TTS_END, TTS_START, type AblationMeta, type AblationRun,
+  ABLATION_CONFIGS, ABLATION_END, ABLATION_START, DEFAULT_CONFIG_IDS, emptyResultsDoc, renderAblation, replaceSection, stat, summarize, TTS_END, TTS_START, verdict,
+  type AblationMeta, type AblationRun,
 } from '../../src/rl/grpo-ablation';
 
-const run = (config: string, seed: number, success: number, exact: number): AblationRun => ({
-  config, seed, steps: config === 'base' ? 0 : 4, success, meanReward: success, toolPrecision: 0.5, toolRecall: 0.25,
-  fidelity: { exact, f1: exact, errorAgree: 1, invalid: 0, steps: 10 }, trainReward: config === 'base' ? null : { first: 0.1, last: 0.3 }, trainS: 10 * seed, evalS: 2,
+const TASKS = 40;
+/** A run whose first `solved` of TASKS tasks succeed. */
+const run = (config: string, seed: number, solved: number, exact = 0.5): AblationRun => ({
+  key: 'k', config, seed, steps: config === 'base' ? 0 : 4, success: solved / TASKS, meanReward: solved / TASKS, toolPrecision: 0.5, toolRecall: 0.25,
+  fidelity: { exact, f1: exact, errorAgree: 1, invalid: 0, steps: 10 },
+  perTask: Array.from({ length: TASKS }, (_, t) => ({ taskId: `t${t}`, reward: t < solved ? 1 : 0, tier: t < 20 ? 1 : 2 })),
+  trainReward: config === 'base' ? null : { first: 0.1, last: 0.3, mean: 0.2 }, spread: config === 'base' ? null : 0.5,
+  trainS: config === 'base' ? 0 : 600 + 60 * seed, curveS: 0, evalS: 60, wallS: (config === 'base' ? 0 : 600 + 60 * seed) + 60,
 });
 
 const meta: AblationMeta = {
-  date: '2026-11-29 08:00 UTC', model: 'models/default', modelParams: 1_312_128, backend: 'cpu-fast', machine: 'test machine', command: 'npm run ablation',
-  budget: { steps: 4, seeds: 3, evalTasks: 20, trainTasks: 200, k: 4, prompts: 2, lr: 0.002, rank: 8, baseline: 'row-weighted' }, reduced: 'two steps only', measuredStepS: { rehearse: 12.5 },
+  date: '2026-12-01 08:00 UTC', world: 'mini', model: 'models/default', modelParams: 1_312_128, backend: 'cpu-fast', machine: 'test machine', command: 'npm run ablation',
+  budget: { steps: 4, seeds: 3, evalTasks: TASKS, trainTasks: 200, k: 4, prompts: 2, lr: 0.002, rank: 8 }, bootstrap: { reps: 500, seed: 0 }, reduced: 'two steps only',
+  figures: ['figures/ablation-curves.png'], curve: { every: 2, tasks: 20 },
 };
 
-describe('ablation table', () => {
-  it('mean and sample sd over seeds', () => {
+describe('ablation tables', () => {
+  it('mean and sample sd over seeds (kept for the tables that report sd)', () => {
     expect(stat([0.1, 0.2, 0.3])).toEqual({ mean: expect.closeTo(0.2, 12), sd: expect.closeTo(0.1, 12), n: 3 });
-    expect(stat([0.4])).toEqual({ mean: 0.4, sd: 0, n: 1 });
-    expect(stat([NaN, 1, 3])).toEqual({ mean: 2, sd: Math.SQRT2, n: 2 });
     expect(stat([]).n).toBe(0);
   });
 
-  it('aggregates per configuration in the canonical order and renders both figures', () => {
-    const runs = [run('envace', 0, 0.3, 0.6), run('base', 0, 0.1, 0.4), run('envace', 1, 0.5, 0.8), run('envace', 2, 0.4, 0.7), run('real', 0, 0.2, 0.4)];
-    const rows = aggregate(runs);
-    expect(rows.map((r) => [r.config.id, r.runs])).toEqual([['base', 1], ['real', 1], ['envace', 3]]);
+  it('the configurations of issue 18; the KL run only when named', () => {
+    expect(DEFAULT_CONFIG_IDS).toEqual(['base', 'real', 'frozen-simulator', 'per-role', 'envace', 'envace-pooled', 'envace-rollout-mean']);
+    expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-rollout-mean')).toMatchObject({ mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0 });
+    expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-kl')).toMatchObject({ mode: 'rehearse', baseline: 'row-weighted', kl: 1e-4, optional: true });
+  });
+
+  it('summarizes: intervals, paired differences to the base and between configurations, wall-clock', () => {
+    // base solves 10/40; real solves the same 10 plus 10 more in every seed (+25 points on every seed: significant);
+    // envace equals the base on seed 0 and 1, one task more on seed 2 (not significant).
+    const runs = [run('base', 0, 10), ...[0, 1, 2].map((s) => run('real', s, 20)), run('envace', 0, 10), run('envace', 1, 10), run('envace', 2, 11)];
+    const { rows, pairs } = summarize(runs, ABLATION_CONFIGS, { reps: 500 });
+    expect(rows.map((r) => [r.config.id, r.runs, r.tasks])).toEqual([['base', 1, 40], ['real', 3, 40], ['envace', 3, 40]]);
+    const real = rows[1];
+    expect(real.success.mean).toBeCloseTo(0.5, 12);
+    expect(real.vsBase).toMatchObject({ mean: expect.closeTo(0.25, 12), n: 120, significant: true });
+    expect(real.vsBase!.lo).toBeGreaterThan(0.1);
     const env = rows[2];
-    expect(env.success.mean).toBeCloseTo(0.4, 12);
-    expect(env.success.sd).toBeCloseTo(0.1, 12);
-    const md = renderAblation(rows, meta);
+    expect(env.vsBase!.mean).toBeCloseTo(1 / 120, 12);
+    expect(env.vsBase!.significant).toBe(false);
+    expect(rows[0].vsBase).toBeNull();
+    expect(real.wallS).toEqual([{ seed: 0, s: 660 }, { seed: 1, s: 720 }, { seed: 2, s: 780 }]);
+    expect(real.fidelityExact.mean).toBe(0.5);
+    expect(real.spread.mean).toBe(0.5);
+    // Key pairs first, in the paper's direction (A − B), then the rest.
+    expect(pairs.map((p) => `${p.a.id}-${p.b.id}`)).toEqual(['real-base', 'envace-base', 'real-envace']);
+    expect(pairs[2].diff.mean).toBeCloseTo((10 + 10 + 9) / 120, 12);
+    expect(verdict(pairs[0].diff)).toBe('reproduced');
+    expect(verdict(pairs[1].diff)).toBe('not resolved');
+
+    const md = renderAblation({ rows, pairs }, meta);
     expect(md).toContain('> **Reduced budget.** two steps only');
-    expect(md).toContain('| base policy | 1 | 10.0 | 0.100 | 50.0 | 25.0 | 40.0 / 40.0 / 100.0 | 0.0 | – | 0.0 | 2.0 | 30.0 | – |');
-    expect(md).toContain(
-      '| EnvACE, role-wise | 3 | 40.0 ± 10.0 | 0.400 ± 0.100 | 50.0 ± 0.0 | 25.0 ± 0.0 | 40.0 / 40.0 / 100.0 → 70.0 ± 10.0 / 70.0 ± 10.0 / 100.0 ± 0.0 | 0.0 → 0.0 ± 0.0 | 0.10 → 0.30 | 10.0 | 2.0 | 36.7 | 15.3 |',
-    );
+    expect(md).toContain('World `mini`');
+    expect(md).toMatch(/\| base policy \| 1 \| 25\.0 \[\d+\.\d, \d+\.\d\] \| – \| – \|/);
+    expect(md).toMatch(/\| GRPO, real environment \| 3 \| 50\.0 \[[\d.]+, [\d.]+\] \| \+25\.0 \[\+[\d.]+, \+[\d.]+\] \| \*\*yes\*\* \|/);
+    expect(md).toMatch(/\| EnvACE, role-wise \| 3 \| 25\.8 \[[\d.]+, [\d.]+\] \| \+0\.8 \[[-\d.]+, \+[\d.]+\] \| no \|/);
+    expect(md).toContain('| GRPO, real environment − base policy | +25.0 [');
+    expect(md).toMatch(/\| EnvACE, role-wise − base policy \| \+0\.8 \[.*\] \| no \| not resolved \| 120 \|/);
+    expect(md).toContain('| configuration | seed 0 | seed 1 | seed 2 | mean | max |');
+    expect(md).toContain('| GRPO, real environment | 11.0 | 12.0 | 13.0 | 12.0 | 13.0 |');
+    expect(md).toContain('![learning curves](figures/ablation-curves.png)');
+    // Tiers: tasks t0..t19 are tier 1; real solves t0..t19 in every seed.
+    expect(md).toContain('| configuration | tier 1 | tier 2 |');
+    expect(md).toContain('| GRPO, real environment | 100.0 (60) | 0.0 (60) |');
+    expect(md).toContain('| base policy | 50.0 (20) | 0.0 (20) |');
     expect(md).toContain('1.3 M-parameter');
-    expect(md).toContain('rehearse 12.5');
+  });
+
+  it('flags missing seeds', () => {
+    const { rows, pairs } = summarize([run('base', 0, 5), run('real', 0, 6)], ABLATION_CONFIGS, { reps: 200 });
+    expect(renderAblation({ rows, pairs }, meta)).toContain('| GRPO, real environment | 1 of 3 |');
   });
 
   it('replaces only the ablation section', () => {

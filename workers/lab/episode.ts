@@ -7,13 +7,14 @@
 import type { Domain, Task } from '../../src/env/domain';
 import { judge } from '../../src/env/judge';
 import { realReward } from '../../src/env/reward';
-import { formatCall, serializeObservation } from '../../src/env/toolcall';
+import { formatCall, formatObservation, serializeObservation } from '../../src/env/toolcall';
 import { logprobs, type GenerateResult } from '../../src/model/generate';
 import type { Tokenizer } from '../../src/model/tokenizer';
 import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import { summarizeFidelity } from '../../src/rollout/fidelity';
 import { fullText, RolloutStepper, type RolloutDomain, type RolloutPolicy, type RoundOptions, type RoundReport } from '../../src/rollout/rollout';
 import type { ActSource, CallView, GenView, GroupRow, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
+import { realReasons, verdictReason, type VerdictContext } from './verdicts';
 
 /** The Act turn's source is the scripted expert when `actSource` says so (teacher forcing). */
 export type LabDomain = RolloutDomain & Pick<Domain, 'expert'>;
@@ -24,14 +25,13 @@ export interface LabRolloutConfig {
   /** Rollouts of the task (the GRPO group; 1 for the stepper). */
   k: number;
   maxTurns: number;
-  /** Act budget; a Rehearse turn gets REHEARSE_BUDGET times it (as the lab's training does). */
+  /** Act budget (resolved: the measured default or the user's number). */
   maxNewTokens: number;
+  /** Rehearse budget (resolved: measured from the world's real observations, or the user's number). */
+  rehearseTokens: number;
   temperature: number;
   actSource: ActSource;
 }
-
-/** A rehearsed observation (an order with its items) is much longer than a call: as in training (training.ts). */
-export const REHEARSE_BUDGET = 4;
 
 export class LabRollouts {
   readonly stepper: RolloutStepper;
@@ -60,9 +60,11 @@ export class LabRollouts {
       mode: cfg.mode,
       k: cfg.k,
       seed: cfg.seed,
-      limits: { maxTurns: cfg.maxTurns, maxActTokens: cfg.maxNewTokens, maxRehearseTokens: REHEARSE_BUDGET * cfg.maxNewTokens },
+      limits: { maxTurns: cfg.maxTurns, maxActTokens: cfg.maxNewTokens, maxRehearseTokens: cfg.rehearseTokens },
       temperature: cfg.temperature,
-      actScript: cfg.actSource === 'expert' ? (_t, turn) => this.expertTexts[turn] : undefined,
+      actScript: cfg.actSource !== 'policy' ? (_t, turn) => this.expertTexts[turn] : undefined,
+      // The expert plays the environment too: the real observation, held to the same budget as a generation.
+      rehearseScript: cfg.actSource === 'expert' ? (_t, _turn, p) => formatObservation(p.shadow) : undefined,
       ...(this.typed ? { reward: () => 0 } : {}),
     });
     const n = this.stepper.episodes.length;
@@ -79,11 +81,12 @@ export class LabRollouts {
   /** One round of the training loop, then the views of what it generated. */
   async step(opts: RoundOptions = {}): Promise<RoundReport> {
     if (this.done) throw new Error('the rollout has ended');
-    if (this.cfg.actSource === 'expert' && this.stepper.episodes.some((ep) => ep.wantsAct && this.expertTexts[ep.turns] === undefined))
+    if (this.cfg.actSource !== 'policy' && this.stepper.episodes.some((ep) => ep.wantsAct && this.expertTexts[ep.turns] === undefined))
       throw new Error('the expert has no further turn for this task');
     const r = await this.stepper.round(opts);
     for (const a of r.acts) this.acts[a.episode].set(a.turn, this.genView(a.prompt, a.result, fullText(a.result, ACT_STOP), 'policy', r.actMs));
     for (const s of r.scripted) this.acts[s.episode].set(s.turn, await this.score(s.prompt, s.text));
+    for (const h of r.scriptedRehearsals) this.rehearsals[h.episode].set(`${h.turn}:${h.call.slot}`, await this.score(h.prompt, h.text));
     for (const h of r.rehearsals) this.rehearsals[h.episode].set(`${h.turn}:${h.call.slot}`, this.genView(h.prompt, h.result, fullText(h.result, REHEARSE_STOP), 'policy', r.rehearseMs));
     for (const o of r.overflows) this.overflow[o.episode] = `context limit: the next ${o.role === 'act' ? 'Act' : 'Rehearse'} prompt and its budget need ${o.need} tokens, the model holds ${o.maxContext}`;
     return r;
@@ -110,7 +113,7 @@ export class LabRollouts {
       case null:
         return null;
       case 'reply':
-        return 'the policy replied to the user';
+        return this.cfg.actSource === 'policy' ? 'the policy replied to the user' : 'the expert replied to the user';
       case 'empty':
         return 'an empty Act turn';
       case 'max-turns':
@@ -118,8 +121,21 @@ export class LabRollouts {
       case 'context':
         return this.overflow[e] ?? 'context limit';
       case 'rehearse-invalid':
-        return `unparseable rehearsal: ${ep.rehearseFailure}`;
+        return rehearseFailureText(ep.rehearseFailure, ep.rehearseCut);
     }
+  }
+
+  /** The context the verdicts are explained in (./verdicts.ts). */
+  private verdictContext(e: number): VerdictContext {
+    const ep = this.stepper.episodes[e];
+    return {
+      steps: ep.steps,
+      log: ep.log,
+      observations: ep.mode === 'real' ? 'real' : this.cfg.actSource === 'expert' ? 'expert-written' : 'rehearsed',
+      endedEarly: ep.end === 'reply' ? null : this.endReason(e),
+      isWrite: (n) => ep.env.isWrite(n),
+      normaliseArgs: this.domain.normaliseArgs?.bind(this.domain),
+    };
   }
 
   /** The training reward of a finished rollout, with the checklist (or real-environment checks) behind it. */
@@ -132,18 +148,26 @@ export class LabRollouts {
     let view: RewardView;
     if (this.typed) view = { value, kind: 'none', items: [], note: 'a typed request has no checklist: no reward' };
     else {
-      const why = ep.terminated ? 'terminated (turn or context limit): reward 0' : ep.end === 'rehearse-invalid' ? 'unparseable rehearsal: reward 0' : ep.end === 'empty' ? 'empty Act turn' : '';
+      const end = this.endReason(e);
+      const why = ep.terminated
+        ? `reward 0 whatever the checklist says: the episode was cut off (${end})`
+        : ep.end === 'rehearse-invalid'
+          ? `reward 0 whatever the checklist says: ${end}`
+          : ep.end === 'empty' ? 'an empty Act turn: reward −0.1 (rule J1)' : '';
+      const cx = this.verdictContext(e);
       if (ep.mode === 'real') {
         const r = realReward(() => this.domain.createEnv(), task, ep.steps);
+        const reasons = realReasons(r.db === 1, r.missingFacts, task.facts, cx);
         const items = [
-          { label: 'final database equals the reference', satisfied: r.db === 1 },
-          ...task.facts.map((f) => ({ label: `states "${f}"`, satisfied: !r.missingFacts.includes(f) })),
+          { label: 'final database equals the reference', satisfied: r.db === 1, reason: reasons.db },
+          ...task.facts.map((f, i) => ({ label: `states "${f}"`, satisfied: !r.missingFacts.includes(f), reason: reasons.facts[i] })),
         ];
         view = { value, kind: 'real environment', items, note: why };
       } else {
         const j = judge(task.checklist, ep.steps, { isWrite: (n) => ep.env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
-        const items = j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied }));
-        view = { value, kind: 'checklist judge', items, note: why || (j.zeroedTurns.length ? `failed calls zero turns ${j.zeroedTurns.join(', ')}` : '') };
+        const items = j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied, reason: verdictReason(v, task.checklist, cx) }));
+        const zeroed = j.zeroedTurns.length ? `${j.zeroedTurns.length} call(s) had an error observation and count for nothing (rule J2)` : '';
+        view = { value, kind: 'checklist judge', items, note: why || zeroed };
       }
     }
     this.rewards[e] = view;
@@ -159,10 +183,13 @@ export class LabRollouts {
       const f = ep.fidelity.find((x) => x.turn === t && x.call === c.call);
       // A generated rehearsal left unanswered: the first one did not parse; the ones after it came too late.
       let rehearseError: string | null = null;
+      let rehearseCut: number | null = null;
       let miss = false;
-      if (gen && c.obs === null) {
-        rehearseError = failed ? 'not used: the episode had already ended' : `the rehearsal does not parse (${ep.rehearseFailure})`;
-        miss = !failed;
+      if (c.obs === null && ep.done) {
+        const first = !failed && ep.end === 'rehearse-invalid';
+        rehearseError = first ? rehearseFailureText(ep.rehearseFailure, ep.rehearseCut) : gen ? 'not used: the episode had already ended' : `never rehearsed: the episode ended first (${this.endReason(e)})`;
+        if (first) rehearseCut = ep.rehearseCut;
+        miss = first;
         failed = true;
       }
       return {
@@ -171,6 +198,7 @@ export class LabRollouts {
         rehearse: gen,
         rehearsed: c.shadow && c.obs ? serializeObservation(c.obs) : null,
         rehearseError,
+        rehearseCut,
         real: serializeObservation((c.shadow ?? c.obs)!),
         // An unparseable rehearsal is shown as a miss (as the fidelity evaluation scores it); training's
         // fidelity log, and so the rollout's summary, only holds parsed rehearsals.
@@ -186,7 +214,11 @@ export class LabRollouts {
 
   view(e = 0): RolloutView {
     const ep = this.stepper.episodes[e];
-    const s = ep.fidelity.length ? summarizeFidelity(ep.fidelity) : null;
+    // The summary counts what the call cards show: every rehearsal scored, an unparseable one as a miss.
+    const misses = ep.end === 'rehearse-invalid' ? 1 : 0;
+    const s0 = ep.fidelity.length ? summarizeFidelity(ep.fidelity) : null;
+    const n = (s0?.steps ?? 0) + misses;
+    const s = n ? { steps: n, misses, exact: ((s0?.exact ?? 0) * (n - misses)) / n, f1: ((s0?.f1 ?? 0) * (n - misses)) / n, errorAgree: ((s0?.errorAgree ?? 0) * (n - misses)) / n } : null;
     return {
       taskId: this.typed ? null : this.task.id,
       request: this.task.userMessages.join('\n'),
@@ -196,7 +228,7 @@ export class LabRollouts {
       done: ep.done,
       endReason: this.endReason(e),
       reward: this.reward(e),
-      fidelity: s ? { steps: s.steps, exact: s.exact, f1: s.f1, errorAgree: s.errorAgree } : null,
+      fidelity: s,
     };
   }
 
@@ -219,6 +251,21 @@ export class LabRollouts {
 /** A generation as the page shows it: the prompt, every sampled token with its log-probability. */
 export function genView(tok: Tokenizer, prompt: string, r: Pick<GenerateResult, 'tokens' | 'logprobs' | 'promptTokens'>, text: string, source: GenView['source'], ms: number): GenView {
   return { source, prompt, promptTokens: r.promptTokens.length, text, tokens: [...r.tokens].map((t, i) => ({ text: tok.decode([t]), lp: r.logprobs[i] })), ms };
+}
+
+/** A failed rehearsal in words: cut by its token budget, or malformed (and how). */
+export function rehearseFailureText(code: string | null, cut: number | null): string {
+  if (cut !== null) return `the rehearsal was cut at ${cut} tokens (the Rehearse budget) before its closing </execution_result> tag, so it does not parse`;
+  const why: Record<string, string> = {
+    empty: 'it is empty',
+    'too-long': 'it is longer than any observation may be',
+    'no-open-tag': 'it does not start with <execution_result>',
+    'no-close-tag': 'its <execution_result> block is not closed',
+    'trailing-text': 'text follows </execution_result>',
+    'invalid-json': 'its body is not valid JSON',
+    'bad-shape': 'its JSON is not {"result": …} or {"error": "…"}',
+  };
+  return `malformed rehearsal: ${why[code ?? ''] ?? code ?? 'unknown'} (${code})`;
 }
 
 export function itemLabel(i: Task['checklist'][number]): string {

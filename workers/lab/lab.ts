@@ -1,17 +1,22 @@
 // The worker's state and operations behind the comlink API: the environment, the loaded policy, the
 // stepper's rollout (the training loop itself, viewed through ./episode.ts), progress and cancellation.
 import type { Domain, Task } from '../../src/env/domain';
-import { retailBase, retailDomain } from '../../src/env/retail';
+import { retailBase, WORLDS, worldDomain, worldSummary, worldBase } from '../../src/env/retail';
+import type { BaseData } from '../../src/env/store';
+import { loadTaskFile } from '../../src/env/tau2';
+import { tokenBudgets } from '../../src/rollout/budget';
 import { paramCount } from '../../src/model/config';
 import { generate } from '../../src/model/generate';
 import { adapterToPeftFiles, loadPeftAdapter } from '../../src/model/peft';
 import { FileMapSource } from '../../src/model/source';
 import type {
-  Capabilities, EnvInfo, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
+  BackendKind, BudgetInfo, Capabilities, EnvInfo, WorldRequest, WorldName, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
   TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
-import { genView, itemLabel, LabRollouts, REHEARSE_BUDGET, type LabRolloutConfig } from './episode';
-import { inspectFolder, loadPolicy, pickBackend, type Policy } from './load';
+import { genView, itemLabel, LabRollouts, rehearseFailureText, type LabRolloutConfig } from './episode';
+import { inspectFolder, loadPolicy, pickBackend, webGpuAdapter, type Policy } from './load';
+import { generate as gen } from '../../src/model/generate';
+import type { Backend } from '../../src/engine/backend';
 import { Training } from './training';
 import { privateRehearsalTask } from '../../src/rollout/private-rehearsal';
 import type { Step } from '../../src/env/domain';
@@ -19,8 +24,24 @@ import { serializeObservation } from '../../src/env/toolcall';
 
 const DATA_URL = `${import.meta.env.BASE_URL}data/tau2-retail/db.json`;
 
+/** How an episode ended, in words (private rehearsal's attempts and committed episode). */
+function endText(end: string, failure: string | null, cut: number | null | undefined, maxTurns: number): string {
+  switch (end) {
+    case 'reply': return 'the policy replied to the user';
+    case 'empty': return 'an empty Act turn';
+    case 'max-turns': return `turn limit (${maxTurns}) reached`;
+    case 'context': return 'a prompt plus its token budget did not fit the context';
+    case 'rehearse-invalid': return rehearseFailureText(failure, cut ?? null);
+    default: return end;
+  }
+}
+
 export class Lab {
   private domain: Domain | null = null;
+  private full: BaseData | null = null;
+  private world: WorldName = 'mini';
+  private taskFile: string | null = null;
+  private budget: { key: unknown[]; info: BudgetInfo } | null = null;
   private tasks = new Map<string, Task>();
   private policy: Policy | null = null;
   private rollouts: LabRollouts | null = null;
@@ -28,17 +49,39 @@ export class Lab {
   private cancelFlag: Int32Array | null = null;
   private readonly training = new Training();
 
-  async init(flag: SharedArrayBuffer | null): Promise<EnvInfo> {
+  /**
+   * The world the lab serves: the compact 'mini' world (default) or the full retail one, generated tasks of
+   * each split; or a user's task file, over the full retail world. Switching drops the stepper's rollout.
+   */
+  async init(flag: SharedArrayBuffer | null, req: WorldRequest = { world: 'mini' }): Promise<EnvInfo> {
     this.cancelFlag = flag ? new Int32Array(flag) : null;
-    if (!this.domain) {
+    if (!this.full) {
       const r = await fetch(DATA_URL);
       if (!r.ok) throw new Error(`retail data not found at ${DATA_URL} (HTTP ${r.status})`);
       const text = await r.text();
-      this.domain = retailDomain(retailBase(JSON.parse(text), text));
-      for (const split of ['train', 'test'] as const)
-        for (const t of this.domain.tasks.generate({ split, count: 12, seed: 0 })) this.tasks.set(t.id, t);
+      this.full = retailBase(JSON.parse(text), text);
     }
+    const world: WorldName = req.taskFile ? 'retail' : req.world in WORLDS ? req.world : 'mini';
+    const fileTasks = req.taskFile ? loadTaskFile(req.taskFile.text) : null;
+    if (fileTasks && fileTasks.length === 0) throw new Error(`${req.taskFile!.name}: no tasks`);
+    if (!this.domain || world !== this.world || fileTasks || this.taskFile) {
+      if (this.training.running) throw new Error('pause the training run before switching worlds');
+      this.domain = worldDomain(world, this.full);
+      this.world = world;
+      this.taskFile = req.taskFile?.name ?? null;
+      this.tasks.clear();
+      this.rollouts = null;
+      if (fileTasks) for (const t of fileTasks) this.tasks.set(t.id, t);
+      else
+        for (const split of ['train', 'test'] as const)
+          for (const t of this.domain.tasks.generate({ split, count: 12, seed: 0 })) this.tasks.set(t.id, t);
+    }
+    const size = worldSummary(worldBase(this.full, WORLDS[this.world]));
     return {
+      world: this.world,
+      worldDescription: WORLDS[this.world].description,
+      size: { users: size.users, orders: size.orders, products: size.products },
+      taskFile: this.taskFile,
       domain: this.domain.name,
       tools: this.domain.tools.length,
       tasks: [...this.tasks.values()].map((t) => ({
@@ -49,6 +92,23 @@ export class Lab {
         checklist: t.checklist.map(itemLabel),
       })),
     };
+  }
+
+  /** Budgets of the current world under the loaded tokenizer, measured once per (world, tokenizer). */
+  budgets(): BudgetInfo | null {
+    if (!this.policy || !this.domain) return null;
+    const key = [this.domain, this.policy.tok];
+    if (this.budget && this.budget.key.every((k, i) => k === key[i])) return this.budget.info;
+    const b = tokenBudgets(this.domain, this.policy.tok, { tasks: 100 });
+    const info: BudgetInfo = { ...b, world: this.world, context: this.policy.model.config.maxPositionEmbeddings };
+    this.budget = { key, info };
+    return info;
+  }
+
+  /** A request's budgets: 0 means the measured default. */
+  private limitsOf(r: { maxNewTokens: number; rehearseTokens: number }): { act: number; rehearse: number } {
+    const b = this.budgets();
+    return { act: r.maxNewTokens > 0 ? r.maxNewTokens : (b?.act ?? 96), rehearse: r.rehearseTokens > 0 ? r.rehearseTokens : (b?.rehearse ?? 640) };
   }
 
   capabilities(): Capabilities {
@@ -62,7 +122,12 @@ export class Lab {
     return inspectFolder(files);
   }
 
-  async load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo> {
+  /** Load a model; cancellable between phases and during the backend calibration. */
+  load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo> {
+    return this.guarded((signal) => this.loadIn(req, onProgress, signal));
+  }
+
+  private async loadIn(req: LoadRequest, onProgress: ProgressFn, signal: AbortSignal): Promise<LoadInfo> {
     const t0 = performance.now();
     onProgress({ phase: 'starting the backend', done: 0, total: 3 });
     if (this.policy) {
@@ -71,16 +136,74 @@ export class Lab {
       this.policy = null;
       this.rollouts = null;
     }
-    const { backend, kind, note } = await pickBackend(req.backend);
-    onProgress({ phase: 'loading weights', done: 1, total: 3 });
     if (!this.domain) throw new Error('the environment is not initialised');
-    const p = await loadPolicy(req, backend, this.domain);
+    const domain = this.domain;
+    const adapter = await webGpuAdapter();
+    let calibration: LoadInfo['calibration'] = null;
+    let chosen: { backend: Backend; kind: BackendKind; note: string; p: Awaited<ReturnType<typeof loadPolicy>> };
+    if (!req.backend && adapter?.software) {
+      // A software WebGPU adapter is a CPU posing as a GPU: time the same work on it and on the CPU fast
+      // path (this model, a short batched generation after a warm-up) and keep the faster.
+      const cands: { backend: Backend; kind: BackendKind; p: Awaited<ReturnType<typeof loadPolicy>>; ms: number }[] = [];
+      for (const order of [['webgpu'], ['cpu-fast', 'cpu-ref']] as BackendKind[][]) {
+        try {
+          onProgress({ phase: `timing ${order[0]} on this model (the WebGPU adapter is a software one: ${adapter.description})`, done: cands.length, total: 3 });
+          this.checkCancel(signal);
+          const { backend, kind } = await pickBackend(undefined, order);
+          const p = await loadPolicy(req, backend, domain);
+          cands.push({ backend, kind, p, ms: NaN });
+          cands[cands.length - 1].ms = await calibrate(p, signal, () => this.checkCancel(signal));
+        } catch (e) {
+          if ((e as Error).name === 'AbortError') {
+            for (const c of cands) {
+              c.p.adapter.free(c.backend);
+              c.p.model.free();
+              c.backend.dispose();
+            }
+            throw e;
+          }
+          // That backend could not start (or failed its timing): the other one wins.
+          const bad = cands.findIndex((c) => Number.isNaN(c.ms));
+          if (bad >= 0) {
+            const [c] = cands.splice(bad, 1);
+            c.p.adapter.free(c.backend);
+            c.p.model.free();
+            c.backend.dispose();
+          }
+        }
+      }
+      if (cands.length === 0) throw new Error('no backend could start');
+      cands.sort((a, b) => a.ms - b.ms);
+      const [win, ...rest] = cands;
+      for (const r of rest) {
+        r.p.adapter.free(r.backend);
+        r.p.model.free();
+        r.backend.dispose();
+      }
+      const gpuC = cands.find((c) => c.kind === 'webgpu');
+      const cpuC = cands.find((c) => c.kind !== 'webgpu');
+      if (gpuC && cpuC) calibration = { tokens: CAL_TOKENS, webgpuMs: gpuC.ms, cpuFastMs: cpuC.ms };
+      const times = cands.map((c) => `${c.kind} ${c.ms.toFixed(0)} ms`).join(', ');
+      const note =
+        `${win.kind}, measured: the WebGPU adapter is a software one (${adapter.description}), so the lab timed the same work ` +
+        `(${CAL_SEQS} sequences × ${CAL_TOKENS} new tokens on this model): ${times}. The faster one runs; pick another with the Backend control.`;
+      chosen = { backend: win.backend, kind: win.kind, note, p: win.p };
+    } else {
+      const { backend, kind, note } = await pickBackend(req.backend);
+      onProgress({ phase: 'loading weights', done: 1, total: 3 });
+      const why = !req.backend && kind === 'webgpu' && adapter ? `webgpu: a hardware adapter (${adapter.description})` : note;
+      chosen = { backend, kind, note: why, p: await loadPolicy(req, backend, domain) };
+    }
+    const { backend, kind, note, p } = chosen;
     this.policy = { ...p, backend, backendKind: kind, backendNote: note };
+    this.budget = null;
     onProgress({ phase: 'ready', done: 3, total: 3 });
     const c = p.model.config;
     return {
       backend: kind,
       backendNote: note,
+      adapter,
+      calibration,
       modelLabel: p.label,
       untrained: p.untrained,
       params: paramCount(c),
@@ -150,9 +273,11 @@ export class Lab {
   }
 
   /** One round of the training loop; progress per generated token, cancellable from the page. */
-  private round(r: LabRollouts, signal: AbortSignal, onProgress: ProgressFn, what: string): Promise<unknown> {
-    const budget = { act: r.cfg.maxNewTokens, rehearse: REHEARSE_BUDGET * r.cfg.maxNewTokens };
+  private round(r: LabRollouts, signal: AbortSignal, onProgress: ProgressFn, what: string, tokens = { n: 0 }): Promise<unknown> {
+    const budget = { act: r.cfg.maxNewTokens, rehearse: r.cfg.rehearseTokens };
     const turn = Math.max(...r.stepper.episodes.map((e) => e.turns)) + 1;
+    const eps = r.stepper.episodes;
+    const finished = eps.filter((e) => e.done).length;
     let steps = 0;
     let phase = '';
     return r.step({
@@ -163,16 +288,23 @@ export class Lab {
           steps = 0;
         }
         steps++;
+        tokens.n += total - done; // sequences still writing after this step (≈ tokens generated)
         this.checkCancel(signal);
         const name = role === 'act' ? 'Act' : 'Rehearse';
-        onProgress({ phase: `turn ${turn} ${name}${what}: token ${steps} of up to ${budget[role]} (${done}/${total} sequences done)`, done: steps, total: budget[role] });
+        const roll = eps.length > 1 ? `${finished} of ${eps.length} rollouts finished · ` : '';
+        onProgress({
+          phase: `${roll}turn ${turn} ${name}${what}: token ${steps} of up to ${budget[role]}, ${done} of ${total} ${name} generations done · ≈${tokens.n} tokens generated so far`,
+          done: eps.length > 1 ? finished : steps,
+          total: eps.length > 1 ? eps.length : budget[role],
+        });
       },
     });
   }
 
   async rolloutStart(req: RolloutRequest): Promise<RolloutView> {
     this.need();
-    this.rollouts = this.newRollouts(req.taskId, req.request, { ...req, k: 1 });
+    const b = this.limitsOf(req);
+    this.rollouts = this.newRollouts(req.taskId, req.request, { ...req, maxNewTokens: b.act, rehearseTokens: b.rehearse, k: 1 });
     return this.rollouts.view();
   }
 
@@ -192,8 +324,10 @@ export class Lab {
   group(req: GroupRequest, onProgress: ProgressFn): Promise<GroupView> {
     return this.guarded(async (signal) => {
       if (!(req.k >= 1 && req.k <= 16)) throw new Error('K must be between 1 and 16');
-      const r = this.newRollouts(req.taskId, '', { ...req, actSource: 'policy' });
-      while (!r.done) await this.round(r, signal, onProgress, ` (${req.k} rollouts)`);
+      const b = this.limitsOf(req);
+      const r = this.newRollouts(req.taskId, '', { ...req, maxNewTokens: b.act, rehearseTokens: b.rehearse, actSource: 'policy' });
+      const tokens = { n: 0 };
+      while (!r.done) await this.round(r, signal, onProgress, '', tokens);
       return {
         taskId: req.taskId,
         mode: req.mode,
@@ -204,11 +338,16 @@ export class Lab {
     });
   }
 
-  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn): Promise<TrainStatus> {
+  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn, extend = 0): Promise<TrainStatus> {
     const p = this.need();
     if (!this.domain) throw new Error('the environment is not initialised');
+    if (this.taskFile) throw new Error('training samples generated tasks of a world: switch the world from the task file to mini or retail');
     const domain = this.domain;
-    return this.guarded((signal) => this.training.start(p, domain, req, signal, onPoint, onProgress));
+    const b = this.limitsOf(req);
+    const resolved = { ...req, maxNewTokens: b.act, rehearseTokens: b.rehearse };
+    return this.guarded((signal) =>
+      this.training.start(p, domain, this.world, resolved, signal, onPoint, onProgress, extend, () => this.checkCancel(signal)),
+    );
   }
 
   trainPause(): void {
@@ -233,14 +372,20 @@ export class Lab {
     const task = this.tasks.get(req.taskId);
     if (!domain || !task) throw new Error(`unknown task ${req.taskId}`);
     return this.guarded(async (signal) => {
+      const b = this.limitsOf(req);
+      const names = { imagine: 'imagining attempts (rehearse mode)', evaluate: 'self-evaluation of the attempts', commit: 'the committed real execution' } as Record<string, string>;
       const r = await privateRehearsalTask({ model: p.model, tokenizer: p.tok, actAdapter: p.adapter }, domain, task, {
         mode: req.mode,
         n: req.n,
         seed: req.seed,
-        limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: REHEARSE_BUDGET * req.maxNewTokens },
+        limits: { maxTurns: req.maxTurns, maxActTokens: b.act, maxRehearseTokens: b.rehearse },
         signal,
-        onPhase: (phase, attempt) => onProgress({ phase: `${phase}${attempt === null ? '' : ` (attempt ${attempt + 1})`}`, done: phase === 'commit' ? 2 : phase === 'evaluate' ? 1 : 0, total: 3 }),
+        onPhase: (phase, attempt) => {
+          this.checkCancel(signal);
+          onProgress({ phase: `phase ${phase === 'commit' ? 3 : phase === 'evaluate' ? 2 : 1} of 3: ${names[phase] ?? phase}${attempt === null ? '' : ` (attempt ${attempt + 1} of ${req.n})`}`, done: phase === 'commit' ? 2 : phase === 'evaluate' ? 1 : 0, total: 3 });
+        },
       });
+      const t = r.tokens;
       return {
         taskId: r.taskId,
         mode: req.mode,
@@ -248,6 +393,7 @@ export class Lab {
         attempts: r.attempts.map((a) => ({
           index: a.index,
           end: a.rollout.end,
+          endText: endText(a.rollout.end, a.rollout.rehearseFailure, a.rollout.rehearseCut, req.maxTurns),
           reward: a.judge.reward,
           steps: stepLines(a.rollout.steps),
           selfEval: a.selfEval,
@@ -255,8 +401,13 @@ export class Lab {
           memoryBefore: a.memoryBefore?.text ?? null,
         })),
         memory: { text: r.memory.text, tokens: r.memory.tokens, maxTokens: r.memory.maxTokens },
-        committed: { end: r.committed.end, reward: r.committed.reward, steps: stepLines(r.committed.steps) },
-        tokensTotal: r.tokens.total,
+        committed: { end: r.committed.end, endText: endText(r.committed.end, r.committed.rehearseFailure, r.committed.rehearseCut, req.maxTurns), reward: r.committed.reward, steps: stepLines(r.committed.steps) },
+        tokensTotal: t.total,
+        tokensByPhase: [
+          { phase: 'imagined attempts', prompt: t.imagined.prompt, generated: t.imagined.generated },
+          { phase: 'self-evaluations', prompt: t.evaluation.prompt, generated: t.evaluation.generated },
+          { phase: 'committed real execution', prompt: t.committed.prompt, generated: t.committed.generated },
+        ],
       };
     });
   }
@@ -274,6 +425,19 @@ export class Lab {
     p.adapter = a;
     return { rank: a.rank, alpha: a.alpha, targets: [...a.targets] };
   }
+}
+
+const CAL_SEQS = 2;
+const CAL_TOKENS = 16;
+
+/** Milliseconds of a short batched generation (after a warm-up that compiles the kernels). */
+async function calibrate(p: Pick<Policy, 'model' | 'tok' | 'adapter'>, signal: AbortSignal, onStep: () => void): Promise<number> {
+  const prompt = Array.from({ length: 48 }, (_, i) => (i * 7919) % Math.max(2, p.model.config.vocabSize - 16));
+  const reqs = (n: number) => Array.from({ length: CAL_SEQS }, (_, i) => ({ prompt, maxNewTokens: n, stopTokens: [], sampling: { temperature: 1, topP: 1, seed: i + 1 } }));
+  await gen(p.model, p.tok, reqs(2), { adapter: p.adapter, signal, onStep });
+  const t0 = performance.now();
+  await gen(p.model, p.tok, reqs(CAL_TOKENS), { adapter: p.adapter, signal, onStep });
+  return performance.now() - t0;
 }
 
 function stepLines(steps: readonly Step[]): string[] {

@@ -28,9 +28,23 @@ export interface Policy {
 /** Served next to the app (public/models -> models/). */
 export const BUNDLED_MODEL_URL = new URL(`${import.meta.env.BASE_URL}models/default/`, self.location.origin).href;
 
-export async function pickBackend(forced?: BackendKind): Promise<{ backend: Backend; kind: BackendKind; note: string }> {
+/** The browser's WebGPU adapter as it describes itself, and whether it is a software (fallback) one. */
+export async function webGpuAdapter(): Promise<{ description: string; software: boolean } | null> {
   const gpu = (self.navigator as Navigator & { gpu?: GPU }).gpu;
-  const tries: BackendKind[] = forced ? [forced] : ['webgpu', 'cpu-fast', 'cpu-ref'];
+  if (!gpu) return null;
+  const a = await gpu.requestAdapter({ powerPreference: 'high-performance' }).catch(() => null);
+  if (!a) return null;
+  const info = (a.info ?? {}) as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+  const description = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' ') || 'unnamed adapter';
+  const fallback = info.isFallbackAdapter === true || (a as GPUAdapter & { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
+  // SwiftShader (Chromium's), llvmpipe/lavapipe (Mesa), WARP / Basic Render (Windows): CPUs posing as GPUs.
+  const software = fallback || /swiftshader|llvmpipe|lavapipe|software|basic render|warp/i.test(description);
+  return { description, software };
+}
+
+export async function pickBackend(forced?: BackendKind, order: BackendKind[] = ['webgpu', 'cpu-fast', 'cpu-ref']): Promise<{ backend: Backend; kind: BackendKind; note: string }> {
+  const gpu = (self.navigator as Navigator & { gpu?: GPU }).gpu;
+  const tries: BackendKind[] = forced ? [forced] : order;
   const why: string[] = [];
   for (const kind of tries) {
     try {
@@ -38,7 +52,7 @@ export async function pickBackend(forced?: BackendKind): Promise<{ backend: Back
       const backend = await createBackend(kind, kind === 'webgpu' ? { gpu } : kind === 'cpu-fast' ? { threads: Math.min(4, self.navigator.hardwareConcurrency || 1) } : {});
       // Registers the WGSL backward/optimizer kernels (training, scoring); without it a train step throws.
       if (kind === 'webgpu') await import('../../src/engine/webgpu/train/index');
-      const note = forced ? `${kind}, chosen in the URL` : why.length ? `${kind}, because ${why.join('; ')}` : kind;
+      const note = forced ? `${kind}, chosen by you (the Backend control or ?backend= in the URL)` : why.length ? `${kind}, because ${why.join('; ')}` : kind;
       return { backend, kind, note };
     } catch (e) {
       why.push(`${kind} is unavailable (${(e as Error).message})`);

@@ -1,11 +1,13 @@
 // GRPO training in the worker: a src/rl/run.ts GrpoRun over the loaded policy, its files in OPFS so the
 // run survives a reload (every step is checkpointed; Start after a reload resumes from the last one),
-// stepped one step at a time so the page can plot each step and pause between steps.
+// stepped one step at a time so the page can plot each step and pause between steps. Progress inside a
+// step names its phase (rollouts, update, checkpoint, held-out evaluation) with counts and an estimate of
+// the time left; a finished run can be extended by more steps (it continues from its last checkpoint).
 import type { Domain } from '../../src/env/domain';
 import { loadPeftAdapter, adapterToPeftFiles } from '../../src/model/peft';
 import { MemorySource } from '../../src/model/source';
-import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-trainer';
-import { GrpoRun, type EvalMetrics, type StepMetrics } from '../../src/rl/run';
+import { effectiveGroups, grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-trainer';
+import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
 import type { NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
 import type { Policy } from './load';
@@ -17,8 +19,35 @@ const lines = (b: Uint8Array | null) => (b ? new TextDecoder().decode(b).split('
 const finite = (x: number) => (Number.isFinite(x) ? x : null);
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, v) => a + v, 0) / xs.length : null);
 
-export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefined): TrainPoint {
+interface Saved {
+  req: TrainRequest;
+  model: string;
+  world?: string;
+}
+
+/** A step's rollouts as rollouts.jsonl holds them (the fields the spread count needs). */
+interface LoggedRollout {
+  step: number;
+  promptId: string;
+  reward: number;
+}
+
+/**
+ * How many GRPO groups of a step had a non-zero reward spread: a group whose rollouts all scored the same
+ * has every advantage 0 and teaches nothing. Groups are (prompt × role) as the run grouped them: role-wise
+ * has an Act and a Rehearse group per prompt (both see the same rollout rewards), pooled and standard one.
+ */
+export function spreadOf(rollouts: readonly LoggedRollout[], groupsPerPrompt: number): { prompts: number; promptsWithSpread: number; groups: number; groupsWithSpread: number } {
+  const byPrompt = new Map<string, number[]>();
+  for (const r of rollouts) (byPrompt.get(r.promptId) ?? byPrompt.set(r.promptId, []).get(r.promptId)!).push(r.reward);
+  const prompts = byPrompt.size;
+  const promptsWithSpread = [...byPrompt.values()].filter((rs) => Math.max(...rs) - Math.min(...rs) > 1e-9).length;
+  return { prompts, promptsWithSpread, groups: prompts * groupsPerPrompt, groupsWithSpread: promptsWithSpread * groupsPerPrompt };
+}
+
+export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefined, rollouts: readonly LoggedRollout[], groupsPerPrompt: number): TrainPoint {
   const loss = (t: string) => m.updates.find((u) => u.target === t)?.loss ?? null;
+  const spread = spreadOf(rollouts, groupsPerPrompt);
   return {
     step: m.step,
     reward: m.rollouts.meanReward,
@@ -30,10 +59,26 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
     kl: mean(m.updates.map((u) => u.kl)),
     clipFrac: mean(m.updates.map((u) => u.clipFrac)),
     heldOutSuccess: ev ? ev.success : null,
+    ...spread,
+    gradNorm: mean(m.updates.map((u) => u.gradNorm)),
     line: stepLine(m, total),
     wallMs: m.wallMs,
   };
 }
+
+/** Groups per prompt in a mode and grouping (role-wise with two trained roles: 2). */
+function groupsPerPrompt(req: TrainRequest): number {
+  const g = effectiveGroups(req.mode, req.grouping);
+  return g === 'role-wise' ? 2 : 1;
+}
+
+const PHASE: Record<RunPhase, string> = {
+  rollouts: 'rollouts',
+  update: 'update (GRPO loss, backward, AdamW)',
+  checkpoint: 'checkpoint (saving the adapter and optimizer to this browser)',
+  'held-out evaluation': 'held-out evaluation (real environment, greedy)',
+  'held-out fidelity': 'held-out rehearsal fidelity',
+};
 
 export class Training {
   private store: RunStore | null = null;
@@ -48,7 +93,7 @@ export class Training {
   async status(): Promise<TrainStatus> {
     const st = await this.open();
     const meta = await st.read('lab.json');
-    const saved = meta ? (JSON.parse(new TextDecoder().decode(meta)) as { req: TrainRequest; model: string }) : null;
+    const saved = meta ? (JSON.parse(new TextDecoder().decode(meta)) as Saved) : null;
     // After a resume a step may be logged twice: the last line wins.
     const steps = new Map<number, StepMetrics>();
     for (const l of lines(await st.read('metrics.jsonl'))) {
@@ -60,9 +105,15 @@ export class Training {
       const e = JSON.parse(l) as EvalMetrics;
       evals.set(e.step, e);
     }
+    const rolls = new Map<number, Map<string, LoggedRollout>>();
+    for (const l of lines(await st.read('rollouts.jsonl'))) {
+      const r = JSON.parse(l) as LoggedRollout & { rolloutId: string };
+      (rolls.get(r.step) ?? rolls.set(r.step, new Map()).get(r.step)!).set(r.rolloutId, r);
+    }
     const total = saved?.req.steps ?? 0;
-    const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step)));
-    return { config: saved?.req ?? null, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '' };
+    const gpp = saved ? groupsPerPrompt(saved.req) : 1;
+    const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step), [...(rolls.get(m.step)?.values() ?? [])], gpp));
+    return { config: saved?.req ?? null, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved?.world ?? 'retail' };
   }
 
   async files(): Promise<NamedFile[]> {
@@ -87,17 +138,32 @@ export class Training {
 
   /**
    * Runs steps until the run is done or paused. The trained adapter becomes the policy's adapter (for the
-   * stepper, the group view and export). Only the shared/Act adapter is kept in per-role mode.
+   * stepper, the group view and export). Only the shared/Act adapter is kept in per-role mode. `extend`
+   * adds steps to the saved run first (its run.json and lab.json), so a finished run goes on.
    */
-  async start(policy: Policy, domain: Domain, req: TrainRequest, signal: AbortSignal, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn): Promise<TrainStatus> {
+  async start(
+    policy: Policy, domain: Domain, world: string, req: TrainRequest, signal: AbortSignal, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn,
+    extend = 0, checkCancel: () => void = () => undefined,
+  ): Promise<TrainStatus> {
     if (this.running) throw new Error('a run is already going');
     const st = await this.open();
     const meta = await st.read('lab.json');
     if (meta) {
-      const saved = JSON.parse(new TextDecoder().decode(meta)) as { req: TrainRequest; model: string };
+      const saved = JSON.parse(new TextDecoder().decode(meta)) as Saved;
       if (saved.model !== policy.label) throw new Error(`the saved run was trained on "${saved.model}", not on the loaded model: reset the run first`);
+      if ((saved.world ?? 'retail') !== world) throw new Error(`the saved run trains in the ${saved.world ?? 'retail'} world: switch back to it, or reset the run`);
       req = saved.req; // a resumed run keeps its own settings
-    } else await st.write('lab.json', enc({ req, model: policy.label }));
+      if (extend > 0) {
+        req = { ...req, steps: req.steps + extend };
+        await st.write('lab.json', enc({ ...saved, req }));
+        const runJson = await st.read('run.json');
+        if (runJson) {
+          const state = JSON.parse(new TextDecoder().decode(runJson)) as { config: { steps: number } };
+          state.config.steps = req.steps;
+          await st.write('run.json', new TextEncoder().encode(JSON.stringify(state, null, 1)));
+        }
+      }
+    } else await st.write('lab.json', enc({ req, model: policy.label, world } satisfies Saved));
     const config = grpoRunConfig({
       mode: req.mode,
       advantage: req.grouping,
@@ -109,23 +175,64 @@ export class Training {
       lr: req.lr,
       rank: req.rank,
       evalEvery: req.evalEvery,
-      limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: 4 * req.maxNewTokens },
+      limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens },
       checkpointEvery: 1,
     });
     const tasks = splitTasks(domain, { train: 16, eval: req.evalEvery > 0 ? 4 : 0, seed: req.seed });
-    let evalSeen: EvalMetrics | undefined;
-    const run = await GrpoRun.open(policy.model, policy.tok, domain, tasks, st, config, { signal });
+    const perStep = Math.min(config.promptsPerStep, tasks.train.length) * config.k;
+    const gpp = groupsPerPrompt(req);
+    // Progress inside a step: the phase, rollouts finished of the step's total, tokens, time left.
+    let stepNo = 0;
+    let phase: RunPhase = 'rollouts';
+    let finished = 0;
+    let tokens = 0;
+    let stepT0 = performance.now();
+    const stepMs: number[] = [];
+    const report = (round?: string) => {
+      checkCancel();
+      const avg = stepMs.length ? stepMs.reduce((a, v) => a + v, 0) / stepMs.length : null;
+      const left = avg === null ? undefined : Math.max(0, avg * (config.steps - stepNo + 1) - (performance.now() - stepT0));
+      const what =
+        phase === 'rollouts' || phase === 'held-out evaluation'
+          ? `${PHASE[phase]}: ${finished} of ${phase === 'rollouts' ? perStep : tasks.eval.length} finished${round ? ` (${round})` : ''}, ≈${tokens} tokens generated`
+          : PHASE[phase];
+      onProgress({ phase: `step ${stepNo} of ${config.steps} · ${what}`, done: stepNo - 1 + (phase === 'rollouts' ? 0.8 * (finished / perStep) : 0.9), total: config.steps, etaMs: left });
+    };
+    const run = await GrpoRun.open(policy.model, policy.tok, domain, tasks, st, config, {
+      signal,
+      onPhase: (p) => {
+        phase = p;
+        finished = 0;
+        tokens = 0;
+        report();
+      },
+      onRolloutProgress: (e) => {
+        finished = (phase === 'rollouts' ? perStep : tasks.eval.length) - e.active;
+        report(`round ${e.round + 1}, ${e.phase === 'act' ? 'Act' : 'Rehearse'}: ${e.requests} generations`);
+      },
+      onRolloutStep: (_role, done, total) => {
+        tokens += total - done;
+        report();
+      },
+    });
     this.running = true;
     this.pauseAsked = false;
     try {
       while (!run.done && !this.pauseAsked) {
         if (signal.aborted) throw new DOMException('cancelled', 'AbortError');
-        onProgress({ phase: `training step ${run.step + 1} of ${config.steps}`, done: run.step, total: config.steps });
+        stepNo = run.step + 1;
+        stepT0 = performance.now();
+        phase = 'rollouts';
+        finished = 0;
+        tokens = 0;
+        report();
         const evalsBefore = lines(await st.read('eval.jsonl')).length;
         const m = await run.trainStep();
+        stepMs.push(performance.now() - stepT0);
         const evs = lines(await st.read('eval.jsonl'));
-        evalSeen = evs.length > evalsBefore ? (JSON.parse(evs[evs.length - 1]) as EvalMetrics) : undefined;
-        onPoint(toPoint(m, config.steps, evalSeen));
+        const evalSeen = evs.length > evalsBefore ? (JSON.parse(evs[evs.length - 1]) as EvalMetrics) : undefined;
+        const rolls = lines(await st.read('rollouts.jsonl')).map((l) => JSON.parse(l) as LoggedRollout).filter((r) => r.step === m.step).slice(-perStep);
+        onPoint(toPoint(m, config.steps, evalSeen, rolls, gpp));
       }
       // Hand the trained adapter to the policy: a copy through its PEFT files (the run frees its own).
       const files = await adapterToPeftFiles(policy.backend, run.actAdapter);

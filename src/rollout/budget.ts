@@ -1,0 +1,70 @@
+// Token budgets from data: how many tokens a Rehearse generation may need is a property of the domain's
+// real observations under the policy's tokenizer, not a constant. The budget is a high quantile (p99 by
+// default) of the token length of the Rehearse *target* (src/env/toolcall.ts formatObservation: the
+// observation JSON between its <execution_result> tags, closing tag included, since generation stops on
+// it), over every call of the scripted expert's trajectories of a sample of the domain's tasks. The same
+// measurement gives the Act budget (a call with its <tool_call> tags, or a final reply).
+import type { Domain } from '../env/domain';
+import { formatCall, formatObservation } from '../env/toolcall';
+
+export interface LengthStats {
+  /** How many texts were measured. */
+  count: number;
+  p50: number;
+  /** The quantile the budget is (nearest rank). */
+  quantile: number;
+  atQuantile: number;
+  max: number;
+}
+
+export interface TokenBudgets {
+  /** Rehearse budget: the quantile of the formatted real observations' token lengths (tags included). */
+  rehearse: number;
+  /** Act budget: the quantile of the expert's Act turns (a call with its tags, or the reply). */
+  act: number;
+  observations: LengthStats;
+  acts: LengthStats;
+  /** Tasks whose expert trajectories were measured, and their split. */
+  tasks: number;
+  split: 'train' | 'test';
+}
+
+export interface BudgetOptions {
+  /** Tasks sampled from the split (default 100). */
+  tasks?: number;
+  split?: 'train' | 'test';
+  seed?: number;
+  /** Default 0.99. */
+  quantile?: number;
+}
+
+/** Nearest-rank quantile of a non-empty list. */
+export function quantile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) throw new Error('quantile of an empty list');
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+function stats(xs: number[], q: number): LengthStats {
+  return { count: xs.length, p50: quantile(xs, 0.5), quantile: q, atQuantile: quantile(xs, q), max: Math.max(...xs) };
+}
+
+/** Budgets measured on the expert's real trajectories of `tasks` tasks of the domain (see the file comment). */
+export function tokenBudgets(domain: Pick<Domain, 'tasks' | 'expert' | 'createEnv'>, tokenizer: { encode(text: string): number[] }, o: BudgetOptions = {}): TokenBudgets {
+  const q = o.quantile ?? 0.99;
+  const split = o.split ?? 'train';
+  const tasks = domain.tasks.generate({ split, count: o.tasks ?? 100, seed: o.seed ?? 0 });
+  const obs: number[] = [];
+  const acts: number[] = [];
+  for (const task of tasks)
+    for (const s of domain.expert(task, domain.createEnv()).steps) {
+      if (s.kind === 'call') {
+        obs.push(tokenizer.encode(formatObservation(s.observation)).length);
+        acts.push(tokenizer.encode(formatCall(s.call)).length);
+      } else acts.push(tokenizer.encode(s.text).length);
+    }
+  if (obs.length === 0) throw new Error('tokenBudgets: the expert made no call on the sampled tasks');
+  const o1 = stats(obs, q);
+  const a1 = stats(acts, q);
+  return { rehearse: o1.atQuantile, act: a1.atQuantile, observations: o1, acts: a1, tasks: tasks.length, split };
+}

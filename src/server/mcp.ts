@@ -1,0 +1,103 @@
+// The MCP side of the server: one MCP session (streamable HTTP, the official SDK's transport) is one
+// episode, whose session id is the episode id (so the JSON API can score or inspect an MCP session). The
+// tool list is exactly the domain's tools with their JSON schemas; a call runs through the same
+// ServerEpisode.call as the JSON API, and its result is the observation text the policy would read, with
+// isError set for error observations.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { serializeObservation } from '../env/toolcall';
+import { ApiError, type EpisodeStore, type ServerEpisode } from './episodes';
+
+export const SERVER_NAME = 'envace-lab';
+export const SERVER_VERSION = '0.1.0';
+
+const transports = new WeakMap<ServerEpisode, StreamableHTTPServerTransport>();
+
+function mcpServerFor(store: EpisodeStore, ep: ServerEpisode): Server {
+  const server = new Server({ name: SERVER_NAME, version: SERVER_VERSION }, { capabilities: { tools: {} }, instructions: ep.domain.policy });
+  const tools = store.tools.map((d) => ({ name: d.function.name, description: d.function.description, inputSchema: d.function.parameters as { type: 'object' } & Record<string, unknown> }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    if (!store.has(ep.id)) return { content: [{ type: 'text' as const, text: 'the episode has expired or was released' }], isError: true };
+    store.get(ep.id); // touches lastUsed
+    try {
+      const obs = ep.call(req.params.name, req.params.arguments);
+      store.stats.calls++;
+      return { content: [{ type: 'text' as const, text: serializeObservation(obs) }], isError: !obs.ok };
+    } catch (e) {
+      if (e instanceof ApiError) return { content: [{ type: 'text' as const, text: e.message }], isError: true };
+      throw e;
+    }
+  });
+  return server;
+}
+
+function jsonRpcError(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+/**
+ * Handles a request to /mcp. A request without a session id must be an initialize request and name the
+ * task (`?task=ID`): it creates the episode and its transport. Others go to their session's transport.
+ * Returns the episode id the request belonged to (for logs), if any.
+ */
+export async function handleMcp(store: EpisodeStore, req: IncomingMessage, res: ServerResponse, url: URL, body: unknown): Promise<string | undefined> {
+  const sid = req.headers['mcp-session-id'];
+  if (typeof sid === 'string') {
+    if (!store.has(sid)) {
+      jsonRpcError(res, 404, 'unknown MCP session (the episode was released or expired)');
+      return sid;
+    }
+    const ep = store.get(sid);
+    const t = transports.get(ep);
+    if (!t) {
+      jsonRpcError(res, 404, 'this episode is not an MCP session');
+      return sid;
+    }
+    await t.handleRequest(req, res, body);
+    return sid;
+  }
+  if (req.method !== 'POST') {
+    jsonRpcError(res, 400, 'a request without an mcp-session-id must be an initialize POST');
+    return undefined;
+  }
+  const isInit = body !== null && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
+  if (!isInit) {
+    jsonRpcError(res, 400, 'no mcp-session-id: the first request must be "initialize"');
+    return undefined;
+  }
+  const task = url.searchParams.get('task');
+  if (!task) {
+    jsonRpcError(res, 400, 'name the task: /mcp?task=TASK_ID (GET /tasks lists them)');
+    return undefined;
+  }
+  let ep: ServerEpisode;
+  try {
+    ep = store.create(task);
+  } catch (e) {
+    if (e instanceof ApiError) {
+      jsonRpcError(res, e.status, e.message);
+      return undefined;
+    }
+    throw e;
+  }
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => ep.id,
+    enableJsonResponse: true,
+    onsessionclosed: (id) => {
+      store.remove(id, 'released');
+    },
+  });
+  const server = mcpServerFor(store, ep);
+  transports.set(ep, transport);
+  ep.close = () => {
+    void server.close().catch(() => {});
+  };
+  await server.connect(transport);
+  await transport.handleRequest(req, res, body);
+  if (transport.sessionId === undefined) store.remove(ep.id, 'released'); // initialize was rejected
+  return ep.id;
+}
