@@ -284,12 +284,14 @@ export class GrpoRun {
     for (const r of batch.rollouts) {
       await this.store.append('rollouts.jsonl', JSON.stringify({ step, ...r, rows: undefined, fidelity: r.fidelity.map(({ call, exact, f1, errorAgree, turn }) => ({ turn, call: call.name, exact, f1, errorAgree })) }));
     }
+    // Evaluation before the checkpoint: a run killed in between then redoes the step (same bits) and its
+    // evaluation, where the other order left a finished run.json without the final evaluation, for good.
+    if ((c.evalEvery ?? 0) > 0 && this.evalTasks.length > 0 && (step % c.evalEvery! === 0 || this.done)) await this.evaluate();
     const every = c.checkpointEvery ?? 1;
     if (step % every === 0 || this.done) {
       h.onPhase?.('checkpoint');
       await this.checkpoint();
     }
-    if ((c.evalEvery ?? 0) > 0 && this.evalTasks.length > 0 && (step % c.evalEvery! === 0 || this.done)) await this.evaluate();
     this.hooks.onStep?.(metrics);
     return metrics;
   }

@@ -22,7 +22,7 @@ afterAll(() => {
   if (modelDir) rmSync(modelDir, { recursive: true, force: true });
 });
 
-const STEPS = 5;
+const STEPS = 6;
 const args = (out: string) => [
   '--mode', 'rehearse', '--steps', String(STEPS), '--seed', '3', '--out', out, '--model', modelDir, '--k', '2', '--prompts', '1',
   '--train-tasks', '3', '--eval-tasks', '1', '--eval-every', '2', '--lr', '0.05', '--max-turns', '1', '--max-act-tokens', '4',
@@ -57,10 +57,10 @@ function walk(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
 }
 
-/** The last line of each step in metrics.jsonl (a replayed step appears twice), without wall times. */
-function metricsByStep(out: string): Map<number, string> {
+/** The last line of each step in a JSONL log (a replayed step appears twice), without wall times. */
+function metricsByStep(out: string, file = 'metrics.jsonl'): Map<number, string> {
   const m = new Map<number, string>();
-  for (const l of readFileSync(join(out, 'metrics.jsonl'), 'utf8').trim().split('\n')) {
+  for (const l of readFileSync(join(out, file), 'utf8').trim().split('\n')) {
     const { wallMs, ...rest } = JSON.parse(l) as { step: number; wallMs: number };
     void wallMs;
     m.set(rest.step, JSON.stringify(rest));
@@ -78,10 +78,17 @@ describe('kill and resume', () => {
     const rng = new Rng(20261201);
     const kinds: string[] = [];
     let finished = false;
-    for (let i = 0; i < 11 && !finished; i++) {
+    const done = () => existsSync(join(out, 'run.json')) && JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')).step === STEPS;
+    for (let i = 0; i < 12 && !finished; i++) {
+      // A kill after the last checkpoint (the result line not yet printed) still leaves a finished run.
+      if (done()) {
+        finished = true;
+        break;
+      }
       const resume = existsSync(join(out, 'run.json')) ? ['--resume'] : [];
-      // Even tries: killed inside its n-th write; odd tries: killed from outside at a random instant.
-      const o = i % 2 === 0 ? { killAtWrite: 1 + rng.int(10) } : { killAfterMs: 600 + rng.int(1800) };
+      // Even tries: killed inside its n-th write; odd tries: killed from outside at a random instant. Both
+      // let a try complete about a step at most, so 12 tries stay short of the end and the last resume finishes.
+      const o = i % 2 === 0 ? { killAtWrite: 1 + rng.int(9) } : { killAfterMs: 400 + rng.int(1600) };
       const r = await child([...args(out), ...resume], o);
       if (r.signal === 'SIGKILL') kinds.push(o.killAtWrite ? `write #${o.killAtWrite}` : `${o.killAfterMs} ms`);
       else {
@@ -105,6 +112,7 @@ describe('kill and resume', () => {
       expect(Buffer.compare(readFileSync(join(out, f)), readFileSync(join(ref, f))), f).toBe(0);
     }
     expect(metricsByStep(out)).toEqual(metricsByStep(ref));
+    expect(metricsByStep(out, 'eval.jsonl')).toEqual(metricsByStep(ref, 'eval.jsonl'));
     const files = walk(out);
     for (const f of files.filter((f) => f.endsWith('.jsonl'))) {
       const text = readFileSync(f, 'utf8');
