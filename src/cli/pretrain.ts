@@ -48,6 +48,8 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
   'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
   'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
+  'act-weight': { type: 'string', arg: 'W', help: 'loss weight of Act responses relative to Rehearse responses, in (0, 100]', default: `${MINI_SPEC.actLossWeight}` },
+  'prompt-loss': { type: 'string', arg: 'X', help: 'auxiliary loss weight of prompt tokens, in [0, 1]; 0 = responses only', default: `${MINI_SPEC.promptLossWeight} (${QUICK_SPEC.promptLossWeight} with --quick)` },
   'train-tasks': { type: 'string', arg: 'N', help: 'generated training tasks whose expert rows make the data, >= 1', default: `${MINI_SPEC.trainTasks} (mini), ${FULL_SPEC.trainTasks} (retail), ${QUICK_SPEC.trainTasks} (--quick)` },
   'time-grpo': { type: 'boolean', help: 'time one GRPO step of the folder\'s policy instead of training' },
   'probe-copy': { type: 'boolean', help: 'run the copy probe on the folder\'s policy instead of training' },
@@ -85,7 +87,11 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       copyDrills: intFlag(v, 'copy-drills', base.copyDrills, 0, 10_000_000),
       spanSteps: intFlag(v, 'span-steps', base.spanSteps, 0, 1_000_000),
       trainTasks: intFlag(v, 'train-tasks', base.trainTasks, 1, 1_000_000),
+      actLossWeight: v['act-weight'] === undefined ? base.actLossWeight : numFlag(v, 'act-weight', base.actLossWeight),
+      promptLossWeight: v['prompt-loss'] === undefined ? base.promptLossWeight : numFlag(v, 'prompt-loss', base.promptLossWeight, 0, true),
     };
+    if (spec.actLossWeight > 100) throw new ArgError(`--act-weight must be a number in (0, 100], got ${JSON.stringify(v['act-weight'])}`);
+    if (spec.promptLossWeight > 1) throw new ArgError(`--prompt-loss must be a number in [0, 1], got ${JSON.stringify(v['prompt-loss'])}`);
     const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
     const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
     const initFlag = strFlag(v, 'init');
@@ -147,7 +153,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}`;
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {

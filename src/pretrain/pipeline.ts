@@ -57,6 +57,8 @@ export interface PretrainSpec {
   warmupSteps: number;
   /** Auxiliary loss weight of prompt tokens (see TrainHyper.promptLossWeight); 0 = responses only. */
   promptLossWeight: number;
+  /** Loss weight of Act response tokens relative to other responses (1 = equal). */
+  actLossWeight: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -80,6 +82,7 @@ export const FULL_SPEC: PretrainSpec = {
   lr: 5e-3,
   warmupSteps: 50,
   promptLossWeight: 0.25,
+  actLossWeight: 1,
 };
 
 /**
@@ -112,6 +115,7 @@ export const QUICK_SPEC: PretrainSpec = {
   lr: 1e-2,
   warmupSteps: 2,
   promptLossWeight: 0,
+  actLossWeight: 1,
 };
 
 export interface PretrainResult {
@@ -216,7 +220,7 @@ export async function pretrain(
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
       seqs = queue.shift()!.map((i) => kept[i]);
     }
-    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss)]);
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight })]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });
