@@ -48,7 +48,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
   'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
   'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
-  'act-weight': { type: 'string', arg: 'W', help: 'loss weight of Act responses relative to Rehearse responses, in (0, 100]', default: `${MINI_SPEC.actLossWeight}` },
+  'act-weight': { type: 'string', arg: 'W', help: 'loss weight of Act response tokens relative to other responses (1 = equal), in (0, 100]', default: `${MINI_SPEC.actLossWeight}` },
   'prompt-loss': { type: 'string', arg: 'X', help: 'auxiliary loss weight of prompt tokens, in [0, 1]; 0 = responses only', default: `${MINI_SPEC.promptLossWeight} (${QUICK_SPEC.promptLossWeight} with --quick)` },
   'train-tasks': { type: 'string', arg: 'N', help: 'generated training tasks whose expert rows make the data, >= 1', default: `${MINI_SPEC.trainTasks} (mini), ${FULL_SPEC.trainTasks} (retail), ${QUICK_SPEC.trainTasks} (--quick)` },
   'time-grpo': { type: 'boolean', help: 'time one GRPO step of the folder\'s policy instead of training' },
