@@ -1,4 +1,5 @@
-// Stopping a trainer (issue 16): SIGINT to `npm` left the trainer running as an orphan. The trainer now
+// One trainer per run folder, and stopping a trainer (issue 16): two trainers on one --out both ran, and
+// SIGINT to `npm` left the trainer running as an orphan. The trainer now
 // stops cleanly (exit 130, lock released, run resumable) on SIGINT, SIGTERM and SIGHUP, and also when its
 // parent process disappears, whatever the parent did or did not forward.
 import { spawn } from 'node:child_process';
@@ -6,7 +7,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trainCli } from '../../src/cli/train';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
+import { calculateOnlyDomain, captureIo } from '../helpers/cli';
 
 const work = mkdtempSync(join(tmpdir(), 'signals-'));
 let modelDir: string;
@@ -45,6 +48,23 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+describe('two trainers on one folder', () => {
+  it('the second is refused, naming the first one\'s pid (both used to run, interleaving their logs)', async () => {
+    const out = join(work, 'two');
+    const p = spawn(process.execPath, ['--import', 'tsx', ...args(out)], { stdio: 'ignore' });
+    const exit = new Promise((r) => p.on('exit', r));
+    try {
+      await until('the first trainer to hold the folder', () => existsSync(join(out, '.lock')), 30_000);
+      const io = captureIo();
+      expect(await trainCli(['--mode', 'rehearse', '--steps', '500', '--out', out, '--model', modelDir], io, { domain: calculateOnlyDomain })).toBe(1);
+      expect(io.stderr()).toContain(`${out} is in use by process ${p.pid}`);
+    } finally {
+      p.kill('SIGKILL');
+      await exit;
+    }
+  }, 60_000);
+});
 
 describe('stopping a trainer', () => {
   it('SIGTERM: exit 130 after the current operation, lock released', async () => {
