@@ -60,6 +60,7 @@ async function main(): Promise<void> {
       'copy-drills': { type: 'string' },
       'span-steps': { type: 'string' },
       'act-weight': { type: 'string' },
+      'act-only-tasks': { type: 'string' },
       'prompt-loss': { type: 'string' },
       'train-tasks': { type: 'string' },
       'probe-copy': { type: 'boolean', default: false },
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
   };
   const lr = values.lr === undefined ? undefined : Number(values.lr);
   if (lr !== undefined && !(lr > 0 && lr < 1)) throw new Error(`--lr must be a number in (0,1), got ${JSON.stringify(values.lr)}`);
-  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks, swapShare: share(values['swap-share']) ?? base.swapShare, copyDrills: int('copy-drills', values['copy-drills'], 0) ?? base.copyDrills, spanSteps: int('span-steps', values['span-steps'], 0) ?? base.spanSteps, actLossWeight: values['act-weight'] === undefined ? base.actLossWeight : positive('act-weight', values['act-weight']), promptLossWeight: values['prompt-loss'] === undefined ? base.promptLossWeight : share(values['prompt-loss'])!, trainTasks: int('train-tasks', values['train-tasks'], 1) ?? base.trainTasks };
+  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks, swapShare: share(values['swap-share']) ?? base.swapShare, copyDrills: int('copy-drills', values['copy-drills'], 0) ?? base.copyDrills, spanSteps: int('span-steps', values['span-steps'], 0) ?? base.spanSteps, actOnlyTasks: int('act-only-tasks', values['act-only-tasks'], 0) ?? base.actOnlyTasks, actLossWeight: values['act-weight'] === undefined ? base.actLossWeight : positive('act-weight', values['act-weight']), promptLossWeight: values['prompt-loss'] === undefined ? base.promptLossWeight : share(values['prompt-loss'])!, trainTasks: int('train-tasks', values['train-tasks'], 1) ?? base.trainTasks };
   const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
   const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
   const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
     const init = values.init ? resolve(values.init) : undefined;
     // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
     const result = await pretrain(b, domain, spec, { seed, out, log, init });
-    const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
+    const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
     await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
     let evaluation = null;
     if (evalTasks > 0) {
