@@ -59,6 +59,11 @@ export interface PretrainSpec {
   promptLossWeight: number;
   /** Loss weight of Act response tokens relative to other responses (1 = equal). */
   actLossWeight: number;
+  /**
+   * Extra train-split tasks (another seed stream) of which only the Act rows are used: more of the few
+   * decisive tokens an Act turn carries (which user, which order, which item) per step; 0 = none.
+   */
+  actOnlyTasks: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -83,6 +88,7 @@ export const FULL_SPEC: PretrainSpec = {
   warmupSteps: 50,
   promptLossWeight: 0.25,
   actLossWeight: 1,
+  actOnlyTasks: 0,
 };
 
 /**
@@ -116,6 +122,7 @@ export const QUICK_SPEC: PretrainSpec = {
   warmupSteps: 2,
   promptLossWeight: 0,
   actLossWeight: 1,
+  actOnlyTasks: 0,
 };
 
 export interface PretrainResult {
@@ -164,8 +171,12 @@ export async function pretrain(
   const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: DEFAULT_MEMORY_TOKENS, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
   // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
   const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages));
-  const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
-  const all = [...examples, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
+  const extraActs = spec.actOnlyTasks > 0
+    ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools))
+    : [];
+  if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
+  const sources = [...examples.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
+  const all = [...examples, ...extraActs, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;
