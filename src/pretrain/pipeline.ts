@@ -98,6 +98,9 @@ export const FULL_SPEC: PretrainSpec = {
  */
 export const MINI_SPEC: PretrainSpec = {
   ...FULL_SPEC,
+  // Two product records and an order in one history pass 1024 tokens (exchanges, item modifications).
+  model: { ...FULL_SPEC.model, maxPositionEmbeddings: 2048 },
+  maxLen: 2048,
   trainTasks: 1200,
   swapShare: 0,
   steps: 2000,
