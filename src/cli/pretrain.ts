@@ -48,6 +48,8 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
   'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
   'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
+  'span-source': { type: 'string', arg: 'S', help: 'where span copies are cut: shuffled-data (any row, shuffled) or drills (the copy drills, in order)', default: `${MINI_SPEC.spanSource}` },
+  'drill-steps': { type: 'string', arg: 'N', help: 'steps on the copy drills alone, after the span steps, >= 0', default: `${MINI_SPEC.drillSteps}` },
   'act-weight': { type: 'string', arg: 'W', help: 'loss weight of Act response tokens relative to other responses (1 = equal), in (0, 100]', default: `${MINI_SPEC.actLossWeight}` },
   'act-only-tasks': { type: 'string', arg: 'N', help: 'extra generated tasks contributing only their Act rows, >= 0', default: `${MINI_SPEC.actOnlyTasks}` },
   'prompt-loss': { type: 'string', arg: 'X', help: 'auxiliary loss weight of prompt tokens, in [0, 1]; 0 = responses only', default: `${MINI_SPEC.promptLossWeight} (${QUICK_SPEC.promptLossWeight} with --quick)` },
@@ -87,6 +89,8 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       swapShare,
       copyDrills: intFlag(v, 'copy-drills', base.copyDrills, 0, 10_000_000),
       spanSteps: intFlag(v, 'span-steps', base.spanSteps, 0, 1_000_000),
+      spanSource: enumFlag(v, 'span-source', ['shuffled-data', 'drills'] as const, base.spanSource),
+      drillSteps: intFlag(v, 'drill-steps', base.drillSteps, 0, 1_000_000),
       trainTasks: intFlag(v, 'train-tasks', base.trainTasks, 1, 1_000_000),
       actOnlyTasks: intFlag(v, 'act-only-tasks', base.actOnlyTasks, 0, 1_000_000),
       actLossWeight: v['act-weight'] === undefined ? base.actLossWeight : numFlag(v, 'act-weight', base.actLossWeight),
@@ -155,7 +159,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {
