@@ -48,6 +48,13 @@ export interface PretrainSpec {
    * that copy heads form before the task rows arrive (DESIGN §7, curriculum I2); 0 = none.
    */
   spanSteps: number;
+  /**
+   * Where the span copies are cut: 'shuffled-data' (any row, tokens shuffled) or 'drills' (the copy drills,
+   * in order: their values are random, so only copying predicts them; DESIGN §7's curriculum I2).
+   */
+  spanSource: 'shuffled-data' | 'drills';
+  /** After the span steps, this many steps train on the copy drills alone (I2's second phase); 0 = none. */
+  drillSteps: number;
   /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
   maxLen: number;
   /** Tokens per optimizer step (whole sequences). */
@@ -57,6 +64,13 @@ export interface PretrainSpec {
   warmupSteps: number;
   /** Auxiliary loss weight of prompt tokens (see TrainHyper.promptLossWeight); 0 = responses only. */
   promptLossWeight: number;
+  /** Loss weight of Act response tokens relative to other responses (1 = equal). */
+  actLossWeight: number;
+  /**
+   * Extra train-split tasks (another seed stream) of which only the Act rows are used: more of the few
+   * decisive tokens an Act turn carries (which user, which order, which item) per step; 0 = none.
+   */
+  actOnlyTasks: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -74,12 +88,16 @@ export const FULL_SPEC: PretrainSpec = {
   swapShare: 0.5,
   copyDrills: 3000,
   spanSteps: 0,
+  spanSource: 'shuffled-data',
+  drillSteps: 0,
   maxLen: 1024,
   batchTokens: 2048,
   steps: 1500,
   lr: 5e-3,
   warmupSteps: 50,
   promptLossWeight: 0.25,
+  actLossWeight: 1,
+  actOnlyTasks: 0,
 };
 
 /**
@@ -89,6 +107,9 @@ export const FULL_SPEC: PretrainSpec = {
  */
 export const MINI_SPEC: PretrainSpec = {
   ...FULL_SPEC,
+  // Two product records and an order in one history pass 1024 tokens (exchanges, item modifications).
+  model: { ...FULL_SPEC.model, maxPositionEmbeddings: 2048 },
+  maxLen: 2048,
   trainTasks: 1200,
   swapShare: 0,
   steps: 2000,
@@ -106,12 +127,16 @@ export const QUICK_SPEC: PretrainSpec = {
   swapShare: 0.5,
   copyDrills: 8,
   spanSteps: 0,
+  spanSource: 'shuffled-data',
+  drillSteps: 0,
   maxLen: 1024,
   batchTokens: 1024,
   steps: 4,
   lr: 1e-2,
   warmupSteps: 2,
   promptLossWeight: 0,
+  actLossWeight: 1,
+  actOnlyTasks: 0,
 };
 
 export interface PretrainResult {
@@ -160,8 +185,12 @@ export async function pretrain(
   const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: DEFAULT_MEMORY_TOKENS, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
   // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
   const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages));
-  const sources = [...examples.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
-  const all = [...examples, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
+  const extraActs = spec.actOnlyTasks > 0
+    ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools))
+    : [];
+  if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
+  const sources = [...examples.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
+  const all = [...examples, ...extraActs, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;
@@ -206,17 +235,25 @@ export async function pretrain(
   let tokens = 0;
   let ema = NaN;
   const spanRng = new Rng(seed * 7919 + 11);
+  const drillRows = kept.filter((e) => e.role === 'copy');
+  let drillQueue: number[][] = [];
+  let drillEpoch = 0;
+  if ((spec.drillSteps > 0 || spec.spanSource === 'drills') && drillRows.length === 0) throw new Error('drill steps or drill spans need copy drills (--copy-drills > 0)');
   while (tr.step < spec.steps) {
     let seqs: Encoded[];
     let promptLoss = spec.promptLossWeight;
     if (tr.step < spec.spanSteps) {
-      seqs = spanCopies(kept, spec.batchTokens, MAX_ROWS, eot, spanRng);
+      seqs = spec.spanSource === 'drills' ? spanCopies(drillRows, spec.batchTokens, MAX_ROWS, eot, spanRng, false) : spanCopies(kept, spec.batchTokens, MAX_ROWS, eot, spanRng, true);
+      promptLoss = 0;
+    } else if (tr.step < spec.spanSteps + spec.drillSteps) {
+      if (drillQueue.length === 0) drillQueue = packBatches(drillRows.map((e) => e.ids.length), spec.batchTokens, seed * 613 + drillEpoch++, MAX_ROWS);
+      seqs = drillQueue.shift()!.map((i) => drillRows[i]);
       promptLoss = 0;
     } else {
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
       seqs = queue.shift()!.map((i) => kept[i]);
     }
-    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss)]);
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight })]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });

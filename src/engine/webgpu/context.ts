@@ -115,6 +115,9 @@ export class GpuContext {
     this.adapterName = [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(' ') || 'unknown adapter';
     this.lostPromise = device.lost.then((i) => (this.lostInfo = i));
     device.addEventListener('uncapturederror', (ev) => {
+      // Handled here: the error is kept and raised as a typed EngineError at the next sync. Without
+      // preventDefault the runtime (Dawn in Node, the browser's console) also prints it as if unhandled.
+      ev.preventDefault();
       this.errors.push(toEngineError((ev as GPUUncapturedErrorEvent).error, 'GPU'));
     });
   }
