@@ -1,0 +1,14 @@
+// The README's benchmark tables are generated from the committed records (scripts/bench-table.ts): a record
+// changed without `npm run bench -- --table`, or a table edited by hand, fails here.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { renderReadme, TABLES } from '../../scripts/bench-table';
+
+describe('README benchmark tables', () => {
+  it('equal what bench/results/*.json generate', () => {
+    const text = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const blocks = [...text.matchAll(/<!-- bench:([\w.-]+) -->/g)].map((m) => m[1]);
+    expect(blocks.sort()).toEqual(Object.keys(TABLES).sort());
+    expect(renderReadme(text)).toBe(text);
+  });
+});
