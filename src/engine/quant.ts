@@ -87,8 +87,3 @@ export function dequantize(q: QuantizedWeight): Float32Array {
   for (let n = 0; n < q.rows; n++) for (let k = 0; k < q.cols; k++) out[n * q.cols + k] = dequantAt(q, n, k);
   return out;
 }
-
-/** Bytes a quantized weight occupies (data + scales). */
-export function quantizedBytes(q: QuantizedWeight): number {
-  return q.data.byteLength + q.scales.byteLength;
-}
