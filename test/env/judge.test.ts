@@ -163,6 +163,6 @@ describe.skipIf(!tasksPath)('τ²-bench train tasks through the same rewards', (
         expect(judge(checklist, noWrites, opts).reward, t.id).toBeLessThan(1);
       }
     }
-    expect(dbChanging).toBe(74 - 7); // TOOLS.md §4.3: seven train tasks leave the database unchanged
+    expect(dbChanging).toBe(74 - 7); // seven train tasks leave the database unchanged
   });
 });
