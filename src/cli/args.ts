@@ -1,6 +1,8 @@
-// Command-line plumbing shared by `npm run train` and `npm run eval`: flag parsing with typed checks that
-// name the flag and the accepted values, a progress logger on stderr, and the exit-status convention
-// (0 ok, 1 failure, 2 usage error), and opening the backend and the model folder. Node only.
+// Command-line plumbing shared by every CLI (`npm run env`, `pretrain`, `train`, `eval`): flag parsing with
+// typed, strict checks that name the flag and the accepted values, --help generated from the same flag
+// table (meaning and default of each flag), a progress logger on stderr, the exit-status convention
+// (0 ok, 1 failure, 2 usage error, 74 I/O error naming the file, 130 interrupted), and opening the backend
+// and the model folder. Node only.
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,23 +12,53 @@ import { createBackend } from '../engine/index';
 import { loadModel, type LoadedPolicy } from '../model/load';
 import type { WeightFormat } from '../model/qwen3';
 import { DirSource } from '../model/source-node';
+import { EXIT_IO, IoError, isSystemError } from '../util/atomic-file';
 
 /** A usage error: a bad, missing or unknown flag. */
 export class ArgError extends Error {
   override readonly name = 'ArgError';
 }
 
-export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+export interface Flag {
+  type: 'string' | 'boolean';
+  short?: string;
+  /** The value's placeholder in --help (N, DIR, ...). */
+  arg?: string;
+  /** What the flag does, for --help (every flag of the lab's CLIs has one; test/cli/help.test.ts checks). */
+  help?: string;
+  /** The default as --help shows it (omitted: none / off). */
+  default?: string;
+}
+export type FlagSpec = Record<string, Flag>;
 export type FlagValues = Record<string, string | boolean | undefined>;
 
-/** Parses `argv` against `spec` (no positionals, no unknown flags). */
-export function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues {
+export const HELP_FLAG: Flag = { type: 'boolean', short: 'h', help: 'print this help and exit' };
+
+/** Parses `argv` against `spec` (no unknown flags; positionals only when asked for). */
+export function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues;
+export function parseFlags(argv: readonly string[], spec: FlagSpec, positionals: true): { values: FlagValues; positionals: string[] };
+export function parseFlags(argv: readonly string[], spec: FlagSpec, positionals = false): FlagValues | { values: FlagValues; positionals: string[] } {
+  const options = Object.fromEntries(Object.entries(spec).map(([k, f]) => [k, f.short ? { type: f.type, short: f.short } : { type: f.type }]));
   try {
-    return parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }).values as FlagValues;
+    const r = parseArgs({ args: [...argv], options, strict: true, allowPositionals: positionals });
+    return positionals ? { values: r.values as FlagValues, positionals: r.positionals } : (r.values as FlagValues);
   } catch (e) {
     // node:util's messages are clear ("Unknown option '--x'"); keep them, drop its extra advice.
     throw new ArgError((e as Error).message.split('. To specify')[0]);
   }
+}
+
+function defaultNote(f: Flag): string {
+  if (f.default !== undefined) return ` (default: ${f.default})`;
+  if (f.help?.includes('(required)') || f === HELP_FLAG) return '';
+  return f.type === 'boolean' ? ' (default: off)' : ' (default: none)';
+}
+
+/** The --help text: the usage line(s), then every flag with its meaning and default. */
+export function helpText(usage: string, spec: FlagSpec, notes = ''): string {
+  const rows = Object.entries(spec).map(([k, f]) => [`${f.short ? `-${f.short}, ` : '    '}--${k}${f.type === 'string' ? ` ${f.arg ?? 'X'}` : ''}`, `${f.help ?? ''}${defaultNote(f)}`]);
+  const w = Math.max(...rows.map((r) => r[0].length)) + 2;
+  return `${usage}\n\nflags:\n${rows.map(([a, b]) => `  ${a.padEnd(w)}${b}`).join('\n')}\n${notes ? `\n${notes}\n` : ''}`;
 }
 
 function str(v: FlagValues, name: string): string | undefined {
@@ -39,8 +71,9 @@ function str(v: FlagValues, name: string): string | undefined {
 export function intFlag(v: FlagValues, name: string, dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const s = str(v, name);
   if (s === undefined) return dflt;
-  const n = Number(s);
-  if (s.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+  // Decimal digits only: Number() would also take "0x2", "1e3" and " 2".
+  const n = /^[+-]?\d+$/.test(s) ? Number(s) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max)
     throw new ArgError(`--${name} must be an integer${max < Number.MAX_SAFE_INTEGER ? ` in [${min}, ${max}]` : ` >= ${min}`}, got ${JSON.stringify(s)}`);
   return n;
 }
@@ -49,8 +82,8 @@ export function intFlag(v: FlagValues, name: string, dflt: number, min = 0, max 
 export function numFlag(v: FlagValues, name: string, dflt: number, min = 0, inclusive = false): number {
   const s = str(v, name);
   if (s === undefined) return dflt;
-  const n = Number(s);
-  if (s.trim() === '' || !Number.isFinite(n) || !(inclusive ? n >= min : n > min))
+  const n = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s) ? Number(s) : NaN;
+  if (!Number.isFinite(n) || !(inclusive ? n >= min : n > min))
     throw new ArgError(`--${name} must be a number ${inclusive ? '>=' : '>'} ${min}, got ${JSON.stringify(s)}`);
   return n;
 }
@@ -92,8 +125,12 @@ export async function runCli(io: CliIo, usage: string, body: () => Promise<void>
     return 0;
   } catch (e) {
     if (e instanceof ArgError) {
-      io.err(`error: ${e.message}\n\n${usage}\n`);
+      io.err(`error: ${e.message}\n\n${usage}\n(--help lists every flag)\n`);
       return 2;
+    }
+    if (e instanceof IoError || isSystemError(e)) {
+      io.err(`error: ${(e as Error).message}\n`);
+      return EXIT_IO;
     }
     const err = e as Error;
     io.err(`error: ${err?.name && err.name !== 'Error' ? `${err.name}: ` : ''}${err?.message ?? String(e)}\n`);

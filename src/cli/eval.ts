@@ -4,7 +4,7 @@
 // evaluates the base policy; --adapter takes a PEFT adapter folder or a training run folder (its last
 // checkpoint; a per-role run rehearses with its Rehearse adapter). With --tts and N > 0 each task goes
 // through test-time private rehearsal (src/rollout/private-rehearsal.ts) before its one real episode.
-// Progress on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error.
+// Progress on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error (--help lists flags).
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Domain, Task } from '../env/domain';
@@ -17,21 +17,39 @@ import { DEFAULT_LIMITS } from '../rl/grpo-trainer';
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../rollout/private-rehearsal';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
+  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
   type CliIo, type FlagSpec,
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
-  [--seed S] [--task-seed S] [--backend cpu-fast|cpu-ref|webgpu] [--threads T] [--fidelity-tokens N]
-  [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
-  [--tts parallel|sequential --n N]`;
+       [--tts parallel|sequential --n N] [flags]`;
 
-const FLAGS: FlagSpec = {
-  tasks: { type: 'string' }, world: { type: 'string' }, count: { type: 'string' }, adapter: { type: 'string' }, model: { type: 'string' },
-  seed: { type: 'string' }, 'task-seed': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
-  'fidelity-tokens': { type: 'string' }, 'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' },
-  'max-rehearse-tokens': { type: 'string' }, 'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, tts: { type: 'string' }, n: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+const MAX_TOKENS = 65_536;
+/** Held-out tasks one evaluation may run (each is a full episode). */
+export const MAX_EVAL_COUNT = 10_000;
+
+export const EVAL_FLAGS: FlagSpec = {
+  tasks: { type: 'string', arg: 'T', help: 'test or train (generated split of --world) or a task file (τ²-bench or lab format) (required)' },
+  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  count: { type: 'string', arg: 'N', help: `tasks to evaluate (the first N of a file), 1..${MAX_EVAL_COUNT}`, default: '40' },
+  adapter: { type: 'string', arg: 'DIR', help: 'a PEFT adapter folder or a training run folder (its last checkpoint)', default: 'none: the base policy' },
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: 'models/default' },
+  seed: { type: 'string', arg: 'S', help: 'sampling seed, 0..2^32-1', default: '0' },
+  'task-seed': { type: 'string', arg: 'S', help: 'seed of the generated task split, 0..2^32-1', default: '1' },
+  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
+  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity measurement; 0 = skip it', default: '--max-rehearse-tokens' },
+  'max-turns': { type: 'string', arg: 'N', help: 'turns per episode, 1..100', default: String(DEFAULT_LIMITS.maxTurns) },
+  'max-act-tokens': { type: 'string', arg: 'N', help: `tokens per Act generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxActTokens) },
+  'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxRehearseTokens) },
+  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
+  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
+  tts: { type: 'string', arg: 'M', help: 'test-time private rehearsal before each real episode: parallel or sequential (needs --n)', default: 'off' },
+  n: { type: 'string', arg: 'N', help: 'imagined episodes per task with --tts, 0..16 (0 = plain evaluation)' },
+  help: HELP_FLAG,
 };
+
+const EVAL_NOTES = 'exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file).';
 
 export interface EvalResult extends Omit<HeldOutReport, 'perTask'> {
   model: string;
@@ -52,15 +70,15 @@ export interface EvalDeps {
 
 export async function evalCli(argv: readonly string[], io: CliIo = processIo, deps: EvalDeps = {}): Promise<number> {
   return runCli(io, EVAL_USAGE, async () => {
-    const v = parseFlags(argv, FLAGS);
+    const v = parseFlags(argv, EVAL_FLAGS);
     if (v.help) {
-      io.out(EVAL_USAGE + '\n');
+      io.out(helpText(EVAL_USAGE, EVAL_FLAGS, EVAL_NOTES));
       return;
     }
     const log = progress(io, 'eval');
     const tasksArg = strFlag(v, 'tasks');
     if (!tasksArg) throw new ArgError('--tasks is required (test, train, or a task file)');
-    const count = intFlag(v, 'count', 40, 1);
+    const count = intFlag(v, 'count', 40, 1, MAX_EVAL_COUNT);
     const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
     const taskSeed = intFlag(v, 'task-seed', 1, 0, 0xffffffff);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
@@ -71,13 +89,13 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (tts && n < 0) throw new ArgError('--tts needs --n N (N = 0: plain evaluation)');
     const limits = {
       maxTurns: intFlag(v, 'max-turns', DEFAULT_LIMITS.maxTurns, 1, 100),
-      maxActTokens: intFlag(v, 'max-act-tokens', DEFAULT_LIMITS.maxActTokens, 1),
-      maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', DEFAULT_LIMITS.maxRehearseTokens, 1),
+      maxActTokens: intFlag(v, 'max-act-tokens', DEFAULT_LIMITS.maxActTokens, 1, MAX_TOKENS),
+      maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', DEFAULT_LIMITS.maxRehearseTokens, 1, MAX_TOKENS),
     };
-    const fidelityTokens = intFlag(v, 'fidelity-tokens', limits.maxRehearseTokens, 0);
+    const fidelityTokens = intFlag(v, 'fidelity-tokens', limits.maxRehearseTokens, 0, MAX_TOKENS);
     const rehearsePrompt = {
-      ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0) } : {}),
-      ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0) } : {}),
+      ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0, 10_000_000) } : {}),
+      ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0, 10_000_000) } : {}),
     };
 
     const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');

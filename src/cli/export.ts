@@ -4,36 +4,48 @@
 //   Tasks in the row layout of verl's RL datasets, the lab's rollouts in a flat schema, or verl's tool config
 //   (src/server/export.ts documents the schemas). The generated splits are the ones `npm run serve` serves with
 //   the same --world, --count and --task-seed (train: seed S, test: seed S + 1). stdout: {"out", "rows"}.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { WORLD_NAMES } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { jsonl, rolloutParquet, rolloutRow, taskParquet, taskRows, toolConfigYaml } from '../server/export';
 import { loadTasks } from '../server/tasks';
-import { ArgError, enumFlag, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec } from './args';
+import { writeFileAtomic } from '../util/atomic-file';
+import { ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec } from './args';
 
 export const EXPORT_USAGE = `usage: npm run export -- --split train|test --format parquet|jsonl [--world mini|retail] [--count N] [--task-seed S] [--out FILE]
        npm run export -- --rollouts FILE.jsonl --format parquet|jsonl [--world mini|retail] [--out FILE]
        npm run export -- --format tool-config [--mode real|simulate] [--base-url URL] [--simulator-url URL] [--simulator-model M] [--out FILE]`;
 
-const FLAGS: FlagSpec = {
-  split: { type: 'string' }, format: { type: 'string' }, world: { type: 'string' }, count: { type: 'string' }, 'task-seed': { type: 'string' },
-  out: { type: 'string' }, rollouts: { type: 'string' }, mode: { type: 'string' }, 'base-url': { type: 'string' },
-  'simulator-url': { type: 'string' }, 'simulator-model': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+export const EXPORT_FLAGS: FlagSpec = {
+  format: { type: 'string', arg: 'F', help: 'parquet, jsonl, or tool-config (verl\'s tool config YAML) (required)' },
+  split: { type: 'string', arg: 'S', help: 'generated task split to export: train or test (required unless --rollouts or tool-config)' },
+  rollouts: { type: 'string', arg: 'FILE', help: 'export a run\'s rollouts.jsonl instead of tasks (exclusive with --split)' },
+  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  count: { type: 'string', arg: 'N', help: 'tasks in the generated split, 1..100000', default: '200' },
+  'task-seed': { type: 'string', arg: 'S', help: 'generator seed (train uses S, test S + 1, as npm run serve)', default: '0' },
+  out: { type: 'string', arg: 'FILE', help: 'output file', default: 'envace-<world>-<split>.<format>, rollouts.<format> or envace_<world>_tools_<mode>.yaml' },
+  mode: { type: 'string', arg: 'M', help: 'tool-config: real (the served environment) or simulate (an LLM simulator)', default: 'real' },
+  'base-url': { type: 'string', arg: 'URL', help: 'tool-config: the npm run serve address', default: 'http://127.0.0.1:8765' },
+  'simulator-url': { type: 'string', arg: 'URL', help: 'tool-config, simulate: the simulator\'s OpenAI-compatible endpoint' },
+  'simulator-model': { type: 'string', arg: 'M', help: 'tool-config, simulate: the simulator model name' },
+  help: HELP_FLAG,
 };
 
-function write(path: string, data: string | Uint8Array): string {
+const EXPORT_NOTES = 'exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file). Files are written atomically.';
+
+/** Writes the output whole or not at all (src/util/atomic-file.ts); returns its absolute path. */
+async function write(path: string, data: string | Uint8Array): Promise<string> {
   const p = resolve(path);
-  mkdirSync(dirname(p), { recursive: true });
-  writeFileSync(p, data);
+  await writeFileAtomic(p, data);
   return p;
 }
 
 export async function exportMain(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   return runCli(io, EXPORT_USAGE, async () => {
-    const v = parseFlags(argv, FLAGS);
+    const v = parseFlags(argv, EXPORT_FLAGS);
     if (v.help) {
-      io.out(EXPORT_USAGE + '\n');
+      io.out(helpText(EXPORT_USAGE, EXPORT_FLAGS, EXPORT_NOTES));
       return;
     }
     const log = progress(io, 'export');
@@ -44,7 +56,7 @@ export async function exportMain(argv: readonly string[], io: CliIo = processIo)
     if (format === 'tool-config') {
       const mode = enumFlag(v, 'mode', ['real', 'simulate'] as const, 'real');
       const text = toolConfigYaml(domain, { mode, baseUrl: strFlag(v, 'base-url', 'http://127.0.0.1:8765')!, simulatorUrl: strFlag(v, 'simulator-url'), simulatorModel: strFlag(v, 'simulator-model') });
-      const out = write(strFlag(v, 'out', `envace_${world}_tools_${mode}.yaml`)!, text);
+      const out = await write(strFlag(v, 'out', `envace_${world}_tools_${mode}.yaml`)!, text);
       io.out(JSON.stringify({ out, tools: domain.definitions().length }) + '\n');
       return;
     }
@@ -64,7 +76,7 @@ export async function exportMain(argv: readonly string[], io: CliIo = processIo)
           throw new Error(`${rolloutsFile} line ${i + 1}: ${(e as Error).message}`);
         }
       });
-      const out = write(strFlag(v, 'out', `rollouts.${format}`)!, format === 'parquet' ? rolloutParquet(rows) : jsonl(rows));
+      const out = await write(strFlag(v, 'out', `rollouts.${format}`)!, format === 'parquet' ? rolloutParquet(rows) : jsonl(rows));
       log(`${rows.length} rollouts -> ${out}`);
       io.out(JSON.stringify({ out, rows: rows.length }) + '\n');
       return;
@@ -73,7 +85,7 @@ export async function exportMain(argv: readonly string[], io: CliIo = processIo)
     if (!split) throw new ArgError('--split train|test is required (or --rollouts FILE)');
     const tasks = await loadTasks(domain, { tasks: split, count: intFlag(v, 'count', 200, 1, 100_000), seed: intFlag(v, 'task-seed', 0, 0, 0xfffffff0) });
     const rows = taskRows(domain, world, tasks);
-    const out = write(strFlag(v, 'out', `envace-${world}-${split}.${format}`)!, format === 'parquet' ? taskParquet(domain, rows) : jsonl(rows));
+    const out = await write(strFlag(v, 'out', `envace-${world}-${split}.${format}`)!, format === 'parquet' ? taskParquet(domain, rows) : jsonl(rows));
     log(`${rows.length} ${split} tasks (${world}) -> ${out}`);
     io.out(JSON.stringify({ out, rows: rows.length }) + '\n');
   });

@@ -8,14 +8,11 @@
 // Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
 // generation_config.json, pretrain.json). With --eval N > 0 it then reloads the folder from disk and
 // evaluates N held-out test-split tasks in the real environment (eval.json). Progress on stderr, the
-// result JSON on stdout, exit code 1 on failure.
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+// result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error naming the file (--help lists flags).
+import { readdir, readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import type { Backend, BackendName } from '../engine/backend';
-import { createBackend } from '../engine/index';
-import { isWorldName, WORLD_NAMES } from '../env/retail/index';
+import { WORLD_NAMES } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
@@ -25,144 +22,163 @@ import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
 import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
 import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
 import { FULL_SPEC, MINI_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
+import { ensureDir, IoError, writeFileAtomic } from '../util/atomic-file';
+import {
+  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag,
+  type CliIo, type FlagSpec,
+} from './args';
 
-const BACKENDS = ['cpu-fast', 'cpu-ref', 'webgpu'] as const;
+export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
+       npm run pretrain -- --time-grpo [--out DIR] [--backend B]   (times one GRPO step: grpo-timing-<backend>.json)
+       npm run pretrain -- --probe-copy [--out DIR]                (does the policy copy values? copy-probe.json)
+       npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)`;
 
-async function makeBackend(name: (typeof BACKENDS)[number], threads: number | undefined): Promise<Backend> {
-  if (name !== 'webgpu') return createBackend(name as BackendName, { threads });
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  const b = await createBackend('webgpu', { gpu: create([]) });
-  await import('../engine/webgpu/train/index').catch(() => {
-    throw new Error('WebGPU training ops are not available (src/engine/webgpu/train)');
-  });
-  return b;
-}
+export const PRETRAIN_FLAGS: FlagSpec = {
+  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  seed: { type: 'string', arg: 'S', help: 'seed of data, initialisation and evaluation, 0..2^32-1', default: '0' },
+  steps: { type: 'string', arg: 'N', help: 'optimizer steps, 1..1000000', default: `${MINI_SPEC.steps} (mini), ${FULL_SPEC.steps} (retail), ${QUICK_SPEC.steps} (--quick)` },
+  out: { type: 'string', arg: 'DIR', help: 'model folder to write (or to read, with --time-grpo, --probe-copy, --card)', default: 'models/default; models/quick with --quick' },
+  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
+  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  quick: { type: 'boolean', help: 'a seconds-long tiny configuration for smoke runs' },
+  eval: { type: 'string', arg: 'N', help: 'held-out test tasks to evaluate after training (eval.json); 0 = skip, at most 10000', default: '40; 0 with --quick' },
+  init: { type: 'string', arg: 'DIR', help: 'start from this model folder\'s weights and tokenizer (stage 2)' },
+  lr: { type: 'string', arg: 'LR', help: 'peak learning rate, in (0, 1)', default: `${MINI_SPEC.lr}` },
+  'review-tasks': { type: 'string', arg: 'N', help: 'tasks replayed for review rows, >= 0', default: `${MINI_SPEC.reviewTasks}` },
+  'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
+  'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
+  'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
+  'span-source': { type: 'string', arg: 'S', help: 'where span copies are cut: shuffled-data (any row, shuffled) or drills (the copy drills, in order)', default: `${MINI_SPEC.spanSource}` },
+  'drill-steps': { type: 'string', arg: 'N', help: 'steps on the copy drills alone, after the span steps, >= 0', default: `${MINI_SPEC.drillSteps}` },
+  'act-weight': { type: 'string', arg: 'W', help: 'loss weight of Act response tokens relative to other responses (1 = equal), in (0, 100]', default: `${MINI_SPEC.actLossWeight}` },
+  'act-only-tasks': { type: 'string', arg: 'N', help: 'extra generated tasks contributing only their Act rows, >= 0', default: `${MINI_SPEC.actOnlyTasks}` },
+  'prompt-loss': { type: 'string', arg: 'X', help: 'auxiliary loss weight of prompt tokens, in [0, 1]; 0 = responses only', default: `${MINI_SPEC.promptLossWeight} (${QUICK_SPEC.promptLossWeight} with --quick)` },
+  'train-tasks': { type: 'string', arg: 'N', help: 'generated training tasks whose expert rows make the data, >= 1', default: `${MINI_SPEC.trainTasks} (mini), ${FULL_SPEC.trainTasks} (retail), ${QUICK_SPEC.trainTasks} (--quick)` },
+  'time-grpo': { type: 'boolean', help: 'time one GRPO step of the folder\'s policy instead of training' },
+  'probe-copy': { type: 'boolean', help: 'run the copy probe on the folder\'s policy instead of training' },
+  card: { type: 'boolean', help: 'write the folder\'s README.md (model card) from its records instead of training' },
+  commit: { type: 'string', arg: 'C', help: 'commit named in the model card (with --card)', default: 'unknown' },
+  help: HELP_FLAG,
+};
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      seed: { type: 'string', default: '0' },
-      world: { type: 'string', default: 'mini' },
-      steps: { type: 'string' },
-      out: { type: 'string' },
-      backend: { type: 'string', default: 'cpu-fast' },
-      threads: { type: 'string' },
-      quick: { type: 'boolean', default: false },
-      eval: { type: 'string' },
-      'time-grpo': { type: 'boolean', default: false },
-      card: { type: 'boolean', default: false },
-      commit: { type: 'string', default: 'unknown' },
-      init: { type: 'string' },
-      lr: { type: 'string' },
-      'review-tasks': { type: 'string' },
-      'swap-share': { type: 'string' },
-      'copy-drills': { type: 'string' },
-      'span-steps': { type: 'string' },
-      'act-weight': { type: 'string' },
-      'act-only-tasks': { type: 'string' },
-      'prompt-loss': { type: 'string' },
-      'train-tasks': { type: 'string' },
-      'probe-copy': { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  const int = (name: string, v: string | undefined, min: number): number | undefined => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-    return n;
-  };
-  const backendName = values.backend as (typeof BACKENDS)[number];
-  if (!BACKENDS.includes(backendName)) throw new Error(`--backend must be one of ${BACKENDS.join(', ')}, got ${JSON.stringify(values.backend)}`);
-  const seed = int('seed', values.seed, 0)!;
-  const world = values.world;
-  if (!isWorldName(world)) throw new Error(`--world must be one of ${WORLD_NAMES.join(', ')}, got ${JSON.stringify(world)}`);
-  const base = values.quick ? QUICK_SPEC : world === 'mini' ? MINI_SPEC : FULL_SPEC;
-  const share = (v: string | undefined): number | undefined => {
-    if (v === undefined) return undefined;
-    const x = Number(v);
-    if (!(x >= 0 && x <= 1)) throw new Error(`--swap-share must be a number in [0,1], got ${JSON.stringify(v)}`);
-    return x;
-  };
-  const positive = (name: string, v: string): number => {
-    const x = Number(v);
-    if (!(x > 0 && x <= 100)) throw new Error(`--${name} must be a number in (0, 100], got ${JSON.stringify(v)}`);
-    return x;
-  };
-  const lr = values.lr === undefined ? undefined : Number(values.lr);
-  if (lr !== undefined && !(lr > 0 && lr < 1)) throw new Error(`--lr must be a number in (0,1), got ${JSON.stringify(values.lr)}`);
-  const spec = { ...base, steps: int('steps', values.steps, 1) ?? base.steps, lr: lr ?? base.lr, reviewTasks: int('review-tasks', values['review-tasks'], 0) ?? base.reviewTasks, swapShare: share(values['swap-share']) ?? base.swapShare, copyDrills: int('copy-drills', values['copy-drills'], 0) ?? base.copyDrills, spanSteps: int('span-steps', values['span-steps'], 0) ?? base.spanSteps, actOnlyTasks: int('act-only-tasks', values['act-only-tasks'], 0) ?? base.actOnlyTasks, actLossWeight: values['act-weight'] === undefined ? base.actLossWeight : positive('act-weight', values['act-weight']), promptLossWeight: values['prompt-loss'] === undefined ? base.promptLossWeight : share(values['prompt-loss'])!, trainTasks: int('train-tasks', values['train-tasks'], 1) ?? base.trainTasks };
-  const evalTasks = int('eval', values.eval, 0) ?? (values.quick ? 0 : 40);
-  const out = resolve(values.out ?? (values.quick ? 'models/quick' : 'models/default'));
-  const log = (s: string) => process.stderr.write(`[pretrain ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+const PRETRAIN_NOTES = 'exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file).';
 
-  if (values.card) {
-    const read = async (name: string) => JSON.parse(await readFile(join(out, name), 'utf8')) as unknown;
-    const names = await readdir(out);
-    const card = modelCard({
-      run: (await read('pretrain.json')) as CardInputs['run'],
-      evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
-      grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
-      sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
-      stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
-      copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
-      attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
-      commit: values.commit!,
-      machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
-    });
-    await writeFile(join(out, 'README.md'), card);
-    log(`wrote ${join(out, 'README.md')}`);
-    return;
-  }
-  const domain = loadWorldDomain(world);
-  const b = await makeBackend(backendName, int('threads', values.threads, 1));
-  try {
-    if (values['probe-copy']) {
-      const src = new DirSource(out);
-      const { model } = await loadQwen3(src, b, { format: 'f32' });
-      const tokenizer = await Tokenizer.load(src);
-      const probe = await copyProbe({ model, tokenizer }, domain, { tasks: 40, drills: 40, seed: 5 });
-      await writeFile(join(out, 'copy-probe.json'), JSON.stringify(probe, null, 1) + '\n');
-      process.stdout.write(JSON.stringify(probe) + '\n');
+export async function pretrainCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, PRETRAIN_USAGE, async () => {
+    const v = parseFlags(argv, PRETRAIN_FLAGS);
+    if (v.help) {
+      io.out(helpText(PRETRAIN_USAGE, PRETRAIN_FLAGS, PRETRAIN_NOTES));
       return;
     }
-    if (values['time-grpo']) {
-      const src = new DirSource(out);
-      const { model } = await loadQwen3(src, b, { format: 'f32' });
-      const tokenizer = await Tokenizer.load(src);
-      const tasks = domain.tasks.generate({ split: 'train', count: 16, seed: 99 });
-      const timing = await timeGrpoStep(model, tokenizer, domain, tasks, { promptsPerStep: 2, k: 4, seed });
-      await writeFile(join(out, `grpo-timing-${b.name}.json`), JSON.stringify(timing, null, 1) + '\n');
-      process.stdout.write(JSON.stringify(timing) + '\n');
+    const modes = (['time-grpo', 'probe-copy', 'card'] as const).filter((k) => v[k]);
+    if (modes.length > 1) throw new ArgError(`--${modes.join(' and --')} cannot be combined`);
+    const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
+    const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
+    const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');
+    const quick = v.quick === true;
+    const base = quick ? QUICK_SPEC : world === 'mini' ? MINI_SPEC : FULL_SPEC;
+    const lr = v.lr === undefined ? undefined : numFlag(v, 'lr', base.lr);
+    if (lr !== undefined && !(lr < 1)) throw new ArgError(`--lr must be a number in (0,1), got ${JSON.stringify(v.lr)}`);
+    const swapShare = v['swap-share'] === undefined ? base.swapShare : numFlag(v, 'swap-share', base.swapShare, 0, true);
+    if (swapShare > 1) throw new ArgError(`--swap-share must be a number in [0,1], got ${JSON.stringify(v['swap-share'])}`);
+    const spec = {
+      ...base,
+      steps: intFlag(v, 'steps', base.steps, 1, 1_000_000),
+      lr: lr ?? base.lr,
+      reviewTasks: intFlag(v, 'review-tasks', base.reviewTasks, 0, 1_000_000),
+      swapShare,
+      copyDrills: intFlag(v, 'copy-drills', base.copyDrills, 0, 10_000_000),
+      spanSteps: intFlag(v, 'span-steps', base.spanSteps, 0, 1_000_000),
+      spanSource: enumFlag(v, 'span-source', ['shuffled-data', 'drills'] as const, base.spanSource),
+      drillSteps: intFlag(v, 'drill-steps', base.drillSteps, 0, 1_000_000),
+      trainTasks: intFlag(v, 'train-tasks', base.trainTasks, 1, 1_000_000),
+      actOnlyTasks: intFlag(v, 'act-only-tasks', base.actOnlyTasks, 0, 1_000_000),
+      actLossWeight: v['act-weight'] === undefined ? base.actLossWeight : numFlag(v, 'act-weight', base.actLossWeight),
+      promptLossWeight: v['prompt-loss'] === undefined ? base.promptLossWeight : numFlag(v, 'prompt-loss', base.promptLossWeight, 0, true),
+    };
+    if (spec.actLossWeight > 100) throw new ArgError(`--act-weight must be a number in (0, 100], got ${JSON.stringify(v['act-weight'])}`);
+    if (spec.promptLossWeight > 1) throw new ArgError(`--prompt-loss must be a number in [0, 1], got ${JSON.stringify(v['prompt-loss'])}`);
+    const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
+    const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+    const initFlag = strFlag(v, 'init');
+    const out = resolve(strFlag(v, 'out') ?? (quick ? 'models/quick' : 'models/default'));
+    const log = progress(io, 'pretrain');
+    const write = (name: string, text: string) => writeFileAtomic(join(out, name), text);
+
+    if (v.card) {
+      const read = async (name: string) => {
+        const file = join(out, name);
+        const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(file, 'read', e.code, e.message)));
+        try {
+          return JSON.parse(text) as unknown;
+        } catch (e) {
+          throw new Error(`${file} is not valid JSON (${(e as Error).message})`);
+        }
+      };
+      const names = await readdir(out).catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(out, 'list', e.code, e.message)));
+      const card = modelCard({
+        run: (await read('pretrain.json')) as CardInputs['run'],
+        evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
+        grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
+        sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
+        stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
+        copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
+        attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
+        commit: strFlag(v, 'commit', 'unknown')!,
+        machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
+      });
+      await write('README.md', card);
+      log(`wrote ${join(out, 'README.md')}`);
       return;
     }
-    const t0 = performance.now();
-    const init = values.init ? resolve(values.init) : undefined;
-    // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
-    const result = await pretrain(b, domain, spec, { seed, out, log, init });
-    const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${values.quick ? ' --quick' : ''}${values.init ? ` --init ${values.init}` : ''}${values.lr ? ` --lr ${values.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
-    await writeFile(join(out, 'pretrain.json'), JSON.stringify({ command, ...result }, null, 1) + '\n');
-    let evaluation = null;
-    if (evalTasks > 0) {
-      // Evaluate what was written, through the same loader and tokenizer the lab uses.
-      const src = new DirSource(out);
-      const { model } = await loadQwen3(src, b, { format: 'f32' });
-      const tokenizer = await Tokenizer.load(src);
-      const tasks = domain.tasks.generate({ split: 'test', count: evalTasks, seed: 1 });
-      evaluation = await evaluatePolicy({ model, tokenizer }, domain, tasks, { seed, log });
-      model.free();
-      await writeFile(join(out, 'eval.json'), JSON.stringify(evaluation, null, 1) + '\n');
+    // The output folder must be writable before minutes of training start.
+    if (!v['time-grpo'] && !v['probe-copy']) await ensureDir(out);
+    const domain = loadWorldDomain(world);
+    const b = await openBackend(backendName, threads);
+    try {
+      if (v['probe-copy']) {
+        const src = new DirSource(out);
+        const { model } = await loadQwen3(src, b, { format: 'f32' });
+        const tokenizer = await Tokenizer.load(src);
+        const probe = await copyProbe({ model, tokenizer }, domain, { tasks: 40, drills: 40, seed: 5 });
+        await write('copy-probe.json', JSON.stringify(probe, null, 1) + '\n');
+        io.out(JSON.stringify(probe) + '\n');
+        return;
+      }
+      if (v['time-grpo']) {
+        const src = new DirSource(out);
+        const { model } = await loadQwen3(src, b, { format: 'f32' });
+        const tokenizer = await Tokenizer.load(src);
+        const tasks = domain.tasks.generate({ split: 'train', count: 16, seed: 99 });
+        const timing = await timeGrpoStep(model, tokenizer, domain, tasks, { promptsPerStep: 2, k: 4, seed });
+        await write(`grpo-timing-${b.name}.json`, JSON.stringify(timing, null, 1) + '\n');
+        io.out(JSON.stringify(timing) + '\n');
+        return;
+      }
+      const t0 = performance.now();
+      const init = initFlag ? resolve(initFlag) : undefined;
+      // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
+      const result = await pretrain(b, domain, spec, { seed, out, log, init });
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
+      await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
+      let evaluation = null;
+      if (evalTasks > 0) {
+        // Evaluate what was written, through the same loader and tokenizer the lab uses.
+        const src = new DirSource(out);
+        const { model } = await loadQwen3(src, b, { format: 'f32' });
+        const tokenizer = await Tokenizer.load(src);
+        const tasks = domain.tasks.generate({ split: 'test', count: evalTasks, seed: 1 });
+        evaluation = await evaluatePolicy({ model, tokenizer }, domain, tasks, { seed, log });
+        model.free();
+        await write('eval.json', JSON.stringify(evaluation, null, 1) + '\n');
+      }
+      const { losses, ...summary } = result;
+      void losses;
+      io.out(JSON.stringify({ command, ...summary, wallSeconds: (performance.now() - t0) / 1000, eval: evaluation && { tasks: evaluation.tasks, real: evaluation.real, rehearsal: evaluation.rehearsal } }, null, 1) + '\n');
+    } finally {
+      b.dispose();
     }
-    const { losses, ...summary } = result;
-    void losses;
-    process.stdout.write(JSON.stringify({ command, ...summary, wallSeconds: (performance.now() - t0) / 1000, eval: evaluation && { tasks: evaluation.tasks, real: evaluation.real, rehearsal: evaluation.rehearsal } }, null, 1) + '\n');
-  } finally {
-    b.dispose();
-  }
+  });
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`pretrain failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-  process.exit(1);
-});
+if (isEntry(import.meta.url)) process.exitCode = await pretrainCli(process.argv.slice(2));

@@ -8,30 +8,34 @@ import { WORLD_NAMES } from '../env/retail/index';
 import { DEFAULTS, jsonLogger, startServer } from '../server/http';
 import { taskSet } from '../server/episodes';
 import { loadTasks } from '../server/tasks';
-import { ArgError, enumFlag, intFlag, isEntry, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from './args';
+import { ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from './args';
 
 export const SERVE_USAGE = `usage: npm run serve -- --port P [--host H] [--world mini|retail] [--tasks train|test|FILE.json]
-  [--count N] [--task-seed S] [--ttl SECONDS] [--max-episodes N] [--max-turns N] [--max-body BYTES] [--log debug|info|warn|off]
-  --port       TCP port (0: any free port; the log line "listening" says which)
-  --host       address to bind (default ${DEFAULTS.host}; bind 0.0.0.0 only on a trusted network: there is no auth)
-  --world      mini (default) or retail
-  --tasks      train, test, or a task file (default: both generated splits)
-  --count      tasks per generated split (default 200); --task-seed: generator seed (default 0; test uses seed+1)
-  --ttl        seconds an idle episode lives (default ${DEFAULTS.ttlMs / 1000}); --max-episodes: live cap (default ${DEFAULTS.maxEpisodes})
-  --max-turns  calls per episode (default ${DEFAULTS.maxTurns}, the paper's turn limit)`;
+  [--count N] [--task-seed S] [--ttl SECONDS] [--max-episodes N] [--max-turns N] [--max-body BYTES] [--log debug|info|warn|off]`;
 
-const FLAGS: FlagSpec = {
-  port: { type: 'string' }, host: { type: 'string' }, world: { type: 'string' }, tasks: { type: 'string' }, count: { type: 'string' },
-  'task-seed': { type: 'string' }, ttl: { type: 'string' }, 'max-episodes': { type: 'string' }, 'max-turns': { type: 'string' },
-  'max-body': { type: 'string' }, log: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+export const SERVE_FLAGS: FlagSpec = {
+  port: { type: 'string', arg: 'P', help: 'TCP port; 0: any free port (the log line "listening" says which) (required)' },
+  host: { type: 'string', arg: 'H', help: 'address to bind (0.0.0.0 only on a trusted network: there is no auth)', default: DEFAULTS.host },
+  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  tasks: { type: 'string', arg: 'T', help: 'train, test, or a task file', default: 'both generated splits' },
+  count: { type: 'string', arg: 'N', help: 'tasks per generated split, 1..100000', default: '200' },
+  'task-seed': { type: 'string', arg: 'S', help: 'generator seed (test uses seed + 1)', default: '0' },
+  ttl: { type: 'string', arg: 'SECONDS', help: 'seconds an idle episode lives', default: String(DEFAULTS.ttlMs / 1000) },
+  'max-episodes': { type: 'string', arg: 'N', help: 'live episodes at most', default: String(DEFAULTS.maxEpisodes) },
+  'max-turns': { type: 'string', arg: 'N', help: 'calls per episode (the paper\'s turn limit)', default: String(DEFAULTS.maxTurns) },
+  'max-body': { type: 'string', arg: 'BYTES', help: 'largest request body', default: String(DEFAULTS.maxBodyBytes) },
+  log: { type: 'string', arg: 'L', help: 'log level of the JSON log lines on stderr: debug, info, warn or off', default: 'info' },
+  help: HELP_FLAG,
 };
+
+const SERVE_NOTES = 'SIGINT/SIGTERM shut the server down gracefully. exit status: 0 after a clean shutdown, 1 failure, 2 usage error.';
 
 /** Runs the server until `stop` resolves (default: SIGINT or SIGTERM). */
 export async function serveMain(argv: readonly string[], io: CliIo = processIo, stop?: Promise<unknown>): Promise<number> {
   return runCli(io, SERVE_USAGE, async () => {
-    const v = parseFlags(argv, FLAGS);
+    const v = parseFlags(argv, SERVE_FLAGS);
     if (v.help) {
-      io.out(SERVE_USAGE + '\n');
+      io.out(helpText(SERVE_USAGE, SERVE_FLAGS, SERVE_NOTES));
       return;
     }
     if (v.port === undefined) throw new ArgError('--port is required');

@@ -38,7 +38,11 @@ export class Rng {
   get state(): { seed: number; step: number } {
     return { seed: this.seed, step: this.step };
   }
+  /** Rebuilds a generator from `state`; a seed or step that is not an integer in range is refused (a bad one never advances). */
   static restore(s: { seed: number; step: number }): Rng {
+    const ok = (v: unknown, max: number) => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max;
+    if (!s || typeof s !== 'object' || !ok(s.seed, 0xffffffff) || !ok(s.step, Number.MAX_SAFE_INTEGER))
+      throw new RangeError(`RNG state must be {seed: integer in [0, 2^32), step: integer >= 0}, got ${JSON.stringify(s)}`);
     const r = new Rng(s.seed);
     r.step = s.step;
     return r;

@@ -32,26 +32,61 @@ export function compactJson(v: unknown): string {
   return JSON.stringify(v) ?? 'null';
 }
 
-/** Canonical JSON: object keys sorted by code unit, no whitespace, absent vs null kept distinct by the caller. */
+/**
+ * Canonical JSON: object keys sorted by code unit, no whitespace, absent vs null kept distinct by the caller.
+ * Iterative (an explicit stack), so untrusted values nested thousands deep cannot overflow the call stack.
+ */
 export function canonicalJson(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  switch (typeof v) {
-    case 'number':
-      // -0 and 0 compare equal in every domain rule, so they must hash the same.
-      return Number.isFinite(v) ? String(v === 0 ? 0 : v) : 'null';
-    case 'boolean':
-      return v ? 'true' : 'false';
-    case 'string':
-      return JSON.stringify(v);
-    case 'object': {
-      if (Array.isArray(v)) return '[' + v.map(canonicalJson).join(',') + ']';
-      const o = v as Record<string, unknown>;
-      const keys = Object.keys(o).sort();
-      return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson(o[k])).join(',') + '}';
+  const out: string[] = [];
+  // Work items: a value still to write, or literal text (brackets, commas, keys) already decided.
+  const stack: ({ v: unknown } | string)[] = [{ v }];
+  while (stack.length) {
+    const item = stack.pop()!;
+    if (typeof item === 'string') {
+      out.push(item);
+      continue;
     }
-    default:
-      return 'null';
+    const x = item.v;
+    if (x === null || x === undefined) {
+      out.push('null');
+      continue;
+    }
+    switch (typeof x) {
+      case 'number':
+        // -0 and 0 compare equal in every domain rule, so they must hash the same.
+        out.push(Number.isFinite(x) ? String(x === 0 ? 0 : x) : 'null');
+        break;
+      case 'boolean':
+        out.push(x ? 'true' : 'false');
+        break;
+      case 'string':
+        out.push(JSON.stringify(x));
+        break;
+      case 'object': {
+        if (Array.isArray(x)) {
+          out.push('[');
+          stack.push(']');
+          for (let i = x.length - 1; i >= 0; i--) {
+            stack.push({ v: x[i] });
+            if (i > 0) stack.push(',');
+          }
+          break;
+        }
+        const o = x as Record<string, unknown>;
+        const keys = Object.keys(o).sort();
+        out.push('{');
+        stack.push('}');
+        for (let i = keys.length - 1; i >= 0; i--) {
+          stack.push({ v: o[keys[i]] });
+          stack.push((i > 0 ? ',' : '') + JSON.stringify(keys[i]) + ':');
+        }
+        break;
+      }
+      default:
+        out.push('null');
+    }
   }
+  return out.join('');
 }
 
 /**

@@ -1,6 +1,8 @@
 // Loader for τ²-bench task files (the June 2025 release layout of tasks.json: a JSON array of task
-// objects). Only what the lab uses is validated; other fields pass through untouched in `raw`. Bad files
-// give a TaskFileError naming the task and the field.
+// objects) and of the lab's own task files. Only what the lab uses is validated; other fields pass through
+// untouched in `raw`. Bad files give a TaskFileError naming the task and the field: a wrong type, a
+// checklist item the judge cannot read, arguments nested deeper than MAX_ARG_DEPTH (they would overflow the
+// recursive code that compares them, after every rollout had run), or a duplicate task id.
 
 import { z } from 'zod';
 import type { ChecklistItem, Task, ToolCall } from './domain';
@@ -13,10 +15,33 @@ export class TaskFileError extends Error {
   }
 }
 
+/** Nesting depth of reference arguments (objects and arrays); real tool arguments are 2-3 deep. */
+export const MAX_ARG_DEPTH = 32;
+
+/** Depth of nested objects/arrays in `v`, counted without recursion, stopping past `limit`. */
+export function jsonNestingDepth(v: unknown, limit = MAX_ARG_DEPTH): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    const depth = d + 1;
+    if (depth > max) max = depth;
+    if (max > limit) return max;
+    for (const c of Array.isArray(x) ? x : Object.values(x)) stack.push([c, depth]);
+  }
+  return max;
+}
+
+const Args = z.record(z.string(), z.unknown()).superRefine((a, ctx) => {
+  const d = jsonNestingDepth(a);
+  if (d > MAX_ARG_DEPTH) ctx.addIssue({ code: 'custom', message: `arguments are nested more than ${MAX_ARG_DEPTH} levels deep` });
+});
+
 const ActionSchema = z.object({
   action_id: z.string().optional(),
   name: z.string(),
-  arguments: z.record(z.string(), z.unknown()),
+  arguments: Args,
   info: z.unknown().optional(),
 });
 
@@ -65,15 +90,28 @@ export function loadTau2Tasks(input: string | unknown): Tau2Task[] {
     }
   }
   if (!Array.isArray(json)) throw new TaskFileError('task file must be a JSON array of task objects');
-  return json.map((raw, i) => {
-    const r = TaskSchema.safeParse(raw);
-    if (!r.success) {
-      const iss = r.error.issues[0];
-      const id = raw && typeof raw === 'object' && 'id' in raw ? String((raw as { id: unknown }).id) : `#${i}`;
-      throw new TaskFileError(`task ${id}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
-    }
-    return fromJson(r.data, raw);
+  return checkUniqueIds(
+    json.map((raw, i) => {
+      const r = TaskSchema.safeParse(raw);
+      if (!r.success) throw issueError(raw, i, r.error.issues[0]);
+      return fromJson(r.data, raw);
+    }),
+  );
+}
+
+function issueError(raw: unknown, i: number, iss: z.core.$ZodIssue): TaskFileError {
+  const id = raw && typeof raw === 'object' && 'id' in raw ? String((raw as { id: unknown }).id) : `#${i}`;
+  return new TaskFileError(`task ${id}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
+}
+
+function checkUniqueIds<T extends { id: string }>(tasks: T[]): T[] {
+  const seen = new Map<string, number>();
+  tasks.forEach((t, i) => {
+    const j = seen.get(t.id);
+    if (j !== undefined) throw new TaskFileError(`task ${t.id}: id: duplicate (tasks #${j} and #${i} share it)`);
+    seen.set(t.id, i);
   });
+  return tasks;
 }
 
 function fromJson(t: Tau2TaskJson, raw: unknown): Tau2Task {
@@ -121,12 +159,22 @@ export function checklistFromReference(task: Task, fresh: () => Environment): Ch
   return items;
 }
 
-const LabTaskSchema = z.object({
-  id: z.string(),
+const Weight = z.number().finite().min(0);
+
+const ChecklistItemSchema = z.discriminatedUnion('kind', [
+  z.looseObject({ kind: z.literal('call'), name: z.string().min(1), args: Args, weight: Weight }),
+  z.looseObject({ kind: z.literal('no_forbidden_writes'), weight: Weight }),
+  z.looseObject({ kind: z.literal('fact'), text: z.string(), weight: Weight }),
+]);
+
+const LabTaskSchema = z.looseObject({
+  id: z.string().min(1),
   userMessages: z.array(z.string()),
-  referenceActions: z.array(z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) })),
+  referenceActions: z.array(z.looseObject({ name: z.string(), arguments: Args })),
   facts: z.array(z.string()),
-  checklist: z.array(z.unknown()),
+  checklist: z.array(ChecklistItemSchema),
+  family: z.string().optional(),
+  split: z.enum(['train', 'test']).optional(),
 });
 
 /**
@@ -142,14 +190,13 @@ export function loadTaskFile(text: string): Task[] {
   }
   if (!Array.isArray(json)) throw new TaskFileError('task file must be a JSON array of task objects');
   if (json.length > 0 && json[0] !== null && typeof json[0] === 'object' && 'referenceActions' in json[0]) {
-    return json.map((raw, i) => {
-      const r = LabTaskSchema.safeParse(raw);
-      if (!r.success) {
-        const iss = r.error.issues[0];
-        throw new TaskFileError(`task #${i}: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
-      }
-      return raw as Task;
-    });
+    return checkUniqueIds(
+      json.map((raw, i) => {
+        const r = LabTaskSchema.safeParse(raw);
+        if (!r.success) throw issueError(raw, i, r.error.issues[0]);
+        return raw as Task;
+      }),
+    );
   }
   return loadTau2Tasks(json);
 }

@@ -107,11 +107,29 @@ function parseBlock(content: string, parts: ParsedPart[]): void {
   }
 }
 
-function stripThink(text: string): string {
-  let out = text.replace(/<think>[\s\S]*?<\/think>/g, '');
-  const open = out.indexOf('<think>');
-  if (open >= 0) out = out.slice(0, open);
-  return out;
+/**
+ * Drops <think>…</think> spans, and everything from an unterminated <think>. Linear: the lazy regex it
+ * replaces rescanned to the end of the text from every unclosed '<think>' (quadratic on adversarial text).
+ */
+export function stripThink(text: string): string {
+  const OPEN_T = '<think>';
+  const CLOSE_T = '</think>';
+  let out = '';
+  let i = 0;
+  for (;;) {
+    const a = text.indexOf(OPEN_T, i);
+    if (a < 0) {
+      out += text.slice(i);
+      break;
+    }
+    out += text.slice(i, a);
+    const b = text.indexOf(CLOSE_T, a + OPEN_T.length);
+    if (b < 0) break;
+    i = b + CLOSE_T.length;
+  }
+  // Removing spans can join "<thi" + "nk>" into a new opening tag; as before, it cuts the rest.
+  const open = out.indexOf(OPEN_T);
+  return open >= 0 ? out.slice(0, open) : out;
 }
 
 export function parse(text: unknown): ParseResult {

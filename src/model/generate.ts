@@ -5,6 +5,7 @@
 // the same tokens whether it runs alone or in a batch.
 import type { SampleParams } from '../engine/backend';
 import { EngineError } from '../engine/errors';
+import { NON_FINITE_TOKEN } from '../engine/webgpu/kernels/sample';
 import type { LoraAdapter } from './lora';
 import { forward, KvCache, type Qwen3Model } from './qwen3';
 import type { Tokenizer } from './tokenizer';
@@ -220,6 +221,8 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
 
       sampled.forEach(({ s }, i) => {
         const token = toks[i];
+        if (token === NON_FINITE_TOKEN)
+          throw new EngineError('validation', `generate: request ${s.req} has non-finite logits (NaN or +Inf, or all -Inf) at new token ${s.out.tokens.length}: no token can be drawn`);
         s.out.tokens.push(token);
         s.out.logprobs.push(lps[i]);
         const req = requests[s.req];

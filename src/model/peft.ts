@@ -9,10 +9,14 @@ import { ModelFormatError } from '../engine/errors';
 import type { Qwen3Config } from './config';
 import { LORA_MODULE, LORA_TARGETS, LoraAdapter, targetShape, type LoraPair, type LoraTarget } from './lora';
 import { parseSafetensors, writeSafetensors, type TensorToWrite } from './safetensors';
+import { countNonFinite } from './weights';
 import { readJson, type ModelSource } from './source';
 
 export const ADAPTER_CONFIG = 'adapter_config.json';
 export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
+
+/** adapter_config.json fields this engine does not implement; set to anything but null/empty/false, they are refused. */
+export const UNSUPPORTED_FIELDS = ['layers_to_transform', 'layers_pattern', 'exclude_modules', 'modules_to_save', 'layer_replication', 'target_parameters', 'trainable_token_indices', 'lora_bias', 'use_qalora'] as const;
 
 /** PEFT's target_modules entry of each target: the last part of the module path (q_proj, ...). */
 const shortName = (t: LoraTarget) => LORA_MODULE[t].split('.').pop()!;
@@ -77,6 +81,13 @@ export async function loadPeftAdapter(backend: Backend, c: Qwen3Config, source: 
   if (raw.fan_in_fan_out === true) bad('fan_in_fan_out=true is not supported');
   for (const k of ['rank_pattern', 'alpha_pattern'] as const)
     if (raw[k] && typeof raw[k] === 'object' && Object.keys(raw[k] as object).length) bad(`${k} is not supported`);
+  // Fields that would make PEFT apply the adapter differently (to fewer layers or modules, or to extra
+  // parameters); ignoring them would run an adapter on every layer that was trained on a few.
+  for (const k of UNSUPPORTED_FIELDS) {
+    const x = raw[k];
+    const set = x !== undefined && x !== null && x !== false && !(Array.isArray(x) && x.length === 0) && !(typeof x === 'object' && !Array.isArray(x) && Object.keys(x as object).length === 0) && x !== '';
+    if (set) bad(`${k}=${JSON.stringify(x)} is not supported (this engine applies the adapter to every layer's target modules)`);
+  }
   const tm = raw.target_modules;
   const names: string[] = typeof tm === 'string' ? [tm] : Array.isArray(tm) ? tm.map(String) : bad('target_modules must be a list of module names');
   const targets: LoraTarget[] = [];
@@ -95,7 +106,10 @@ export async function loadPeftAdapter(backend: Backend, c: Qwen3Config, source: 
     if (info.shape.length !== 2 || info.shape[0] !== shape[0] || info.shape[1] !== shape[1])
       throw new ModelFormatError(ADAPTER_WEIGHTS, `tensor '${tname}' has shape [${info.shape}], expected [${shape}]`);
     seen.add(tname);
-    return backend.tensor(st.float32(tname), shape);
+    const data = st.float32(tname);
+    const bad = countNonFinite(data);
+    if (bad.count) throw new ModelFormatError(ADAPTER_WEIGHTS, `tensor '${tname}' holds ${bad.count} non-finite values (NaN or ±Inf; first at index ${bad.first})`);
+    return backend.tensor(data, shape);
   };
   const layers: Partial<Record<LoraTarget, LoraPair>>[] = [];
   for (let l = 0; l < c.numLayers; l++) {

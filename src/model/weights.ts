@@ -45,11 +45,16 @@ export function layerWeightName(l: number, key: keyof LayerWeights): string {
 
 /** Every tensor a checkpoint of this config must hold, with its shape. */
 export function weightSpecs(c: Qwen3Config): WeightSpec[] {
+  return [...weightSpecIter(c)];
+}
+
+/** weightSpecs one at a time, in the same order. */
+export function* weightSpecIter(c: Qwen3Config): Generator<WeightSpec> {
   const d = c.hiddenSize;
   const qd = c.numHeads * c.headDim;
   const kvd = c.numKvHeads * c.headDim;
   const f = c.intermediateSize;
-  const specs: WeightSpec[] = [{ name: 'model.embed_tokens.weight', shape: [c.vocabSize, d], quantizable: true }];
+  yield { name: 'model.embed_tokens.weight', shape: [c.vocabSize, d], quantizable: true };
   const layerShapes: Record<keyof LayerWeights, [number] | [number, number]> = {
     inputNorm: [d],
     q: [qd, d],
@@ -65,10 +70,9 @@ export function weightSpecs(c: Qwen3Config): WeightSpec[] {
   };
   for (let l = 0; l < c.numLayers; l++)
     for (const key of Object.keys(LAYER_KEYS) as (keyof LayerWeights)[])
-      specs.push({ name: layerWeightName(l, key), shape: layerShapes[key], quantizable: layerShapes[key].length === 2 });
-  specs.push({ name: 'model.norm.weight', shape: [d], quantizable: false });
-  if (!c.tieWordEmbeddings) specs.push({ name: 'lm_head.weight', shape: [c.vocabSize, d], quantizable: true });
-  return specs;
+      yield { name: layerWeightName(l, key), shape: layerShapes[key], quantizable: layerShapes[key].length === 2 };
+  yield { name: 'model.norm.weight', shape: [d], quantizable: false };
+  if (!c.tieWordEmbeddings) yield { name: 'lm_head.weight', shape: [c.vocabSize, d], quantizable: true };
 }
 
 /** Quantize (if asked and allowed) and upload one weight. */
@@ -104,7 +108,7 @@ export async function buildQwen3(
 ): Promise<LoadedModel> {
   const tensors = new Map<string, Tensor>();
   const host: HostWeights | null = opts.keepHost ? new Map() : null;
-  for (const spec of weightSpecs(c)) {
+  for (const spec of weightSpecIter(c)) {
     const u = upload(b, spec, await next(spec), opts.format);
     tensors.set(spec.name, u.tensor);
     host?.set(spec.name, u.host);
@@ -134,6 +138,25 @@ async function weightFiles(src: ModelSource): Promise<Map<string, string> | null
   return new Map(Object.entries(map as Record<string, string>));
 }
 
+/** NaN and ±Inf values in `data` (count, and the index of the first). */
+export function countNonFinite(data: Float32Array): { count: number; first: number } {
+  let count = 0;
+  let first = -1;
+  for (let i = 0; i < data.length; i++) {
+    // x - x is 0 for finite x and NaN for NaN and ±Inf: one test for both.
+    if (data[i] - data[i] !== 0) {
+      if (count === 0) first = i;
+      count++;
+    }
+  }
+  return { count, first };
+}
+
+/** Tensors a checkpoint of `c` holds, computed without listing them (a hostile layer count stays cheap). */
+export function weightCount(c: Qwen3Config): number {
+  return 2 + c.numLayers * Object.keys(LAYER_KEYS).length + (c.tieWordEmbeddings ? 0 : 1);
+}
+
 /** Load a Hugging Face style Qwen3 folder: config.json + model.safetensors (or sharded). */
 export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions): Promise<LoadedModel> {
   const config = parseQwen3Config(await readJson(src, CONFIG_FILE));
@@ -141,12 +164,17 @@ export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions
   // Shards are parsed lazily and dropped once every tensor they hold has been uploaded.
   const open = new Map<string, SafetensorsFile>();
   const remaining = new Map<string, number>();
-  const specs = weightSpecs(config);
   const fileOf = (name: string) => (index ? index.get(name) : WEIGHTS_FILE);
-  for (const s of specs) {
-    const f = fileOf(s.name);
-    if (f === undefined) throw new ModelFormatError(INDEX_FILE, `weight_map has no entry for tensor '${s.name}'`);
-    remaining.set(f, (remaining.get(f) ?? 0) + 1);
+  // Counted without listing every tensor: a hostile num_hidden_layers (1e9) must fail at the first
+  // missing tensor, not exhaust memory building its list. An index names at most index.size tensors, so
+  // walking it stops within index.size + 1 names.
+  if (!index) remaining.set(WEIGHTS_FILE, weightCount(config));
+  else {
+    for (const s of weightSpecIter(config)) {
+      const f = fileOf(s.name);
+      if (f === undefined) throw new ModelFormatError(INDEX_FILE, `weight_map has no entry for tensor '${s.name}'`);
+      remaining.set(f, (remaining.get(f) ?? 0) + 1);
+    }
   }
   return buildQwen3(
     b,
@@ -163,6 +191,8 @@ export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions
       if (info.shape.length !== spec.shape.length || info.shape.some((d, i) => d !== spec.shape[i]))
         throw new ModelFormatError(file, `tensor '${spec.name}' has shape [${info.shape}] but ${CONFIG_FILE} implies [${spec.shape}]`);
       const data = st.float32(spec.name);
+      const bad = countNonFinite(data);
+      if (bad.count) throw new ModelFormatError(file, `tensor '${spec.name}' holds ${bad.count} non-finite values (NaN or ±Inf; first at index ${bad.first}) of ${data.length}`);
       const left = remaining.get(file)! - 1;
       remaining.set(file, left);
       if (left === 0) open.delete(file);

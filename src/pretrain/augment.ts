@@ -124,11 +124,11 @@ export function copyDrills(n: number, rng: Rng, filler: readonly string[]): Exam
 
 /**
  * One step of text-span copies: sequences `eot span eot span` (spans of 20-60 tokens cut at random from
- * random encoded rows and shuffled, so memory of the data cannot predict them), loss on the second copy only (promptLen covers the first), packed up to
+ * random encoded rows; shuffled by default, so memory of the data cannot predict them), loss on the second copy only (promptLen covers the first), packed up to
  * `maxTokens` tokens and `maxRows` rows. Pure induction: every copied token is predicted by the token
  * before it, the setting in which copy heads form fastest (DESIGN §7).
  */
-export function spanCopies(rows: readonly Encoded[], maxTokens: number, maxRows: number, eot: number, rng: Rng): Encoded[] {
+export function spanCopies(rows: readonly Encoded[], maxTokens: number, maxRows: number, eot: number, rng: Rng, shuffle = true): Encoded[] {
   const out: Encoded[] = [];
   let used = 0;
   while (out.length < maxRows) {
@@ -138,7 +138,7 @@ export function spanCopies(rows: readonly Encoded[], maxTokens: number, maxRows:
     const at = rng.int(src.length - len + 1);
     // Shuffled: the tokens are the data's, their order is not, so the second copy can only come from the first.
     const span = src.slice(at, at + len);
-    for (let i = len - 1; i > 0; i--) {
+    for (let i = shuffle ? len - 1 : 0; i > 0; i--) {
       const j = rng.int(i + 1);
       [span[i], span[j]] = [span[j], span[i]];
     }

@@ -48,6 +48,13 @@ export interface PretrainSpec {
    * that copy heads form before the task rows arrive (DESIGN §7, curriculum I2); 0 = none.
    */
   spanSteps: number;
+  /**
+   * Where the span copies are cut: 'shuffled-data' (any row, tokens shuffled) or 'drills' (the copy drills,
+   * in order: their values are random, so only copying predicts them; DESIGN §7's curriculum I2).
+   */
+  spanSource: 'shuffled-data' | 'drills';
+  /** After the span steps, this many steps train on the copy drills alone (I2's second phase); 0 = none. */
+  drillSteps: number;
   /** Examples longer than this (prompt + response tokens) are dropped, never cut. */
   maxLen: number;
   /** Tokens per optimizer step (whole sequences). */
@@ -81,6 +88,8 @@ export const FULL_SPEC: PretrainSpec = {
   swapShare: 0.5,
   copyDrills: 3000,
   spanSteps: 0,
+  spanSource: 'shuffled-data',
+  drillSteps: 0,
   maxLen: 1024,
   batchTokens: 2048,
   steps: 1500,
@@ -98,6 +107,9 @@ export const FULL_SPEC: PretrainSpec = {
  */
 export const MINI_SPEC: PretrainSpec = {
   ...FULL_SPEC,
+  // Two product records and an order in one history pass 1024 tokens (exchanges, item modifications).
+  model: { ...FULL_SPEC.model, maxPositionEmbeddings: 2048 },
+  maxLen: 2048,
   trainTasks: 1200,
   swapShare: 0,
   steps: 2000,
@@ -115,6 +127,8 @@ export const QUICK_SPEC: PretrainSpec = {
   swapShare: 0.5,
   copyDrills: 8,
   spanSteps: 0,
+  spanSource: 'shuffled-data',
+  drillSteps: 0,
   maxLen: 1024,
   batchTokens: 1024,
   steps: 4,
@@ -221,11 +235,19 @@ export async function pretrain(
   let tokens = 0;
   let ema = NaN;
   const spanRng = new Rng(seed * 7919 + 11);
+  const drillRows = kept.filter((e) => e.role === 'copy');
+  let drillQueue: number[][] = [];
+  let drillEpoch = 0;
+  if ((spec.drillSteps > 0 || spec.spanSource === 'drills') && drillRows.length === 0) throw new Error('drill steps or drill spans need copy drills (--copy-drills > 0)');
   while (tr.step < spec.steps) {
     let seqs: Encoded[];
     let promptLoss = spec.promptLossWeight;
     if (tr.step < spec.spanSteps) {
-      seqs = spanCopies(kept, spec.batchTokens, MAX_ROWS, eot, spanRng);
+      seqs = spec.spanSource === 'drills' ? spanCopies(drillRows, spec.batchTokens, MAX_ROWS, eot, spanRng, false) : spanCopies(kept, spec.batchTokens, MAX_ROWS, eot, spanRng, true);
+      promptLoss = 0;
+    } else if (tr.step < spec.spanSteps + spec.drillSteps) {
+      if (drillQueue.length === 0) drillQueue = packBatches(drillRows.map((e) => e.ids.length), spec.batchTokens, seed * 613 + drillEpoch++, MAX_ROWS);
+      seqs = drillQueue.shift()!.map((i) => drillRows[i]);
       promptLoss = 0;
     } else {
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);

@@ -1,9 +1,10 @@
 // Reading a training run's adapters back for evaluation or export: a run folder (run.json names its last
 // complete checkpoint, ckpt/<step>/ with adapter/ and, for per-role, adapter-rehearse/; see run.ts) or a
 // bare PEFT adapter folder. Works over any RunStore (disk in Node, OPFS or memory in a browser).
+import { z } from 'zod';
 import type { Backend } from '../engine/backend';
 import type { Qwen3Config } from '../model/config';
-import type { LoraAdapter } from '../model/lora';
+import { LORA_TARGETS, type LoraAdapter } from '../model/lora';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, loadPeftAdapter } from '../model/peft';
 import { MemorySource } from '../model/source';
 import type { RolloutMode } from '../rollout/episode';
@@ -22,20 +23,83 @@ export interface RunInfo {
   checkpoint: string | null;
 }
 
-/** run.json of a run, or null when the store holds no run. */
-export async function readRunInfo(store: RunStore): Promise<RunInfo | null> {
-  const bytes = await store.read('run.json');
-  if (!bytes) return null;
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+const pos = z.number().positive().finite();
+const nonNeg = z.number().min(0).finite();
+
+// Strict on what a run reads back (a wrong type here once hung a resume); unknown keys pass through so
+// that runs written by a newer version with extra settings still open.
+const ConfigSchema = z.looseObject({
+  mode: z.enum(['rehearse', 'real', 'per-role', 'frozen-simulator']),
+  groups: z.enum(['role-wise', 'pooled', 'standard']).optional(),
+  baseline: z.enum(['row-weighted', 'rollout-mean']).optional(),
+  steps: int(1),
+  promptsPerStep: int(1),
+  k: int(1),
+  seed: int(0, 0xffffffff),
+  limits: z.looseObject({ maxTurns: int(1), maxActTokens: int(1), maxRehearseTokens: int(1), maxContext: int(1).optional() }),
+  temperature: nonNeg.optional(),
+  rehearsePrompt: z.looseObject({ maxGroundingChars: int(0).optional(), maxHistoryChars: int(0).optional() }).optional(),
+  kvReuse: z.boolean().optional(),
+  lora: z.looseObject({ rank: int(1), alpha: pos, targets: z.array(z.enum(LORA_TARGETS)).optional() }),
+  lr: pos,
+  warmupSteps: int(0).optional(),
+  weightDecay: nonNeg.optional(),
+  maxGradNorm: pos.optional(),
+  clipEps: pos.optional(),
+  dualClip: pos.optional(),
+  klCoef: nonNeg.optional(),
+  maxBatchTokens: int(1).optional(),
+  evalEvery: int(0).optional(),
+  evalFidelityTokens: int(0).optional(),
+  checkpointEvery: int(1).optional(),
+});
+
+const RunStateSchema = z
+  .looseObject({
+    version: z.literal(1),
+    config: ConfigSchema,
+    step: int(0),
+    rng: z.object({ seed: int(0, 0xffffffff), step: int(0) }),
+    checkpoint: z.string().regex(/^ckpt\/\d+$/, 'must name a checkpoint folder ckpt/<step>').nullable(),
+  })
+  .refine((r) => r.step <= r.config.steps, { message: 'is past config.steps', path: ['step'] });
+
+export type RunStateJson = z.infer<typeof RunStateSchema>;
+
+/** Parses run.json, naming the file and the first bad field. */
+export function parseRunState(bytes: Uint8Array, file = 'run.json'): RunStateJson {
   let raw: unknown;
   try {
     raw = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
-    throw new CheckpointError(`run.json is not valid JSON (${(e as Error).message})`);
+    throw new CheckpointError(`${file} is not valid JSON (${(e as Error).message})`);
   }
-  const r = raw as Partial<RunInfo> & { version?: unknown };
-  if (r?.version !== 1 || typeof r.step !== 'number' || typeof r.config !== 'object' || r.config === null)
-    throw new CheckpointError('run.json is not a GRPO run state (expected version 1 with config and step)');
-  return { config: r.config, step: r.step, checkpoint: typeof r.checkpoint === 'string' ? r.checkpoint : null };
+  if (!raw || typeof raw !== 'object' || (raw as { version?: unknown }).version !== 1)
+    throw new CheckpointError(`${file} is not a GRPO run state (expected version 1 with config and step)`);
+  const r = RunStateSchema.safeParse(raw);
+  if (!r.success) {
+    const iss = r.error.issues[0];
+    const path = iss.path.join('.');
+    const got = path ? JSON.stringify(iss.path.reduce<unknown>((x, k) => (x as Record<PropertyKey, unknown>)?.[k as PropertyKey], raw)) : '';
+    throw new CheckpointError(`${file}: ${path || '(root)'}: ${iss.message}${got !== undefined && path ? ` (got ${got})` : ''}`);
+  }
+  // The checked object as written (zod's copy reorders keys, and run.json is rewritten from it on resume).
+  return raw as RunStateJson;
+}
+
+/** run.json of a run, or null when the store holds no run. */
+export async function readRunInfo(store: RunStore): Promise<RunInfo | null> {
+  const bytes = await store.read('run.json');
+  if (!bytes) return null;
+  const r = parseRunState(bytes, storeFile(store, 'run.json'));
+  return { config: r.config as GrpoRunConfig, step: r.step, checkpoint: r.checkpoint };
+}
+
+/** A run file's name as a user can find it (the folder's path when the store has one). */
+export function storeFile(store: RunStore, name: string): string {
+  const root = (store as { root?: unknown }).root;
+  return typeof root === 'string' ? `${root}/${name}` : name;
 }
 
 async function peftFrom(store: RunStore, dir: string): Promise<MemorySource | null> {

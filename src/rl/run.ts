@@ -21,6 +21,7 @@ import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
 import type { Advantages, Baseline, GroupMode } from './advantage';
 import { grpoUpdate } from './grpo';
+import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
 
 export interface GrpoRunConfig {
@@ -119,7 +120,6 @@ export class RunConfigError extends Error {
 }
 
 const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o, null, 1));
-const dec = (b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as unknown;
 
 function checkConfig(c: GrpoRunConfig): void {
   const posInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
@@ -172,7 +172,7 @@ export class GrpoRun {
     if (tasks.train.length === 0) throw new RunConfigError('no training tasks');
     const saved = await store.read('run.json');
     const state: RunState = saved
-      ? (dec(saved) as RunState)
+      ? (parseRunState(saved, storeFile(store, 'run.json')) as RunState)
       : { version: 1, config, step: 0, rng: { seed: hash32(config.seed ^ 0x5eed), step: 0 }, checkpoint: null };
     checkConfig(state.config);
     const c = state.config;
@@ -191,6 +191,17 @@ export class GrpoRun {
     const perRole = c.mode === 'per-role';
     const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', hash32(c.seed ^ 0xac7));
     const reh = perRole ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', hash32(c.seed ^ 0x4e4))) : null;
+    // An adapter that does not match run.json's LoRA settings would train on silently under a wrong label.
+    for (const [a, dir] of [[act, 'adapter'], [reh, 'adapter-rehearse']] as const) {
+      if (!a || !ck) continue;
+      if (a.rank !== c.lora.rank || a.alpha !== c.lora.alpha) {
+        act.free(b);
+        reh?.free(b);
+        throw new RunConfigError(
+          `${storeFile(store, 'run.json')} says lora.rank ${c.lora.rank}, alpha ${c.lora.alpha}, but ${storeFile(store, `${ck}/${dir}/adapter_config.json`)} has r ${a.rank}, lora_alpha ${a.alpha}`,
+        );
+      }
+    }
     const schedule =
       (c.warmupSteps ?? 0) > 0
         ? { kind: 'warmup-cosine' as const, lr: c.lr, warmupSteps: c.warmupSteps!, totalSteps: c.steps }
@@ -210,7 +221,7 @@ export class GrpoRun {
         if (!t) continue;
         const bytes = await store.read(`${ck}/${f}`);
         if (!bytes) throw new RunConfigError(`checkpoint file ${ck}/${f} is missing`);
-        t.loadOptimizerState(bytes, f);
+        t.loadOptimizerState(bytes, storeFile(store, `${ck}/${f}`));
       }
     }
     return new GrpoRun(model, tokenizer, domain, tasks.train, tasks.eval ?? [], store, state, act, reh, trainers, Rng.restore(state.rng), hooks);
@@ -221,7 +232,14 @@ export class GrpoRun {
     const n = this.trainTasks.length;
     const picked = new Set<number>();
     const want = Math.min(this.config.promptsPerStep, n);
-    while (picked.size < want) picked.add(this.rng.int(n));
+    // A sound stream fills the set in about n·ln(n) draws; the bound turns a broken one into an error.
+    const maxDraws = 1000 + 100 * n * Math.ceil(Math.log2(n + 1));
+    for (let draws = 0; picked.size < want; draws++) {
+      if (draws >= maxDraws) throw new RunConfigError(`task sampling drew ${draws} times without finding ${want} distinct tasks of ${n} (RNG state ${JSON.stringify(this.rng.state)})`);
+      const i = this.rng.int(n);
+      if (!(i >= 0 && i < n)) throw new RunConfigError(`task sampling drew index ${i}, outside [0, ${n}) (RNG state ${JSON.stringify(this.rng.state)})`);
+      picked.add(i);
+    }
     return [...picked].map((i) => this.trainTasks[i]);
   }
 
@@ -266,12 +284,14 @@ export class GrpoRun {
     for (const r of batch.rollouts) {
       await this.store.append('rollouts.jsonl', JSON.stringify({ step, ...r, rows: undefined, fidelity: r.fidelity.map(({ call, exact, f1, errorAgree, turn }) => ({ turn, call: call.name, exact, f1, errorAgree })) }));
     }
+    // Evaluation before the checkpoint: a run killed in between then redoes the step (same bits) and its
+    // evaluation, where the other order left a finished run.json without the final evaluation, for good.
+    if ((c.evalEvery ?? 0) > 0 && this.evalTasks.length > 0 && (step % c.evalEvery! === 0 || this.done)) await this.evaluate();
     const every = c.checkpointEvery ?? 1;
     if (step % every === 0 || this.done) {
       h.onPhase?.('checkpoint');
       await this.checkpoint();
     }
-    if ((c.evalEvery ?? 0) > 0 && this.evalTasks.length > 0 && (step % c.evalEvery! === 0 || this.done)) await this.evaluate();
     this.hooks.onStep?.(metrics);
     return metrics;
   }

@@ -3,11 +3,11 @@
 // memory in tests.
 
 export interface RunStore {
-  /** Replace a file (names may contain '/' for sub-folders). */
+  /** Replace a file (names may contain '/' for sub-folders): readers see the old bytes or the new, never a mix. */
   write(name: string, bytes: Uint8Array): Promise<void>;
   /** The file's bytes, or null when it does not exist. */
   read(name: string): Promise<Uint8Array | null>;
-  /** Append one line (a '\n' is added). */
+  /** Append one line (a '\n' is added): the whole line or nothing, even if the process dies meanwhile. */
   append(name: string, line: string): Promise<void>;
 }
 

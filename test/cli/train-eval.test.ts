@@ -34,7 +34,7 @@ describe('npm run train: usage errors', () => {
     [['--steps', '1', '--out', 'x'], /--mode is required/],
     [['--mode', 'dream', '--steps', '1', '--out', 'x'], /--mode must be one of rehearse, real, per-role, frozen-simulator, got "dream"/],
     [['--mode', 'real', '--out', 'x'], /--steps N is required/],
-    [['--mode', 'real', '--steps', '0', '--out', 'x'], /--steps must be an integer >= 1, got "0"/],
+    [['--mode', 'real', '--steps', '0', '--out', 'x'], /--steps must be an integer in \[1, 1000000\], got "0"/],
     [['--mode', 'real', '--steps', '1'], /--out DIR is required/],
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--k', 'two'], /--k must be an integer in \[1, 64\], got "two"/],
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--lr', '0'], /--lr must be a number > 0, got "0"/],
@@ -64,7 +64,7 @@ describe('npm run train: usage errors', () => {
 describe('npm run eval: usage errors', () => {
   const cases: [string[], RegExp][] = [
     [[], /--tasks is required/],
-    [['--tasks', 'test', '--count', '0'], /--count must be an integer >= 1/],
+    [['--tasks', 'test', '--count', '0'], /--count must be an integer in \[1, 10000\]/],
     [['--tasks', join(work, 'nope.json')], /not test, train or a readable task file/],
     [['--tasks', 'test', '--n', '2'], /--n needs --tts parallel\|sequential/],
     [['--tasks', 'test', '--tts', 'parallel'], /--tts needs --n N/],

@@ -289,3 +289,71 @@ describe('property: round trips', () => {
     );
   });
 });
+
+// Issue 16's fuzz, in the suite: 5,000 generations (random text, broken and adversarial markup, blocks of
+// random JSON and of plausible calls) go through parse and are executed one call at a time. Every failing
+// call leaves the database hash as it was; each case is one episode on a reset environment, and every 25th
+// episode is replayed on a brand-new environment with the same observations (nothing leaks between
+// episodes); afterwards the long-lived environment resets to the pristine hash.
+describe('fuzz: generations -> parse -> execute (5,000 cases, fixed seed)', () => {
+  it('no throw, failing calls change nothing, no cross-episode effect', () => {
+    const jsonish = anyCall.map((c) => {
+      try {
+        return JSON.stringify(c) ?? '';
+      } catch {
+        return '';
+      }
+    });
+    const block = fc.oneof(
+      { weight: 4, arbitrary: jsonish.map((j) => `<tool_call>\n${j}\n</tool_call>`) },
+      fc.array(jsonish, { maxLength: 3 }).map((js) => `<tool_call>[${js.join(',')}]</tool_call>`),
+      jsonish.map((j) => `<tool_call>${j.slice(0, Math.max(0, j.length - 3))}`),
+      fc.constantFrom('<tool_call>', '</tool_call>', '<think>', '</think>', '<tool_call>{"name":', '{"name": "cancel_pending_order"}', '<tool_call>null</tool_call>', '<tool_call>[]</tool_call>', '<tool_call>' + '['.repeat(40) + '</tool_call>'),
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'binary', maxLength: 40 }),
+    );
+    const generation = fc.oneof(
+      { weight: 6, arbitrary: fc.tuple(fc.array(block, { minLength: 1, maxLength: 4 }), fc.constantFrom('', '\n', ' ')).map(([b, sep]) => b.join(sep)) },
+      fc.string({ unit: 'binary', maxLength: 200 }),
+    );
+    const env = fresh();
+    const pristine = env.hash();
+    let cases = 0;
+    let calls = 0;
+    let failed = 0;
+    let wrote = 0;
+    fc.assert(
+      fc.property(generation, (text) => {
+        cases++;
+        env.reset();
+        let r: ReturnType<typeof parse> | undefined;
+        expect(() => (r = parse(text))).not.toThrow();
+        const observations: unknown[] = [];
+        for (const part of r!.parts) {
+          if (part.kind !== 'call') continue;
+          calls++;
+          const before = env.hash();
+          let o: ReturnType<typeof env.execute> | undefined;
+          expect(() => (o = env.execute(part.call))).not.toThrow();
+          if (!o!.ok) {
+            failed++;
+            expect(env.hash(), `${part.call.name} failed and changed the database`).toBe(before);
+          } else if (env.isWrite(o!.name)) wrote++;
+          observations.push(o);
+        }
+        if (cases % 25 === 0) {
+          const other = fresh();
+          expect(executeParsed(other, r!).filter((_, i) => r!.parts[i].kind === 'call')).toEqual(observations);
+        }
+      }),
+      { numRuns: 5000, seed: 1616 },
+    );
+    env.reset();
+    expect(env.hash()).toBe(pristine);
+    expect(cases).toBe(5000);
+    // The generator reaches every path: failing calls, successful reads and successful writes.
+    expect(failed).toBeGreaterThan(1000);
+    expect(calls - failed).toBeGreaterThan(500);
+    expect(wrote).toBeGreaterThan(50);
+  }, 120_000);
+});

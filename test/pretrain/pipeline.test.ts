@@ -68,7 +68,7 @@ describe('pretrain (quick)', () => {
       () => null,
       (e: { code: number; stderr: string }) => e,
     );
-    expect(err?.code).toBe(1);
+    expect(err?.code).toBe(2); // a usage error (src/cli/args.ts runCli)
     expect(err?.stderr).toContain('--backend must be one of');
   }, 60_000);
 });

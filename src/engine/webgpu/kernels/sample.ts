@@ -12,12 +12,18 @@
 // compensated (see add2/mul2), so the only disagreement left with the CPU's f64 rule is a target within
 // the f32 resolution of the probabilities themselves (~1e-9 of mass) of a cumulative boundary: measured
 // 3 draws in 320 on flat random logits at V = 151936, none on peaked or small-vocabulary rows.
+// A row whose distribution is not finite (a NaN or +Inf logit, or no logit above -Inf) gets the token
+// NON_FINITE_TOKEN and a NaN logprob, so the caller can say so instead of failing later on a token id -1.
 import type { SampleParams } from '../../backend';
 import { assertShape } from '../../errors';
 import type { GpuContext } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
 
 const WG = 256;
+
+/** The token written for a row whose logits make no distribution (NaN, +Inf, or all -Inf). */
+export const NON_FINITE_TOKEN = -2;
+const NON_FINITE_TOKEN_WGSL = `${NON_FINITE_TOKEN}i`;
 
 export const RNG_WGSL = /* wgsl */ `
 fn hash32(v: u32) -> u32 {
@@ -69,6 +75,12 @@ fn mul2(u: f32, k: vec2f) -> vec2f {
 var<workgroup> ri: array<u32, ${WG}>;
 var<workgroup> best: atomic<u32>;
 var<workgroup> lastKept: atomic<i32>;
+var<workgroup> nonFinite: atomic<u32>;
+// NaN (exponent all ones, mantissa non-zero) or +Inf, by bit pattern: WGSL comparisons may assume no NaN.
+fn nan_or_pos_inf(v: f32) -> bool {
+  let b = bitcast<u32>(v);
+  return (b & 0x7f800000u) == 0x7f800000u && b != 0xff800000u;
+}
 fn sum_all(l: u32, v: f32) -> f32 {
   rv[l] = v;
   workgroupBarrier();
@@ -87,9 +99,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   let base = r * p.v;
   let pb = wg.x * p.v; // this row in the scratch (which holds one dispatch's rows)
   // max and argmax (lowest index on ties)
+  if (l == 0u) { atomicStore(&nonFinite, 0u); }
+  workgroupBarrier();
   var m = -3.4e38;
   var mi = 0xffffffffu;
-  for (var i = l; i < p.v; i += ${WG}u) { let xv = x[base + i]; if (xv > m) { m = xv; mi = i; } }
+  var bad = false;
+  for (var i = l; i < p.v; i += ${WG}u) { let xv = x[base + i]; bad = bad || nan_or_pos_inf(xv); if (xv > m) { m = xv; mi = i; } }
+  if (bad) { atomicOr(&nonFinite, 1u); }
   rv[l] = m;
   ri[l] = mi;
   workgroupBarrier();
@@ -169,8 +185,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
     var tok = atomicLoad(&best);
     if (tok == 0xffffffffu) { tok = u32(atomicLoad(&lastKept)); }
     if (greedy) { tok = arg; }
-    tokens[r] = i32(tok);
-    logprobs[r] = (x[base + tok] - mx) / t - logz;
+    if (atomicLoad(&nonFinite) != 0u || arg == 0xffffffffu || tok >= p.v) {
+      tokens[r] = ${NON_FINITE_TOKEN_WGSL};
+      logprobs[r] = bitcast<f32>(0x7fc00000u | (p.v & 0u)); // a runtime NaN: a constant one is refused by the compiler
+    } else {
+      tokens[r] = i32(tok);
+      logprobs[r] = (x[base + tok] - mx) / t - logz;
+    }
   }
 }`,
 };

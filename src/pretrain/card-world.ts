@@ -1,0 +1,140 @@
+// The parts of the model card that come from records written after pretraining: the world the policy was
+// trained on, its held-out evaluation by `npm run eval` (per tier and family), the learning signal a GRPO
+// step gets from it (`npm run signal`), and the sweeps run to choose the recipe. Every figure is read from
+// a record file in the model folder; the prose only explains them.
+
+export interface WorldRecord {
+  name: string;
+  description: string;
+  heldOut: 'users' | 'tasks';
+  summary: { users: number; orders: number; products: number; items: number; fingerprint: string };
+}
+
+interface Fidelity {
+  steps: number;
+  exact: number;
+  f1: number;
+  errorAgree: number;
+  invalid: number;
+}
+
+/** What the card reads of `npm run eval`'s JSON (src/cli/eval.ts EvalResult). */
+export interface HeldOutRecord {
+  tasks: number;
+  success: number;
+  meanReward: number;
+  callsWithoutError: number;
+  toolPrecision: number;
+  toolRecall: number;
+  meanTurns: number;
+  ends: Record<string, number>;
+  fidelity: Fidelity | null;
+  byTier: Record<string, { tasks: number; success: number }>;
+  byFamily: Record<string, { tasks: number; success: number }>;
+  wallS: number;
+}
+
+interface SignalMode {
+  mixedShare: number;
+  mixedCi95: [number, number];
+  meanReward: number;
+  successRate: number;
+  passAtK: number;
+  wallS: number;
+}
+
+/** `npm run signal`'s JSON (scripts/signal.ts). */
+export interface SignalRecord {
+  prompts: number;
+  k: number;
+  temperature: number;
+  real?: SignalMode;
+  rehearse?: SignalMode;
+}
+
+/** One run of the recipe search, with the held-out figures of what it produced. */
+export interface SweepRecord {
+  label: string;
+  command: string;
+  /** What this run changed and why, in a sentence. */
+  change: string;
+  minutes: number;
+  finalLoss: number;
+  heldOut: Pick<HeldOutRecord, 'tasks' | 'success' | 'callsWithoutError' | 'toolPrecision' | 'fidelity' | 'byTier'>;
+  kept: boolean;
+}
+
+const pct = (x: number | undefined) => (x !== undefined && Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
+const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+
+export function worldSection(w: WorldRecord): string[] {
+  const s = w.summary;
+  const out = ['## World', ''];
+  out.push(`Trained and evaluated on the **${w.name}** world (src/env/retail/worlds.ts): ${w.description}. ${s.users} users, ${s.orders} orders, ${s.products} products with ${s.items} variants (fingerprint \`${s.fingerprint}\`).`);
+  if (w.heldOut === 'tasks') {
+    out.push('');
+    out.push('How it is built: users with at least two orders are ranked by a seeded hash of their id; the first one starts the world and each next user is the one whose orders add the fewest products not yet in it, so the catalogue stays small (a product record is the longest observation). Every order of a chosen user and every product those orders contain come with them, as the real records, so observations are byte-identical to the full world\'s. The tools, rules, expert, judge and reward are the full retail domain\'s, unchanged.');
+    out.push('');
+    out.push('**Limits, plainly: held-out *tasks*, not held-out users.** Every user, order and product of the test split is also in training; what is held out is the request: a hash of the task family and its structured intent (who, which orders, items, options, addresses, payment) puts one intent in five in the test split only, and the test split has no duplicate intents. So a test task is a combination the policy never trained on, over records it has seen many times. This measures whether the policy acts on *this* request in a world it knows — not whether it generalises to unseen users (the full `retail` world measures that, with held-out users).');
+  }
+  out.push('');
+  return out;
+}
+
+export function heldOutSection(e: HeldOutRecord, command: string): string[] {
+  const out = ['## Held-out evaluation (`npm run eval`)', ''];
+  out.push('```\n' + command + '\n```');
+  out.push('');
+  out.push(`${e.tasks} held-out tasks, one greedy episode each in the real environment (at most 12 turns), then rehearsal fidelity on every reference call (the reference calls are played as the Act turns, the policy rehearses each from the real history, grounded on the task's other reference calls but never on the call itself).`);
+  out.push('');
+  out.push('| metric | value |\n|---|---|');
+  out.push(`| **success** (reward 1: final database equals the reference's, every required fact stated) | **${pct(e.success)}** |`);
+  out.push(`| calls run without an error | ${pct(e.callsWithoutError)} |`);
+  out.push(`| tool-call precision / recall against the reference actions | ${pct(e.toolPrecision)} / ${pct(e.toolRecall)} |`);
+  if (e.fidelity) {
+    out.push(`| rehearsals that parse (of ${e.fidelity.steps} reference calls) | ${pct(1 - e.fidelity.invalid)} |`);
+    out.push(`| rehearsal exact match with the real observation | ${pct(e.fidelity.exact)} |`);
+    out.push(`| rehearsal field F1 / error agreement | ${f(e.fidelity.f1, 3)} / ${pct(e.fidelity.errorAgree)} |`);
+  }
+  out.push(`| episode ends | ${Object.entries(e.ends).map(([k, v]) => `${k}: ${v}`).join(', ')} |`);
+  out.push(`| mean turns | ${f(e.meanTurns, 1)} |`);
+  out.push('');
+  out.push('Per tier (src/env/retail/tiers.ts: 1 = read-only lookups and refusals, 2 = one write, 3 = item matching by options and two-intent requests) and per family:');
+  out.push('');
+  out.push('| group | tasks | success |\n|---|---|---|');
+  for (const [k, g] of Object.entries(e.byTier)) out.push(`| ${k} | ${g.tasks} | ${pct(g.success)} |`);
+  for (const [k, g] of Object.entries(e.byFamily)) out.push(`| ${k} | ${g.tasks} | ${pct(g.success)} |`);
+  out.push('');
+  out.push(`Wall-clock: ${f(e.wallS, 0)} s on cpu-fast.`);
+  out.push('');
+  return out;
+}
+
+export function signalSection(s: SignalRecord, command: string): string[] {
+  const out = ['## Learning signal for RL (`npm run signal`)', ''];
+  out.push('```\n' + command + '\n```');
+  out.push('');
+  out.push(`GRPO learns only from prompts whose rollouts score differently (every advantage of a group of equal rewards is 0). ${s.prompts} *training* prompts, ${s.k} rollouts each at temperature ${s.temperature}, as a training step samples them:`);
+  out.push('');
+  out.push('| mode | prompts with mixed rewards (95% CI) | mean reward | rollouts that succeed | pass@K |\n|---|---|---|---|---|');
+  for (const [name, m] of [['real environment (0/1 reward)', s.real], ['rehearse (checklist judge)', s.rehearse]] as const) {
+    if (!m) continue;
+    out.push(`| ${name} | **${pct(m.mixedShare)}** (${pct(m.mixedCi95[0])}–${pct(m.mixedCi95[1])}) | ${f(m.meanReward, 3)} | ${pct(m.successRate)} | ${pct(m.passAtK)} |`);
+  }
+  out.push('');
+  return out;
+}
+
+export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
+  const out = ['## The recipe search: every run, kept or not', ''];
+  out.push('Each row is a pretraining run and the held-out evaluation of what it produced (same evaluation as above; commands exactly as run). Runs that did not help are kept here on purpose.');
+  out.push('');
+  out.push('| run | change | command | train min | final loss | success | calls w/o error | tool precision | rehearsal exact | parse | tier 1 / 2 / 3 |\n|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of sweeps) {
+    const h = r.heldOut;
+    const tiers = ['tier 1', 'tier 2', 'tier 3'].map((t) => pct(h.byTier[t]?.success)).join(' / ');
+    out.push(`| ${r.kept ? `**${r.label}** (kept)` : r.label} | ${r.change} | \`${r.command}\` | ${f(r.minutes, 1)} | ${f(r.finalLoss, 3)} | ${pct(h.success)} | ${pct(h.callsWithoutError)} | ${pct(h.toolPrecision)} | ${pct(h.fidelity?.exact)} | ${h.fidelity ? pct(1 - h.fidelity.invalid) : 'n/a'} | ${tiers} |`);
+  }
+  out.push('');
+  return out;
+}
