@@ -253,6 +253,9 @@ export interface TrainPoint {
   kl: number | null;
   clipFrac: number | null;
   heldOutSuccess: number | null;
+  /** Held-out rehearsal fidelity measured with that evaluation (null: none this step): exact-match rate, mean field F1. */
+  heldOutFidelityExact: number | null;
+  heldOutFidelityF1: number | null;
   /** Groups (prompt × role) of the step, and how many had a non-zero reward spread (the only ones that teach). */
   groups: number;
   groupsWithSpread: number;
@@ -303,6 +306,11 @@ export interface TtsView {
   memory: { text: string; tokens: number; maxTokens: number };
   /** The one real execution, conditioned on the memory; its reward is the task's score. */
   committed: TtsEpisodeView;
+  /**
+   * The same task committed without memory (N = 0: same seed, same limits, same greedy decoding), so the page
+   * can show what the memory changed; null when this run itself had N = 0.
+   */
+  withoutMemory: TtsEpisodeView | null;
   tokensTotal: number;
   /** Tokens (prompt + generated) per phase: imagined attempts, self-evaluations, the committed execution. */
   tokensByPhase: { phase: string; prompt: number; generated: number }[];

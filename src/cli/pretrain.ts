@@ -12,8 +12,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
-import { WORLD_NAMES } from '../env/retail/index';
-import { loadWorldDomain } from '../env/retail/node';
+import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
+import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
@@ -62,6 +62,14 @@ export const PRETRAIN_FLAGS: FlagSpec = {
 };
 
 const PRETRAIN_NOTES = 'exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file).';
+
+/** The world a pretrain.json's command trained on (commands before worlds existed: the full world). */
+function cardWorld(command: string): CardInputs['world'] {
+  const name = /--world (\w+)/.exec(command)?.[1] ?? 'retail';
+  if (!isWorldName(name)) return undefined;
+  const spec = WORLDS[name];
+  return { name, description: spec.description, heldOut: spec.heldOut, summary: worldSummary(worldBase(loadRetailBase(), spec)) };
+}
 
 export async function pretrainCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   return runCli(io, PRETRAIN_USAGE, async () => {
@@ -124,6 +132,10 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
+        world: cardWorld(((await read('pretrain.json')) as { command: string }).command),
+        heldOut: names.includes('heldout.json') ? ((await read('heldout.json')) as CardInputs['heldOut']) : undefined,
+        signal: names.includes('signal.json') ? ((await read('signal.json')) as CardInputs['signal']) : undefined,
+        sweeps: names.includes('sweeps.json') ? ((await read('sweeps.json')) as CardInputs['sweeps']) : undefined,
         commit: strFlag(v, 'commit', 'unknown')!,
         machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
       });

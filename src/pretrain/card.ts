@@ -5,6 +5,7 @@ import type { EvalReport } from './evaluate';
 import type { CopyProbe } from './copy-probe';
 import type { GrpoTiming } from './grpo-timing';
 import type { PretrainResult } from './pipeline';
+import { heldOutSection, signalSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SweepRecord, type WorldRecord } from './card-world';
 
 export interface CardInputs {
   run: PretrainResult & { command: string };
@@ -18,6 +19,14 @@ export interface CardInputs {
   stage1?: PretrainResult & { command: string };
   /** Greedy copy probes of the folder's policy (npm run pretrain -- --probe-copy). */
   copy?: CopyProbe;
+  /** The world the policy was trained on (absent: the full retail world with held-out users). */
+  world?: WorldRecord;
+  /** `npm run eval` on the held-out split, with the command that produced it. */
+  heldOut?: { command: string; result: HeldOutRecord };
+  /** `npm run signal`, with its command. */
+  signal?: { command: string; result: SignalRecord };
+  /** Every run of the recipe search (sweeps.json). */
+  sweeps?: SweepRecord[];
   /** Earlier runs of the recipe that were not kept (for the record). */
   attempts?: { label: string; steps: number; lr: number; promptLossWeight: number; minutes: number; finalLoss: number; success: number; formatValid: number; rehearsalValid: number }[];
 }
@@ -52,9 +61,11 @@ export function modelCard(i: CardInputs): string {
   const pre = run.spec.splitLongNumbers ? 'a Split pre-tokenizer that isolates every digit of a number of 4 or more digits, then byte-level with `use_regex: false`' : 'byte-level pre-tokenizer, `use_regex: false`';
   out.push(`\`tokenizer.json\` is a Hugging Face BPE (${pre}; byte-level decoder) trained by our own trainer (src/pretrain/bpe.ts) on the first ${run.spec.tokenizerTasks} training tasks' rendered rows in ${f(run.tokenizerSeconds, 1)} s; transformers.js loads it and encodes exactly as our encoder does (test/pretrain/tokenizer.test.ts). \`tokenizer_config.json\` carries the real Qwen3 chat template, so the format is genuinely Qwen3's. Merges are allowed across spaces and punctuation: the context length is the main cost of a policy this small, and the prompts of one domain repeat long strings, so tool names and JSON scaffolding are whole tokens and the constant system + tools block of the Act prompt (about 9.5 K characters) ends up as ${run.data.actPrefixTokens} tokens (the first turn of an Act prompt, up to its first \`<|im_end|>\`).${run.spec.splitLongNumbers ? ' Long numbers are the exception: order, item, product and user ids, zip codes and card numbers are digit tokens, so an id is the same token string in a user message, an observation and a call (with merges across digits the previous bundled policy wrote "#W323" for "#W3238419"). Numbers of up to 3 digits (schema limits, parts of prices) still merge. This made ids token-for-token copyable; it did not make this policy copy them (see the copy probe below).' : ''} The price: a prompt whose system text or tool list differs by even one byte from the bundled domain's tokenizes into much smaller pieces (still losslessly), and the model has never seen those.`);
   out.push('');
+  if (i.world) out.push(...worldSection(i.world));
   out.push('## Data');
   out.push('');
-  out.push(`- ${run.spec.trainTasks} generated **train-split** retail tasks (src/env/retail/generator.ts; test-split users never appear), the scripted expert (src/env/retail/expert.ts) with a mistake rate of ${run.spec.mistakeRate} (it sometimes makes a realistic error, sees the error observation and recovers, so the rehearsal data shows the environment's error dynamics).`);
+  const heldOutUsers = (i.world?.heldOut ?? 'users') === 'users';
+  out.push(`- ${run.spec.trainTasks} generated **train-split** ${i.world ? `${i.world.name}-world ` : ''}retail tasks (src/env/retail/generator.ts; ${heldOutUsers ? 'test-split users never appear' : 'test-split intents never appear'}), the scripted expert (src/env/retail/expert.ts) with a mistake rate of ${run.spec.mistakeRate} (it sometimes makes a realistic error, sees the error observation and recovers, so the rehearsal data shows the environment's error dynamics).`);
   out.push(`- Every expert turn gives an **Act row** (prompt: src/rollout/act-prompt.ts; target: the \`<tool_call>\` block or the final reply) and every call a **Rehearse row** (prompt: src/rollout/rehearse-prompt.ts with grounding examples from the same episode; target: the real observation as \`<execution_result>\`), rendered exactly as the rollouts render them. The loss is on the response tokens (+ \`<|im_end|>\`)${run.spec.promptLossWeight > 0 ? `, plus an auxiliary next-token loss on every third prompt token at weight ${run.spec.promptLossWeight} relative to a response token: a model trained from scratch must learn the domain's text first, and the prompts hold ~80% of the tokens a step pays for anyway (past calls, observations, user requests). Without it the first attempt (below) learned the format but not to copy ids and values` : ''}.`);
   const rv = run.data.rows.review ?? 0;
   if (rv > 0)
@@ -94,10 +105,13 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push(`The pretraining budget was ~30-40 minutes here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch, so the smallest shape was chosen: it sees the most data in that time. Attention is not the bottleneck at these lengths (rows average ${L.act.mean}-${L.rehearse.mean} tokens thanks to the tokenizer).`);
   out.push('');
-  out.push('## Held-out evaluation (test split, real environment)');
+  if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
+  if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
+  if (i.sweeps?.length) out.push(...sweepSection(i.sweeps));
+  out.push(i.heldOut ? '## Held-out evaluation at the end of pretraining (40 tasks, src/pretrain/evaluate.ts)' : '## Held-out evaluation (test split, real environment)');
   out.push('');
   if (e) {
-    out.push(`${e.tasks} test-split tasks (held-out users), one greedy episode each, at most 12 turns, through the lab's own rollout loop (src/rollout/rollout.ts), evaluated by src/pretrain/evaluate.ts:`);
+    out.push(`${e.tasks} test-split tasks (${heldOutUsers ? 'held-out users' : 'held-out intents'}), one greedy episode each, at most 12 turns, through the lab's own rollout loop (src/rollout/rollout.ts), evaluated by src/pretrain/evaluate.ts:`);
     out.push('');
     out.push('| metric | value |\n|---|---|');
     out.push(`| **success** (real reward = 1: final database equals the reference's and every required fact stated) | **${pct(e.real.successRate)}** |`);

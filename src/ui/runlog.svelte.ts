@@ -3,6 +3,7 @@
 // each is validated with zod before it reaches the page, and rendered as text only.
 import { z } from 'zod';
 import type { RolloutView } from '../worker-protocol';
+import { tx as idbTx } from './idb';
 
 export interface RunRecord {
   id: string;
@@ -15,30 +16,7 @@ export interface RunRecord {
   rollouts: RolloutView[];
 }
 
-const DB = 'envace-lab';
-const STORE = 'runs';
-
-function open(): Promise<IDBDatabase> {
-  return new Promise((resolve, reject) => {
-    const r = indexedDB.open(DB, 1);
-    r.onupgradeneeded = () => r.result.createObjectStore(STORE, { keyPath: 'id' });
-    r.onsuccess = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-  });
-}
-
-async function tx<T>(mode: IDBTransactionMode, fn: (s: IDBObjectStore) => IDBRequest<T>): Promise<T> {
-  const db = await open();
-  try {
-    return await new Promise<T>((resolve, reject) => {
-      const req = fn(db.transaction(STORE, mode).objectStore(STORE));
-      req.onsuccess = () => resolve(req.result);
-      req.onerror = () => reject(req.error);
-    });
-  } finally {
-    db.close();
-  }
-}
+const tx = <T>(mode: IDBTransactionMode, fn: (s: IDBObjectStore) => IDBRequest<T>) => idbTx<T>('runs', mode, fn);
 
 export const runlog = $state({ runs: [] as RunRecord[], error: '' });
 

@@ -352,6 +352,54 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(Number((await page.textContent('[data-testid=train-step-count]'))!.split(' ')[0])).toBeLessThan(1000);
   }, 300_000);
 
+  it('lesson (4) and (5): an EnvACE run and a frozen-simulator run of one step on the same plots with a legend; private rehearsal beside the same task without memory', async () => {
+    const lesson = (n: number) => page.getAttribute(`[data-testid=lesson-step][data-step="${n}"]`, 'data-done');
+    expect(await page.locator('[data-testid=lesson-step]').count()).toBe(5);
+    expect(await lesson(4)).toBe('false');
+    // (4) One EnvACE step, kept as a named series; then one frozen-simulator step with the same settings.
+    await page.click('[data-testid=train-reset]');
+    await idle();
+    await page.fill('[data-testid=train-steps]', '1');
+    await page.selectOption('[data-testid=train-mode]', 'rehearse');
+    await page.click('[data-testid=train-start]');
+    await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 240_000, interval: 500 }).toBe('1 of 1 training steps');
+    await idle();
+    await page.click('[data-testid=keep-run]');
+    await expect.poll(() => page.locator('[data-testid=compare-row]').count()).toBe(1);
+    expect(await page.textContent('[data-testid=compare-run]')).toContain('Train frozen-simulator GRPO with the settings of “EnvACE (rehearse) · seed 7 · 1 step”');
+    await page.click('[data-testid=compare-run]');
+    await expect.poll(() => page.locator('[data-testid=compare-row]').count(), { timeout: 240_000, interval: 500 }).toBe(2);
+    await idle();
+    expect(await page.isVisible('[data-testid=error]')).toBe(false);
+    expect(await page.textContent('[data-testid=train-step-count]')).toBe('1 of 1 training steps');
+    expect(await page.locator('[data-testid=compare-row]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-mode')))).toEqual(['rehearse', 'frozen-simulator']);
+    // Both runs on one plot each (held-out success, held-out fidelity, training reward), with their legend.
+    for (const id of ['compare-success-plot', 'compare-fidelity-plot', 'compare-reward-plot']) {
+      expect(await page.getAttribute(`[data-testid=${id}]`, 'data-series')).toBe('2');
+      expect(await page.getAttribute(`[data-testid=${id}]`, 'data-points')).toBe('1');
+      const legend = (await page.locator(`[data-testid=${id}] .u-legend .u-series .u-label`).allTextContents()).filter((l) => l !== 'step');
+      expect(legend).toEqual(['EnvACE (rehearse) · seed 7 · 1 step', 'frozen-simulator GRPO · seed 7 · 1 step (current run)']);
+    }
+    expect(await page.textContent('[data-testid=compare-table]')).toMatch(/frozen-simulator GRPO.*role-wise, row-weighted.*7.*1 of 1/s);
+    await expect.poll(() => lesson(4)).toBe('true');
+    await shot('compare', '[data-testid=compare]');
+    // (5) Private rehearsal with N = 1: the committed episode beside the same task without memory.
+    await page.fill('[data-testid=tts-n]', '1');
+    await page.click('[data-testid=tts-run]');
+    await page.waitForSelector('[data-testid=tts-without-memory]', { timeout: 240_000 });
+    await idle();
+    expect(await page.textContent('[data-testid=tts-committed]')).toMatch(/Committed real execution — ended: [\w-]+, reward -?\d\.\d\d/);
+    expect(await page.textContent('[data-testid=tts-without-memory]')).toMatch(/Same task without memory \(N = 0\) — ended: [\w-]+, reward -?\d\.\d\d/);
+    const a = (await page.locator('[data-testid=tts-committed]').boundingBox())!;
+    const b = (await page.locator('[data-testid=tts-without-memory]').boundingBox())!;
+    expect(Math.abs(a.y - b.y)).toBeLessThan(2); // side by side
+    expect(b.x).toBeGreaterThan(a.x + a.width - 1);
+    expect(await page.textContent('[data-testid=tts-diff-summary]')).toMatch(/^\s*The memory (did not change the committed episode|changed \d+ of \d+ steps?)/);
+    await expect.poll(() => lesson(5)).toBe('true');
+    await shot('tts-compare', '[data-testid=tts-panel]');
+    expect(pageErrors).toEqual([]);
+  }, 600_000);
+
   it("loads a user's own Hugging Face folder from picked files, showing size and memory first", async () => {
     const files = await tinyModelFiles(tinyConfig(), 3);
     await page.setInputFiles('[data-testid=model-files]', [...files].map(([name, bytes]) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) })));

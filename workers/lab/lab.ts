@@ -374,17 +374,31 @@ export class Lab {
     return this.guarded(async (signal) => {
       const b = this.limitsOf(req);
       const names = { imagine: 'imagining attempts (rehearse mode)', evaluate: 'self-evaluation of the attempts', commit: 'the committed real execution' } as Record<string, string>;
-      const r = await privateRehearsalTask({ model: p.model, tokenizer: p.tok, actAdapter: p.adapter }, domain, task, {
+      const phases = req.n > 0 ? 4 : 3;
+      const opts = (n: number, onPhase: (phase: string, attempt: number | null) => void) => ({
         mode: req.mode,
-        n: req.n,
+        n,
         seed: req.seed,
         limits: { maxTurns: req.maxTurns, maxActTokens: b.act, maxRehearseTokens: b.rehearse },
         signal,
-        onPhase: (phase, attempt) => {
-          this.checkCancel(signal);
-          onProgress({ phase: `phase ${phase === 'commit' ? 3 : phase === 'evaluate' ? 2 : 1} of 3: ${names[phase] ?? phase}${attempt === null ? '' : ` (attempt ${attempt + 1} of ${req.n})`}`, done: phase === 'commit' ? 2 : phase === 'evaluate' ? 1 : 0, total: 3 });
-        },
+        onPhase,
       });
+      const policy = { model: p.model, tokenizer: p.tok, actAdapter: p.adapter };
+      const r = await privateRehearsalTask(policy, domain, task, opts(req.n, (phase, attempt) => {
+        this.checkCancel(signal);
+        onProgress({ phase: `phase ${phase === 'commit' ? 3 : phase === 'evaluate' ? 2 : 1} of ${phases}: ${names[phase] ?? phase}${attempt === null ? '' : ` (attempt ${attempt + 1} of ${req.n})`}`, done: phase === 'commit' ? 2 : phase === 'evaluate' ? 1 : 0, total: phases });
+      }));
+      // The same task without memory (N = 0, same seed and limits, greedy as the committed episode): what the
+      // memory changed is the difference between the two.
+      let without: TtsView['withoutMemory'] = null;
+      if (req.n > 0) {
+        const r0 = await privateRehearsalTask(policy, domain, task, opts(0, () => {
+          this.checkCancel(signal);
+          onProgress({ phase: `phase 4 of 4: the same task committed without memory (N = 0), for comparison`, done: 3, total: 4 });
+        }));
+        const c0 = r0.committed;
+        without = { end: c0.end, endText: endText(c0.end, c0.rehearseFailure, c0.rehearseCut, req.maxTurns), reward: c0.reward, steps: stepLines(c0.steps) };
+      }
       const t = r.tokens;
       return {
         taskId: r.taskId,
@@ -402,6 +416,7 @@ export class Lab {
         })),
         memory: { text: r.memory.text, tokens: r.memory.tokens, maxTokens: r.memory.maxTokens },
         committed: { end: r.committed.end, endText: endText(r.committed.end, r.committed.rehearseFailure, r.committed.rehearseCut, req.maxTurns), reward: r.committed.reward, steps: stepLines(r.committed.steps) },
+        withoutMemory: without,
         tokensTotal: t.total,
         tokensByPhase: [
           { phase: 'imagined attempts', prompt: t.imagined.prompt, generated: t.imagined.generated },

@@ -59,6 +59,8 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
     kl: mean(m.updates.map((u) => u.kl)),
     clipFrac: mean(m.updates.map((u) => u.clipFrac)),
     heldOutSuccess: ev ? ev.success : null,
+    heldOutFidelityExact: ev?.fidelity ? finite(ev.fidelity.exact) : null,
+    heldOutFidelityF1: ev?.fidelity ? finite(ev.fidelity.f1) : null,
     ...spread,
     gradNorm: mean(m.updates.map((u) => u.gradNorm)),
     line: stepLine(m, total),

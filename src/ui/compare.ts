@@ -1,0 +1,90 @@
+// Comparing training runs (lesson step 4): a run is a record (its settings and its points), kept runs and
+// the current one alike; a comparison plot draws N records, each one series aligned on the union of their
+// steps. Pure functions, so the page and the unit tests share them.
+import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
+
+/** One training run as the comparison draws it. */
+export interface RunRecordView {
+  id: string;
+  /** The name the student gave it (kept runs), or '' (the current run: named from its settings). */
+  name: string;
+  config: TrainRequest;
+  model: string;
+  world: string;
+  points: TrainPoint[];
+  /** True for the run in this browser's OPFS that is still going (not a kept copy). */
+  current?: boolean;
+}
+
+/** A kept run, as IndexedDB stores it. */
+export interface KeptRun extends RunRecordView {
+  at: string;
+}
+
+export const MODE_NAMES: Record<TrainMode, string> = {
+  rehearse: 'EnvACE (rehearse)',
+  'frozen-simulator': 'frozen-simulator GRPO',
+  real: 'real-environment GRPO',
+  'per-role': 'per-role adapters',
+};
+
+/** A run named from its settings: the mode, the grouping where it matters, the seed and the steps. */
+export function runLabel(c: TrainRequest, steps = c.steps): string {
+  const grouping = c.mode === 'rehearse' && c.grouping === 'pooled' ? ', pooled' : '';
+  return `${MODE_NAMES[c.mode]}${grouping} · seed ${c.seed} · ${steps} step${steps === 1 ? '' : 's'}`;
+}
+
+/** The mode a comparison run takes by default: EnvACE against the frozen simulator, and back. */
+export function otherMode(m: TrainMode): TrainMode {
+  return m === 'frozen-simulator' ? 'rehearse' : 'frozen-simulator';
+}
+
+/** Legend labels, one per record, all distinct (a repeated name gets " (2)", " (3)"…); the current run says so. */
+export function legendLabels(records: readonly RunRecordView[]): string[] {
+  const seen = new Map<string, number>();
+  return records.map((r) => {
+    const last = r.points.length ? r.points[r.points.length - 1].step : 0;
+    const base = (r.name.trim() || runLabel(r.config, last)) + (r.current ? ' (current run)' : '');
+    const n = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n);
+    return n === 1 ? base : `${base} (${n})`;
+  });
+}
+
+export type Metric = (p: TrainPoint) => number | null;
+
+/**
+ * Series of N records on one x axis: x is the sorted union of their steps; each record's values sit at its
+ * own steps and are null elsewhere (a step it did not reach, or a step without that measurement, e.g. no
+ * held-out evaluation). A step logged twice keeps its last point.
+ */
+export function alignByStep(records: readonly Pick<RunRecordView, 'points'>[], metric: Metric): { x: number[]; values: (number | null)[][] } {
+  const perRecord = records.map((r) => {
+    const m = new Map<number, number | null>();
+    for (const p of r.points) {
+      const v = metric(p);
+      m.set(p.step, v === null || !Number.isFinite(v) ? null : v);
+    }
+    return m;
+  });
+  const x = [...new Set(perRecord.flatMap((m) => [...m.keys()]))].sort((a, b) => a - b);
+  return { x, values: perRecord.map((m) => x.map((s) => m.get(s) ?? null)) };
+}
+
+/** The last value of a metric in a run (the last step that measured it), with that step. */
+export function finalOf(points: readonly TrainPoint[], metric: Metric): { value: number; step: number } | null {
+  for (let i = points.length - 1; i >= 0; i--) {
+    const v = metric(points[i]);
+    if (v !== null && Number.isFinite(v)) return { value: v, step: points[i].step };
+  }
+  return null;
+}
+
+/** Distinct colours for up to 8 series (then they repeat). */
+export const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
+
+/** Whether a run (the current one) is already kept: same settings, same model and world, same points. */
+export function sameRun(a: RunRecordView, b: RunRecordView): boolean {
+  const key = (r: RunRecordView) => JSON.stringify([r.config, r.model, r.world, r.points.map((p) => [p.step, p.reward, p.heldOutSuccess])]);
+  return key(a) === key(b);
+}

@@ -1,0 +1,76 @@
+// The lesson of issue 19 in five steps, each marked done from what the lab holds (never from clicks): a
+// rollout stepped in rehearse mode, a group whose rewards differ, a training run with a held-out
+// evaluation, an EnvACE and a frozen-simulator run of the same length, a private rehearsal shown beside the
+// same task without memory. Pure, so the unit tests and the page share it.
+import type { RolloutView, TrainMode, TrainPoint, TtsView } from '../worker-protocol';
+
+export interface LessonState {
+  /** Rollouts stepped in the stepper (the current one and the logged ones). */
+  stepperRollouts: readonly Pick<RolloutView, 'mode' | 'turns'>[];
+  /** The rewards of each group run (the current group and the logged ones). */
+  groups: readonly (readonly number[])[];
+  /** Training runs: the current one and the kept ones. */
+  runs: readonly { mode: TrainMode; points: readonly Pick<TrainPoint, 'step' | 'heldOutSuccess'>[] }[];
+  tts: Pick<TtsView, 'withoutMemory'> | null;
+}
+
+export interface LessonStep {
+  n: 1 | 2 | 3 | 4 | 5;
+  title: string;
+  what: string;
+  done: boolean;
+}
+
+const lastStep = (pts: readonly Pick<TrainPoint, 'step'>[]) => (pts.length ? pts[pts.length - 1].step : 0);
+
+export function lessonSteps(s: LessonState): LessonStep[] {
+  const stepped = s.stepperRollouts.some((r) => r.mode === 'rehearse' && r.turns.some((t) => t.act.source === 'policy' && t.calls.some((c) => c.rehearse !== null)));
+  const spread = s.groups.some((rs) => rs.length > 1 && Math.max(...rs) - Math.min(...rs) > 1e-9);
+  const trained = s.runs.some((r) => r.points.some((p) => p.heldOutSuccess !== null));
+  const lengths = (m: TrainMode) => new Set(s.runs.filter((r) => r.mode === m && r.points.length).map((r) => lastStep(r.points)));
+  const frozen = lengths('frozen-simulator');
+  const compared = [...lengths('rehearse')].some((n) => frozen.has(n));
+  return [
+    {
+      n: 1, title: 'Step through a rollout', done: stepped,
+      what: 'In the stepper, with the policy playing in rehearse mode, step one turn at a time: each Act call, the observation the policy rehearses for it, and what the real environment returns for the same call, with the fidelity of the rehearsal.',
+    },
+    {
+      n: 2, title: 'Open a group whose rollouts differ', done: spread,
+      what: 'Run K rollouts of a task in the Group view. Only when their rewards differ are the role-wise baselines and advantages non-zero; when all K score the same, try another task or seed.',
+    },
+    {
+      n: 3, title: 'Train and watch held-out success and fidelity', done: trained,
+      what: 'Start a rehearse-mode (EnvACE) run with a held-out evaluation every step: the dashboard plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step.',
+    },
+    {
+      n: 4, title: 'Compare EnvACE and the frozen simulator', done: compared,
+      what: 'Keep the finished run, then train a frozen-simulator run with the same seed, steps and settings from the base policy: both runs are drawn on the same plots, with a table of their settings and final figures.',
+    },
+    {
+      n: 5, title: 'Private rehearsal: what the memory changed', done: !!s.tts?.withoutMemory,
+      what: 'Run private rehearsal with N ≥ 1: the committed episode, conditioned on the rehearsal memory, is shown step by step beside the same task committed without memory (N = 0, same seed).',
+    },
+  ];
+}
+
+/** One row of a step-by-step comparison of two episodes (their step lines: calls with observations, the reply). */
+export interface StepDiffRow {
+  index: number;
+  a: string | null;
+  b: string | null;
+  same: boolean;
+}
+
+/** Two episodes side by side, step by step; a step only one of them took is paired with null. */
+export function stepDiff(a: readonly string[], b: readonly string[]): { rows: StepDiffRow[]; changed: number; firstChange: number | null } {
+  const n = Math.max(a.length, b.length);
+  const rows: StepDiffRow[] = [];
+  for (let i = 0; i < n; i++) {
+    const x = a[i] ?? null;
+    const y = b[i] ?? null;
+    rows.push({ index: i, a: x, b: y, same: x === y });
+  }
+  const changed = rows.filter((r) => !r.same).length;
+  return { rows, changed, firstChange: changed ? rows.findIndex((r) => !r.same) : null };
+}
