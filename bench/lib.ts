@@ -1,4 +1,4 @@
-// Benchmark records (DESIGN §5) and the table printed after a run. Speed is measured here, never in tests.
+// Benchmark records and the table printed after a run. Speed is measured here, never in tests.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

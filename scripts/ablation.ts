@@ -1,7 +1,7 @@
 // npm run ablation -- [--world mini|retail] [--model DIR] [--steps N] [--seeds N] [--tasks N] [--train-tasks N] [--k K]
 //   [--prompts P] [--lr LR] [--rank R] [--configs id,id,..] [--out DIR] [--eval-every N] [--curve-tasks M] [--pilot]
 //   [--only-seeds 0,1] [--estimate] [--table-only] [--reduced "why"] [--note "findings"] [--no-write] ...
-// The paper's ablation in miniature (DESIGN §1, src/rl/grpo-ablation.ts): the base policy, GRPO against the real
+// The paper's ablation in miniature (src/rl/grpo-ablation.ts): the base policy, GRPO against the real
 // environment, GRPO against a frozen simulator, per-role policies, EnvACE role-wise, EnvACE pooled, EnvACE with the
 // rollout-mean baseline (and, when named, EnvACE with the k3 KL term); the same step budget and seeds for each;
 // every run evaluated on the same held-out test tasks in the real environment (src/rl/evaluate.ts).

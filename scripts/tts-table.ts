@@ -3,7 +3,7 @@
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
 //   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
 //   [--run base,envace] [--render-only] [--note "what came out"]
-// The test-time private-rehearsal table (issue 7, src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
+// The test-time private-rehearsal table (src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
 // parallel and sequential, with the base policy and with an EnvACE-trained adapter, scored on held-out tasks in
 // the real environment. Seed s draws its own held-out tasks (test split, task seed 1 + s; s = 0 are the tasks of
 // `npm run eval` and the ablation) and samples the imagined attempts with seed s; every N of a seed sees the same
@@ -86,7 +86,7 @@ export interface TtsRun {
   perTask: { taskId: string; reward: number }[];
 }
 
-/** The paper's τ²-Bench overall success (%), Qwen3-8B (DESIGN §1); null where it reports none. */
+/** The paper's τ²-Bench overall success (%), Qwen3-8B; null where it reports none. */
 function paperFigure(policy: TtsRun['policy'], mode: TtsMode, n: number): string {
   if (n === 3) return 'falls back (context overflow)';
   if (policy === 'envace') return n === 0 ? '36.7' : n === 2 ? (mode === 'parallel' ? '40.9 (+4.2)' : '38.5 (+1.8)') : '–';

@@ -1,4 +1,4 @@
-// The environment server under load (issue 15): 64 concurrent episodes × 20 calls over loopback HTTP, five
+// The environment server under load: 64 concurrent episodes × 20 calls over loopback HTTP, five
 // rounds; per-call p50/p99 latency, throughput, and the heap after each round against the baseline taken
 // after a warm-up round (a leak shows as growth over the rounds); then expired-episode reclamation.
 // The client runs in a worker thread (its own event loop and heap): the heap measured is the server's alone.

@@ -26,7 +26,7 @@ import { packBatch } from '../../src/train/batch';
 import { trackDeviceBytes } from '../../src/train/measure';
 import { predictTrainBytes } from '../../src/train/memory';
 import { Trainer } from '../../src/train/trainer';
-import { nodeAdapter, nodeGpu } from '../../test/helpers/gpu';
+import { nodeAdapter, nodeGpu } from '../gpu';
 import { timeIt, type BenchContext, type BenchSuite } from '../lib';
 
 const TINY: Qwen3Config = {

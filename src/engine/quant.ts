@@ -98,7 +98,7 @@ export function dequantize(q: QuantizedWeight): Float32Array {
   return out;
 }
 
-/** Bytes a quantized weight occupies (data + scales). */
+/** Bytes a quantized weight occupies (packed values + scales), for benchmark and memory reports. */
 export function quantizedBytes(q: QuantizedWeight): number {
   return q.data.byteLength + q.scales.byteLength;
 }

@@ -1,8 +1,8 @@
 // The training seam: backward ops, loss heads and optimizer ops, one implementation per backend.
 //
 // The forward ops live on `Backend` (src/engine/backend.ts); each has its backward here as an explicit
-// function with the same shape conventions (llm.c style, no autograd). The model-level backward
-// (src/train/backward.ts) strings them together in reverse order.
+// function with the same shape conventions (no autograd). The model-level backward (`modelBackward` in
+// src/train/model-grad.ts) strings them together in reverse order.
 //
 // Conventions:
 // - Ops return new tensors owned by the backend, except the `...Into` style ops documented as
@@ -14,10 +14,6 @@
 import type { Backend, Tensor, TokenLayout } from './backend';
 import { EngineError } from './errors';
 import { CpuRefTrainOps } from './cpu/ref-train';
-
-/** Loss head metrics, in this order in the (4) f32 tensor a loss head returns. */
-export const METRIC_NAMES = ['loss', 'clipFrac', 'kl', 'entropy'] as const;
-export type LossMetrics = Record<(typeof METRIC_NAMES)[number], number>;
 
 export interface LossHeadResult {
   /** (R,V) f32: d loss / d logits. */

@@ -1,4 +1,4 @@
-// The verifiable reward for real executions, τ²-bench's DB × COMMUNICATE rule (TOOLS.md §4.2):
+// The verifiable reward for real executions, τ²-bench's DB × COMMUNICATE rule:
 //
 //  1. Early termination (step limit) scores 0.
 //  2. DB: replay the reference actions on a fresh database (failing ones are ignored) -> gold hash;

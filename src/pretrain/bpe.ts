@@ -1,6 +1,6 @@
 // A byte-level BPE tokenizer for the bundled policy: trainer, encoder, decoder.
 //
-// Design choices (the context length is the main cost of a small policy, DESIGN §6):
+// Design choices (the context length is the main cost of a small policy):
 // - No word pre-tokenization (the byte-level pre-tokenizer runs with use_regex: false, like the second
 //   stage of Qwen's own pipeline): merges may cross spaces and punctuation, so frequent multi-word domain
 //   strings (the constant tool block, `{"name": "get_order_details", "arguments": {"order_id": "#W`,

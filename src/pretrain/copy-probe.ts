@@ -5,7 +5,7 @@
 // A policy that writes well-formed calls with someone else's values scores near 0 on both.
 import { Rng } from '../engine/rng';
 import type { Domain } from '../env/domain';
-import { generate, GREEDY } from '../model/generate';
+import { generate, GREEDY, type FinishReason } from '../model/generate';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
 import type { ToolDefinition } from '../rollout/chat';
@@ -19,7 +19,17 @@ export interface CopyProbe {
   examples: { probe: 'first-call' | 'drill'; want: string; got: string }[];
 }
 
+/** What the probe asks of a policy: one completion per prompt, its text and why it stopped. */
+export type Complete = (prompts: string[]) => Promise<{ text: string; finishReason: FinishReason }[]>;
+
+/** The probe on a model: greedy completions of at most 96 tokens. */
 export async function copyProbe(policy: { model: Qwen3Model; tokenizer: Tokenizer }, domain: Domain, o: { tasks: number; drills: number; seed: number }): Promise<CopyProbe> {
+  const complete: Complete = (prompts) => generate(policy.model, policy.tokenizer, prompts.map((prompt) => ({ prompt, maxNewTokens: 96, sampling: GREEDY })));
+  return probeCopying(complete, domain, o);
+}
+
+/** The probe on any policy: builds both probes' examples, asks for completions and scores them. */
+export async function probeCopying(complete: Complete, domain: Domain, o: { tasks: number; drills: number; seed: number }): Promise<CopyProbe> {
   const tools = domain.definitions() as unknown as ToolDefinition[];
   const { rows, tasks } = expertRows(domain, { split: 'train', tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
   const seen = new Set<string>();
@@ -32,7 +42,7 @@ export async function copyProbe(policy: { model: Qwen3Model; tokenizer: Tokenize
   // Filler: the same tasks' requests, as in the pretraining drills.
   const drills = copyDrills(o.drills, new Rng(o.seed * 13 + 7), tasks.flatMap((t) => t.userMessages));
   const score = async (ex: Example[], probe: CopyProbe['examples'][number]['probe']) => {
-    const res = await generate(policy.model, policy.tokenizer, ex.map((e) => ({ prompt: e.prompt, maxNewTokens: 96, sampling: GREEDY })));
+    const res = await complete(ex.map((e) => e.prompt));
     let exact = 0;
     const examples: CopyProbe['examples'] = [];
     ex.forEach((e, i) => {

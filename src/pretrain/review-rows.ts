@@ -31,6 +31,8 @@ export interface ReviewRowOptions {
 export interface ReviewData {
   reviews: Example[];
   memoryActs: Example[];
+  /** The attempt each review row reviews (same order as `reviews`), so its verdict can be checked. */
+  attempts: { taskId: string; steps: Step[]; end: EndReason }[];
 }
 
 /** A review from the judge's verdict and the attempt's failed calls: at most three short sentences. */
@@ -57,6 +59,7 @@ export function reviewRows<T extends Task>(domain: Domain<T>, tasks: readonly T[
   const opts = { isWrite: (n: string) => probe.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) };
   const reviews: Example[] = [];
   const memoryActs: Example[] = [];
+  const attempts: ReviewData['attempts'] = [];
   tasks.slice(0, o.tasks).forEach((task, i) => {
     const rng = new Rng(o.seed * 104729 + i);
     // A flawed attempt (mistakes on) and a clean episode (none) of the same task.
@@ -65,6 +68,7 @@ export function reviewRows<T extends Task>(domain: Domain<T>, tasks: readonly T[
     const a = attemptOf(flawed, rng);
     const review = writeReview(judgeVerdict(task, a.steps, opts), a.steps, a.end);
     reviews.push({ role: 'review', taskId: task.id, prompt: buildSelfEvalPrompt(task, a.steps, a.end), response: review + END });
+    attempts.push({ taskId: task.id, ...a });
     // Memory-conditioned episodes from every other task: they are long (memory + history), a third of the
     // Act rows otherwise.
     if (i % 2 === 1) return;
@@ -73,5 +77,5 @@ export function reviewRows<T extends Task>(domain: Domain<T>, tasks: readonly T[
     const conditioned = { ...task, userMessages: [...task.userMessages, memory.text] };
     for (const row of rowsFromEpisode(conditioned, clean)) if (row.role === 'act') memoryActs.push(rowToExample(row, domain.policy, tools));
   });
-  return { reviews, memoryActs };
+  return { reviews, memoryActs, attempts };
 }

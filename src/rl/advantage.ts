@@ -1,4 +1,4 @@
-// Role-Wise GRPO advantages (DESIGN §1). Every row (one Act or one Rehearse generation) carries the
+// Role-Wise GRPO advantages. Every row (one Act or one Rehearse generation) carries the
 // trajectory reward R of its rollout. Rows are grouped, each group gets a baseline μ, and A = R − μ
 // (no division by the standard deviation, as in the paper).
 //

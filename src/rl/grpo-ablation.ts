@@ -1,4 +1,4 @@
-// The miniature of the paper's ablation (DESIGN §1): the configurations, the per-run record, the
+// The miniature of the paper's ablation: the configurations, the per-run record, the
 // aggregation (bootstrap intervals over tasks and seeds, paired differences; src/rl/stats.ts) and the
 // Markdown tables that docs/results.md carries, with the paper's τ²-Bench figures beside ours. Pure
 // functions; scripts/ablation.ts runs the experiments.

@@ -1,4 +1,4 @@
-// One Role-Wise GRPO update from a batch of rollouts (DESIGN §1):
+// One Role-Wise GRPO update from a batch of rollouts:
 //   rows -> advantages (role-wise / pooled / standard; row-weighted / rollout-mean baseline)
 //        -> sequences (prompt ⊕ response, loss mask on generated tokens, old log-probs, advantage)
 //        -> micro-batches under a token budget -> one optimizer step per trained parameter set.

@@ -1,4 +1,4 @@
-// Statistics for the ablation and private-rehearsal tables (issue 18): success with a 95 % bootstrap
+// Statistics for the ablation and private-rehearsal tables: success with a 95 % bootstrap
 // confidence interval over tasks and seeds, paired differences between configurations evaluated on the same
 // tasks and seeds, and mean ± t-interval for per-seed metrics. Pure and deterministic (a seeded counter-based
 // generator, the same on every machine); browser-safe.

@@ -1,4 +1,4 @@
-// Rehearsal fidelity (DESIGN §1, the measurement the paper does not make): how well a rehearsed
+// Rehearsal fidelity (the measurement the paper does not make): how well a rehearsed
 // observation ô_t agrees with the real o_t for the same call on the same state.
 // - exact: canonical JSON equality (keys sorted; null-valued keys dropped, because the retail records
 //   treat an absent optional field and a null one as the same thing).

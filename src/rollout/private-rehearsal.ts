@@ -1,4 +1,4 @@
-// Test-time private rehearsal (DESIGN §1 last bullets, issue 7): before its one committed real execution, the
+// Test-time private rehearsal: before its one committed real execution, the
 // policy tries the task N times in its head (Act + Rehearse with the same parameters, nothing executed),
 // evaluates each attempt, condenses attempts and evaluations into a rehearsal memory m_x, and then runs ONE
 // real episode whose Act context carries m_x. Only that episode is scored.

@@ -1,4 +1,4 @@
-// The rehearsal memory m_x of test-time private rehearsal (DESIGN §1, issue 7): imagined attempts at one
+// The rehearsal memory m_x of test-time private rehearsal: imagined attempts at one
 // request and their evaluations, condensed into a short note that conditions the one real episode.
 //
 // How it is built (deterministic, no model call):

@@ -1,4 +1,4 @@
-// The Rehearse prompt (DESIGN §1): for each pending tool call, a fresh prompt of its own, in which the same
+// The Rehearse prompt: for each pending tool call, a fresh prompt of its own, in which the same
 // policy plays the environment. Sections: simulator instructions (validate, then simulate), the tool
 // schemas, grounding examples (real (name, arguments, result) triples from the task's reference
 // trajectory), the conversation so far, and the call. Target (src/env/toolcall.ts formatObservation):

@@ -1,4 +1,4 @@
-// Batched rollouts in every mode (DESIGN §1, issue 6):
+// Batched rollouts in every mode:
 //   rehearse          EnvACE: Act writes a call, Rehearse (same adapter) writes its observation from its own
 //                     grounded prompt, Act continues on it. The real environment is never shown.
 //   real              observations come from the real environment (no rows for them: they are not generated).

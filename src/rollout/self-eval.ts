@@ -1,4 +1,4 @@
-// Evaluations of an imagined attempt, for test-time private rehearsal (issue 7). Two, kept apart:
+// Evaluations of an imagined attempt, for test-time private rehearsal. Two, kept apart:
 //   - self: the policy itself, prompted to review its attempt (did it satisfy the request, what went wrong,
 //     what to change). This is the paper's mechanism; a small policy's review can be weak or off-format, and
 //     it is kept verbatim (whitespace-collapsed) so the lab shows exactly what the policy wrote.

@@ -1,4 +1,4 @@
-// Server-side episodes (issue 15): one live episode = one task, its own copy-on-write database, the Act
+// Server-side episodes: one live episode = one task, its own copy-on-write database, the Act
 // conversation so far, and the lab's own machinery for everything a trainer asks of it. Nothing here
 // re-implements the method: a call goes through the lab's Episode (src/rollout/episode.ts, real mode) as the
 // Act text the lab's expert would write for it, so the untrusted-input parsing, the observation text, the

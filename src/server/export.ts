@@ -1,4 +1,4 @@
-// Dataset export for distributed trainers (issue 15): tasks in the row layout of verl's RL datasets
+// Dataset export for distributed trainers: tasks in the row layout of verl's RL datasets
 // (RLHFDataset: data_source, prompt, ability, reward_model, extra_info; agent_name for the agent loop),
 // rollouts of the lab's rollouts.jsonl in a flat, documented schema, and verl's tool-config YAML. Parquet
 // is written by parquet-wasm (Apache Arrow's Rust implementation) from apache-arrow tables, with explicit

@@ -1,4 +1,4 @@
-// The environment server (issue 15): node:http, no framework. Routes:
+// The environment server: node:http, no framework. Routes:
 //   GET    /health                              status, task counts, live episodes, counters
 //   GET    /tasks?split=train|test              {"split", "task_ids"}
 //   GET    /tools                               the domain's tools (OpenAI function format)

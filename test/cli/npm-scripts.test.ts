@@ -1,5 +1,5 @@
 // npm runs `pre<name>` scripts as hooks: without `ignore-scripts` in .npmrc, `npm run train` would first run the
-// whole `pretrain` script (20+ minutes, overwriting models/default). This guards the CLI names DESIGN §5 fixes.
+// whole `pretrain` script (20+ minutes, overwriting models/default). This guards the CLI names the README documents.
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 

@@ -346,9 +346,6 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     // Resume, then cancel mid-step.
     await page.click('[data-testid=train-start]');
     await page.waitForSelector('[data-testid=busy]');
-    // The main thread is free while the worker computes: a 0 ms timer fires at once.
-    const lag = await page.evaluate(() => new Promise<number>((r) => { const t = performance.now(); setTimeout(() => r(performance.now() - t), 0); }));
-    expect(lag).toBeLessThan(1500);
     await page.click('[data-testid=cancel]');
     await idle();
     expect(await page.textContent('[data-testid=error]')).toBe('training: cancelled');

@@ -78,9 +78,8 @@ describe('calculate', () => {
     expectError(env, 'calculate', { expression: 'import os' }, 'Invalid characters in expression');
   });
   it('refuses huge powers instead of hanging', () => {
-    const t = performance.now();
+    // A hang would hit the test timeout; no wall-clock assertion in a unit test.
     expect(() => calculate('9**9**9')).toThrow('int too large to convert to float');
-    expect(performance.now() - t).toBeLessThan(1000);
   });
 });
 

@@ -1,17 +1,17 @@
 // The checklist judge (rules J1–J6 in src/env/judge.ts) and the real-execution reward (src/env/reward.ts):
 // expert trajectories score 1; a wrong id, a forbidden write, a missing fact, an error observation on a
 // required call and an empty reply each score below 1 (or -0.1), and the real reward agrees where the
-// database or the communicated facts differ.
+// database or the communicated facts differ, including writes replayed in an order that changes the database.
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Step } from '../../src/env/domain';
+import type { Step, Task, ToolCall } from '../../src/env/domain';
 import { EMPTY_RESPONSE_REWARD, judge } from '../../src/env/judge';
 import { retailDomain } from '../../src/env/retail/index';
 import { retailDataPath } from '../../src/env/retail/node';
-import { factStated, realReward } from '../../src/env/reward';
+import { callsOf, factStated, realReward } from '../../src/env/reward';
 import { checklistFromReference, loadTau2Tasks } from '../../src/env/tau2';
-import { base, fresh, users } from './helpers';
+import { base, findOrder, fresh, users } from './helpers';
 
 const domain = retailDomain(base);
 const tasks = domain.tasks.generate({ split: 'train', count: 150, seed: 5 });
@@ -110,12 +110,37 @@ describe('real-execution reward', () => {
     expect(factStated('DELIVERED', ['it was delivered'])).toBe(true);
     expect(factStated('1,093.34', ['1,093.34'])).toBe(false);
   });
-  it('is 0 on early termination and when writes come in another order', () => {
-    const t = tasks.find((x) => x.family === 'multi' && x.referenceActions.filter((a) => opts.isWrite(a.name)).length === 2);
-    const i = tasks.indexOf(t!);
-    const steps = expertSteps(i);
-    expect(realReward(domain.createEnv, t!, steps).reward).toBe(1);
-    expect(realReward(domain.createEnv, t!, steps, { terminated: true }).reward).toBe(0);
+  it('is 0 on early termination', () => {
+    const t = tasks.find((x) => x.family === 'multi' && x.referenceActions.filter((a) => opts.isWrite(a.name)).length === 2)!;
+    const steps = expertSteps(tasks.indexOf(t));
+    expect(realReward(domain.createEnv, t, steps).reward).toBe(1);
+    expect(realReward(domain.createEnv, t, steps, { terminated: true }).reward).toBe(0);
+  });
+
+  it('is 0 when writes come in another order that changes the database, 1 when the two writes commute', () => {
+    // Address change then cancellation of one pending order; reversed, the cancellation goes first and the
+    // address change then fails on a cancelled order, so the final database differs from the gold one.
+    const order = findOrder((o) => o.status === 'pending');
+    const address = { address1: '9 X St', address2: '', city: 'Y', state: 'NY', country: 'USA', zip: '10001' };
+    const modify = { name: 'modify_pending_order_address', arguments: { order_id: order.order_id, ...address } };
+    const cancel = { name: 'cancel_pending_order', arguments: { order_id: order.order_id, reason: 'no longer needed' } };
+    const t: Task = { id: 'reorder', userMessages: ['Change the address, then cancel.'], referenceActions: [modify, cancel], facts: [], checklist: [] };
+    const played = (calls: ToolCall[]): Step[] => rerun([...calls.map((call): Step => ({ kind: 'call', call, observation: { ok: true, name: call.name, result: null } })), { kind: 'reply', text: 'Done.' }]);
+    const inOrder = played([modify, cancel]);
+    const reordered = played([cancel, modify]);
+    expect(inOrder.every((s) => s.kind !== 'call' || s.observation.ok)).toBe(true);
+    expect(reordered[1]).toMatchObject({ kind: 'call', observation: { ok: false, error: 'Non-pending order cannot be modified' } });
+    expect(realReward(domain.createEnv, t, inOrder).reward).toBe(1);
+    expect(realReward(domain.createEnv, t, reordered)).toMatchObject({ reward: 0, db: 0, communicate: 1 });
+
+    // A generated task whose two writes touch different records: swapping them leaves the same database.
+    const m = tasks.find((x) => x.family === 'multi' && x.referenceActions.filter((a) => opts.isWrite(a.name)).length === 2)!;
+    const steps = expertSteps(tasks.indexOf(m));
+    const [a, b] = steps.flatMap((s, k) => (s.kind === 'call' && opts.isWrite(s.call.name) ? [k] : []));
+    const swapped = [...steps];
+    [swapped[a], swapped[b]] = [steps[b], steps[a]];
+    expect(callsOf(swapped)).not.toEqual(callsOf(steps));
+    expect(realReward(domain.createEnv, m, rerun(swapped)).reward).toBe(1);
   });
 });
 
@@ -138,6 +163,6 @@ describe.skipIf(!tasksPath)('τ²-bench train tasks through the same rewards', (
         expect(judge(checklist, noWrites, opts).reward, t.id).toBeLessThan(1);
       }
     }
-    expect(dbChanging).toBe(74 - 7); // TOOLS.md §4.3: seven train tasks leave the database unchanged
+    expect(dbChanging).toBe(74 - 7); // seven train tasks leave the database unchanged
   });
 });

@@ -1,4 +1,4 @@
-// Read and generic retail tools: success paths and every error condition of TOOLS.md §3.1–3.8.
+// Read and generic retail tools: success paths and every error condition upstream has.
 
 import { describe, expect, it } from 'vitest';
 import type { Order, Product, User } from '../../src/env/retail/types';

@@ -1,4 +1,4 @@
-// Write tools: success paths (state changes as TOOLS.md §3.9–3.15 describes, with the release's quirks)
+// Write tools: success paths (state changes as upstream's, with the release's quirks)
 // and every error condition, each checked to leave the database unchanged.
 
 import { describe, expect, it } from 'vitest';

@@ -1,24 +1,8 @@
 // Real WebGPU in Node: Dawn (npm `webgpu`) on Mesa's lavapipe. Under CI=true a missing adapter fails
 // the run; elsewhere GPU tests are skipped loudly.
-import { create, globals } from 'webgpu';
+import { nodeAdapter } from '../../bench/gpu';
 
-let cached: Promise<GPUAdapter | null> | null = null;
-
-export function nodeGpu(): GPU {
-  Object.assign(globalThis, globals);
-  return create([]);
-}
-
-export function nodeAdapter(): Promise<GPUAdapter | null> {
-  cached ??= (async () => {
-    try {
-      return await nodeGpu().requestAdapter();
-    } catch {
-      return null;
-    }
-  })();
-  return cached;
-}
+export { nodeAdapter, nodeGpu } from '../../bench/gpu';
 
 /** True when GPU tests should run. Throws under CI when no adapter is found. */
 export async function gpuAvailable(): Promise<boolean> {

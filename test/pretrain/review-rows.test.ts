@@ -2,6 +2,7 @@
 // failed; memory-conditioned Act rows carry a bounded memory in private rehearsal's own placement.
 import { describe, expect, it } from 'vitest';
 import type { Step } from '../../src/env/domain';
+import { judge } from '../../src/env/judge';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { SPECIAL_STRINGS } from '../../src/pretrain/hf-tokenizer';
@@ -9,7 +10,7 @@ import { trainBpe } from '../../src/pretrain/bpe';
 import { expertRows } from '../../src/pretrain/data';
 import { reviewRows, writeReview } from '../../src/pretrain/review-rows';
 import { MEMORY_HEADER } from '../../src/rollout/rehearsal-memory';
-import { SELF_EVAL_SYSTEM } from '../../src/rollout/self-eval';
+import { buildSelfEvalPrompt, SELF_EVAL_SYSTEM } from '../../src/rollout/self-eval';
 
 describe('writeReview', () => {
   const failed: Step = { kind: 'call', call: { name: 'get_order_details', arguments: { order_id: 'W1' } }, observation: { ok: false, name: 'get_order_details', error: 'Order not found', code: 'tool' } };
@@ -27,6 +28,7 @@ describe('reviewRows on retail', () => {
   const bpe = trainBpe(['a b c the order'], { vocabSize: 300, specials: SPECIAL_STRINGS });
   const count = (t: string) => bpe.encode(t).length;
   const rv = reviewRows(d, tasks, { tasks: 10, seed: 4, memoryTokens: 4000, countTokens: count });
+  const judgeOpts = { isWrite: (n: string) => d.createEnv().isWrite(n), normaliseArgs: d.normaliseArgs?.bind(d) };
 
   it('one review row per task, on the self-evaluation prompt; both verdicts occur and agree with the judge', () => {
     expect(rv.reviews).toHaveLength(10);
@@ -38,6 +40,18 @@ describe('reviewRows on retail', () => {
     const yes = rv.reviews.filter((r) => r.response.startsWith('Yes')).length;
     expect(yes).toBeGreaterThan(0);
     expect(yes).toBeLessThan(10);
+    // Each verdict is the checklist judge's on the attempt the row shows: Yes exactly when the judge gives
+    // the attempt 1, and a No names the judge's first unmet call.
+    expect(rv.attempts.map((a) => a.taskId)).toEqual(rv.reviews.map((r) => r.taskId));
+    rv.reviews.forEach((r, i) => {
+      const a = rv.attempts[i];
+      const task = tasks.find((t) => t.id === r.taskId)!;
+      expect(r.prompt).toBe(buildSelfEvalPrompt(task, a.steps, a.end));
+      const j = judge(task.checklist, a.steps, judgeOpts);
+      expect(r.response.startsWith('Yes'), r.taskId).toBe(j.reward >= 1);
+      const unmetCall = j.items.find((v) => !v.satisfied && v.item.kind === 'call');
+      if (unmetCall?.item.kind === 'call') expect(r.response).toContain(`Next time: call ${unmetCall.item.name} `);
+    });
     // Deterministic in the seed.
     expect(reviewRows(d, tasks, { tasks: 10, seed: 4, memoryTokens: 4000, countTokens: count }).reviews).toEqual(rv.reviews);
   });

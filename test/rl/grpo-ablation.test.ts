@@ -30,7 +30,7 @@ describe('ablation tables', () => {
     expect(stat([]).n).toBe(0);
   });
 
-  it('the configurations of issue 18; the KL run only when named', () => {
+  it('the ablation configurations; the KL run only when named', () => {
     expect(DEFAULT_CONFIG_IDS).toEqual(['base', 'real', 'frozen-simulator', 'per-role', 'envace', 'envace-pooled', 'envace-rollout-mean']);
     expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-rollout-mean')).toMatchObject({ mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0 });
     expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-kl')).toMatchObject({ mode: 'rehearse', baseline: 'row-weighted', kl: 1e-4, optional: true });

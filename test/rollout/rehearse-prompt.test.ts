@@ -47,7 +47,7 @@ const history: ChatMessage[] = [
 ];
 
 describe('Rehearse prompt', () => {
-  it('has the sections of DESIGN §1 in order, compact, and renders through the chat template', () => {
+  it('has its sections in order, compact, and renders through the chat template', () => {
     const { messages, text } = buildRehearsePrompt({ tools, grounding, history, call: { name: 'get_order_details', arguments: { order_id: '#W2378156' } } });
     expect(messages[0]).toEqual({ role: 'system', content: REHEARSE_SYSTEM });
     const u = messages[1].content;

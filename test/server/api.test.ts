@@ -1,4 +1,4 @@
-// The JSON API against the lab's own code (issue 15, "Done when" 2): rehearse prompts byte-identical to
+// The JSON API against the lab's own code: rehearse prompts byte-identical to
 // the rollout's (RolloutStepper.rehearsePrompt builds them from the same inputs), rewards equal to the
 // lab's defaultReward for the same trajectory (real and judge); plus the limits: body size and nesting,
 // the live-episode cap, TTL expiry, graceful shutdown.

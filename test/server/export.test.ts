@@ -1,4 +1,4 @@
-// `npm run export` (issue 15): tasks in verl's RL row layout written by parquet-wasm and read back by an
+// `npm run export`: tasks in verl's RL row layout written by parquet-wasm and read back by an
 // independent reader (hyparquet, a pure-JS Parquet implementation) with every row equal to the JSONL
 // export; rollouts of the lab's rollouts.jsonl; the committed verl tool configs equal a fresh export.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// A small version of `npm run bench -- serve` (issue 15): concurrent episodes over loopback HTTP, every
+// A small version of `npm run bench -- serve`: concurrent episodes over loopback HTTP, every
 // request answered, every episode released, the heap back near its baseline after each round (no growth
 // over the rounds). The full 64 × 20 × 5 run, with its latency and throughput records, is the bench suite.
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The server on a loopback port, driven by the MCP SDK's own client (issue 15, "Done when" 1): the tool
+// The server on a loopback port, driven by the MCP SDK's own client: the tool
 // list, 20 concurrent sessions replaying reference actions against `npm run env -- replay`'s own replay
 // (same base database, same replayTask), write isolation, malformed calls.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

@@ -20,6 +20,8 @@ const QWEN3_06B: Qwen3Config = {
   rmsNormEps: 1e-6, ropeTheta: 1e6, vocabSize: 151936, tieWordEmbeddings: true, maxPositionEmbeddings: 40960,
 };
 const GiB = 2 ** 30;
+// Skipped without an adapter, and under CI=true a missing adapter fails (as every GPU test).
+const run = await gpuAvailable();
 
 describe('predictTrainBytes', () => {
   it('Qwen3-0.6B q4 LoRA at 1024 tokens: under 2 GiB with recomputation, more without', () => {
@@ -32,8 +34,7 @@ describe('predictTrainBytes', () => {
     expect(on.weights / 1e9).toBeCloseTo(0.37, 1);
   });
 
-  it('matches the bytes a WebGPU LoRA step allocates within 25%', async () => {
-    if (!(await gpuAvailable())) return;
+  it.skipIf(!run)('matches the bytes a WebGPU LoRA step allocates within 25%', async () => {
     const cfg = tinyConfig({ vocabSize: 300, hiddenSize: 64, intermediateSize: 160, numLayers: 3, numHeads: 4, numKvHeads: 2, headDim: 16 });
     const gpu = await createWebGpuBackend({ gpu: nodeGpu(), poolBytes: 0 });
     try {

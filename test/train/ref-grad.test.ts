@@ -1,4 +1,5 @@
-// Finite-difference gradient checks of every CPU reference backward op and both loss heads.
+// Finite-difference gradient checks of every CPU reference backward op and both loss heads, and the GRPO
+// surrogate's loss, clip and KL values against hand-computed ones (each clip case alone).
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { quantize } from '../../src/engine/quant';
@@ -162,11 +163,63 @@ describe('loss heads vs finite differences', () => {
     const [loss, clipFrac, kl] = await rd(res.metrics);
     // rows 1, 3, 4 are clipped out of 5 weighted rows
     expect(clipFrac).toBeCloseTo(3 / 5, 6);
-    expect(kl).toBeGreaterThan(0);
-    // row 4 is dual-clipped: its loss is -A*c = 1.5 and it has no policy gradient, only the KL part
-    expect(Number.isFinite(loss)).toBe(true);
+    // The loss and the mean KL, hand-computed (per-row values in the next test): sum over rows of
+    // w * (pg + 0.05 k3) = 0.2(-0.735 + 0.05*0.2223665527) + 0.3(-0.48 + 0.05*0.0876281516)
+    //   + 0.1(0.48 + 0.05*0.0118342427) + 0.25(1.5 + 0.05*0.1183121855) + 0.15(0.27 + 0.05*0.3670000166)
+    //   = 0.1725 + 0.05 * 0.1565732292 = 0.1803286615; mean k3 over the 5 weighted rows = 0.1614282298.
+    expect(loss).toBeCloseTo(0.1803286615, 5);
+    expect(kl).toBeCloseTo(0.1614282298, 5);
     expect(() => ops.grpo(be.tensor(x, [Rw, V]), be.tensor(targets, [Rw]), be.tensor(weight, [Rw]), {
       advantage: be.tensor(adv, [Rw]), oldLogp: be.tensor(old, [Rw]), refLogp: null }, { ...opts, dualClip: 0.5 })).toThrow(/dualClip/);
+  });
+
+  // Each case of the surrogate alone: the same six rows, one at a time (weight 1 on that row only), so
+  // each row's loss, clip flag, KL and gradient are the head's metrics. Expected values by hand from
+  // ratio r, advantage A, eps = 0.2, c = 3: pg = max(-A r, -A clamp(r, 0.8, 1.2)), then min(pg, -A c) for
+  // A < 0; k3 = e^d - d - 1 with d = ref - logp = 0.3 (row - 2.5).
+  it('GRPO surrogate values, case by case: inside, clipped above and below, dual-clipped, and the k3 KL', async () => {
+    const x = randn(new Rng(81), Rw * V);
+    const ls = await rd(be.logSoftmax(be.tensor(x, [Rw, V])));
+    const logp = Array.from(targets, (t, r) => ls[r * V + t]);
+    const ratios = [1.05, 1.5, 1, 0.5, 5.0, 0.9];
+    const adv = Float32Array.of(0.7, 0.4, 1, -0.6, -0.5, -0.3);
+    const old = Float32Array.from(logp, (l, r) => l - Math.log(ratios[r]));
+    const ref = Float32Array.from(logp, (l, r) => l + 0.3 * (r - 2.5));
+    const cases = [
+      // row, pg (hand), clipped, k3 = e^d - d - 1 (hand)
+      { row: 0, pg: -0.735, clipped: 0, k3: 0.2223665527 }, // r 1.05 inside: -0.7 * 1.05
+      { row: 1, pg: -0.48, clipped: 1, k3: 0.0876281516 }, // A > 0, r 1.5 clipped to 1.2: max(-0.6, -0.48)
+      { row: 2, pg: -1, clipped: 0, k3: 0.0107079764 }, // r 1, A 1: -1 (d = -0.15)
+      { row: 3, pg: 0.48, clipped: 1, k3: 0.0118342427 }, // A < 0, r 0.5 clipped to 0.8: max(0.3, 0.48)
+      { row: 4, pg: 1.5, clipped: 1, k3: 0.1183121855 }, // A < 0, r 5: max(2.5, 0.6) = 2.5, dual cap 0.5 * 3 = 1.5
+      { row: 5, pg: 0.27, clipped: 0, k3: 0.3670000166 }, // A < 0, r 0.9 inside: 0.3 * 0.9
+    ];
+    const head = (row: number, kl: boolean) =>
+      ops.grpo(be.tensor(x, [Rw, V]), be.tensor(targets, [Rw]), be.tensor(Float32Array.from({ length: Rw }, (_, r) => (r === row ? 1 : 0)), [Rw]), {
+        advantage: be.tensor(adv, [Rw]), oldLogp: be.tensor(old, [Rw]), refLogp: kl ? be.tensor(ref, [Rw]) : null,
+      }, { clipEps: 0.2, dualClip: 3, klCoef: kl ? 0.05 : 0 });
+    for (const c of cases) {
+      const plain = head(c.row, false);
+      const [loss, clipFrac, kl] = await rd(plain.metrics);
+      expect(loss, `row ${c.row} loss`).toBeCloseTo(c.pg, 5);
+      expect(clipFrac, `row ${c.row} clipped`).toBe(c.clipped);
+      expect(kl).toBe(0);
+      // The gradient flows only through the unclipped branch: d loss / d logit[target] = -A r (1 - p).
+      const g = (await rd(plain.dLogits)).subarray(c.row * V, (c.row + 1) * V);
+      const t = targets[c.row];
+      const want = c.clipped ? 0 : -adv[c.row] * ratios[c.row] * (1 - Math.exp(logp[c.row]));
+      expect(g[t], `row ${c.row} gradient`).toBeCloseTo(want, 5);
+      if (c.clipped) expect(g.every((v) => v === 0)).toBe(true);
+
+      const withKl = head(c.row, true);
+      const [lossKl, , klv] = await rd(withKl.metrics);
+      expect(klv, `row ${c.row} k3`).toBeCloseTo(c.k3, 6);
+      expect(lossKl, `row ${c.row} loss + KL`).toBeCloseTo(c.pg + 0.05 * c.k3, 5);
+      // The KL's own gradient, d(0.05 k3)/d logp = 0.05 (1 - e^d), is there even on clipped rows.
+      const d = 0.3 * (c.row - 2.5);
+      const gk = (await rd(withKl.dLogits))[c.row * V + t];
+      expect(gk, `row ${c.row} gradient with KL`).toBeCloseTo(want + 0.05 * (1 - Math.exp(d)) * (1 - Math.exp(logp[c.row])), 5);
+    }
   });
 
   it('GRPO with zero advantage and no KL has zero gradient', async () => {

@@ -1,8 +1,8 @@
-// The 15 tools of the τ²-bench retail domain (June 2025 release), behaviour as described in
-// shared/data/tau2-retail/TOOLS.md: same names, arguments, check order, error texts and state changes,
-// including the release's defects (item modification prices, cancel refunds every history entry), because
-// the reward compares database states with what upstream computes. Every check runs before any put(),
-// and the store discards a failed transaction anyway.
+// The 15 tools of the τ²-bench retail domain (June 2025 release), behaviour as upstream's: same names,
+// arguments, check order, error texts and state changes, including the release's defects (item
+// modification prices, cancel refunds every history entry), because the reward compares database states
+// with what upstream computes. Every check runs before any put(), and the store discards a failed
+// transaction anyway.
 
 import type { ToolSpec } from '../domain';
 import { ToolError } from '../domain';

@@ -71,12 +71,6 @@ export interface Order {
   return_payment_method_id: string | null;
 }
 
-export interface RetailData {
-  products: Record<string, Product>;
-  users: Record<string, User>;
-  orders: Record<string, Order>;
-}
-
 /** Optional order fields, in upstream model order; absent in db.json, null in every upstream result. */
 export const ORDER_OPTIONAL_FIELDS = [
   'cancel_reason',

@@ -1,4 +1,4 @@
-// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.mjs), not part of the TypeScript program.
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
 // Grouped-query causal attention over the KV cache (the contract in src/engine/backend.ts):
 // q (T,Hq,D), caches (S,maxT,Hkv,D) -> out (T,Hq,D). Two passes per (token, head): scores and their

@@ -1,4 +1,4 @@
-// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.mjs), not part of the TypeScript program.
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
 // Dequantization of the formats in src/engine/quant.ts into f32, 16 values per SIMD step.
 

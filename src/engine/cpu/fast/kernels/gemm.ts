@@ -1,4 +1,4 @@
-// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.mjs), not part of the TypeScript program.
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
 // Blocked matrix product C (M,Nout) (+)= A (M,inner) . B (inner,Nout) for every matmul shape the engine
 // needs, sharing one 4x8 register-blocked SIMD micro-kernel:

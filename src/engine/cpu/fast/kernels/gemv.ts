@@ -1,4 +1,4 @@
-// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.mjs), not part of the TypeScript program.
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
 // Forward y = x W^T for a few rows (M <= 3: decode), where packing W would cost as much as the product.
 // Dot products run along K on W's own row-major layout, 4 output columns at a time, dequantizing in
