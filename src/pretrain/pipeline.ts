@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Backend } from '../engine/backend';
 import type { Domain } from '../env/domain';
 import { paramCount, toHfConfig, type Qwen3Config } from '../model/config';
+import type { ModelSource } from '../model/source';
 import { DirSource } from '../model/source-node';
 import { buildQwen3, loadQwen3, toSafetensors } from '../model/weights';
 import { hostWeights } from '../train/params';
@@ -219,10 +220,15 @@ export async function pretrain(
     const src = new DirSource(o.init);
     const theirs = new TextDecoder().decode(await src.read('tokenizer.json'));
     if (theirs !== JSON.stringify(toTokenizerJson(bpe)) + '\n') throw new Error(`--init ${o.init}: its tokenizer.json differs from the one this seed trains`);
-    ({ model } = await loadQwen3(src, b, { format: 'f32' }));
+    // The context length is a config field only (RoPE has no learned positions): a stage may extend it.
+    const cfgText = JSON.parse(new TextDecoder().decode(await src.read('config.json'))) as Record<string, unknown>;
+    const from = cfgText.max_position_embeddings;
+    cfgText.max_position_embeddings = config.maxPositionEmbeddings;
+    const patched: ModelSource = { label: src.label, has: (n) => src.has(n), read: async (n) => (n === 'config.json' ? new TextEncoder().encode(JSON.stringify(cfgText)) : src.read(n)) };
+    ({ model } = await loadQwen3(patched, b, { format: 'f32' }));
     const same = (Object.keys(config) as (keyof Qwen3Config)[]).every((k) => model.config[k] === config[k]);
     if (!same) throw new Error(`--init ${o.init}: config differs from the spec`);
-    log(`continuing from ${o.init}`);
+    log(`continuing from ${o.init}${from !== config.maxPositionEmbeddings ? ` (context ${String(from)} -> ${config.maxPositionEmbeddings})` : ''}`);
   } else ({ model } = await buildQwen3(b, config, initWeights(config, seed), { format: 'f32' }));
   const tr = pretrainer(model, hyper);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
