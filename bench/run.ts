@@ -17,7 +17,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */
 async function nodeAdapterName(): Promise<string | undefined> {
   try {
-    const { nodeAdapter } = await import('../test/helpers/gpu');
+    const { nodeAdapter } = await import('./gpu');
     const a = await nodeAdapter();
     if (!a) return undefined;
     const i = a.info;
@@ -30,8 +30,8 @@ async function nodeAdapterName(): Promise<string | undefined> {
 async function main() {
   const args = process.argv.slice(2);
   if (args.includes('--table') || args.includes('--check-table')) {
-    // README tables from the committed records (scripts/bench-table.ts); no suite runs.
-    const { main: table } = await import('../scripts/bench-table');
+    // README tables from the committed records (bench/table.ts); no suite runs.
+    const { main: table } = await import('./table');
     process.exitCode = table(args.includes('--check-table') ? ['--check'] : []);
     return;
   }

@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createBackend } from '../../src/engine/index';
 import { DirSource } from '../../src/model/source-node';
-import { nodeAdapter, nodeGpu } from '../../test/helpers/gpu';
+import { nodeAdapter, nodeGpu } from '../gpu';
 import { runGpuBench, type GpuBenchOptions, type GpuRecord } from '../gpu/common';
 import type { BenchContext, BenchSuite } from '../lib';
 

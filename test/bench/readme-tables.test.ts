@@ -1,8 +1,8 @@
-// The README's benchmark tables are generated from the committed records (scripts/bench-table.ts): a record
+// The README's benchmark tables are generated from the committed records (bench/table.ts): a record
 // changed without `npm run bench -- --table`, or a table edited by hand, fails here.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { renderReadme, TABLES } from '../../scripts/bench-table';
+import { renderReadme, TABLES } from '../../bench/table';
 
 describe('README benchmark tables', () => {
   it('equal what bench/results/*.json generate', () => {

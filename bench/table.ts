@@ -1,11 +1,11 @@
 // The README's benchmark tables, generated from the committed records in bench/results/*.json (never
-// typed by hand). `npm run bench -- --table` (or `node --import tsx scripts/bench-table.ts`) rewrites
+// typed by hand). `npm run bench -- --table` (or `node --import tsx bench/table.ts`) rewrites
 // every block between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in README.md; `--check` only
 // reports whether README.md is up to date (exit 1 if not).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { BenchRecord } from '../bench/lib';
+import type { BenchRecord } from './lib';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
