@@ -14,6 +14,7 @@ import { loadTaskFile } from '../env/tau2';
 import { loadAdapters } from '../rl/checkpoint';
 import { evaluateHeldOut, type HeldOutReport } from '../rl/evaluate';
 import { DEFAULT_LIMITS } from '../rl/grpo-trainer';
+import { tokenBudgets } from '../rollout/budget';
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../rollout/private-rehearsal';
 import {
@@ -40,8 +41,8 @@ export const EVAL_FLAGS: FlagSpec = {
   threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
   'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity measurement; 0 = skip it', default: '--max-rehearse-tokens' },
   'max-turns': { type: 'string', arg: 'N', help: 'turns per episode, 1..100', default: String(DEFAULT_LIMITS.maxTurns) },
-  'max-act-tokens': { type: 'string', arg: 'N', help: `tokens per Act generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxActTokens) },
-  'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxRehearseTokens) },
+  'max-act-tokens': { type: 'string', arg: 'N', help: `tokens per Act generation, 1..${MAX_TOKENS}`, default: `measured: p99 of the world's expert turns, at least ${DEFAULT_LIMITS.maxActTokens}` },
+  'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: "measured: p99 of the world's real observations (tags included)" },
   'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
   'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
   tts: { type: 'string', arg: 'M', help: 'test-time private rehearsal before each real episode: parallel or sequential (needs --n)', default: 'off' },
@@ -87,12 +88,14 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (v.n !== undefined && !tts) throw new ArgError('--n needs --tts parallel|sequential');
     const n = intFlag(v, 'n', tts ? -1 : 0, 0, 16);
     if (tts && n < 0) throw new ArgError('--tts needs --n N (N = 0: plain evaluation)');
+    // Token budgets not given on the command line are measured on the world's real trajectories under the
+    // model's tokenizer (src/rollout/budget.ts), once the model is open: a fixed number cuts long observations.
     const limits = {
       maxTurns: intFlag(v, 'max-turns', DEFAULT_LIMITS.maxTurns, 1, 100),
-      maxActTokens: intFlag(v, 'max-act-tokens', DEFAULT_LIMITS.maxActTokens, 1, MAX_TOKENS),
-      maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', DEFAULT_LIMITS.maxRehearseTokens, 1, MAX_TOKENS),
+      maxActTokens: intFlag(v, 'max-act-tokens', 0, 1, MAX_TOKENS),
+      maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', 0, 1, MAX_TOKENS),
     };
-    const fidelityTokens = intFlag(v, 'fidelity-tokens', limits.maxRehearseTokens, 0, MAX_TOKENS);
+    let fidelityTokens = intFlag(v, 'fidelity-tokens', -1, 0, MAX_TOKENS);
     const rehearsePrompt = {
       ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0, 10_000_000) } : {}),
       ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0, 10_000_000) } : {}),
@@ -114,6 +117,13 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     try {
       const t0 = performance.now();
       const policy = await openModel(strFlag(v, 'model'), backend);
+      if (limits.maxActTokens === 0 || limits.maxRehearseTokens === 0) {
+        const measured = tokenBudgets(domain, policy.tokenizer);
+        if (limits.maxActTokens === 0) limits.maxActTokens = Math.max(DEFAULT_LIMITS.maxActTokens, measured.act);
+        if (limits.maxRehearseTokens === 0) limits.maxRehearseTokens = measured.rehearse;
+        log(`budgets: Act ${limits.maxActTokens}, Rehearse ${limits.maxRehearseTokens} tokens (p99 of the world's real turns and observations)`);
+      }
+      if (fidelityTokens < 0) fidelityTokens = limits.maxRehearseTokens;
       const adapterDir = strFlag(v, 'adapter');
       const adapters = adapterDir ? await loadAdapters(new DirStore(adapterDir), backend, policy.model.config) : null;
       log(`${tasks.length} ${tasksArg} tasks, model ${policy.dir}${adapterDir ? `, adapter ${resolve(adapterDir)}${adapters?.mode ? ` (${adapters.mode} run, step ${adapters.step})` : ''}` : ' (base policy)'}${tts ? `, tts ${tts} n=${n}` : ''}`);
