@@ -238,6 +238,8 @@ export interface TrainRequest {
   rehearseTokens: number;
   /** Held-out evaluation (real environment, greedy) every N steps; 0 = never. */
   evalEvery: number;
+  /** Held-out tasks of that evaluation (the world's test split, task seed 1, as `npm run eval`). */
+  evalTasks: number;
 }
 
 /** One training step as the dashboard plots it (from src/rl/run.ts StepMetrics and EvalMetrics). */

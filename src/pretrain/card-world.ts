@@ -60,7 +60,8 @@ export interface SweepRecord {
   change: string;
   minutes: number;
   finalLoss: number;
-  heldOut: Pick<HeldOutRecord, 'tasks' | 'success' | 'callsWithoutError' | 'toolPrecision' | 'fidelity' | 'byTier'>;
+  /** null: the run was stopped before it finished (said in `change`), so nothing was evaluated. */
+  heldOut: Pick<HeldOutRecord, 'tasks' | 'success' | 'callsWithoutError' | 'toolPrecision' | 'fidelity' | 'byTier'> | null;
   kept: boolean;
 }
 
@@ -132,8 +133,13 @@ export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
   out.push('| run | change | command | train min | final loss | success | calls w/o error | tool precision | rehearsal exact | parse | tier 1 / 2 / 3 |\n|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of sweeps) {
     const h = r.heldOut;
+    const name = r.kept ? `**${r.label}** (kept)` : r.label;
+    if (!h) {
+      out.push(`| ${name} | ${r.change} | \`${r.command}\` | ${f(r.minutes, 1)} | ${f(r.finalLoss, 3)} | – | – | – | – | – | – |`);
+      continue;
+    }
     const tiers = ['tier 1', 'tier 2', 'tier 3'].map((t) => pct(h.byTier[t]?.success)).join(' / ');
-    out.push(`| ${r.kept ? `**${r.label}** (kept)` : r.label} | ${r.change} | \`${r.command}\` | ${f(r.minutes, 1)} | ${f(r.finalLoss, 3)} | ${pct(h.success)} | ${pct(h.callsWithoutError)} | ${pct(h.toolPrecision)} | ${pct(h.fidelity?.exact)} | ${h.fidelity ? pct(1 - h.fidelity.invalid) : 'n/a'} | ${tiers} |`);
+    out.push(`| ${name} | ${r.change} | \`${r.command}\` | ${f(r.minutes, 1)} | ${f(r.finalLoss, 3)} | ${pct(h.success)} | ${pct(h.callsWithoutError)} | ${pct(h.toolPrecision)} | ${pct(h.fidelity?.exact)} | ${h.fidelity ? pct(1 - h.fidelity.invalid) : 'n/a'} | ${tiers} |`);
   }
   out.push('');
   return out;

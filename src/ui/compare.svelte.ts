@@ -81,7 +81,7 @@ export async function startComparison(fromId: string, mode: TrainMode): Promise<
   settings.reh = c.rehearseTokens === lab.budget?.rehearse ? 0 : c.rehearseTokens;
   Object.assign(settings, {
     tmode: mode, grouping: c.grouping, baseline: c.baseline, steps: k.points.length ? k.points[k.points.length - 1].step : c.steps,
-    lr: c.lr, k: c.k, prompts: c.promptsPerStep, rank: c.rank, seed: c.seed, turns: c.maxTurns, evalEvery: c.evalEvery,
+    lr: c.lr, k: c.k, prompts: c.promptsPerStep, rank: c.rank, seed: c.seed, turns: c.maxTurns, evalEvery: c.evalEvery, evalTasks: c.evalTasks ?? 100,
   });
   await startTraining();
 }

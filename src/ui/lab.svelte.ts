@@ -203,6 +203,7 @@ export async function startTraining(extend = 0): Promise<void> {
     maxNewTokens: settings.maxNew,
     rehearseTokens: settings.reh,
     evalEvery: settings.evalEvery,
+    evalTasks: settings.evalTasks,
   };
   if (!lab.train) await refreshTraining();
   if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };

@@ -29,6 +29,7 @@ export interface Settings {
   ttsN: number;
   tmode: TrainMode;
   evalEvery: number;
+  evalTasks: number;
   prompts: number;
 }
 
@@ -57,6 +58,7 @@ export const DEFAULTS: Settings = {
   ttsN: 1,
   tmode: 'rehearse',
   evalEvery: 1,
+  evalTasks: 100,
   prompts: 1,
 };
 
@@ -113,6 +115,9 @@ export function parseSettings(query: string): Settings {
         break;
       case 'evalEvery':
         s.evalEvery = int(v, 0, 1000, DEFAULTS.evalEvery);
+        break;
+      case 'evalTasks':
+        s.evalTasks = int(v, 1, 500, DEFAULTS.evalTasks);
         break;
       case 'prompts':
         s.prompts = int(v, 1, 16, DEFAULTS.prompts);

@@ -6,7 +6,7 @@ import type { TrainPoint, TrainRequest } from '../../src/worker-protocol';
 
 const cfg = (o: Partial<TrainRequest> = {}): TrainRequest => ({
   mode: 'rehearse', grouping: 'role-wise', baseline: 'row-weighted', steps: 3, lr: 1e-4, k: 4, promptsPerStep: 1, rank: 8, seed: 1,
-  maxTurns: 12, maxNewTokens: 64, rehearseTokens: 128, evalEvery: 1, ...o,
+  maxTurns: 12, maxNewTokens: 64, rehearseTokens: 128, evalEvery: 1, evalTasks: 4, ...o,
 });
 const pt = (step: number, o: Partial<TrainPoint> = {}): TrainPoint => ({
   step, reward: step / 10, success: 0, rowsAct: 1, rowsRehearse: 1, fidelityF1: null, loss: { act: null, rehearse: null, shared: 0 }, kl: null, clipFrac: null,

@@ -180,7 +180,9 @@ export class Training {
       limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens },
       checkpointEvery: 1,
     });
-    const tasks = splitTasks(domain, { train: 16, eval: req.evalEvery > 0 ? 4 : 0, seed: req.seed });
+    // The training prompts are drawn from 200 train-split tasks; the held-out set is the CLI's (`npm run eval
+    // --tasks test`, task seed 1), so the dashboard's success is the same measurement as the command line's.
+    const tasks = splitTasks(domain, { train: 200, eval: req.evalEvery > 0 ? (req.evalTasks ?? 100) : 0, seed: req.seed });
     const perStep = Math.min(config.promptsPerStep, tasks.train.length) * config.k;
     const gpp = groupsPerPrompt(req);
     // Progress inside a step: the phase, rollouts finished of the step's total, tokens, time left.
