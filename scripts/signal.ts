@@ -11,6 +11,7 @@ import { isWorldName, WORLD_NAMES } from '../src/env/retail/index';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { openBackend, openModel } from '../src/cli/args';
 import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
+import { tokenBudgets } from '../src/rollout/budget';
 import { ROLLOUT_MODES, type RolloutMode } from '../src/rollout/episode';
 import { runRollouts } from '../src/rollout/rollout';
 
@@ -52,12 +53,15 @@ async function main(): Promise<void> {
   const tasks = domain.tasks.generate({ split: 'train', count, seed: int('task-seed', values['task-seed'], 0) });
   const backend = await openBackend('cpu-fast', values.threads ? int('threads', values.threads, 1) : undefined);
   const policy = await openModel(values.model, backend);
-  const result: Record<string, unknown> = { world: values.world, model: policy.dir, prompts: count, k, temperature, seed };
+  // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
+  const measured = tokenBudgets(domain, policy.tokenizer);
+  const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };
+  const result: Record<string, unknown> = { world: values.world, model: policy.dir, prompts: count, k, temperature, seed, limits };
   try {
     for (const mode of modes) {
       const t0 = performance.now();
       const batch = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter: null }, domain, tasks, {
-        mode, k, seed, limits: DEFAULT_LIMITS, temperature, kvReuse: true,
+        mode, k, seed, limits, temperature, kvReuse: true,
         onProgress: (e) => e.phase === 'act' && log(`${mode}: round ${e.round}, ${e.active} episodes active`),
       });
       const byPrompt = new Map<string, number[]>();

@@ -44,7 +44,7 @@ export function modelCard(i: CardInputs): string {
   const out: string[] = [];
   out.push(`# EnvACE Lab default policy (Qwen3 architecture, ${(run.params / 1e6).toFixed(2)} M parameters, trained from scratch)`);
   out.push('');
-  out.push('The bundled policy of the lab: one tiny Qwen3-architecture model that both **acts** (writes `<tool_call>` blocks in Qwen3\'s chat format) and **rehearses** (plays the retail environment and writes `<execution_result>` JSON), trained from random weights by `npm run pretrain` on the scripted expert\'s Act and Rehearse rows (plus, when built with them, rows for test-time private rehearsal: reviews of attempts and memory-conditioned Act turns). It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.');
+  out.push('The bundled policy of the lab: one tiny Qwen3-architecture model that both **acts** (writes `<tool_call>` blocks in Qwen3\'s chat format) and **rehearses** (plays the retail environment and writes `<execution_result>` JSON), trained from random weights by `npm run pretrain` on the scripted expert\'s Act and Rehearse rows (plus, when built with them, rows for test-time private rehearsal: reviews of attempts and memory-conditioned Act turns). It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.' + (i.world && i.world.heldOut === 'tasks' ? ` It was trained on the compact **${i.world.name}** world (below): a world small enough for a policy of this size to learn, so that the lab can show world rehearsal and RL doing something.` : ''));
   out.push('');
   out.push('## Model');
   out.push('');

@@ -400,6 +400,57 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(pageErrors).toEqual([]);
   }, 600_000);
 
+  it('lesson (1)–(3) with the bundled policy and the default settings on the default world: a call that runs and an exactly-matching rehearsal, a group with a non-zero advantage, two training steps', async () => {
+    // Policy-dependent on purpose: this is what a student sees with the bundled policy. Only the run length
+    // and the held-out set are cut for E2E time; budgets, turns, K, prompts, lr and mode are the defaults.
+    const prev = page;
+    page = await s.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(`${s.url}?steps=2&evalEvery=2&evalTasks=4`);
+    await ready();
+    expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
+    const tasks = (await page.locator('[data-testid=task-select] option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).slice(0, 8);
+    // (1) Policy-played rehearse rollouts until one shows a call the real environment ran without an error
+    // and a rehearsed observation equal to the real one.
+    let okCall = false;
+    let exact = false;
+    for (const t of tasks) {
+      await page.selectOption('[data-testid=task-select]', t);
+      await page.click('[data-testid=reset]');
+      await idle();
+      await page.click('[data-testid=play]');
+      await page.waitForSelector('[data-testid=reward]', { timeout: 240_000 });
+      okCall ||= (await page.locator('[data-testid=observation-real]').allTextContents()).some((x) => x.includes('{"result":'));
+      exact ||= (await page.locator('[data-testid=fidelity]').allTextContents()).some((x) => x.includes('exact match yes'));
+      if (okCall && exact) break;
+    }
+    expect(okCall, 'a policy call that ran without an error').toBe(true);
+    expect(exact, 'a rehearsal that matches the real observation exactly').toBe(true);
+    await everyCrossExplained();
+    // (2) A group (K = the default) whose rollouts differ: some advantage is not zero.
+    let nonZero = false;
+    for (const t of tasks.slice(0, 4)) {
+      await page.selectOption('[data-testid=task-select]', t);
+      await page.click('[data-testid=group-run]');
+      await page.waitForSelector('[data-testid=group-view]', { timeout: 240_000 });
+      await idle();
+      nonZero = (await page.locator('[data-testid=advantage]').allTextContents()).some((a) => Number(a) !== 0);
+      if (nonZero) break;
+    }
+    expect(nonZero, 'a group with a non-zero advantage').toBe(true);
+    expect(await page.textContent('[data-testid=group-explain]')).toMatch(/^Rewards range from/);
+    // (3) Two training steps with the default training settings, with a held-out evaluation.
+    await page.click('[data-testid=train-start]');
+    await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 480_000, interval: 500 }).toBe('2 of 2 training steps');
+    await idle();
+    expect(await page.isVisible('[data-testid=error]')).toBe(false);
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('2');
+    expect(pageErrors).toEqual([]);
+    await shot('lesson-train', '[data-testid=train-panel]');
+    await page.close();
+    page = prev;
+  }, 900_000);
+
   it("loads a user's own Hugging Face folder from picked files, showing size and memory first", async () => {
     const files = await tinyModelFiles(tinyConfig(), 3);
     await page.setInputFiles('[data-testid=model-files]', [...files].map(([name, bytes]) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) })));
