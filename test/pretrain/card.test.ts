@@ -42,4 +42,30 @@ describe('modelCard', () => {
     expect(md).toContain('Not evaluated in this run.');
     expect(md).toContain('(not measured)');
   });
+  it('states the world, the npm run eval figures per tier, the learning signal and every sweep, stopped runs included', () => {
+    const heldOut = {
+      tasks: 100, success: 0.42, meanReward: 0.42, callsWithoutError: 0.81, toolPrecision: 0.6, toolRecall: 0.7, meanTurns: 4.2, ends: { reply: 97, context: 3 },
+      fidelity: { steps: 300, exact: 0.61, f1: 0.8, errorAgree: 0.9, invalid: 0.04 },
+      byTier: { 'tier 1': { tasks: 45, success: 0.7 }, 'tier 2': { tasks: 30, success: 0.3 }, 'tier 3': { tasks: 25, success: 0.04 } },
+      byFamily: { cancel: { tasks: 10, success: 0.5 } }, wallS: 50,
+    };
+    const md = modelCard({
+      ...inputs,
+      world: { name: 'mini', description: 'compact retail', heldOut: 'tasks', summary: { users: 16, orders: 35, products: 20, items: 281, fingerprint: 'abc' } },
+      heldOut: { command: 'npm run eval -- --world mini --tasks test --count 100', result: heldOut },
+      signal: { command: 'npm run signal', result: { prompts: 100, k: 4, temperature: 1, real: { mixedShare: 0.35, mixedCi95: [0.26, 0.45], meanReward: 0.3, successRate: 0.3, passAtK: 0.5, wallS: 60 } } },
+      sweeps: [
+        { label: 'A', command: 'npm run pretrain -- --world mini', change: 'memorise', minutes: 30, finalLoss: 0.7, heldOut, kept: true },
+        { label: 'B', command: 'npm run pretrain -- --init A', change: 'stopped at step 820', minutes: 8, finalLoss: 0.78, heldOut: null, kept: false },
+      ],
+    });
+    expect(md).toContain('held-out *tasks*, not held-out users');
+    expect(md).toContain('16 users, 35 orders, 20 products with 281 variants');
+    expect(md).toContain('| **success** (reward 1: final database equals the reference\'s, every required fact stated) | **42.0%** |');
+    expect(md).toContain('| rehearsals that parse (of 300 reference calls) | 96.0% |');
+    expect(md).toContain('| tier 3 | 25 | 4.0% |');
+    expect(md).toContain('**35.0%** (26.0%–45.0%)');
+    expect(md).toContain('| **A** (kept) | memorise |');
+    expect(md).toMatch(/\| B \| stopped at step 820 \| `npm run pretrain -- --init A` \| 8\.0 \| 0\.780 \| – \|/);
+  });
 });
