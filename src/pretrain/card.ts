@@ -108,8 +108,10 @@ export function modelCard(i: CardInputs): string {
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
   if (i.sweeps?.length) out.push(...sweepSection(i.sweeps));
-  out.push(i.heldOut ? '## Held-out evaluation at the end of pretraining (40 tasks, src/pretrain/evaluate.ts)' : '## Held-out evaluation (test split, real environment)');
-  out.push('');
+  if (!(i.heldOut && !e)) {
+    out.push(i.heldOut ? '## Held-out evaluation at the end of pretraining (40 tasks, src/pretrain/evaluate.ts)' : '## Held-out evaluation (test split, real environment)');
+    out.push('');
+  }
   if (e) {
     out.push(`${e.tasks} test-split tasks (${heldOutUsers ? 'held-out users' : 'held-out intents'}), one greedy episode each, at most 12 turns, through the lab's own rollout loop (src/rollout/rollout.ts), evaluated by src/pretrain/evaluate.ts:`);
     out.push('');
@@ -148,7 +150,7 @@ export function modelCard(i: CardInputs): string {
       out.push('');
     }
     out.push(`Evaluation wall-clock: ${f(e.real.wallS, 0)} s (real) + ${f(e.rehearsal.wallS, 0)} s (rehearsal) on cpu-fast.`);
-  } else out.push('Not evaluated in this run.');
+  } else if (!i.heldOut) out.push('Not evaluated in this run.');
   out.push('');
   out.push('## One GRPO step');
   out.push('');
