@@ -15,9 +15,9 @@ for s in $seeds; do
   if [ -f "$d/done.json" ]; then echo "seed $s: done already" >&2; continue; fi
   rm -rf "$d"
   t0=$(date +%s)
-  node --import tsx src/cli/train.ts --world mini --mode "${MODE:-rehearse}" --steps "${STEPS:-40}" --seed "$s" \
+  node --import tsx src/cli/train.ts --world mini --mode "${MODE:-rehearse}" --steps "${STEPS:-60}" --seed "$s" \
     --k "${K:-4}" --prompts "${PROMPTS:-4}" --lr "${LR:-0.002}" --rank "${RANK:-8}" \
-    --eval-every "${EVAL_EVERY:-10}" --eval-tasks "${EVAL_TASKS:-100}" --train-tasks 200 \
+    --eval-every "${EVAL_EVERY:-20}" --eval-tasks "${EVAL_TASKS:-100}" --train-tasks 200 \
     --max-act-tokens "${ACT_TOKENS:-96}" --max-rehearse-tokens "${REH_TOKENS:-570}" --fidelity-tokens "${REH_TOKENS:-570}" \
     --out "$d" > "$out/seed-$s.json" 2> "$out/seed-$s.log"
   t1=$(date +%s)
