@@ -130,6 +130,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
         sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
         stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
+        laterStages: await Promise.all(names.filter((n) => /^pretrain-stage([2-9]|\d\d+)\.json$/.test(n)).sort((a, b) => Number(/\d+/.exec(a)![0]) - Number(/\d+/.exec(b)![0])).map(async (n) => (await read(n)) as CardInputs['run'])),
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
         world: cardWorld(((await read('pretrain.json')) as { command: string }).command),

@@ -17,6 +17,8 @@ export interface CardInputs {
   machine: string;
   /** The first stage when the kept model was continued from it (--init). */
   stage1?: PretrainResult & { command: string };
+  /** More earlier stages, oldest first, when the kept model is the last of three or more (pretrain-stage2.json, ...). */
+  laterStages?: (PretrainResult & { command: string })[];
   /** Greedy copy probes of the folder's policy (npm run pretrain -- --probe-copy). */
   copy?: CopyProbe;
   /** The world the policy was trained on (absent: the full retail world with held-out users). */
@@ -88,7 +90,11 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push(`- wall-clock: **${(run.trainSeconds / 60).toFixed(1)} min** of training (${f(run.tokensPerSecond, 0)} tokens/s) on ${i.machine}; tokenizer ${f(run.tokenizerSeconds, 0)} s.`);
   out.push(`- loss (${run.spec.promptLossWeight > 0 ? `weighted token cross-entropy: responses 1, sampled prompt tokens ${run.spec.promptLossWeight}` : 'mean token cross-entropy on responses'}): ${curve.map((s) => `step ${s}: ${f(lossAt(s) ?? NaN, 3)}`).join(', ')}; mean of the last 20 steps ${f(run.finalLoss, 3)}.`);
-  if (i.stage1) {
+  if (i.stage1 && i.laterStages?.length) {
+    const all = [i.stage1, ...i.laterStages, run];
+    out.push(`- **${all.length} stages**, each continuing from the previous one's weights with a fresh optimizer and a new shuffle (same seed and tokenizer; each checks that its tokenizer equals the folder's). Together: ${(all.reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(1)} min of training, ${all.reduce((a, r) => a + r.spec.steps, 0)} steps. The command above is the last; the earlier ones (records in pretrain-stage1.json, pretrain-stage2.json, …):`);
+    all.slice(0, -1).forEach((r, k) => out.push(`  ${k + 1}. \`${r.command}\` (${r.spec.steps} steps, lr ${r.spec.lr}, ${(r.trainSeconds / 60).toFixed(1)} min, last-20-step loss ${f(r.finalLoss, 3)})`));
+  } else if (i.stage1) {
     out.push(`- **Two stages.** Stage 1: \`${i.stage1.command}\` (${i.stage1.spec.steps} steps from random init, lr ${i.stage1.spec.lr}, ${(i.stage1.trainSeconds / 60).toFixed(1)} min, last-20-step loss ${f(i.stage1.finalLoss, 3)}; record in pretrain-stage1.json). Stage 2, the command above, continued from stage 1's weights with a fresh optimizer and a new shuffle (${run.spec.steps} steps). Together: ${((i.stage1.trainSeconds + run.trainSeconds) / 60).toFixed(1)} min of training, ${(((i.stage1.spec.steps + run.spec.steps) * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data. Same seed and tokenizer in both stages (stage 2 checks that its tokenizer equals the folder's)${(run.data.rows.review ?? 0) > (i.stage1.data.rows.review ?? 0) ? '; stage 2 adds the private-rehearsal rows, the identity swap and the copy drills to the same expert rows' : ', same data'}.`);
   } else out.push(`- about ${((run.spec.steps * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data.`);
   out.push('- Reproducible: the same seed on the same backend gives the same model.safetensors bytes (tested on the `--quick` configuration in test/pretrain/pipeline.test.ts and on a tiny model in test/pretrain/trainer.test.ts).');
