@@ -153,7 +153,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const src = new DirSource(out);
         const { model } = await loadQwen3(src, b, { format: 'f32' });
         const tokenizer = await Tokenizer.load(src);
-        const probe = await copyProbe({ model, tokenizer }, domain, { tasks: 40, drills: 40, seed: 5 });
+        const probe = await copyProbe({ model, tokenizer }, domain, { tasks: 40, drills: 200, seed: 5 });
         await write('copy-probe.json', JSON.stringify(probe, null, 1) + '\n');
         io.out(JSON.stringify(probe) + '\n');
         return;

@@ -144,3 +144,17 @@ export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
   out.push('');
   return out;
 }
+
+/** The copy probe (`npm run pretrain -- --probe-copy`): does the policy copy values from its context? */
+export function copySection(c: { firstCalls: { n: number; exact: number }; firstCallsHeldOut?: { n: number; exact: number }; drills: { n: number; exact: number }; drillValues?: Record<string, { n: number; exact: number }> }): string[] {
+  const out = ['## Copy probe (`npm run pretrain -- --probe-copy`)', ''];
+  out.push('Greedy, exact match: the first Act turn (an identity lookup whose arguments come from the request) of training tasks and of held-out tasks, and fresh copy drills (a user lists 1-4 random ids, emails, names or numbers after 0-5 sentences of other requests; the policy must repeat them).');
+  out.push('');
+  out.push('| probe | exact |\n|---|---|');
+  out.push(`| first calls, training tasks | ${c.firstCalls.exact}/${c.firstCalls.n} (${pct(c.firstCalls.exact / c.firstCalls.n)}) |`);
+  if (c.firstCallsHeldOut) out.push(`| first calls, held-out tasks | ${c.firstCallsHeldOut.exact}/${c.firstCallsHeldOut.n} (${pct(c.firstCallsHeldOut.exact / c.firstCallsHeldOut.n)}) |`);
+  out.push(`| whole drills | ${c.drills.exact}/${c.drills.n} (${pct(c.drills.exact / c.drills.n)}) |`);
+  for (const [k, g] of Object.entries(c.drillValues ?? {})) out.push(`| drill values: ${k} | ${g.exact}/${g.n} (${pct(g.exact / g.n)}) |`);
+  out.push('');
+  return out;
+}

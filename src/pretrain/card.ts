@@ -5,7 +5,7 @@ import type { EvalReport } from './evaluate';
 import type { CopyProbe } from './copy-probe';
 import type { GrpoTiming } from './grpo-timing';
 import type { PretrainResult } from './pipeline';
-import { heldOutSection, signalSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SweepRecord, type WorldRecord } from './card-world';
+import { copySection, heldOutSection, signalSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SweepRecord, type WorldRecord } from './card-world';
 
 export interface CardInputs {
   run: PretrainResult & { command: string };
@@ -113,6 +113,7 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
+  if (i.copy && i.heldOut) out.push(...copySection(i.copy));
   if (i.sweeps?.length) out.push(...sweepSection(i.sweeps));
   if (!(i.heldOut && !e)) {
     out.push(i.heldOut ? '## Held-out evaluation at the end of pretraining (40 tasks, src/pretrain/evaluate.ts)' : '## Held-out evaluation (test split, real environment)');

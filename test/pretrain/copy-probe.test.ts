@@ -36,6 +36,14 @@ describe('copy probe', () => {
     const r = await probeCopying(policy((p, i) => copied(p[i])), domain, o);
     expect(r.firstCalls).toEqual({ n: 12, exact: 12 });
     expect(r.drills).toEqual({ n: 12, exact: 12 });
+    expect(r.firstCallsHeldOut).toEqual({ n: 12, exact: 12 });
+    // Per kind of drill value: everything copied, and the kinds are the drills' own.
+    const kinds = Object.entries(r.drillValues!);
+    expect(kinds.length).toBeGreaterThan(2);
+    for (const [kind, g] of kinds) {
+      expect(kind).not.toBe('other');
+      expect(g.exact).toBe(g.n);
+    }
     expect(r.examples).toHaveLength(6);
     for (const e of r.examples) expect(e.got).toBe(e.want);
     expect(r.examples.map((e) => e.probe)).toEqual(['first-call', 'first-call', 'first-call', 'drill', 'drill', 'drill']);
@@ -48,6 +56,8 @@ describe('copy probe', () => {
     const r = await probeCopying(policy((p, i) => copied(p[(i + p.length - 1) % p.length])), domain, o);
     expect(r.firstCalls).toEqual({ n: 12, exact: 0 });
     expect(r.drills).toEqual({ n: 12, exact: 0 });
+    expect(r.firstCallsHeldOut!.exact).toBe(0);
+    for (const g of Object.values(r.drillValues!)) expect(g.exact).toBe(0);
     for (const e of r.examples) {
       expect(e.got).not.toBe(e.want);
       if (e.probe === 'first-call') expect(e.got).toMatch(/^<tool_call>\n\{"name": "find_user_id_by_/);
