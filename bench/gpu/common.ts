@@ -27,19 +27,8 @@ import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '.
 import type { ModelSource } from '../../src/model/source';
 import { defaultEmbedFormat } from '../../src/engine/quant';
 
-export const QWEN3_06B_SHAPE: Qwen3Config = {
-  hiddenSize: 1024,
-  intermediateSize: 3072,
-  numLayers: 28,
-  numHeads: 16,
-  numKvHeads: 8,
-  headDim: 128,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  vocabSize: 151936,
-  tieWordEmbeddings: true,
-  maxPositionEmbeddings: 40960,
-};
+import { QWEN3_06B_SHAPE } from '../../src/model/config';
+export { QWEN3_06B_SHAPE };
 
 /** A record without machine/date/suite/commit (filled in by the runner). */
 export interface GpuRecord {

@@ -10,7 +10,7 @@ import * as ort from 'onnxruntime-web';
 import { createBackend } from '../../src/engine/index';
 import type { Backend, BackendName } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { paramCount, type Qwen3Config } from '../../src/model/config';
+import { paramCount, QWEN3_06B_SHAPE, type Qwen3Config } from '../../src/model/config';
 import { buildQwen3, type HostWeights, type WeightSpec } from '../../src/model/weights';
 import { defaultEmbedFormat } from '../../src/engine/quant';
 import { randomWeights } from '../../src/model/random';
@@ -46,20 +46,7 @@ const TINY: Qwen3Config = {
   maxPositionEmbeddings: 1024,
 };
 
-// Qwen3-0.6B's config.json shapes.
-const QWEN3_06B: Qwen3Config = {
-  hiddenSize: 1024,
-  intermediateSize: 3072,
-  numLayers: 28,
-  numHeads: 16,
-  numKvHeads: 8,
-  headDim: 128,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  vocabSize: 151936,
-  tieWordEmbeddings: true,
-  maxPositionEmbeddings: 40960,
-};
+const QWEN3_06B = QWEN3_06B_SHAPE;
 
 function cases(quick: boolean): ModelCase[] {
   return [

@@ -25,19 +25,8 @@ import { Tokenizer } from '../../src/model/tokenizer';
 import { Rng } from '../../src/engine/rng';
 import type { BenchContext, BenchSuite } from '../lib';
 
-export const QWEN3_06B_SHAPE: Qwen3Config = {
-  hiddenSize: 1024,
-  intermediateSize: 3072,
-  numLayers: 28,
-  numHeads: 16,
-  numKvHeads: 8,
-  headDim: 128,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  vocabSize: 151936,
-  tieWordEmbeddings: true,
-  maxPositionEmbeddings: 40960,
-};
+import { QWEN3_06B_SHAPE } from '../../src/model/config';
+export { QWEN3_06B_SHAPE };
 
 interface Scheme {
   name: string;

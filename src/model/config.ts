@@ -265,3 +265,18 @@ export function paramCount(c: Qwen3Config): number {
   const perLayer = attn + mlp + 2 * d;
   return v * d * (c.tieWordEmbeddings ? 1 : 2) + c.numLayers * perLayer + d;
 }
+
+/** Qwen3-0.6B's shape (its config.json), for benchmarks and test fixtures of that size. */
+export const QWEN3_06B_SHAPE: Qwen3Config = {
+  hiddenSize: 1024,
+  intermediateSize: 3072,
+  numLayers: 28,
+  numHeads: 16,
+  numKvHeads: 8,
+  headDim: 128,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  vocabSize: 151936,
+  tieWordEmbeddings: true,
+  maxPositionEmbeddings: 40960,
+};
