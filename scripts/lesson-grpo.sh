@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The lab's default training run, in Node on the CPU fast path with the lab's own code (src/rl/run.ts GrpoRun
 # through `npm run train`), once per seed: does held-out success rise within 10 minutes? The settings below
-# are the lab's defaults (src/ui/settings.svelte.ts DEFAULTS: rehearse mode, role-wise advantages, 4 prompts
-# x K 4, LoRA rank 8, lr 2e-3, 60 steps, held-out evaluation of 100 tasks every 20 steps, the measured token
-# budgets of the mini world); only the seed changes. Each run folder keeps run.json (its whole configuration
+# are the lab's defaults (src/ui/settings.svelte.ts DEFAULTS: GRPO in the real environment, 4 prompts x K 4,
+# LoRA rank 8, lr 1e-3, 40 steps, held-out evaluation of 100 tasks every 20 steps, the measured token budgets of
+# the mini world); only the seed changes (MODE=rehearse etc. override for other runs). Each run folder keeps run.json (its whole configuration
 # and seed), metrics.jsonl (per step) and eval.jsonl (per held-out evaluation), and done.json its wall-clock
 # (training and evaluations together). base-s0/curve.jsonl is the base policy's evaluation on the same 100
 # held-out tasks (`npm run eval`), the curves' step 0. Plot: npm run plots -- OUT_DIR --out docs/figures/lesson-curves.png
@@ -19,15 +19,15 @@ if [ ! -f "$out/base-s0/curve.jsonl" ]; then
   node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));process.stdout.write(JSON.stringify({step:0,tasks:r.tasks,success:r.success,meanReward:r.meanReward,fidelity:r.fidelity,s:r.wallS})+"\n")' "$out/base-s0/eval.json" > "$out/base-s0/curve.jsonl"
 fi
 for s in $seeds; do
-  d="$out/envace-s$s"
+  d="$out/${MODE:-real}-s$s"
   if [ -f "$d/done.json" ]; then echo "seed $s: done already" >&2; continue; fi
   rm -rf "$d"
   t0=$(date +%s)
-  node --import tsx src/cli/train.ts --world mini --mode rehearse --steps "${STEPS:-60}" --seed "$s" \
-    --k 4 --prompts 4 --lr "${LR:-0.002}" --rank 8 \
+  node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-40}" --seed "$s" \
+    --k 4 --prompts 4 --lr "${LR:-0.001}" --rank 8 \
     --eval-every "${EVAL_EVERY:-20}" --eval-tasks 100 --train-tasks 200 \
     --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-570}" --fidelity-tokens "${REH_TOKENS:-570}" \
-    --out "$d" > "$out/envace-s$s.json" 2> "$out/envace-s$s.log"
+    --out "$d" > "$d.json" 2> "$d.log"
   t1=$(date +%s)
   echo "{\"seed\": $s, \"wallS\": $((t1 - t0))}" > "$d/done.json"
   echo "seed $s: $((t1 - t0)) s" >&2

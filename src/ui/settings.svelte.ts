@@ -52,13 +52,13 @@ export const DEFAULTS: Settings = {
   rank: 8,
   backend: '',
   model: '',
-  // The lesson's run (issue 19): measured to raise held-out success on the mini world within ~10 minutes of
-  // the CPU path (docs/lesson.md; scripts/lesson-grpo.sh runs the same settings in Node).
-  lr: 2e-3,
-  steps: 60,
+  // The lesson's run (issue 19): measured on the mini world on the CPU path (docs/lesson.md;
+  // scripts/lesson-grpo.sh runs the same settings in Node).
+  lr: 1e-3,
+  steps: 40,
   ttsMode: 'parallel',
   ttsN: 1,
-  tmode: 'rehearse',
+  tmode: 'real',
   evalEvery: 20,
   evalTasks: 100,
   prompts: 4,

@@ -83,7 +83,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   it('chooses the backend by measurement on the software adapter, opens on the mini world, and an expert-played rehearse rollout with the default budgets parses every rehearsal', async () => {
     page = await s.browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${s.url}?maxNew=24&turns=3&steps=2&k=2&prompts=1&evalEvery=2&evalTasks=4`);
+    await page.goto(`${s.url}?maxNew=24&turns=3&steps=2&k=2&prompts=1&evalEvery=2&evalTasks=4&tmode=rehearse`);
     await ready();
     // SwiftShader is a software adapter: the lab timed both paths, says which it chose and why.
     const note = (await page.textContent('[data-testid=backend-choice]')) ?? '';
