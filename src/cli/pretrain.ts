@@ -132,6 +132,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
         laterStages: await Promise.all(names.filter((n) => /^pretrain-stage([2-9]|\d\d+)\.json$/.test(n)).sort((a, b) => Number(/\d+/.exec(a)![0]) - Number(/\d+/.exec(b)![0])).map(async (n) => (await read(n)) as CardInputs['run'])),
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
+        copyRetail: names.includes('copy-probe-retail.json') ? ((await read('copy-probe-retail.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
         world: cardWorld(((await read('pretrain.json')) as { command: string }).command),
         heldOut: names.includes('heldout.json') ? ((await read('heldout.json')) as CardInputs['heldOut']) : undefined,

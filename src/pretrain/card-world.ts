@@ -146,9 +146,10 @@ export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
 }
 
 /** The copy probe (`npm run pretrain -- --probe-copy`): does the policy copy values from its context? */
-export function copySection(c: { firstCalls: { n: number; exact: number }; firstCallsHeldOut?: { n: number; exact: number }; drills: { n: number; exact: number }; drillValues?: Record<string, { n: number; exact: number }> }): string[] {
-  const out = ['## Copy probe (`npm run pretrain -- --probe-copy`)', ''];
-  out.push('Greedy, exact match: the first Act turn (an identity lookup whose arguments come from the request) of training tasks and of held-out tasks, and fresh copy drills (a user lists 1-4 random ids, emails, names or numbers after 0-5 sentences of other requests; the policy must repeat them).');
+export function copySection(c: { firstCalls: { n: number; exact: number }; firstCallsHeldOut?: { n: number; exact: number }; drills: { n: number; exact: number }; drillValues?: Record<string, { n: number; exact: number }> }, title?: string, intro?: string): string[] {
+  const out = [title ?? '## Copy probe (`npm run pretrain -- --probe-copy`)', ''];
+  if (intro) out.push(intro, '');
+  else out.push('Greedy, exact match: the first Act turn (an identity lookup whose arguments come from the request) of training tasks and of held-out tasks, and fresh copy drills (a user lists 1-4 random ids, emails, names or numbers after 0-5 sentences of other requests; the policy must repeat them).');
   out.push('');
   out.push('| probe | exact |\n|---|---|');
   out.push(`| first calls, training tasks | ${c.firstCalls.exact}/${c.firstCalls.n} (${pct(c.firstCalls.exact / c.firstCalls.n)}) |`);

@@ -21,6 +21,8 @@ export interface CardInputs {
   laterStages?: (PretrainResult & { command: string })[];
   /** Greedy copy probes of the folder's policy (npm run pretrain -- --probe-copy). */
   copy?: CopyProbe;
+  /** The same probe on the full retail world (copy-probe-retail.json): unseen users, orders and values. */
+  copyRetail?: CopyProbe;
   /** The world the policy was trained on (absent: the full retail world with held-out users). */
   world?: WorldRecord;
   /** `npm run eval` on the held-out split, with the command that produced it. */
@@ -120,6 +122,8 @@ export function modelCard(i: CardInputs): string {
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
   if (i.copy && i.heldOut) out.push(...copySection(i.copy));
+  if (i.copyRetail)
+    out.push(...copySection(i.copyRetail, '### The same probe on the full `retail` world (`--world retail`)', 'Users, orders and values the policy never saw. The drills still copy (random values, the drill format); the first calls do not: the names of a request and of a call tokenize differently here (merges cross spaces and quotes, so `Sophia", "last_name": "Garcia", "zip": "` is one token of the mini world\'s vocabulary), so copying an unseen user into a call is not the token-for-token copy the drills taught. This is issue 12\'s open problem, now narrowed to the tokenizer.'));
   if (i.sweeps?.length) out.push(...sweepSection(i.sweeps));
   if (!(i.heldOut && !e)) {
     out.push(i.heldOut ? '## Held-out evaluation at the end of pretraining (40 tasks, src/pretrain/evaluate.ts)' : '## Held-out evaluation (test split, real environment)');
