@@ -28,20 +28,11 @@ import type { ModelSource } from '../../src/model/source';
 import { defaultEmbedFormat } from '../../src/engine/quant';
 
 import { QWEN3_06B_SHAPE } from '../../src/model/config';
+import type { BenchRecord } from '../lib';
 export { QWEN3_06B_SHAPE };
 
-/** A record without machine/date/suite/commit (filled in by the runner). */
-export interface GpuRecord {
-  case: string;
-  backend: 'webgpu' | 'ort-webgpu';
-  metric: string;
-  value: number;
-  unit: string;
-  threads: number;
-  shape?: string;
-  model?: string;
-  adapter?: string;
-}
+/** A bench record (bench/lib.ts) without machine/date/suite/commit, which the runner fills in; GPU engines only. */
+export type GpuRecord = Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'backend'> & { backend: 'webgpu' | 'ort-webgpu' };
 
 export interface GpuBenchOptions {
   /** 'bundled', '0.6b' (default both). */

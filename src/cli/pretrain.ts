@@ -124,8 +124,9 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         }
       };
       const names = await readdir(out).catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(out, 'list', e.code, e.message)));
+      const run = (await read('pretrain.json')) as CardInputs['run'];
       const card = modelCard({
-        run: (await read('pretrain.json')) as CardInputs['run'],
+        run,
         evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
         grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
         sizing: names.includes('sizing.json') ? ((await read('sizing.json')) as CardInputs['sizing']) : [],
@@ -134,7 +135,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
         copyRetail: names.includes('copy-probe-retail.json') ? ((await read('copy-probe-retail.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
-        world: cardWorld(((await read('pretrain.json')) as { command: string }).command),
+        world: cardWorld(run.command),
         heldOut: names.includes('heldout.json') ? ((await read('heldout.json')) as CardInputs['heldOut']) : undefined,
         signal: names.includes('signal.json') ? ((await read('signal.json')) as CardInputs['signal']) : undefined,
         sweeps: names.includes('sweeps.json') ? ((await read('sweeps.json')) as CardInputs['sweeps']) : undefined,

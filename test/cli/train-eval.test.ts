@@ -5,27 +5,18 @@
 // policy so that prompts fit the tiny model (everything else is the real code path). One spawned process
 // checks the exit status of the real entry point.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { evalCli } from '../../src/cli/eval';
 import { trainCli } from '../../src/cli/train';
-import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
-import { calculateOnlyDomain, captureIo } from '../helpers/cli';
+import { calculateOnlyDomain, captureIo, tinyModelWorkspace } from '../helpers/cli';
 
 const domain = calculateOnlyDomain;
 const io = captureIo;
 
-const work = mkdtempSync(join(tmpdir(), 'cli-train-'));
-let modelDir: string;
-beforeAll(async () => {
-  modelDir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
-});
-afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
-  if (modelDir) rmSync(modelDir, { recursive: true, force: true });
-});
+const ws = tinyModelWorkspace('cli-train-');
+const work = ws.work;
 
 const small = ['--max-turns', '1', '--max-act-tokens', '4', '--max-rehearse-tokens', '4', '--fidelity-tokens', '4', '--grounding-chars', '150', '--history-chars', '150', '--threads', '1'];
 
@@ -81,7 +72,7 @@ describe('npm run eval: usage errors', () => {
 
 describe('npm run train, then npm run eval', () => {
   const out = join(work, 'run');
-  const trainArgs = () => ['--mode', 'rehearse', '--steps', '2', '--seed', '3', '--out', out, '--model', modelDir, '--k', '2', '--prompts', '1', '--train-tasks', '3', '--eval-tasks', '1', ...small];
+  const trainArgs = () => ['--mode', 'rehearse', '--steps', '2', '--seed', '3', '--out', out, '--model', ws.modelDir, '--k', '2', '--prompts', '1', '--train-tasks', '3', '--eval-tasks', '1', ...small];
 
   it('trains: logs, checkpoints, progress, result JSON; refuses to overwrite or re-finish', async () => {
     const t = io();
@@ -109,7 +100,7 @@ describe('npm run train, then npm run eval', () => {
 
   it('evaluates the base policy and the run folder on held-out tasks', async () => {
     const base = io();
-    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, ...small], base, { domain })).toBe(0);
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', ws.modelDir, ...small], base, { domain })).toBe(0);
     const b = JSON.parse(base.stdout());
     expect(b).toMatchObject({ adapter: null, run: null, tasks: 1, tasksFrom: 'test', tts: null });
     expect(b.perTask).toHaveLength(1);
@@ -119,13 +110,13 @@ describe('npm run train, then npm run eval', () => {
     expect(base.stderr()).toMatch(/success .* tool P/);
 
     const tuned = io();
-    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, '--adapter', out, ...small], tuned, { domain })).toBe(0);
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', ws.modelDir, '--adapter', out, ...small], tuned, { domain })).toBe(0);
     const a = JSON.parse(tuned.stdout());
     expect(a.run).toEqual({ mode: 'rehearse', step: 2 });
     expect(a.fidelity.steps).toBe(b.fidelity.steps);
     // --tts with N = 0 is the plain evaluation, whether or not private rehearsal exists.
     const zero = io();
-    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', modelDir, '--tts', 'sequential', '--n', '0', ...small], zero, { domain })).toBe(0);
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', ws.modelDir, '--tts', 'sequential', '--n', '0', ...small], zero, { domain })).toBe(0);
     const z = JSON.parse(zero.stdout());
     expect(z.tts).toEqual({ mode: 'sequential', n: 0 });
     expect(z.perTask).toEqual(b.perTask);

@@ -1,9 +1,14 @@
 // Shared by the in-process CLI tests: an io that captures what a CLI writes, and the retail domain shown
 // with one tool and a short policy so that prompts fit the tiny random-weight model.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { CliIo } from '../../src/cli/args';
 import type { Domain } from '../../src/env/domain';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
+import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 
 const retail = retailDomain(loadRetailBase());
 export const calculateOnlyDomain: Domain = { ...retail, policy: 'You are a retail agent.', definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate') };
@@ -12,4 +17,20 @@ export function captureIo(): CliIo & { stdout: () => string; stderr: () => strin
   let o = '';
   let e = '';
   return { out: (s) => void (o += s), err: (s) => void (e += s), stdout: () => o, stderr: () => e };
+}
+
+/**
+ * A temporary work folder and a tiny random-weight model folder for a CLI test file (2048-token context,
+ * weight seed 4), created before its tests and removed after them. `modelDir` is set once beforeAll has run.
+ */
+export function tinyModelWorkspace(prefix: string): { readonly work: string; modelDir: string } {
+  const ws = { work: mkdtempSync(join(tmpdir(), prefix)), modelDir: '' };
+  beforeAll(async () => {
+    ws.modelDir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
+  });
+  afterAll(() => {
+    rmSync(ws.work, { recursive: true, force: true });
+    if (ws.modelDir) rmSync(ws.modelDir, { recursive: true, force: true });
+  });
+  return ws;
 }

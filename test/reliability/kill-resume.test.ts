@@ -5,26 +5,18 @@
 // run state, every step's metrics), every JSONL file must parse line by line, and no temp or lock file
 // may remain. The schedule comes from a fixed seed; each child is bounded in time.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/engine/rng';
-import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
+import { tinyModelWorkspace } from '../helpers/cli';
 
-const work = mkdtempSync(join(tmpdir(), 'kill-resume-'));
-let modelDir: string;
-beforeAll(async () => {
-  modelDir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
-});
-afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
-  if (modelDir) rmSync(modelDir, { recursive: true, force: true });
-});
+const ws = tinyModelWorkspace('kill-resume-');
+const work = ws.work;
 
 const STEPS = 6;
 const args = (out: string) => [
-  '--mode', 'rehearse', '--steps', String(STEPS), '--seed', '3', '--out', out, '--model', modelDir, '--k', '2', '--prompts', '1',
+  '--mode', 'rehearse', '--steps', String(STEPS), '--seed', '3', '--out', out, '--model', ws.modelDir, '--k', '2', '--prompts', '1',
   '--train-tasks', '3', '--eval-tasks', '1', '--eval-every', '2', '--lr', '0.05', '--max-turns', '1', '--max-act-tokens', '4',
   '--max-rehearse-tokens', '4', '--fidelity-tokens', '4', '--grounding-chars', '150', '--history-chars', '150', '--threads', '1',
 ];

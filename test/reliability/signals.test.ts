@@ -3,26 +3,17 @@
 // stops cleanly (exit 130, lock released, run resumable) on SIGINT, SIGTERM and SIGHUP, and also when its
 // parent process disappears, whatever the parent did or did not forward.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { trainCli } from '../../src/cli/train';
-import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
-import { calculateOnlyDomain, captureIo } from '../helpers/cli';
+import { calculateOnlyDomain, captureIo, tinyModelWorkspace } from '../helpers/cli';
 
-const work = mkdtempSync(join(tmpdir(), 'signals-'));
-let modelDir: string;
-beforeAll(async () => {
-  modelDir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
-});
-afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
-  if (modelDir) rmSync(modelDir, { recursive: true, force: true });
-});
+const ws = tinyModelWorkspace('signals-');
+const work = ws.work;
 
 const args = (out: string) => [
-  'test/reliability/train-child.ts', '--mode', 'rehearse', '--steps', '500', '--out', out, '--model', modelDir, '--k', '2', '--prompts', '1',
+  'test/reliability/train-child.ts', '--mode', 'rehearse', '--steps', '500', '--out', out, '--model', ws.modelDir, '--k', '2', '--prompts', '1',
   '--train-tasks', '3', '--eval-tasks', '0', '--max-turns', '1', '--max-act-tokens', '4', '--max-rehearse-tokens', '4',
   '--grounding-chars', '150', '--history-chars', '150', '--threads', '1',
 ];
@@ -57,7 +48,7 @@ describe('two trainers on one folder', () => {
     try {
       await until('the first trainer to hold the folder', () => existsSync(join(out, '.lock')), 30_000);
       const io = captureIo();
-      expect(await trainCli(['--mode', 'rehearse', '--steps', '500', '--out', out, '--model', modelDir], io, { domain: calculateOnlyDomain })).toBe(1);
+      expect(await trainCli(['--mode', 'rehearse', '--steps', '500', '--out', out, '--model', ws.modelDir], io, { domain: calculateOnlyDomain })).toBe(1);
       expect(io.stderr()).toContain(`${out} is in use by process ${p.pid}`);
     } finally {
       p.kill('SIGKILL');
