@@ -16,7 +16,6 @@ import type { Backend, BackendName } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { createBackend } from '../../src/engine/index';
 import { Rng } from '../../src/engine/rng';
-import '../../src/engine/webgpu/train';
 import { paramCount, type Qwen3Config } from '../../src/model/config';
 import { createLoraAdapter } from '../../src/model/lora';
 import type { WeightFormat } from '../../src/model/qwen3';

@@ -158,10 +158,7 @@ export async function openBackend(name: CliBackend, threads?: number): Promise<B
   if (name !== 'webgpu') return createBackend(name, { threads });
   const { create, globals } = await import('webgpu');
   Object.assign(globalThis, globals);
-  const b = await createBackend('webgpu', { gpu: create([]) });
-  // Training kernels register themselves on import.
-  await import('../engine/webgpu/train/index');
-  return b;
+  return createBackend('webgpu', { gpu: create([]) });
 }
 
 /** Loads a model folder; a missing folder gets an error that says what to do. */

@@ -14,6 +14,7 @@
 // - Token batches are flat: T tokens, each tagged with the sequence slot and the position it has in
 //   that sequence. Prefill (many tokens of one slot), decode (one token for each of many slots) and
 //   training (whole sequences) are the same call shapes.
+import type { TrainOps } from './train';
 
 export type BackendName = 'cpu-ref' | 'cpu-fast' | 'webgpu';
 export type DType = 'f32' | 'i32' | 'q8' | 'q4';
@@ -43,6 +44,8 @@ export interface TokenLayout {
 
 export interface Backend {
   readonly name: BackendName;
+  /** This backend's backward ops, loss heads and optimizer (src/engine/train.ts), made with the backend. */
+  readonly train: TrainOps;
 
   // ---- memory ----
   /** Upload host data. `dtype` defaults to f32 for Float32Array and i32 for Int32Array. */

@@ -3,7 +3,7 @@
 // the seeded init, the hyper-parameters, and which tokens carry loss (responses, plus a sampled share of
 // the prompt). Deterministic: the same seed, data and backend give the same weights bit for bit.
 import { Rng } from '../engine/rng';
-import type { LrSchedule } from '../engine/train';
+import type { LrSchedule } from '../train/trainer';
 import type { Qwen3Config } from '../model/config';
 import type { Qwen3Model } from '../model/qwen3';
 import type { WeightSpec } from '../model/weights';

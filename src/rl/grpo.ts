@@ -9,7 +9,7 @@
 //   real              act rows only (there are no rehearse rows)
 // The loss itself (clipped surrogate, dual clip, optional k3 KL) is the training engine's GRPO head; the
 // reference policy for the KL is the base model with the adapter switched off.
-import type { Aggregation } from '../engine/train';
+import type { Aggregation } from '../train/batch';
 import { logprobs } from '../model/generate';
 import type { RolloutBatch, RolloutMode } from '../rollout/rollout';
 import { packBatch, type TrainBatch, type TrainSequence } from '../train/batch';

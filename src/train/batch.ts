@@ -2,7 +2,37 @@
 // slot), with next-token targets and per-row loss weights. Row i of a sequence predicts token i+1;
 // it carries loss only when token i+1 is a response token (mask 1).
 import { EngineError } from '../engine/errors';
-import { tokenWeights, type Aggregation } from '../engine/train';
+
+export type Aggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum';
+
+/**
+ * Per-token loss weights from the response mask (R) and the sequence index of each row (R).
+ * token-mean: 1 / (all masked tokens); seq-mean-token-mean: 1 / (S * tokens of the row's sequence);
+ * seq-mean-token-sum: 1 / S; S = number of sequences with at least one masked token.
+ * `scale` multiplies every weight (e.g. 1 / micro-batches for gradient accumulation).
+ */
+export function tokenWeights(mask: ArrayLike<number>, seq: ArrayLike<number>, mode: Aggregation, scale = 1): Float32Array {
+  if (mask.length !== seq.length) throw new EngineError('shape', `tokenWeights: mask (${mask.length}) vs seq (${seq.length})`);
+  // A mask entry is the token's relative weight: 1 (or 0) for policy rows; pretraining gives sampled
+  // prompt tokens a fraction. Sums run over those weights, so 0/1 masks count tokens.
+  const perSeq = new Map<number, number>();
+  let total = 0;
+  for (let i = 0; i < mask.length; i++)
+    if (mask[i] !== 0) {
+      perSeq.set(seq[i], (perSeq.get(seq[i]) ?? 0) + mask[i]);
+      total += mask[i];
+    }
+  const S = perSeq.size;
+  const w = new Float32Array(mask.length);
+  for (let i = 0; i < mask.length; i++) {
+    if (mask[i] === 0) continue;
+    if (mode === 'token-mean') w[i] = (scale * mask[i]) / total;
+    else if (mode === 'seq-mean-token-mean') w[i] = (scale * mask[i]) / (S * perSeq.get(seq[i])!);
+    else if (mode === 'seq-mean-token-sum') w[i] = (scale * mask[i]) / S;
+    else throw new EngineError('shape', `tokenWeights: unknown aggregation ${String(mode)}`);
+  }
+  return w;
+}
 
 export interface TrainBatch {
   ids: Int32Array; // (T)

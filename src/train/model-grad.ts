@@ -5,7 +5,7 @@
 // With `recompute`, the forward keeps only each layer's input (T,d) and the backward re-runs that
 // layer's forward with saved activations right before its backward (checkpoint per block).
 import type { Backend, Tensor, TokenLayout } from '../engine/backend';
-import { trainOps, type TrainOps } from '../engine/train';
+import type { TrainOps } from '../engine/train';
 import type { LoraAdapter, LoraPair, LoraTarget } from '../model/lora';
 import { attentionBlock, KvCache, mlpBlock, Scratch, type AttentionSaved, type LoraSaved, type MlpSaved, type Qwen3Model } from '../model/qwen3';
 import type { ParamSet } from './params';
@@ -41,7 +41,7 @@ export function trainForward(m: Qwen3Model, ids: Int32Array, slot: Int32Array, p
     const f = mlpBlock(m, l, a.out, adapter, s);
     if (recompute) s.drop(a.out);
     s.flush();
-    trainOps(b).flush(); // let the freed block intermediates be reused
+    b.train.flush(); // let the freed block intermediates be reused
     layers.push(recompute ? null : { attention: a.saved!, mlp: f.saved! });
     x = f.out;
   }
@@ -133,7 +133,7 @@ function freeSaved(b: Backend, a: AttentionSaved, f: MlpSaved, keepInput: Tensor
  */
 export function modelBackward(m: Qwen3Model, ps: ParamSet, act: TrainActivations, dNormed: Tensor, ids: Int32Array, adapter: LoraAdapter | null): void {
   const b = m.backend;
-  const ops = trainOps(b);
+  const ops = b.train;
   let dx = ops.rmsnormBackward(dNormed, act.last, m.weights.finalNorm, m.config.rmsNormEps, ps.grad(m.weights.finalNorm));
   for (let l = m.config.numLayers - 1; l >= 0; l--) {
     let rec = act.layers[l];

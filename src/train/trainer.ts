@@ -7,13 +7,33 @@
 // counter are left untouched, gradients are cleared, and the report says what was not finite.
 import type { Tensor } from '../engine/backend';
 import { EngineError } from '../engine/errors';
-import { clipFactor, lrAt, trainOps, type GrpoOptions, type LrSchedule } from '../engine/train';
+import type { GrpoOptions } from '../engine/train';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import { writeSafetensors, parseSafetensors, type TensorToWrite } from '../model/safetensors';
 import type { TrainBatch } from './batch';
 import { freeActivations, modelBackward, trainForward } from './model-grad';
 import { fullParams, loraParams, type ParamSet } from './params';
+
+export type LrSchedule =
+  | { kind: 'constant'; lr: number }
+  | { kind: 'warmup-cosine'; lr: number; warmupSteps: number; totalSteps: number; minLr?: number };
+
+/** Learning rate at 1-based step `step`: linear warmup to lr, then cosine decay to minLr at totalSteps. */
+export function lrAt(s: LrSchedule, step: number): number {
+  if (s.kind === 'constant') return s.lr;
+  const min = s.minLr ?? 0;
+  if (step <= s.warmupSteps) return (s.lr * step) / Math.max(1, s.warmupSteps);
+  const span = Math.max(1, s.totalSteps - s.warmupSteps);
+  const p = Math.min(1, (step - s.warmupSteps) / span);
+  return min + 0.5 * (s.lr - min) * (1 + Math.cos(Math.PI * p));
+}
+
+/** Factor that scales gradients so their global norm is at most maxNorm (1 when already below). */
+export function clipFactor(sumSquares: number, maxNorm: number): number {
+  const norm = Math.sqrt(sumSquares);
+  return maxNorm > 0 && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1;
+}
 
 export type LossSpec = { kind: 'ce' } | ({ kind: 'grpo' } & GrpoOptions);
 
@@ -83,7 +103,7 @@ export class Trainer {
   lossAndGrad(batch: TrainBatch): { sum: Tensor; weighted: Tensor } | null {
     const m = this.model;
     const b = m.backend;
-    const ops = trainOps(b);
+    const ops = b.train;
     const T = batch.ids.length;
     if (batch.targets.length !== T || batch.weight.length !== T) throw new EngineError('shape', `train batch: ${T} ids, ${batch.targets.length} targets, ${batch.weight.length} weights`);
     if (this.o.loss.kind === 'grpo') {
@@ -152,7 +172,7 @@ export class Trainer {
    */
   async trainStep(micro: readonly TrainBatch[]): Promise<StepReport> {
     const b = this.model.backend;
-    const ops = trainOps(b);
+    const ops = b.train;
     for (const p of this.params.params) ops.fill(p.grad, 0);
     let loss = 0;
     let clip = 0;
@@ -201,7 +221,7 @@ export class Trainer {
   }
 
   private async firstBadGrad(): Promise<string> {
-    const ops = trainOps(this.model.backend);
+    const ops = this.model.backend.train;
     for (const p of this.params.params) {
       const t = ops.sumSquares([p.grad]);
       const v = ((await this.model.backend.read(t)) as Float32Array)[0];

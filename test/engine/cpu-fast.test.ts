@@ -10,11 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
 import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { CpuRefTrainOps } from '../../src/engine/cpu/ref-train';
+import { CpuRefTrainOps } from '../../src/engine/cpu/train-ops';
 import { EngineError } from '../../src/engine/errors';
 import { createBackend } from '../../src/engine/index';
 import { quantize, type QuantKind } from '../../src/engine/quant';
-import { trainOps } from '../../src/engine/train';
 
 function rng(seed: number) {
   let s = seed >>> 0;
@@ -92,19 +91,19 @@ describe.each([
     }
   });
 
-  it.each(SHAPES)('matmulTransposed dy (%i,N) W (%i,K), N=%i, matches matmulBackwardInput', async (M, K, N) => {
+  it.each(SHAPES)('matmulBackwardInput dy (%i,N) W (%i,K), N=%i, matches the reference', async (M, K, N) => {
     const r = rng(M * 13 + K * 17 + N * 19);
     const dy = randn(M * N, r);
     const w = randn(N * K, r);
     for (const kind of kinds) {
       const want = await ref.read(refTrain.matmulBackwardInput(ref.tensor(dy, [M, N]), weight(ref, w, N, K, kind)));
-      const dx = fast.matmulTransposed(fast.tensor(dy, [M, N]), weight(fast, w, N, K, kind));
+      const dx = fast.train.matmulBackwardInput(fast.tensor(dy, [M, N]), weight(fast, w, N, K, kind));
       expect(dx.shape).toEqual([M, K]);
       expect(maxDiff(await fast.read(dx), want), kind).toBeLessThanOrEqual(4e-7 * N + 1e-6);
     }
   });
 
-  it.each(SHAPES)('matmulWeightGradInto dy (%i,N) x (M,%i) accumulates like matmulBackwardWeight (N=%i)', async (M, K, N) => {
+  it.each(SHAPES)('matmulBackwardWeight dy (%i,N) x (M,%i) accumulates like the reference (N=%i)', async (M, K, N) => {
     const r = rng(M + K * 3 + N * 5);
     const dy = randn(M * N, r);
     const x = randn(M * K, r);
@@ -112,7 +111,7 @@ describe.each([
     const want = ref.tensor(dw0, [N, K]);
     refTrain.matmulBackwardWeight(ref.tensor(dy, [M, N]), ref.tensor(x, [M, K]), want);
     for (const dw of [fast.tensor(dw0, [N, K]), ref.tensor(dw0, [N, K])]) {
-      fast.matmulWeightGradInto(fast.tensor(dy, [M, N]), fast.tensor(x, [M, K]), dw);
+      fast.train.matmulBackwardWeight(fast.tensor(dy, [M, N]), fast.tensor(x, [M, K]), dw);
       expect(maxDiff(await fast.read(dw), await ref.read(want))).toBeLessThanOrEqual(4e-7 * M + 1e-6);
     }
   });
@@ -167,7 +166,7 @@ describe.each([
       return [await b.read(g.dq), await b.read(g.dkCache), await b.read(g.dvCache)];
     };
     const want = await run(ref, (...a) => refTrain.attentionBackward(...a));
-    const got = await run(fast, (...a) => trainOps(fast).attentionBackward(...a));
+    const got = await run(fast, (...a) => fast.train.attentionBackward(...a));
     // Gradients sum up to ~20 rows of products of values in [-1, 1] (f32 vs f64).
     for (let i = 0; i < 3; i++) expect(maxDiff(got[i], want[i]), ['dq', 'dk', 'dv'][i]).toBeLessThanOrEqual(1e-5);
   });
@@ -208,7 +207,7 @@ describe.each([
     ];
     for (const h of heads) {
       const want = h.run(ref, refTrain);
-      const got = h.run(fast, trainOps(fast));
+      const got = h.run(fast, fast.train);
       // f32 exp and softmax against f64: gradients are probabilities times weights <= ~1.1 and a few
       // factors of order 1 (ratio, A, dual clip): 2e-6; metrics are sums over rows: 1e-5 relative.
       expect(maxDiff(await fast.read(got.dLogits), await ref.read(want.dLogits)), h.name).toBeLessThanOrEqual(2e-6);
@@ -221,7 +220,7 @@ describe.each([
     const r = rng(n);
     const [dy, gate, up, p0, g, m0] = Array.from({ length: 6 }, () => randn(n, r));
     const v0 = randn(n, r).map((x) => x * x);
-    const ops = trainOps(fast);
+    const ops = fast.train;
     const a = ops.swigluBackward(fast.tensor(dy, [n]), fast.tensor(gate.map((x) => x * 8), [n]), fast.tensor(up, [n]));
     const b = refTrain.swigluBackward(ref.tensor(dy, [n]), ref.tensor(gate.map((x) => x * 8), [n]), ref.tensor(up, [n]));
     expect(maxDiff(await fast.read(a.dGate), await ref.read(b.dGate))).toBeLessThanOrEqual(2e-6);
@@ -265,13 +264,13 @@ describe.each([
       for (const withDw of [false, true]) {
         const dwFast = fast.tensor(w, [C]);
         const dwRef = ref.tensor(w, [C]);
-        const dx = trainOps(fast).rmsnormBackward(fast.tensor(y, [R, C]), fast.tensor(x, [R, C]), fast.tensor(w, [C]), 1e-6, withDw ? dwFast : null);
+        const dx = fast.train.rmsnormBackward(fast.tensor(y, [R, C]), fast.tensor(x, [R, C]), fast.tensor(w, [C]), 1e-6, withDw ? dwFast : null);
         const want = refTrain.rmsnormBackward(ref.tensor(y, [R, C]), ref.tensor(x, [R, C]), ref.tensor(w, [C]), 1e-6, withDw ? dwRef : null);
         // the same f64 row math; dw sums rows in another order (per-thread partials)
         expect(maxDiff(await fast.read(dx), await ref.read(want))).toBeLessThanOrEqual(1e-6);
         expect(maxDiff(await fast.read(dwFast), await ref.read(dwRef))).toBeLessThanOrEqual(1e-5);
       }
-      const back = (b: Backend) => (b === ref ? refTrain : trainOps(fast)).ropeBackward(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000);
+      const back = (b: Backend) => (b === ref ? refTrain : fast.train).ropeBackward(b.tensor(x, [R, 2, C / 2]), b.tensor(pos, [R]), 10000);
       expect(await both(back)).toBe(0);
     }
   });
@@ -279,8 +278,8 @@ describe.each([
   it('refuses bad shapes and out-of-cache positions with an EngineError', () => {
     const x = fast.tensor(new Float32Array(6), [2, 3]);
     expect(() => fast.matmul(x, fast.tensor(new Float32Array(8), [2, 4]))).toThrow(EngineError);
-    expect(() => fast.matmulTransposed(x, fast.tensor(new Float32Array(8), [4, 2]))).toThrow(EngineError);
-    expect(() => fast.matmulWeightGradInto(x, x, fast.tensor(new Float32Array(10), [5, 2]))).toThrow(EngineError);
+    expect(() => fast.train.matmulBackwardInput(x, fast.tensor(new Float32Array(8), [4, 2]))).toThrow(EngineError);
+    expect(() => fast.train.matmulBackwardWeight(x, x, fast.tensor(new Float32Array(10), [5, 2]))).toThrow(EngineError);
     const cache = fast.zeros([1, 4, 1, 2]);
     const q = fast.tensor(new Float32Array(2), [1, 1, 2]);
     const layout = { slot: fast.tensor(Int32Array.from([0]), [1]), pos: fast.tensor(Int32Array.from([4]), [1]) };
@@ -331,9 +330,9 @@ describe('cpu-fast wiring', () => {
     const b = (await createBackend('cpu-fast', { threads: 2 })) as CpuFastBackend;
     try {
       expect(b.name).toBe('cpu-fast');
-      expect(trainOps(b).constructor.name).toBe('CpuFastTrainOps');
+      expect(b.train.constructor.name).toBe('CpuFastTrainOps');
       const w = b.tensor(randn(12, rng(3)), [4, 3]);
-      const dx = trainOps(b).matmulBackwardInput(b.tensor(randn(8, rng(4)), [2, 4]), w);
+      const dx = b.train.matmulBackwardInput(b.tensor(randn(8, rng(4)), [2, 4]), w);
       expect(dx.shape).toEqual([2, 3]);
     } finally {
       b.dispose();

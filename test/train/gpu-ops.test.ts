@@ -5,9 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
 import { quantize } from '../../src/engine/quant';
 import { Rng } from '../../src/engine/rng';
-import { trainOps, type GrpoOptions } from '../../src/engine/train';
+import type { GrpoOptions } from '../../src/engine/train';
 import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
-import '../../src/engine/webgpu/train';
 import { gpuAvailable } from '../helpers/gpu';
 import { cpu, gpuBackend, randInt, randn } from '../engine/webgpu-helpers';
 
@@ -29,7 +28,7 @@ describe.skipIf(!run)('WGSL training kernels vs CPU reference', () => {
     gpu = await gpuBackend();
   });
   afterAll(() => gpu?.dispose());
-  const ops = (b: Backend) => trainOps(b);
+  const ops = (b: Backend) => b.train;
   // the same host data on both backends
   const on = (data: Float32Array | Int32Array, shape: number[]) => [cpu.tensor(data, shape), gpu.tensor(data, shape)] as const;
   const both = async (f: (b: Backend, i: 0 | 1) => Tensor, what: string, tol = TOL) =>
@@ -101,8 +100,8 @@ describe.skipIf(!run)('WGSL training kernels vs CPU reference', () => {
       const W = small.uploadQuantized(quantize(w, N, K, 'q4'));
       expect((W as unknown as { parts: unknown[] }).parts.length).toBeGreaterThan(1);
       const dy = randn(M * N, 8);
-      const got = await small.read(trainOps(small).matmulBackwardInput(small.tensor(dy, [M, N]), W));
-      const want = await cpu.read(trainOps(cpu).matmulBackwardInput(cpu.tensor(dy, [M, N]), cpu.uploadQuantized(quantize(w, N, K, 'q4'))));
+      const got = await small.read(small.train.matmulBackwardInput(small.tensor(dy, [M, N]), W));
+      const want = await cpu.read(cpu.train.matmulBackwardInput(cpu.tensor(dy, [M, N]), cpu.uploadQuantized(quantize(w, N, K, 'q4'))));
       near(got, want, 'sharded dX');
     } finally {
       small.dispose();

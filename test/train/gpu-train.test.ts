@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import { Rng } from '../../src/engine/rng';
 import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
-import '../../src/engine/webgpu/train';
 import { createLoraAdapter } from '../../src/model/lora';
 import { randomWeights } from '../../src/model/random';
 import { buildQwen3 } from '../../src/model/weights';

@@ -3,7 +3,6 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/engine/rng';
 import { createWebGpuBackend } from '../../src/engine/webgpu/backend';
-import '../../src/engine/webgpu/train';
 import type { Qwen3Config } from '../../src/model/config';
 import { createLoraAdapter } from '../../src/model/lora';
 import { randomWeights } from '../../src/model/random';

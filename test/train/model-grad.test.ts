@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import type { Tensor } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { Rng } from '../../src/engine/rng';
-import { trainOps } from '../../src/engine/train';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import { forward, KvCache, type Qwen3Model } from '../../src/model/qwen3';
 import { randomWeights } from '../../src/model/random';
@@ -32,7 +31,7 @@ function lossOf(m: Qwen3Model, b: TrainBatch, adapter: LoraAdapter | null): numb
   const cache = new KvCache(m, b.slots, b.maxT);
   const { logits } = forward(m, cache, { ids: b.ids, slot: b.slot, pos: b.pos }, { adapter });
   const tg = Int32Array.from(b.targets, (t) => Math.max(t, 0));
-  const res = trainOps(be).crossEntropy(logits, be.tensor(tg, [tg.length]), be.tensor(b.weight, [b.weight.length]));
+  const res = be.train.crossEntropy(logits, be.tensor(tg, [tg.length]), be.tensor(b.weight, [b.weight.length]));
   return (res.metrics as unknown as { data: Float32Array }).data[0];
 }
 

@@ -1,10 +1,12 @@
 // AdamW, grad-norm clipping, LR schedules and loss aggregation weights (CPU reference).
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { clipFactor, lrAt, tokenWeights, trainOps, type AdamWStep } from '../../src/engine/train';
+import type { AdamWStep } from '../../src/engine/train';
+import { tokenWeights } from '../../src/train/batch';
+import { clipFactor, lrAt } from '../../src/train/trainer';
 
 const be = new CpuRefBackend();
-const ops = trainOps(be);
+const ops = be.train;
 const hp: AdamWStep = { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.1, step: 1, gradScale: 1 };
 
 describe('AdamW (CPU reference)', () => {

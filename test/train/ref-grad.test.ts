@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { quantize } from '../../src/engine/quant';
 import { Rng } from '../../src/engine/rng';
-import { trainOps, type GrpoOptions } from '../../src/engine/train';
+import type { GrpoOptions } from '../../src/engine/train';
 import type { Tensor } from '../../src/engine/backend';
 import { dot, fdCheck, randn } from './fd';
 
 const be = new CpuRefBackend();
-const ops = trainOps(be);
+const ops = be.train;
 const rd = (t: Tensor) => (be as unknown as { read(t: Tensor): Promise<Float32Array> }).read(t);
 // Forward ops run in f32, so central differences with h = 1e-2 are good to about 1e-3 relative.
 const TOL = 3e-3;

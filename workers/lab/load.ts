@@ -50,8 +50,6 @@ export async function pickBackend(forced?: BackendKind, order: BackendKind[] = [
     try {
       if (kind === 'webgpu' && !gpu) throw new Error('this browser has no navigator.gpu');
       const backend = await createBackend(kind, kind === 'webgpu' ? { gpu } : kind === 'cpu-fast' ? { threads: Math.min(4, self.navigator.hardwareConcurrency || 1) } : {});
-      // Registers the WGSL backward/optimizer kernels (training, scoring); without it a train step throws.
-      if (kind === 'webgpu') await import('../../src/engine/webgpu/train/index');
       const note = forced ? `${kind}, chosen by you (the Backend control or ?backend= in the URL)` : why.length ? `${kind}, because ${why.join('; ')}` : kind;
       return { backend, kind, note };
     } catch (e) {

@@ -3,6 +3,7 @@
 // EngineError 'device-lost' | 'out-of-memory' | 'validation' from the next read()/sync() (or at once,
 // for a device already known to be lost).
 import type { Backend, SampleParams, Tensor, TokenLayout } from '../backend';
+import type { TrainOps } from '../train';
 import { assertShape } from '../errors';
 import type { QuantizedWeight } from '../quant';
 import { GpuContext, type GpuContextOptions } from './context';
@@ -10,10 +11,12 @@ import { attention } from './kernels/attention';
 import { add, scale, swiglu } from './kernels/elementwise';
 import { embedding, gatherRows, kvWrite } from './kernels/gather';
 import { type MatmulVersion, matmul } from './kernels/matmul';
-import { logSoftmax, rmsnorm, rope } from './kernels/norm';
+import { logSoftmax, rmsnorm } from './kernels/norm';
+import { rope } from './kernels/rope';
 import { sample } from './kernels/sample';
 import { readTensor, uploadDense, uploadQuantized, writeTensor, zerosTensor } from './memory';
 import { type GpuTensor, asGpu } from './tensor';
+import { WebGpuTrainOps } from './train-ops';
 
 export interface WebGpuBackendOptions extends GpuContextOptions {
   /** Matmul kernel version ('auto' = gemv for M <= 16, tiled otherwise). */
@@ -22,6 +25,7 @@ export interface WebGpuBackendOptions extends GpuContextOptions {
 
 export class WebGpuBackend implements Backend {
   readonly name = 'webgpu' as const;
+  readonly train: TrainOps;
   matmulVersion: MatmulVersion;
 
   constructor(
@@ -29,6 +33,7 @@ export class WebGpuBackend implements Backend {
     opts: WebGpuBackendOptions = {},
   ) {
     this.matmulVersion = opts.matmul ?? 'auto';
+    this.train = new WebGpuTrainOps(this, ctx);
   }
 
   /** Resolves a tensor argument; also refuses work on a lost device before any host work. */

@@ -1,5 +1,5 @@
 // The WebGPU core: one device, a pipeline cache, batched dispatches, a buffer pool and typed errors.
-// Every WGSL kernel of the engine (forward ops here, backward ops in src/engine/webgpu/train/**) runs
+// Every WGSL kernel of the engine (forward and backward ops side by side in src/engine/webgpu/kernels/) runs
 // through this file; keep its API small and stable.
 //
 // ## Adding a kernel (in its own file)

@@ -9,7 +9,7 @@
 // grows); only quantized weights, which never change, are kept in the wasm memory.
 import { assertShape, EngineError } from '../../errors';
 import type { QuantizedWeight } from '../../quant';
-import { CpuTensor } from '../ref';
+import { CpuTensor } from '../tensor';
 import type { WasmHeap } from './heap';
 import type { KernelName, ThreadPool } from './pool';
 
@@ -37,6 +37,8 @@ export class WasmRuntime {
   private disposed = false;
   /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
   parallelJobs = 0;
+  /** Workspace offset of the gemm kernel's packing buffers. */
+  readonly gemmScratch: number;
 
   constructor(
     readonly heap: WasmHeap,
@@ -44,10 +46,16 @@ export class WasmRuntime {
     private readonly parallelMinWork = PARALLEL_MIN_WORK,
   ) {
     this.args = heap.alloc(256);
+    this.gemmScratch = pool.global('GEMM_SCRATCH');
     // Tensors the caller forgets to free give their wasm blocks back when their view is collected.
     this.finalizer = new FinalizationRegistry((ptrs) => {
       if (!this.disposed) for (const p of ptrs) heap.release(p);
     });
+  }
+
+  /** Threads a large op runs on. */
+  get threads(): number {
+    return this.pool.size;
   }
 
   get shared(): boolean {

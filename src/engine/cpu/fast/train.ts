@@ -1,41 +1,48 @@
 // Training ops of the CPU fast path: the reference TrainOps with the matmul gradients, the attention
-// backward, the vocabulary-wide softmax of the loss heads, the rmsnorm/swiglu backward and AdamW (what
-// a training step's profile shows) on the wasm kernels, and rope's backward with per-token tables. Registered for 'cpu-fast' when the backend is created.
-import type { Tensor, TokenLayout } from '../../backend';
+// backward, the vocabulary-wide softmax of the loss heads, the rmsnorm/swiglu backward and AdamW (what a
+// training step's profile shows) on the wasm kernels of ./ops, and rope's backward with per-token tables.
+// Made by CpuFastBackend (its `train`) on the backend's wasm runtime.
+import type { Backend, Tensor, TokenLayout } from '../../backend';
 import { assertShape } from '../../errors';
-import { ceTokenLoss, grpoTokenLoss, registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult } from '../../train';
-import { asCpu, CpuTensor } from '../ref';
-import { CpuRefTrainOps } from '../ref-train';
-import type { CpuFastBackend } from './backend';
+import type { AdamWStep, GrpoInputs, GrpoOptions, LossHeadResult } from '../../train';
+import { ceTokenLoss, grpoTokenLoss } from '../ops/loss';
+import { asCpu, CpuTensor } from '../tensor';
+import { CpuRefTrainOps } from '../train-ops';
+import { attentionBackward } from './ops/attention';
+import { adamw, swigluBackward } from './ops/elementwise';
+import { matmulBackwardInput, matmulBackwardWeight } from './ops/matmul';
+import { rmsnormBackward, softmaxRows } from './ops/norm';
+import { ropeBackward } from './ops/rope';
+import type { WasmRuntime } from './runtime';
 
 export class CpuFastTrainOps extends CpuRefTrainOps {
-  private get fast(): CpuFastBackend {
-    return this.backend as CpuFastBackend;
+  constructor(
+    backend: Backend,
+    private readonly rt: WasmRuntime,
+  ) {
+    super(backend);
   }
 
-  // dy (M,N), w (N,K) -> dx (M,K) = dy W
   override matmulBackwardInput(dy: Tensor, w: Tensor): Tensor {
-    return this.fast.matmulTransposed(dy, w);
+    return matmulBackwardInput(this.rt, dy, w);
   }
-  // dy (M,N), x (M,K), dw (N,K): dw += dy^T x
   override matmulBackwardWeight(dy: Tensor, x: Tensor, dw: Tensor): void {
-    this.fast.matmulWeightGradInto(dy, x, dw);
+    matmulBackwardWeight(this.rt, dy, x, dw);
   }
   override attentionBackward(dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout) {
-    return this.fast.attentionBackward(dOut, q, kCache, vCache, layout);
+    return attentionBackward(this.rt, dOut, q, kCache, vCache, layout);
   }
-
   override rmsnormBackward(dy: Tensor, x: Tensor, w: Tensor, eps: number, dw: Tensor | null): Tensor {
-    return this.fast.rmsnormBackward(dy, x, w, eps, dw);
+    return rmsnormBackward(this.rt, dy, x, w, eps, dw);
   }
   override ropeBackward(dy: Tensor, pos: Tensor, theta: number): Tensor {
-    return this.fast.ropeBackward(dy, pos, theta);
+    return ropeBackward(this.rt, dy, pos, theta);
   }
   override swigluBackward(dy: Tensor, gate: Tensor, up: Tensor) {
-    return this.fast.swigluBackward(dy, gate, up);
+    return swigluBackward(this.rt, dy, gate, up);
   }
   override adamw(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, hp: AdamWStep): void {
-    this.fast.adamwStep(param, grad, m, v, hp);
+    adamw(this.rt, param, grad, m, v, hp);
   }
   // The reference's sum, with an indexed loop (its for-of iterator costs ~3x on millions of values).
   override sumSquares(ts: readonly Tensor[]): Tensor {
@@ -47,7 +54,7 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
     return new CpuTensor([1], 'f32', Float32Array.of(s));
   }
 
-  // The reference's loss-head rules (src/engine/cpu/ref-train.ts; its crossEntropy/grpo call this), row by
+  // The reference's loss-head rules (src/engine/cpu/ops/loss.ts; crossEntropy/grpo call this), row by
   // row, on the softmax the kernel computed: dLogits[r] = w * dl * (onehot(target) - p), metrics [loss, clip
   // frac, kl, entropy].
   protected override head(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
@@ -62,7 +69,7 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
     const ref = g?.refLogp ? asCpu(g.refLogp).f32 : null;
     if (g) assertShape(adv!.length === R && old!.length === R && (!ref || ref.length === R), 'grpo: advantage/oldLogp/refLogp must have R rows');
     for (let r = 0; r < R; r++) if (ws[r] !== 0) assertShape(tg[r] >= 0 && tg[r] < V, `loss head: target ${tg[r]} outside [0,${V}) at row ${r}`);
-    const { p, stats } = this.fast.softmaxRows(logits, weight);
+    const { p, stats } = softmaxRows(this.rt, logits, weight);
     const dx = p.f32; // overwritten in place with the gradient
     let loss = 0;
     let clipped = 0;
@@ -90,5 +97,3 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
     return { dLogits: p, metrics };
   }
 }
-
-registerTrainOps('cpu-fast', (b) => new CpuFastTrainOps(b));

@@ -1,24 +1,24 @@
-// TrainOps of the WebGPU backend: the WGSL backward, loss and optimizer kernels of this folder behind
-// the seam of src/engine/train.ts. Importing this module registers the factory for 'webgpu'.
-import type { Backend, Tensor, TokenLayout } from '../../backend';
-import { assertShape } from '../../errors';
-import { registerTrainOps, type AdamWStep, type GrpoInputs, type GrpoOptions, type LossHeadResult, type TrainOps } from '../../train';
-import type { GpuContext } from '../context';
-import { asGpu, type GpuTensor } from '../tensor';
-import { attentionBackward } from './attention';
-import { accumulate, embeddingBackward, fill, gatherKv, ropeBackward, swigluBackward, scatterAddRows } from './elementwise';
-import { lossHead } from './loss';
-import { matmulBackwardInput, matmulBackwardWeight } from './matmul';
-import { logSoftmaxBackward, rmsnormBackward } from './norm';
-import { adamw, sumSquares } from './optim';
+// TrainOps of the WebGPU backend (the contract of src/engine/train.ts): the backward kernels beside their
+// forward ones in ./kernels, the loss heads and AdamW. Each WebGpuBackend makes one, as its `train`.
+import type { Backend, Tensor, TokenLayout } from '../backend';
+import { assertShape } from '../errors';
+import type { AdamWStep, GrpoInputs, GrpoOptions, LossHeadResult, TrainOps } from '../train';
+import type { GpuContext } from './context';
+import { attentionBackward } from './kernels/attention';
+import { accumulate, fill, swigluBackward } from './kernels/elementwise';
+import { embeddingBackward, kvWriteBackward, scatterAddRows } from './kernels/gather';
+import { lossHead } from './kernels/loss';
+import { matmulBackwardInput, matmulBackwardWeight } from './kernels/matmul';
+import { logSoftmaxBackward, rmsnormBackward } from './kernels/norm';
+import { adamw, sumSquares } from './kernels/optim';
+import { ropeBackward } from './kernels/rope';
+import { asGpu, type GpuTensor } from './tensor';
 
 export class WebGpuTrainOps implements TrainOps {
-  private readonly ctx: GpuContext;
-  constructor(readonly backend: Backend) {
-    const ctx = (backend as unknown as { ctx?: GpuContext }).ctx;
-    assertShape(ctx !== undefined, `WebGpuTrainOps: backend ${backend.name} has no GPU context`);
-    this.ctx = ctx;
-  }
+  constructor(
+    readonly backend: Backend,
+    private readonly ctx: GpuContext,
+  ) {}
 
   private g(t: Tensor, what: string): GpuTensor {
     const x = asGpu(t, what);
@@ -52,8 +52,7 @@ export class WebGpuTrainOps implements TrainOps {
   }
   kvWriteBackward(dkCache: Tensor, dvCache: Tensor, layout: TokenLayout) {
     const what = 'kvWriteBackward';
-    const [slot, pos] = [this.g(layout.slot, what), this.g(layout.pos, what)];
-    return { dk: gatherKv(this.ctx, this.g(dkCache, what), slot, pos), dv: gatherKv(this.ctx, this.g(dvCache, what), slot, pos) };
+    return kvWriteBackward(this.ctx, this.g(dkCache, what), this.g(dvCache, what), this.g(layout.slot, what), this.g(layout.pos, what));
   }
   logSoftmaxBackward(dy: Tensor, y: Tensor): Tensor {
     return logSoftmaxBackward(this.ctx, this.g(dy, 'logSoftmaxBackward'), this.g(y, 'logSoftmaxBackward'));
@@ -91,5 +90,3 @@ export class WebGpuTrainOps implements TrainOps {
     adamw(this.ctx, this.g(param, what), this.g(grad, what), this.g(m, what), this.g(v, what), hp);
   }
 }
-
-registerTrainOps('webgpu', (b) => new WebGpuTrainOps(b));

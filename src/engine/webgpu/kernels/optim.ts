@@ -4,7 +4,7 @@ import { assertShape } from '../../errors';
 import type { AdamWStep } from '../../train';
 import { type GpuContext, grid1d } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
-import { INDEX, REDUCE, WG } from './common';
+import { INDEX, REDUCE, WG } from '../wgsl';
 
 const ADAMW = {
   code: /* wgsl */ `

@@ -1,11 +1,11 @@
 // Loss heads on the device: token cross-entropy and the GRPO clipped surrogate (dual clip, k3 KL).
 // One workgroup per row computes lse, entropy, the row's loss and d loss / d logits; a second
-// single-workgroup pass sums the per-row metrics. Same math as CpuRefTrainOps.head (src/engine/cpu/ref-train.ts).
+// single-workgroup pass sums the per-row metrics. Same math as CpuRefTrainOps.head (src/engine/cpu/ops/loss.ts).
 import { assertShape } from '../../errors';
 import { checkGrpoOptions, type GrpoInputs, type GrpoOptions } from '../../train';
 import { type GpuContext, grid1d } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
-import { REDUCE, WG } from './common';
+import { REDUCE, WG } from '../wgsl';
 
 const ROWS = {
   code: /* wgsl */ `

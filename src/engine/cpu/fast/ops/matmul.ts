@@ -1,0 +1,77 @@
+// Matmul y = x W^T in every weight format and its backward (the transposed products), on the gemm/gemv
+// wasm kernels. Pack modes of the gemm kernel: src/engine/cpu/fast/kernels/gemm.ts.
+import type { Tensor } from '../../../backend';
+import { assertShape } from '../../../errors';
+import { asCpu, CpuTensor } from '../../tensor';
+import { type Temps, type WasmRuntime } from '../runtime';
+
+const FWD = { f32: 0, q8: 1, q4: 2 } as const;
+const ROWS = { f32: 3, q8: 4, q4: 5 } as const;
+
+// x (M,K), w (N,K) f32|q8|q4 -> (M,N)
+export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
+  const xs = asCpu(x).f32;
+  const wc = asCpu(w);
+  const [N, K] = wc.shape;
+  assertShape(xs.length % K === 0 && x.shape[x.shape.length - 1] === K, `matmul: x (${x.shape}) vs W (${N},${K})`);
+  const M = xs.length / K;
+  const temps: Temps = [];
+  try {
+    const W = rt.weight(wc, temps);
+    const X = rt.place(xs, temps);
+    const y = rt.output([M, N], temps);
+    const small = M <= 3;
+    const scratch = small ? 64 + W.stride * 4 : rt.gemmScratch;
+    const slots = [FWD[W.kind], X, 4, K * 4, M, K, N, W.ptr, W.scales, W.stride, y.ptr, N, 0];
+    rt.launch(small ? 'gemv' : 'gemm', slots, scratch, 2 * M * K * N, temps);
+    return y.finish();
+  } finally {
+    rt.release(temps);
+  }
+}
+
+// Backward of `y = x W^T` with respect to x.
+/** dy (M,N), w (N,K) f32|q8|q4 -> dx (M,K) = dy W: the input gradient of y = x W^T. */
+export function matmulBackwardInput(rt: WasmRuntime, dy: Tensor, w: Tensor): Tensor {
+  const g = asCpu(dy).f32;
+  const wc = asCpu(w);
+  const [N, K] = wc.shape;
+  assertShape(dy.shape[dy.shape.length - 1] === N && g.length % N === 0, `matmulBackwardInput: dy (${dy.shape}) vs W (${N},${K})`);
+  const M = g.length / N;
+  const temps: Temps = [];
+  try {
+    const W = rt.weight(wc, temps);
+    const G = rt.place(g, temps);
+    const dx = rt.output([M, K], temps);
+    const slots = [ROWS[W.kind], G, 4, N * 4, M, N, K, W.ptr, W.scales, W.stride, dx.ptr, K, 0];
+    rt.launch('gemm', slots, rt.gemmScratch, 2 * M * K * N, temps);
+    return dx.finish();
+  } finally {
+    rt.release(temps);
+  }
+}
+
+// ... and with respect to W.
+/** dy (M,N), x (M,K), dw (N,K) f32: dw += dy^T x, in place (the weight gradient of y = x W^T). */
+export function matmulBackwardWeight(rt: WasmRuntime, dy: Tensor, x: Tensor, dw: Tensor): void {
+  const g = asCpu(dy).f32;
+  const xs = asCpu(x).f32;
+  const d = asCpu(dw).f32;
+  assertShape(dw.shape.length === 2, `matmulBackwardWeight: dW (${dw.shape}) is not a matrix`);
+  const [N, K] = dw.shape;
+  const M = g.length / N;
+  assertShape(Number.isInteger(M) && xs.length === M * K, `matmulBackwardWeight: dy (${dy.shape}), x (${x.shape}), dW (${N},${K})`);
+  const temps: Temps = [];
+  try {
+    const G = rt.place(g, temps);
+    const X = rt.place(xs, temps);
+    const resident = rt.isResident(d);
+    const D = rt.place(d, temps);
+    // C = dW (N,K) += A (N,M) . B (M,K) with A = dy^T read in place: step N floats along m, 1 between rows.
+    const slots = [ROWS.f32, G, N * 4, 4, N, M, K, X, 0, K, D, K, 1];
+    rt.launch('gemm', slots, rt.gemmScratch, 2 * M * K * N, temps);
+    if (!resident) d.set(rt.heap.f32(D, d.length));
+  } finally {
+    rt.release(temps);
+  }
+}
