@@ -108,7 +108,6 @@ export class CpuFastBackend extends CpuRefBackend {
     this.rt.dispose();
   }
 
-
   // ---- fast ops ----
 
   override matmul(x: Tensor, w: Tensor): Tensor {

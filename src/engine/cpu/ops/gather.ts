@@ -55,7 +55,6 @@ export function scatterAddRows(dst: Tensor, src: Tensor, rows: Tensor): void {
   }
 }
 
-
 // k, v (T,Hkv,D) -> cache (S,maxT,Hkv,D)
 export function kvWrite(kCache: Tensor, vCache: Tensor, k: Tensor, v: Tensor, layout: TokenLayout): void {
   const [S, maxT, Hkv, D] = kCache.shape;

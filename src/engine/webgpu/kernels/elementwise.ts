@@ -68,7 +68,6 @@ export function scale(ctx: GpuContext, a: GpuTensor, s: number): GpuTensor {
   return y;
 }
 
-
 // Backward of `y[i] = x / (1.0 + exp(-x)) * u[i]` with sig = 1/(1+exp(-g)):
 // dg = dy u sig (1 + g (1 - sig)), du = dy silu(g) = dy g sig.
 const SWIGLU_BWD = {

@@ -53,7 +53,6 @@ export function embedding(ctx: GpuContext, table: GpuTensor, ids: GpuTensor): Gp
   return y;
 }
 
-
 // Backward of `y[i] = wload(u32(id) - p.row0, c, p.stride)`: dTable[ids[t]] += dy[t], summed per distinct id
 // over a host-built CSR of the ids.
 const EMBED_BWD = {
@@ -106,7 +105,6 @@ export function embeddingBackward(ctx: GpuContext, dy: GpuTensor, ids: Int32Arra
   for (const t of tmp) t.free();
 }
 
-
 /** A temporary device copy of host integers (freed by the caller). */
 function uploadI32(ctx: GpuContext, data: Int32Array): GpuTensor {
   return uploadDense(ctx, data.length ? data : new Int32Array(1), [Math.max(data.length, 1)]);
@@ -139,7 +137,6 @@ export function gatherRows(ctx: GpuContext, x: GpuTensor, rows: GpuTensor): GpuT
   ctx.dispatch(GATHER, [x.buf, rows.buf, y.buf], [n, c, r], grid1d(n * c, WG));
   return y;
 }
-
 
 // Backward of `y[i] = x[u32(row) * p.c + i % p.c]` (gatherRows): dst[rows[i]] += src[i].
 const SCATTER_ROWS = {

@@ -64,7 +64,6 @@ export function rmsnorm(ctx: GpuContext, x: GpuTensor, w: GpuTensor, eps: number
   return y;
 }
 
-
 // Backward of `y[base + i] = x[base + i] * inv * g[i]` with inv = 1/sqrt(mean(x^2)+eps):
 // dx = inv (w dy) - x inv^3/C sum(w dy x); also stores inv per row for the dw pass.
 const RMS_DX = {
@@ -221,7 +220,6 @@ export function logSoftmax(ctx: GpuContext, x: GpuTensor): GpuTensor {
   ctx.dispatch(LOG_SOFTMAX, [x.buf, y.buf], [rows, c], rowGrid(rows));
   return y;
 }
-
 
 // Backward of `y[base + i] = x[base + i] - lz`: dx = dy - softmax(x) sum(dy), softmax(x) = exp(y).
 const LSM_BWD = {
