@@ -18,8 +18,7 @@ import type { SampleParams } from '../../backend';
 import { assertShape } from '../../errors';
 import type { GpuContext } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
-
-const WG = 256;
+import { REDUCE, WG } from '../wgsl';
 
 /** The token written for a row whose logits make no distribution (NaN, +Inf, or all -Inf). */
 export const NON_FINITE_TOKEN = -2;
@@ -81,17 +80,7 @@ fn nan_or_pos_inf(v: f32) -> bool {
   let b = bitcast<u32>(v);
   return (b & 0x7f800000u) == 0x7f800000u && b != 0xff800000u;
 }
-fn sum_all(l: u32, v: f32) -> f32 {
-  rv[l] = v;
-  workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
-    if (l < s) { rv[l] += rv[l + s]; }
-    workgroupBarrier();
-  }
-  let out = rv[0];
-  workgroupBarrier();
-  return out;
-}
+${REDUCE}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u32) {
   let r = wg.x + p.r0;
@@ -123,7 +112,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
   let t = select(prm.temp, 1.0, greedy);
   var se = 0.0;
   for (var i = l; i < p.v; i += ${WG}u) { se += exp((x[base + i] - mx) / t); }
-  let logz = log(sum_all(l, se));
+  let logz = log(reduce_sum(l, se));
   // probabilities for the sampling passes (written also when greedy: keeps control flow uniform)
   for (var i = l; i < p.v; i += ${WG}u) { probs[pb + i] = exp((x[base + i] - mx) / t - logz); }
   storageBarrier();
@@ -139,7 +128,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) l: u3
     if (nucleus && hi - lo > 1u) {
       for (var i = l; i < p.v; i += ${WG}u) { let pv = probs[pb + i]; if (pv >= v) { part += pv; } }
     }
-    let mass = sum_all(l, part);
+    let mass = reduce_sum(l, part);
     if (nucleus && hi - lo > 1u) {
       if (mass >= prm.topp) { lo = mid; } else { hi = mid; }
     }
