@@ -5,7 +5,7 @@
 import type { Backend, Tensor, TokenLayout } from '../../backend';
 import { assertShape } from '../../errors';
 import type { AdamWStep, GrpoInputs, GrpoOptions, LossHeadResult } from '../../train';
-import { ceTokenLoss, grpoTokenLoss } from '../ops/loss';
+import { headInputs, rowLoss } from '../ops/loss';
 import { asCpu, CpuTensor } from '../tensor';
 import { CpuRefTrainOps } from '../train-ops';
 import { attentionBackward } from './ops/attention';
@@ -58,16 +58,8 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
   // row, on the softmax the kernel computed: dLogits[r] = w * dl * (onehot(target) - p), metrics [loss, clip
   // frac, kl, entropy].
   protected override head(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
-    const xs = asCpu(logits).f32;
-    const tg = asCpu(targets).i32;
-    const ws = asCpu(weight).f32;
-    assertShape(logits.shape.length === 2, `loss head: logits (${logits.shape}) is not (R,V)`);
-    const [R, V] = logits.shape;
-    assertShape(tg.length === R && ws.length === R, `loss head: logits (${logits.shape}), targets (${tg.length}), weight (${ws.length})`);
-    const adv = g ? asCpu(g.advantage).f32 : null;
-    const old = g ? asCpu(g.oldLogp).f32 : null;
-    const ref = g?.refLogp ? asCpu(g.refLogp).f32 : null;
-    if (g) assertShape(adv!.length === R && old!.length === R && (!ref || ref.length === R), 'grpo: advantage/oldLogp/refLogp must have R rows');
+    const h = headInputs(logits, targets, weight, g);
+    const { xs, tg, ws, R, V } = h;
     for (let r = 0; r < R; r++) if (ws[r] !== 0) assertShape(tg[r] >= 0 && tg[r] < V, `loss head: target ${tg[r]} outside [0,${V}) at row ${r}`);
     const { p, stats } = softmaxRows(this.rt, logits, weight);
     const dx = p.f32; // overwritten in place with the gradient
@@ -83,7 +75,7 @@ export class CpuFastTrainOps extends CpuRefTrainOps {
       ent += lse - stats[2 * r + 1];
       rows++;
       const logp = xs[r * V + tg[r]] - lse;
-      const { l, dl, clipped: c1, kl: k3 } = g && o ? grpoTokenLoss(logp, adv![r], old![r], ref ? ref[r] : null, o) : ceTokenLoss(logp);
+      const { l, dl, clipped: c1, kl: k3 } = rowLoss(h, r, logp, o);
       clipped += c1;
       kl += k3;
       loss += w * l;

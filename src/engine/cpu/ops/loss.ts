@@ -46,6 +46,37 @@ export function grpoTokenLoss(logp: number, A: number, old: number, ref: number 
   return { l, dl, clipped: flows ? 0 : 1, kl };
 }
 
+/** A head's inputs as host arrays, checked: logits (R,V), targets and weights (R), GRPO inputs (R) or null. */
+export interface HeadInputs {
+  xs: Float32Array;
+  tg: Int32Array;
+  ws: Float32Array;
+  R: number;
+  V: number;
+  adv: Float32Array | null;
+  old: Float32Array | null;
+  ref: Float32Array | null;
+}
+
+export function headInputs(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null): HeadInputs {
+  const xs = asCpu(logits).f32;
+  const tg = asCpu(targets).i32;
+  const ws = asCpu(weight).f32;
+  assertShape(logits.shape.length === 2, `loss head: logits (${logits.shape}) is not (R,V)`);
+  const [R, V] = logits.shape;
+  assertShape(tg.length === R && ws.length === R, `loss head: logits (${logits.shape}), targets (${tg.length}), weight (${ws.length})`);
+  const adv = g ? asCpu(g.advantage).f32 : null;
+  const old = g ? asCpu(g.oldLogp).f32 : null;
+  const ref = g?.refLogp ? asCpu(g.refLogp).f32 : null;
+  if (g) assertShape(adv!.length === R && old!.length === R && (!ref || ref.length === R), 'grpo: advantage/oldLogp/refLogp must have R rows');
+  return { xs, tg, ws, R, V, adv, old, ref };
+}
+
+/** Row r's token loss: the GRPO surrogate when the head has GRPO inputs and options, else cross-entropy. */
+export function rowLoss(h: HeadInputs, r: number, logp: number, o: GrpoOptions | null): TokenLoss {
+  return h.adv && h.old && o ? grpoTokenLoss(logp, h.adv[r], h.old[r], h.ref ? h.ref[r] : null, o) : ceTokenLoss(logp);
+}
+
 /**
  * Shared row loop of both heads. Per row: logp = x[target] - lse(x), p = softmax(x).
  * CE: l = -logp, dl/dlogp = -1.
@@ -56,15 +87,8 @@ export function grpoTokenLoss(logp: number, A: number, old: number, ref: number 
  * dlogits = weight * dl/dlogp * (onehot(target) - p).
  */
 export function lossHead(logits: Tensor, targets: Tensor, weight: Tensor, g: GrpoInputs | null, o: GrpoOptions | null): LossHeadResult {
-  const xs = asCpu(logits).f32;
-  const tg = asCpu(targets).i32;
-  const ws = asCpu(weight).f32;
-  const [R, V] = logits.shape;
-  assertShape(tg.length === R && ws.length === R, `loss head: logits (${logits.shape}), targets (${tg.length}), weight (${ws.length})`);
-  const adv = g ? asCpu(g.advantage).f32 : null;
-  const old = g ? asCpu(g.oldLogp).f32 : null;
-  const ref = g?.refLogp ? asCpu(g.refLogp).f32 : null;
-  if (g) assertShape(adv!.length === R && old!.length === R && (!ref || ref.length === R), 'grpo: advantage/oldLogp/refLogp must have R rows');
+  const h = headInputs(logits, targets, weight, g);
+  const { xs, tg, ws, R, V } = h;
   const dx = new Float32Array(R * V);
   let loss = 0;
   let clipped = 0;
@@ -86,7 +110,7 @@ export function lossHead(logits: Tensor, targets: Tensor, weight: Tensor, g: Grp
     ent += lse - px;
     rows++;
     const logp = xs[o0 + tg[r]] - lse;
-    const { l, dl, clipped: c1, kl: k3 } = g && o ? grpoTokenLoss(logp, adv![r], old![r], ref ? ref[r] : null, o) : ceTokenLoss(logp);
+    const { l, dl, clipped: c1, kl: k3 } = rowLoss(h, r, logp, o);
     clipped += c1;
     kl += k3;
     loss += w * l;
