@@ -38,9 +38,8 @@ export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Te
   }
 }
 
-// Backward of attention (the same softmax(scale q.k_j) . v_j, recomputed: the forward saves nothing).
 /**
- * Backward of attention: dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dkCache, dvCache
+ * Backward of attention (out = softmax(scale q.k_j) . v_j, recomputed: the forward saves nothing): dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dkCache, dvCache
  * (S,maxT,Hkv,D). Recomputes the probabilities, like the reference's TrainOps.attentionBackward.
  */
 export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout): { dq: CpuTensor; dkCache: CpuTensor; dvCache: CpuTensor } {

@@ -14,8 +14,7 @@ export function swiglu(rt: WasmRuntime, gate: Tensor, up: Tensor): Tensor {
   return elementwise(rt, 'swiglu', gate.shape, [g, u], [g.length], g.length * 32);
 }
 
-// Backward of `y = silu(gate) * up`.
-/** dy, gate, up (T,F) -> d gate, d up of y = silu(gate) * up. */
+/** Backward of `y = silu(gate) * up`: dy, gate, up (T,F) -> d gate, d up (T,F). */
 export function swigluBackward(rt: WasmRuntime, dy: Tensor, gate: Tensor, up: Tensor): { dGate: CpuTensor; dUp: CpuTensor } {
   const g = asCpu(dy).f32;
   const gs = asCpu(gate).f32;

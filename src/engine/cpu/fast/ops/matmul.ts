@@ -30,8 +30,7 @@ export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
   }
 }
 
-// Backward of `y = x W^T` with respect to x.
-/** dy (M,N), w (N,K) f32|q8|q4 -> dx (M,K) = dy W: the input gradient of y = x W^T. */
+/** Backward of `y = x W^T` with respect to x: dy (M,N), w (N,K) f32|q8|q4 -> dx (M,K) = dy W. */
 export function matmulBackwardInput(rt: WasmRuntime, dy: Tensor, w: Tensor): Tensor {
   const g = asCpu(dy).f32;
   const wc = asCpu(w);
@@ -51,8 +50,7 @@ export function matmulBackwardInput(rt: WasmRuntime, dy: Tensor, w: Tensor): Ten
   }
 }
 
-// ... and with respect to W.
-/** dy (M,N), x (M,K), dw (N,K) f32: dw += dy^T x, in place (the weight gradient of y = x W^T). */
+/** ... and with respect to W: dy (M,N), x (M,K), dw (N,K) f32: dw += dy^T x, in place. */
 export function matmulBackwardWeight(rt: WasmRuntime, dy: Tensor, x: Tensor, dw: Tensor): void {
   const g = asCpu(dy).f32;
   const xs = asCpu(x).f32;

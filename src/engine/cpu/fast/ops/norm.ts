@@ -23,8 +23,7 @@ export function rmsnorm(rt: WasmRuntime, x: Tensor, w: Tensor, eps: number): Ten
   }
 }
 
-// Backward of `y = x / sqrt(mean(x^2) + eps) * w`.
-/** dy, x (R,C), w (C) -> dx (R,C); when dw (C) is given, dw += d loss / d w (TrainOps.rmsnormBackward). */
+/** Backward of `y = x / sqrt(mean(x^2) + eps) * w`: dy, x (R,C), w (C) -> dx (R,C); dw (C) += d loss / d w when given. */
 export function rmsnormBackward(rt: WasmRuntime, dy: Tensor, x: Tensor, w: Tensor, eps: number, dw: Tensor | null): CpuTensor {
   const g = asCpu(dy).f32;
   const xs = asCpu(x).f32;

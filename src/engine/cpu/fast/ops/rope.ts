@@ -12,8 +12,7 @@ export function rope(rt: WasmRuntime, x: Tensor, pos: Tensor, theta: number): Te
 }
 
 // Backward of `o[base + i] = a * cos[i] - b * sin[i]; o[base + i + half] = b * cos[i] + a * sin[i]`: the
-// transpose of the rotation, which is the rotation with sin negated (exact).
-/** dy (T,H,D), pos (T) -> dx (T,H,D): the inverse rotation (TrainOps.ropeBackward), bit-identical to the reference. */
+// transpose of the rotation, which is the rotation with sin negated (exact). dy (T,H,D), pos (T) -> dx (T,H,D).
 export function ropeBackward(rt: WasmRuntime, dy: Tensor, pos: Tensor, theta: number): CpuTensor {
   return rotate(rt, dy, pos, theta, -1, 'ropeBackward');
 }
