@@ -8,9 +8,10 @@
 //
 // A batch is a flat list of T tokens, each with its KV-cache slot and position (TokenLayout), so a
 // prefill of one prompt, a decode step over many sequences and a mix of both are the same call.
-// Every linear map may carry a LoRA pair (lora.ts). With `save: true` each block keeps its
-// intermediate activations in a record (AttentionSaved / MlpSaved) for an explicit backward pass;
-// otherwise they are freed as soon as they are dead.
+// Every linear map may carry a LoRA pair (lora.ts). Inference and training run the same trunk driver
+// (`trunk`: embedding and layers); for training it keeps each layer's input and, unless the backward
+// recomputes them, each block's intermediate activations in a record (AttentionSaved / MlpSaved) for
+// the explicit backward pass of src/train/model-grad.ts. Otherwise they are freed as soon as they are dead.
 import type { Backend, Tensor, TokenLayout } from '../engine/backend';
 import { EngineError } from '../engine/errors';
 import type { Qwen3Config } from './config';
@@ -88,8 +89,6 @@ export interface ForwardOptions {
   adapter?: LoraAdapter | null;
   /** Token rows whose logits are wanted (e.g. the last token of each sequence); default all T. */
   logitRows?: Int32Array;
-  /** Keep the intermediate activations for a backward pass. */
-  save?: boolean;
 }
 
 /** What a LoRA'd linear map keeps: u = x A^T (T,r), the only LoRA intermediate its backward needs. */
@@ -120,21 +119,9 @@ export interface MlpSaved {
   out: Tensor; // (T,d) x + down_proj(act)
 }
 
-export interface SavedActivations {
-  layout: TokenLayout;
-  /** (T,d) embedding output = input of layer 0. */
-  embedded: Tensor;
-  layers: { attention: AttentionSaved; mlp: MlpSaved }[];
-  /** (T,d) final norm input is layers[L-1].mlp.out; this is its normed version. */
-  normed: Tensor;
-  /** (n,d) the rows of `normed` that went into lm_head (same tensor as normed when all rows). */
-  head: Tensor;
-}
-
 export interface ForwardResult {
   /** (n,V) logits of the requested rows. */
   logits: Tensor;
-  saved: SavedActivations | null;
 }
 
 /** Frees what a forward pass did not keep. */
@@ -220,6 +207,47 @@ export function mlpBlock(m: Qwen3Model, l: number, x: Tensor, adapter: LoraAdapt
   return { out, saved: s.keep ? { x, xn, gate, up, act, lora, out } : null };
 }
 
+/** What the trunk keeps: nothing (inference), each layer's input (training that recomputes blocks), or both
+ * the inputs and every block's records (training). */
+export type TrunkKeep = 'none' | 'inputs' | 'blocks';
+
+export interface TrunkResult {
+  /** (T,d) the last layer's output, input of the final norm. */
+  last: Tensor;
+  /** Per layer: its input (T,d), unless keep is 'none' (layer 0's is the embedding output). */
+  inputs: Tensor[];
+  /** Per layer: the block records when keep is 'blocks', else null. */
+  layers: ({ attention: AttentionSaved; mlp: MlpSaved } | null)[];
+}
+
+/**
+ * The decoder trunk: ids (T) -> embedding -> every layer -> (T,d), writing this batch's keys/values into
+ * `cache`. `afterLayer` runs once each layer's dead intermediates are freed (training flushes the GPU
+ * queue there so they can be reused).
+ */
+export function trunk(m: Qwen3Model, cache: KvCache, layout: TokenLayout, ids: Int32Array, adapter: LoraAdapter | null, keep: TrunkKeep, afterLayer?: () => void): TrunkResult {
+  const b = m.backend;
+  const T = ids.length;
+  const idt = b.tensor(ids, [T]);
+  let x = b.embedding(m.weights.embed, idt); // (T,d)
+  b.free(idt);
+  const inputs: Tensor[] = [];
+  const layers: TrunkResult['layers'] = [];
+  for (let l = 0; l < m.config.numLayers; l++) {
+    const s = new Scratch(b, keep === 'blocks');
+    const a = attentionBlock(m, l, x, layout, cache, adapter, s);
+    const f = mlpBlock(m, l, a.out, adapter, s);
+    if (keep === 'none') s.drop(x);
+    else inputs.push(x);
+    if (keep !== 'blocks') s.drop(a.out);
+    s.flush();
+    afterLayer?.();
+    layers.push(keep === 'blocks' ? { attention: a.saved!, mlp: f.saved! } : null);
+    x = f.out;
+  }
+  return { last: x, inputs, layers };
+}
+
 /** Run T tokens through the model, writing their keys/values into `cache`. */
 export function forward(m: Qwen3Model, cache: KvCache, batch: TokenBatch, opts: ForwardOptions = {}): ForwardResult {
   const b = m.backend;
@@ -231,26 +259,9 @@ export function forward(m: Qwen3Model, cache: KvCache, batch: TokenBatch, opts: 
     if (batch.slot[t] < 0 || batch.slot[t] >= cache.slots || batch.pos[t] < 0 || batch.pos[t] >= cache.maxT)
       throw new EngineError('shape', `forward: slot ${batch.slot[t]} position ${batch.pos[t]} outside the KV cache (${cache.slots} slots x ${cache.maxT})`);
   }
-  const keep = opts.save ?? false;
-  const adapter = opts.adapter ?? null;
-  const s = new Scratch(b, keep);
   const layout: TokenLayout = { slot: b.tensor(batch.slot, [T]), pos: b.tensor(batch.pos, [T]) };
-  const ids = b.tensor(batch.ids, [T]);
-  const embedded = b.embedding(m.weights.embed, ids); // (T,d)
-  b.free(ids);
-  const layers: SavedActivations['layers'] = [];
-  let x = embedded;
-  for (let l = 0; l < c.numLayers; l++) {
-    const a = attentionBlock(m, l, x, layout, cache, adapter, s);
-    const f = mlpBlock(m, l, a.out, adapter, s);
-    if (!keep) {
-      s.drop(x);
-      s.drop(a.out);
-    } else layers.push({ attention: a.saved!, mlp: f.saved! });
-    s.flush();
-    x = f.out;
-  }
-  const normed = b.rmsnorm(x, m.weights.finalNorm, c.rmsNormEps); // (T,d)
+  const { last } = trunk(m, cache, layout, batch.ids, opts.adapter ?? null, 'none');
+  const normed = b.rmsnorm(last, m.weights.finalNorm, c.rmsNormEps); // (T,d)
   let head = normed; // (n,d)
   if (opts.logitRows) {
     const rows = b.tensor(opts.logitRows, [opts.logitRows.length]);
@@ -258,7 +269,6 @@ export function forward(m: Qwen3Model, cache: KvCache, batch: TokenBatch, opts: 
     b.free(rows);
   }
   const logits = b.matmul(head, m.weights.lmHead); // (n,V)
-  if (keep) return { logits, saved: { layout, embedded, layers, normed, head } };
-  for (const t of new Set([x, normed, head, layout.slot, layout.pos])) b.free(t);
-  return { logits, saved: null };
+  for (const t of new Set([last, normed, head, layout.slot, layout.pos])) b.free(t);
+  return { logits };
 }

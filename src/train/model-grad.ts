@@ -1,13 +1,13 @@
-// Forward with saved activations and the explicit backward of the Qwen3 decoder (src/model/qwen3.ts),
-// block by block in reverse, llm.c style. Gradients accumulate into the ParamSet's tensors (only
-// trainable weights get one: LoRA A/B, or every f32 weight in full-parameter mode).
+// The training forward (the decoder trunk of src/model/qwen3.ts, keeping activations) and the explicit
+// backward of the Qwen3 decoder, block by block in reverse. Gradients accumulate into the ParamSet's
+// tensors (only trainable weights get one: LoRA A/B, or every f32 weight in full-parameter mode).
 //
 // With `recompute`, the forward keeps only each layer's input (T,d) and the backward re-runs that
 // layer's forward with saved activations right before its backward (checkpoint per block).
 import type { Backend, Tensor, TokenLayout } from '../engine/backend';
 import type { TrainOps } from '../engine/train';
 import type { LoraAdapter, LoraPair, LoraTarget } from '../model/lora';
-import { attentionBlock, KvCache, mlpBlock, Scratch, type AttentionSaved, type LoraSaved, type MlpSaved, type Qwen3Model } from '../model/qwen3';
+import { attentionBlock, KvCache, mlpBlock, Scratch, trunk, type AttentionSaved, type LoraSaved, type MlpSaved, type Qwen3Model } from '../model/qwen3';
 import type { ParamSet } from './params';
 
 export interface TrainActivations {
@@ -23,30 +23,15 @@ export interface TrainActivations {
   normed: Tensor;
 }
 
-/** Run the decoder trunk (everything before lm_head) keeping what the backward needs. */
+/** Run the decoder trunk (everything before lm_head, the same driver as inference) keeping what the backward needs. */
 export function trainForward(m: Qwen3Model, ids: Int32Array, slot: Int32Array, pos: Int32Array, slots: number, maxT: number, adapter: LoraAdapter | null, recompute: boolean): TrainActivations {
   const b = m.backend;
   const T = ids.length;
   const layout: TokenLayout = { slot: b.tensor(slot, [T]), pos: b.tensor(pos, [T]) };
   const cache = new KvCache(m, slots, maxT);
-  const idt = b.tensor(ids, [T]);
-  let x = b.embedding(m.weights.embed, idt); // (T,d)
-  b.free(idt);
-  const layers: TrainActivations['layers'] = [];
-  const inputs: Tensor[] = [];
-  for (let l = 0; l < m.config.numLayers; l++) {
-    inputs.push(x);
-    const s = new Scratch(b, !recompute);
-    const a = attentionBlock(m, l, x, layout, cache, adapter, s);
-    const f = mlpBlock(m, l, a.out, adapter, s);
-    if (recompute) s.drop(a.out);
-    s.flush();
-    b.train.flush(); // let the freed block intermediates be reused
-    layers.push(recompute ? null : { attention: a.saved!, mlp: f.saved! });
-    x = f.out;
-  }
-  const normed = b.rmsnorm(x, m.weights.finalNorm, m.config.rmsNormEps);
-  return { layout, cache, layers, inputs, last: x, normed };
+  const t = trunk(m, cache, layout, ids, adapter, recompute ? 'inputs' : 'blocks', () => b.train.flush());
+  const normed = b.rmsnorm(t.last, m.weights.finalNorm, m.config.rmsNormEps);
+  return { layout, cache, layers: t.layers, inputs: t.inputs, last: t.last, normed };
 }
 
 /** x (M,K) -> y = x W^T + s (x A^T) B^T; backward: returns dx (M,K), accumulates dW, dA, dB. */

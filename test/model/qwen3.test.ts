@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { buildQwen3 } from '../../src/model/weights';
 import { randomWeights } from '../../src/model/random';
-import { forward, KvCache, type Qwen3Model } from '../../src/model/qwen3';
+import { forward, KvCache, trunk, type Qwen3Model } from '../../src/model/qwen3';
 import { createLoraAdapter } from '../../src/model/lora';
 import { tinyConfig } from '../fixtures/tiny-model';
 import { Rng } from '../../src/engine/rng';
@@ -120,22 +120,24 @@ describe('Qwen3 forward (CPU reference)', () => {
     expect(e4).toBeGreaterThan(e8);
   });
 
-  it('untied lm_head and save: true keep every activation', async () => {
+  it("untied lm_head; the trunk in 'blocks' mode keeps every activation", async () => {
     const c = tinyConfig({ tieWordEmbeddings: false });
     const m = await model('f32', c);
     expect(m.weights.lmHead).not.toBe(m.weights.embed);
     const ids = tokens(3, 7);
-    const cache = new KvCache(m, 1, 8);
-    const r = forward(m, cache, { ids, slot: new Int32Array(3), pos: Int32Array.from([0, 1, 2]) }, { save: true, logitRows: Int32Array.from([2]) });
-    const s = r.saved!;
+    const batch = { ids, slot: new Int32Array(3), pos: Int32Array.from([0, 1, 2]) };
+    const layout = { slot: m.backend.tensor(batch.slot, [3]), pos: m.backend.tensor(batch.pos, [3]) };
+    const s = trunk(m, new KvCache(m, 1, 8), layout, ids, null, 'blocks');
     expect(s.layers).toHaveLength(c.numLayers);
-    expect(s.layers[0].attention.qr.shape).toEqual([3, c.numHeads, c.headDim]);
-    expect(s.layers[0].attention.attn.shape).toEqual([3, c.numHeads * c.headDim]);
-    expect(s.layers[1].mlp.act.shape).toEqual([3, c.intermediateSize]);
-    expect(s.head.shape).toEqual([1, c.hiddenSize]);
+    expect(s.inputs).toHaveLength(c.numLayers);
+    expect(s.layers[0]!.attention.qr.shape).toEqual([3, c.numHeads, c.headDim]);
+    expect(s.layers[0]!.attention.attn.shape).toEqual([3, c.numHeads * c.headDim]);
+    expect(s.layers[1]!.mlp.act.shape).toEqual([3, c.intermediateSize]);
     // The saved residual stream chains: the mlp input of a layer is its attention block output.
-    expect(s.layers[1].mlp.x).toBe(s.layers[1].attention.out);
-    expect(s.layers[1].attention.x).toBe(s.layers[0].mlp.out);
+    expect(s.layers[1]!.mlp.x).toBe(s.layers[1]!.attention.out);
+    expect(s.layers[1]!.attention.x).toBe(s.layers[0]!.mlp.out);
+    expect(s.last).toBe(s.layers[c.numLayers - 1]!.mlp.out);
+    const r = forward(m, new KvCache(m, 1, 8), batch, { logitRows: Int32Array.from([2]) });
     const full = await prefillLogits(m, ids);
     const last = (await m.backend.read(r.logits)) as Float32Array;
     expect(Array.from(last)).toEqual(Array.from(full.subarray(2 * c.vocabSize)));
