@@ -36,10 +36,6 @@ const MAY_IMPORT: Record<string, string[]> = {
 
 // Known exceptions, to remove (docs/architecture.md says how). Exact file-to-module arrows.
 const KNOWN_EXCEPTIONS = [
-  // env -> engine for the seeded RNG: the RNG belongs in a leaf module both can use.
-  'src/env/retail/expert.ts -> src/engine/rng',
-  'src/env/retail/generator.ts -> src/engine/rng',
-  'src/env/retail/phrasing.ts -> src/engine/rng',
   // rollout -> rl (while rl imports rollout): rows and advantages where they are produced, evaluation above both.
   'src/rollout/rollout.ts -> src/rl/advantage',
   'src/rollout/rollout.ts -> src/rl/rows',

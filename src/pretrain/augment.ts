@@ -14,7 +14,7 @@
 //   - every run of 4+ digits (order numbers, zip codes, the email's digits), bounded by non-digits.
 // The rows stay internally consistent (the same new id everywhere), not consistent with the database:
 // they teach copying, not facts.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Task } from '../env/domain';
 import type { Encoded, Example } from './data';
 

@@ -13,7 +13,7 @@ import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe } from './bpe';
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../rollout/private-rehearsal';
 import { copyDrills, spanCopies, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';

@@ -9,7 +9,7 @@
 //     message after the request) made of one flawed attempt and its review.
 // Attempts are the expert's own episodes: with mistakes (failed calls it recovers from), cut short at a
 // seeded point (unmet checklist items), or whole (satisfied). Real observations stand in for imagined ones.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Domain, Step, Task } from '../env/domain';
 import { rowsFromEpisode } from '../env/rows';
 import type { ToolDefinition } from '../rollout/chat';

@@ -7,7 +7,7 @@
 // backend. A checkpoint is a folder ckpt/<step>/; run.json is written last and names it, so an
 // interrupted checkpoint is never half-loaded. Logs are append-only: after a resume, a step may appear
 // twice in metrics.jsonl (the last occurrence wins).
-import { hash32, Rng } from '../engine/rng';
+import { deriveSeed, hash32, Rng } from '../util/rng';
 import type { Task } from '../env/domain';
 import { createLoraAdapter, type LoraAdapter, type LoraTarget } from '../model/lora';
 import { adapterToPeftFiles, loadPeftAdapter } from '../model/peft';
@@ -119,6 +119,15 @@ export class RunConfigError extends Error {
   override readonly name = 'RunConfigError';
 }
 
+/** Every seed a run derives from its configured seed; a saved run resumes on these, so they never change. */
+export const runSeeds = {
+  taskSampling: (seed: number) => hash32(seed ^ 0x5eed),
+  actAdapter: (seed: number) => hash32(seed ^ 0xac7),
+  rehearseAdapter: (seed: number) => hash32(seed ^ 0x4e4),
+  /** The rollouts of step `step` (1-based). */
+  step: (seed: number, step: number) => deriveSeed(seed, step - 1),
+};
+
 const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o, null, 1));
 
 function checkConfig(c: GrpoRunConfig): void {
@@ -173,7 +182,7 @@ export class GrpoRun {
     const saved = await store.read('run.json');
     const state: RunState = saved
       ? (parseRunState(saved, storeFile(store, 'run.json')) as RunState)
-      : { version: 1, config, step: 0, rng: { seed: hash32(config.seed ^ 0x5eed), step: 0 }, checkpoint: null };
+      : { version: 1, config, step: 0, rng: { seed: runSeeds.taskSampling(config.seed), step: 0 }, checkpoint: null };
     checkConfig(state.config);
     const c = state.config;
     const b = model.backend;
@@ -189,8 +198,8 @@ export class GrpoRun {
     };
     const ck = state.checkpoint;
     const perRole = c.mode === 'per-role';
-    const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', hash32(c.seed ^ 0xac7));
-    const reh = perRole ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', hash32(c.seed ^ 0x4e4))) : null;
+    const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', runSeeds.actAdapter(c.seed));
+    const reh = perRole ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', runSeeds.rehearseAdapter(c.seed))) : null;
     // An adapter that does not match run.json's LoRA settings would train on silently under a wrong label.
     for (const [a, dir] of [[act, 'adapter'], [reh, 'adapter-rehearse']] as const) {
       if (!a || !ck) continue;
@@ -257,7 +266,7 @@ export class GrpoRun {
       this.domain,
       tasks,
       {
-        mode: c.mode, k: c.k, seed: hash32(c.seed ^ Math.imul(step, 0x9e3779b9)), limits: c.limits, temperature: c.temperature,
+        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature,
         rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, actScript: this.hooks.actScript, signal: this.hooks.signal,
         onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
       },

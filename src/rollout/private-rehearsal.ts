@@ -19,7 +19,7 @@
 // episodes are grouped by it: with the user placement every phase is one batch over all tasks; with the system
 // placement, conditioned attempts and committed episodes run one group per task.
 // Browser-safe: no Node imports.
-import { hash32 } from '../engine/rng';
+import { deriveSeed } from '../util/rng';
 import type { Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { generate, type GenerateRequest } from '../model/generate';
@@ -146,7 +146,9 @@ export class TtsConfigError extends Error {
 }
 
 const ZERO = (): TokenCount => ({ generated: 0, prompt: 0 });
-const mix = (...parts: number[]) => parts.reduce((h, p) => hash32(h ^ Math.imul(p + 1, 0x9e3779b9)), 0x7e57);
+
+/** The rollout seed of an imagined attempt (0 = all parallel attempts, k = sequential attempt k) of a task group. */
+export const attemptSeed = (seed: number, attempt: number, firstTask: number) => deriveSeed(0x7e57, seed, attempt, firstTask);
 
 function rolloutTokens(batch: RolloutBatch, r: RolloutRecord): TokenCount {
   const t = ZERO();
@@ -256,7 +258,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   };
 
   const imagineCfg = (attempt: number, k: number) => (firstTask: number): RolloutConfig => ({
-    mode: imagineMode, k, seed: mix(opts.seed, attempt, firstTask), limits: opts.limits, temperature: opts.attemptTemperature ?? 1, topP: opts.attemptTopP ?? 1,
+    mode: imagineMode, k, seed: attemptSeed(opts.seed, attempt, firstTask), limits: opts.limits, temperature: opts.attemptTemperature ?? 1, topP: opts.attemptTopP ?? 1,
     rehearsePrompt: opts.rehearsePrompt, kvReuse, actScript: opts.actScript, signal: opts.signal,
   });
 

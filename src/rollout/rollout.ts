@@ -8,7 +8,7 @@
 // wants an Act turn goes into one generate() call, then every pending call of every episode goes into one
 // Rehearse generate() call. Every generation becomes a training row. Fidelity is measured on the side
 // for every rehearsed call (shadow environment; see episode.ts).
-import { hash32 } from '../engine/rng';
+import { deriveSeed, hash32 } from '../util/rng';
 import type { GroundingExample, Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { EMPTY_RESPONSE_REWARD, judge } from '../env/judge';
@@ -154,10 +154,9 @@ export function defaultReward(ep: Episode, domain: RolloutDomain): number {
   return judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
 }
 
-function seedOf(base: number, ...parts: number[]): number {
-  let h = hash32(base);
-  for (const p of parts) h = hash32(h ^ Math.imul(p + 1, 0x9e3779b9));
-  return h;
+/** The sampling seed of one generation: slot 0 is the turn's Act generation, 1 + i the Rehearse one of call i. */
+export function generationSeed(seed: number, episode: number, turn: number, slot: number): number {
+  return deriveSeed(hash32(seed), episode, turn, slot);
 }
 
 /** An Act generation of a round (the prompt as text, the sampled tokens with their log-probs). */
@@ -302,7 +301,7 @@ export class RolloutStepper {
         ep.finish('context');
         return;
       }
-      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
+      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 0)) });
       actFor.push({ e, prompt: text });
     });
     cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
@@ -335,7 +334,7 @@ export class RolloutStepper {
           scriptedReh.push({ episode: e, turn: ep.turns - 1, call: p, prompt: text, text: cut === null ? script : tok.decode(ids.slice(0, cut)), cut });
           continue;
         }
-        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
+        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot)) });
         rehFor.push({ e, p, prompt: text });
       }
     });

@@ -7,7 +7,7 @@
 // users and their orders, train tasks only the others, and the two splits use disjoint seed streams, so no
 // test-split record ever appears in training data. generate() is a pure function of (split, seed, count).
 
-import { hash32, Rng } from '../../engine/rng';
+import { deriveSeedFromText, hash32, Rng } from '../../util/rng';
 import type { ChecklistItem, ToolCall } from '../domain';
 import { canonicalJson, hash64, pyRound2 } from '../json';
 import type { BaseData } from '../store';
@@ -68,9 +68,7 @@ export function intentSplit(family: Family, intent: RetailIntent): 'train' | 'te
 
 /** Which split a user belongs to (fixed: a hash of the id, not the seed). */
 export function userSplit(userId: string): 'train' | 'test' {
-  let h = 0;
-  for (let i = 0; i < userId.length; i++) h = hash32(h ^ userId.charCodeAt(i));
-  return h % 5 === 0 ? 'test' : 'train';
+  return deriveSeedFromText(0, userId) % 5 === 0 ? 'test' : 'train';
 }
 
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(xs.length)];
