@@ -12,19 +12,19 @@ import { hostWeights } from '../train/params';
 import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
-import { trainBpe } from './bpe';
+import { trainBpe } from '../model/bpe';
 import { Rng } from '../util/rng';
-import { DEFAULT_MEMORY_TOKENS } from '../rollout/private-rehearsal';
+import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
 import { copyDrills, spanCopies, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
-import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
+import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
 
 export interface PretrainSpec {
   model: Omit<Qwen3Config, 'vocabSize'>;
   vocabSize: number;
-  /** Tokenizer: every digit of a 4+ digit number its own token (see src/pretrain/bpe.ts). */
+  /** Tokenizer: every digit of a 4+ digit number its own token (see src/model/bpe.ts). */
   splitLongNumbers: boolean;
   /** Train-split tasks whose expert episodes are the training data. */
   trainTasks: number;

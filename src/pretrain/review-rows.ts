@@ -1,4 +1,4 @@
-// Pretraining rows for test-time private rehearsal (src/rollout/private-rehearsal.ts), so that the bundled
+// Pretraining rows for test-time private rehearsal (src/eval/private-rehearsal.ts), so that the bundled
 // policy has seen the two prompts that mechanism adds:
 //   - review rows: the self-evaluation prompt (src/rollout/self-eval.ts) over an attempt at a task, and a
 //     short review as the target. The review is written from the checklist judge's verdict and the

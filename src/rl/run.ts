@@ -16,10 +16,11 @@ import { MemorySource } from '../model/source';
 import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
-import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutMode } from '../rollout/rollout';
+import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
-import type { Advantages, Baseline, GroupMode } from './advantage';
+import type { Advantages, Baseline, GroupMode } from '../method/advantage';
+import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
@@ -146,9 +147,9 @@ export class GrpoRun {
     readonly evalTasks: readonly Task[],
     readonly store: RunStore,
     private state: RunState,
-    /** The adapter Act samples with; in rehearse mode the shared one. */
+    /** The adapter Act samples with (the shared one where one adapter plays both roles). */
     readonly actAdapter: LoraAdapter,
-    /** per-role only. */
+    /** Only in a mode with a Rehearse adapter. */
     readonly rehearseAdapter: LoraAdapter | null,
     private readonly trainers: { act: Trainer; rehearse?: Trainer },
     private rng: Rng,
@@ -197,9 +198,8 @@ export class GrpoRun {
       return loadPeftAdapter(b, model.config, new MemorySource(files), name);
     };
     const ck = state.checkpoint;
-    const perRole = c.mode === 'per-role';
     const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', runSeeds.actAdapter(c.seed));
-    const reh = perRole ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', runSeeds.rehearseAdapter(c.seed))) : null;
+    const reh = hasRehearseAdapter(c.mode) ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', runSeeds.rehearseAdapter(c.seed))) : null;
     // An adapter that does not match run.json's LoRA settings would train on silently under a wrong label.
     for (const [a, dir] of [[act, 'adapter'], [reh, 'adapter-rehearse']] as const) {
       if (!a || !ck) continue;

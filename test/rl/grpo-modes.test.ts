@@ -15,10 +15,12 @@ import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
 import { loadAdapters, readRunInfo } from '../../src/rl/checkpoint';
-import { effectiveGroups, grpoRunConfig, stepLine, type TrainOptions } from '../../src/rl/grpo-trainer';
+import { effectiveGroups } from '../../src/method/modes';
+import { grpoRunConfig, stepLine, type TrainOptions } from '../../src/rl/grpo-config';
 import { GrpoRun, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
-import type { RolloutDomain, RolloutMode } from '../../src/rollout/rollout';
+import type { RolloutMode } from '../../src/method/modes';
+import type { RolloutDomain } from '../../src/rollout/rollout';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 
 const retail = retailDomain(loadRetailBase());

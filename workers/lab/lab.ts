@@ -18,7 +18,7 @@ import { inspectFolder, loadPolicy, pickBackend, webGpuAdapter, type Policy } fr
 import { generate as gen } from '../../src/model/generate';
 import type { Backend } from '../../src/engine/backend';
 import { Training } from './training';
-import { privateRehearsalTask } from '../../src/rollout/private-rehearsal';
+import { privateRehearsalTask } from '../../src/eval/private-rehearsal';
 import type { Step } from '../../src/env/domain';
 import { serializeObservation } from '../../src/env/toolcall';
 

@@ -3,8 +3,8 @@
 import type { Domain } from '../../src/env/domain';
 import type { Qwen3Config } from '../../src/model/config';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { trainBpe } from '../../src/pretrain/bpe';
-import { SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/pretrain/hf-tokenizer';
+import { trainBpe } from '../../src/model/bpe';
+import { SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';
 

@@ -12,7 +12,7 @@
 // rehearsal fidelity, never shown to the policy) and their grounding replay use `opts.sandbox`. In this lab
 // every createEnv() is a fresh copy-on-write copy of the frozen base, so the default sandbox is
 // domain.createEnv itself; where the real environment has effects, pass a sandbox (a copy, a recorder).
-// N = 0 runs exactly the plain held-out evaluation (src/rl/evaluate.ts): same call, same settings.
+// N = 0 runs exactly the plain held-out evaluation (src/eval/evaluate.ts): same call, same settings.
 //
 // Where m enters the Act context is an option (memoryPlacement): by default an extra user message after the
 // request; or a note in the system prompt. Batching: a runRollouts call shares one Act system prompt, so
@@ -23,16 +23,17 @@ import { deriveSeed } from '../util/rng';
 import type { Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { generate, type GenerateRequest } from '../model/generate';
-import { heldOutReport, taskResult, type EvalPolicy, type HeldOutReport, type TaskResult } from '../rl/evaluate';
-import type { TrainingRow } from '../rl/rows';
-import { buildActPrompt } from './act-prompt';
-import { evalRehearsalFidelity } from './fidelity-eval';
-import { summarizeFidelity } from './fidelity';
-import { summarizeRollouts } from './metrics';
-import type { RehearsePromptOptions } from './rehearse-prompt';
-import { buildRehearsalMemory, MEMORY_EVALUATIONS, withMemory, type JudgeVerdict, type MemoryEvaluation, type MemoryOptions, type RehearsalMemory } from './rehearsal-memory';
-import { runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutRecord } from './rollout';
-import { buildSelfEvalPrompt, cleanEvaluation, judgeVerdict } from './self-eval';
+import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
+import { heldOutReport, taskResult, type EvalPolicy, type HeldOutReport, type TaskResult } from './evaluate';
+import type { TrainingRow } from '../rollout/rows';
+import { buildActPrompt } from '../rollout/act-prompt';
+import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
+import { summarizeFidelity } from '../rollout/fidelity';
+import { summarizeRollouts } from '../rollout/metrics';
+import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
+import { buildRehearsalMemory, MEMORY_EVALUATIONS, withMemory, type JudgeVerdict, type MemoryEvaluation, type MemoryOptions, type RehearsalMemory } from '../rollout/rehearsal-memory';
+import { runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutRecord } from '../rollout/rollout';
+import { buildSelfEvalPrompt, cleanEvaluation, judgeVerdict } from '../rollout/self-eval';
 
 export type TtsMode = 'parallel' | 'sequential';
 export const TTS_MODES: readonly TtsMode[] = ['parallel', 'sequential'];
@@ -196,7 +197,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
   const actAdapter = policy.actAdapter;
   const rehearser = policy.rehearseAdapter === undefined ? actAdapter : policy.rehearseAdapter;
   // One policy for both roles = EnvACE's rehearse mode; a separate Rehearse adapter = a per-role policy.
-  const imagineMode = rehearser === actAdapter ? 'rehearse' : 'per-role';
+  const imagineMode: RolloutMode = rehearser === actAdapter ? 'rehearse' : 'per-role';
   const sandbox = opts.sandbox ?? (() => domain.createEnv());
   const probe = sandbox(); // tool kinds for the judge; never executes anything
   const maxContext = Math.min(opts.limits.maxContext ?? Infinity, model.config.maxPositionEmbeddings);
@@ -244,7 +245,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
         ? (system === domain.policy ? domain : view(domain, system, () => domain.createEnv()))
         : view(domain, system, sandbox);
       const batch = await runRollouts(
-        { model, tokenizer: tok, adapter: actAdapter, ...(phase === 'imagine' && imagineMode === 'per-role' ? { rehearseAdapter: rehearser } : {}) },
+        { model, tokenizer: tok, adapter: actAdapter, ...(phase === 'imagine' && hasRehearseAdapter(imagineMode) ? { rehearseAdapter: rehearser } : {}) },
         d, ts.map((t) => cond.get(t)!.task), cfgOf(ts[0]),
       );
       opts.onBatch?.(phase, batch);
