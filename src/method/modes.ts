@@ -37,7 +37,7 @@ const TABLE = {
     groups: null,
     name: 'EnvACE (rehearse)',
     label: 'rehearse (EnvACE, shared weights)',
-    description: 'EnvACE: the policy rehearses every observation with the adapter it acts with; both roles train it',
+    description: 'EnvACE: the policy rehearses every observation, one adapter for both roles',
   },
   real: {
     simulator: 'environment',
@@ -45,7 +45,7 @@ const TABLE = {
     groups: 'standard',
     name: 'real-environment GRPO',
     label: 'real environment (upper reference)',
-    description: 'GRPO against the real environment (the upper reference)',
+    description: 'GRPO against the real environment: the upper reference',
   },
   'per-role': {
     simulator: 'rehearse-adapter',

@@ -1,7 +1,7 @@
 // Comparing training runs (lesson step 4): a run is a record (its settings and its points), kept runs and
 // the current one alike; a comparison plot draws N records, each one series aligned on the union of their
 // steps. Pure functions, so the page and the unit tests share them.
-import { MODES } from '../method/modes';
+import { effectiveGroups, MODES } from '../method/modes';
 import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
 
 /** One training run as the comparison draws it. */
@@ -25,7 +25,7 @@ export interface KeptRun extends RunRecordView {
 
 /** A run named from its settings: the mode, the grouping where it matters, the seed and the steps. */
 export function runLabel(c: TrainRequest, steps = c.steps): string {
-  const grouping = c.mode === 'rehearse' && c.grouping === 'pooled' ? ', pooled' : '';
+  const grouping = effectiveGroups(c.mode, c.grouping) === 'pooled' ? ', pooled' : '';
   return `${MODES[c.mode].name}${grouping} · seed ${c.seed} · ${steps} step${steps === 1 ? '' : 's'}`;
 }
 
