@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { mistakeSeed } from '../../src/env/retail/expert';
 import { userSplit } from '../../src/env/retail/generator';
-import { attemptSeed } from '../../src/eval/private-rehearsal';
+import { attemptSeed } from '../../src/eval/rehearsal-phases';
 import { generationSeed } from '../../src/rollout/rollout';
 import { runSeeds } from '../../src/rl/run';
 import { deriveSeed, hash32 } from '../../src/util/rng';
