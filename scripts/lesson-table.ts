@@ -1,6 +1,5 @@
 // node --import tsx scripts/lesson-table.ts OUT_DIR [--figure docs/figures/lesson-curves.png] > docs/lesson.md
-// The lesson run's report (issue 19: does the lab's default GRPO run raise held-out success within 10
-// minutes?) from the records scripts/lesson-grpo.sh wrote: the base policy's evaluation (base-s0/eval.json),
+// The lesson run's report (does the lab's default GRPO run raise held-out success within 10 minutes?) from the records scripts/lesson-grpo.sh wrote: the base policy's evaluation (base-s0/eval.json),
 // each seed's held-out evaluations (<mode>-s<seed>/eval.jsonl), configuration (run.json) and wall-clock
 // (done.json). Success differences are per seed against the same 100 held-out tasks; the mean over seeds
 // carries a 95 % t-interval (src/rl/stats.ts meanCI).

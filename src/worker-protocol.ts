@@ -319,12 +319,6 @@ export interface TtsView {
   tokensByPhase: { phase: string; prompt: number; generated: number }[];
 }
 
-/** A capability that has not landed in the engine yet: the panel shows `why` instead of controls. */
-export interface Capabilities {
-  train: string | null;
-  tts: string | null;
-}
-
 export interface NamedFile {
   name: string;
   bytes: Uint8Array;
@@ -334,8 +328,7 @@ export interface PolicyApi {
   /** Fetch the environment data, build the world's domain (or read a task file); list tasks. Safe before a model is loaded. */
   init(cancelFlag: SharedArrayBuffer | null, world: WorldRequest): Promise<EnvInfo>;
   /** Token budgets of the current world under the loaded tokenizer (null: no model yet). */
-  budgets(): Promise<BudgetInfo | null>;
-  capabilities(): Promise<Capabilities>;
+  budgets(): BudgetInfo | null;
   inspectFiles(files: File[]): Promise<FolderInfo>;
   load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo>;
   generate(prompt: string, maxNewTokens: number, seed: number, onProgress: ProgressFn): Promise<GenView>;

@@ -46,12 +46,12 @@ export interface PretrainSpec {
   /**
    * Induction warm-up: the first this-many steps train only on text-span copies (augment.ts spanCopies:
    * `<|endoftext|> span <|endoftext|> span`, spans cut from the encoded data, loss on the second copy), so
-   * that copy heads form before the task rows arrive (DESIGN §7, curriculum I2); 0 = none.
+   * that copy heads form before the task rows arrive (an induction curriculum); 0 = none.
    */
   spanSteps: number;
   /**
    * Where the span copies are cut: 'shuffled-data' (any row, tokens shuffled) or 'drills' (the copy drills,
-   * in order: their values are random, so only copying predicts them; DESIGN §7's curriculum I2).
+   * in order: their values are random, so only copying predicts them).
    */
   spanSource: 'shuffled-data' | 'drills';
   /** After the span steps, this many steps train on the copy drills alone (I2's second phase); 0 = none. */

@@ -53,7 +53,7 @@ export const DEFAULTS: Settings = {
   rank: 8,
   backend: '',
   model: '',
-  // The lesson's run (issue 19): measured on the mini world on the CPU path (docs/lesson.md;
+  // The lesson's run: measured on the mini world on the CPU path (docs/lesson.md;
   // scripts/lesson-grpo.sh runs the same settings in Node).
   lr: 1e-3,
   steps: 40,
