@@ -9,26 +9,20 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { trainCli, TRAIN_USAGE } from '../../src/cli/train';
 import type { Backend } from '../../src/engine/backend';
-import { createBackend } from '../../src/engine/index';
 import type { Task } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import { effectiveGroups, hasRehearseAdapter, isRolloutMode, MODES, ROLLOUT_MODES, trainedRoles } from '../../src/method/modes';
 import type { Qwen3Model } from '../../src/model/qwen3';
-import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { loadQwen3 } from '../../src/model/weights';
 import { loadAdapters, parseRunState } from '../../src/rl/checkpoint';
 import { grpoRunConfig } from '../../src/rl/grpo-config';
 import { GrpoRun } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
-import type { RolloutDomain } from '../../src/rollout/rollout';
 import { runLabel } from '../../src/ui/compare';
 import { parseSettings } from '../../src/ui/settings.svelte';
 import type { TrainRequest } from '../../src/worker-protocol';
-import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
-import { captureIo } from '../helpers/cli';
+import { loadTinyPolicy } from '../fixtures/tiny-model';
+import { calculateOnlyDomain, captureIo } from '../helpers/cli';
 
 const ROOT = join(import.meta.dirname, '../..');
 
@@ -85,12 +79,7 @@ describe('the mode table', () => {
   });
 
   describe('a one-step run of every mode', () => {
-    const retail = retailDomain(loadRetailBase());
-    const domain: RolloutDomain = {
-      policy: 'You are a retail agent.',
-      definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate'),
-      createEnv: retail.createEnv,
-    };
+    const domain = calculateOnlyDomain;
     const calc = { name: 'calculate', arguments: { expression: '2+2' } };
     const train: Task[] = ['Hi.', '2+2?'].map((m, i) => ({ id: `t${i}`, userMessages: [m], referenceActions: [calc], facts: [], checklist: [] }));
     // Task t1 opens with a scripted call, so a random-weight policy has something to rehearse; t0's Act turns
@@ -99,12 +88,7 @@ describe('the mode table', () => {
     let backend: Backend;
     let model: Qwen3Model;
     let tok: Tokenizer;
-    beforeAll(async () => {
-      backend = await createBackend('cpu-fast', { threads: 1 });
-      const src = new MemorySource(await tinyModelFiles(tinyConfig({ maxPositionEmbeddings: 2048 }), 21));
-      model = (await loadQwen3(src, backend, { format: 'f32' })).model;
-      tok = await Tokenizer.load(src);
-    });
+    beforeAll(async () => ({ backend, model, tok } = await loadTinyPolicy(21)));
     afterAll(() => backend?.dispose());
 
     it.each(ROLLOUT_MODES)('%s: rollouts, the routed update, a checkpoint and its adapters read back', async (m) => {
@@ -128,7 +112,7 @@ describe('the mode table', () => {
   it('no file outside the table names a mode to decide what the mode does', () => {
     // Places that name a mode as a choice, not a switch: experiment arms, the lesson's steps, the default
     // comparison, the plots' colours, private rehearsal picking the mode its adapters make.
-    const CHOICES = new Set(['src/rl/grpo-ablation.ts', 'src/ui/lesson.ts', 'src/ui/compare.ts', 'src/ui/panels/CompareRuns.svelte', 'src/ui/panels/LessonStrip.svelte', 'scripts/plots.ts', 'src/eval/private-rehearsal.ts']);
+    const CHOICES = new Set(['src/rl/grpo-ablation.ts', 'src/ui/lesson.ts', 'src/ui/compare.ts', 'src/ui/panels/CompareRuns.svelte', 'src/ui/panels/LessonStrip.svelte', 'scripts/plots.ts', 'src/eval/rehearsal-phases.ts']);
     const files = (d: string): string[] =>
       readdirSync(join(ROOT, d)).flatMap((n) => (statSync(join(ROOT, d, n)).isDirectory() ? files(join(d, n)) : /\.(ts|svelte)$/.test(n) ? [join(d, n)] : []));
     const named = ['src', 'workers', 'scripts'].flatMap(files).filter((f) => f !== 'src/method/modes.ts' && !CHOICES.has(f))
