@@ -4,7 +4,7 @@
 // The paper's ablation in miniature (src/rl/grpo-ablation.ts): the base policy, GRPO against the real
 // environment, GRPO against a frozen simulator, per-role policies, EnvACE role-wise, EnvACE pooled, EnvACE with the
 // rollout-mean baseline (and, when named, EnvACE with the k3 KL term); the same step budget and seeds for each;
-// every run evaluated on the same held-out test tasks in the real environment (src/rl/evaluate.ts).
+// every run evaluated on the same held-out test tasks in the real environment (src/eval/evaluate.ts).
 //
 // Background-friendly: each (configuration, seed) run lives in its own folder <out>/<config>-s<seed>/ (the GRPO
 // run store: run.json, ckpt/, metrics.jsonl, rollouts.jsonl; curve.jsonl: learning-curve evaluations;
@@ -30,12 +30,12 @@ import type { Domain, Task } from '../src/env/domain';
 import { WORLD_NAMES } from '../src/env/retail/index';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { paramCount } from '../src/model/config';
-import { evaluateHeldOut, type HeldOutReport } from '../src/rl/evaluate';
+import { evaluateHeldOut, type HeldOutReport } from '../src/eval/evaluate';
 import {
   ABLATION_CONFIGS, ABLATION_END, ABLATION_START, DEFAULT_CONFIG_IDS, emptyResultsDoc, renderAblation, replaceSection, summarize,
   type AblationConfig, type AblationMeta, type AblationRun, type CurvePoint, type FidelityFigures,
 } from '../src/rl/grpo-ablation';
-import { DEFAULT_LIMITS, grpoRunConfig, splitTasks, stepLine } from '../src/rl/grpo-trainer';
+import { DEFAULT_LIMITS, grpoRunConfig, splitTasks, stepLine } from '../src/rl/grpo-config';
 import { GrpoRun, type StepMetrics } from '../src/rl/run';
 import { DirStore } from '../src/rl/store-node';
 import { MemoryStore } from '../src/rl/store';

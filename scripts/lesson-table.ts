@@ -1,6 +1,5 @@
 // node --import tsx scripts/lesson-table.ts OUT_DIR [--figure docs/figures/lesson-curves.png] > docs/lesson.md
-// The lesson run's report (issue 19: does the lab's default GRPO run raise held-out success within 10
-// minutes?) from the records scripts/lesson-grpo.sh wrote: the base policy's evaluation (base-s0/eval.json),
+// The lesson run's report (does the lab's default GRPO run raise held-out success within 10 minutes?) from the records scripts/lesson-grpo.sh wrote: the base policy's evaluation (base-s0/eval.json),
 // each seed's held-out evaluations (<mode>-s<seed>/eval.jsonl), configuration (run.json) and wall-clock
 // (done.json). Success differences are per seed against the same 100 held-out tasks; the mean over seeds
 // carries a 95 % t-interval (src/rl/stats.ts meanCI).
@@ -8,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { meanCI } from '../src/rl/stats';
+import { isRolloutMode, MODES } from '../src/method/modes';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { figure: { type: 'string' } } });
 const dir = positionals[0];
@@ -41,7 +41,7 @@ out.push('# The lesson run: the lab\'s default GRPO settings on the mini world')
 out.push('');
 out.push(`Produced by \`bash scripts/lesson-grpo.sh ${dir}\` and \`node --import tsx scripts/lesson-table.ts ${dir}\` from the run records. Each seed is one \`npm run train\` run — the lab's own training code (src/rl/run.ts GrpoRun) with the lab's default settings (src/ui/settings.svelte.ts), on the CPU fast path, on the 2-core development machine — evaluated greedily on the same ${base.tasks} held-out tasks of the mini world (\`npm run eval -- --world mini --tasks test --count ${base.tasks}\`; held-out *tasks*, not users).`);
 out.push('');
-out.push(`Settings: mode ${c.mode}${c.mode === 'rehearse' ? ' (EnvACE: the policy rehearses every observation)' : c.mode === 'real' ? ' (GRPO against the real environment: the upper reference)' : ''}, ${c.groups} advantages with the ${c.baseline} baseline, ${c.promptsPerStep} prompts × K ${c.k} per step, temperature ${c.temperature}, LoRA rank ${c.lora.rank} (alpha ${c.lora.alpha}), lr ${c.lr}, ${c.steps} steps, at most ${c.limits.maxTurns} turns, ${c.limits.maxActTokens} Act / ${c.limits.maxRehearseTokens} Rehearse tokens.`);
+out.push(`Settings: mode ${c.mode}${isRolloutMode(c.mode) ? ` (${MODES[c.mode].description})` : ''}, ${c.groups} advantages with the ${c.baseline} baseline, ${c.promptsPerStep} prompts × K ${c.k} per step, temperature ${c.temperature}, LoRA rank ${c.lora.rank} (alpha ${c.lora.alpha}), lr ${c.lr}, ${c.steps} steps, at most ${c.limits.maxTurns} turns, ${c.limits.maxActTokens} Act / ${c.limits.maxRehearseTokens} Rehearse tokens.`);
 out.push('');
 out.push(`| seed | ${steps.map((s) => `success @ step ${s}`).join(' | ')} | change vs base (${pct(base.success)}) | fidelity exact @ last | wall-clock (training + evaluations) |`);
 out.push(`|---|${steps.map(() => '---|').join('')}---|---|---|`);

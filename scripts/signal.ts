@@ -10,9 +10,9 @@ import { parseArgs } from 'node:util';
 import { isWorldName, WORLD_NAMES } from '../src/env/retail/index';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { openBackend, openModel } from '../src/cli/args';
-import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
+import { DEFAULT_LIMITS } from '../src/rl/grpo-config';
 import { tokenBudgets } from '../src/rollout/budget';
-import { ROLLOUT_MODES, type RolloutMode } from '../src/rollout/episode';
+import { isRolloutMode, type RolloutMode } from '../src/method/modes';
 import { runRollouts } from '../src/rollout/rollout';
 
 /** 95 % Wilson score interval of a proportion. */
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const temperature = Number(values.temperature);
   if (!(temperature > 0)) throw new Error('--temperature must be > 0');
   const modes = values.modes!.split(',') as RolloutMode[];
-  for (const m of modes) if (!ROLLOUT_MODES.includes(m)) throw new Error(`--modes: unknown mode ${m}`);
+  for (const m of modes) if (!isRolloutMode(m)) throw new Error(`--modes: unknown mode ${m}`);
   const log = (s: string) => process.stderr.write(`[signal ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
   const domain = loadWorldDomain(values.world);

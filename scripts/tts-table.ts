@@ -3,7 +3,7 @@
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
 //   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
 //   [--run base,envace] [--render-only] [--note "what came out"]
-// The test-time private-rehearsal table (src/rollout/private-rehearsal.ts): N = 0..3 imagined attempts,
+// The test-time private-rehearsal table (src/eval/private-rehearsal.ts): N = 0..3 imagined attempts,
 // parallel and sequential, with the base policy and with an EnvACE-trained adapter, scored on held-out tasks in
 // the real environment. Seed s draws its own held-out tasks (test split, task seed 1 + s; s = 0 are the tasks of
 // `npm run eval` and the ablation) and samples the imagined attempts with seed s; every N of a seed sees the same
@@ -30,9 +30,9 @@ import type { LoraAdapter } from '../src/model/lora';
 import { loadAdapters } from '../src/rl/checkpoint';
 import { emptyResultsDoc, replaceSection, TTS_END, TTS_START } from '../src/rl/grpo-ablation';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type Obs } from '../src/rl/stats';
-import { DEFAULT_LIMITS } from '../src/rl/grpo-trainer';
+import { DEFAULT_LIMITS } from '../src/rl/grpo-config';
 import { DirStore } from '../src/rl/store-node';
-import { MEMORY_PLACEMENTS, privateRehearsal, TTS_MODES, type PrivateRehearsalOptions, type TtsMode } from '../src/rollout/private-rehearsal';
+import { MEMORY_PLACEMENTS, privateRehearsal, TTS_MODES, type PrivateRehearsalOptions, type TtsMode } from '../src/eval/private-rehearsal';
 import { MEMORY_EVALUATIONS } from '../src/rollout/rehearsal-memory';
 
 export const TTS_USAGE = `usage: npm run tts-table -- [--world ${WORLD_NAMES.join('|')}] [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
@@ -312,7 +312,7 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
     const reduced = strFlag(v, 'reduced') ?? null;
     const header = [
       ...(reduced ? [`> **Reduced budget.** ${reduced}`, ''] : []),
-      `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/rollout/private-rehearsal.ts): ${budget.tasks} test-split tasks of world \`${world}\` per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
+      `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/eval/private-rehearsal.ts): ${budget.tasks} test-split tasks of world \`${world}\` per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
         `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn; it enters the committed episode ${budget.memoryPlacement === 'user' ? 'as a user message after the request (the system prompt stays byte-identical)' : 'as a note in the system prompt'}. ` +
         `Limits: ${limits.maxTurns} turns, ${limits.maxActTokens} Act / ${limits.maxRehearseTokens} Rehearse tokens per generation.`,
       '',

@@ -2,10 +2,13 @@
 // through comlink. Everything here is structured-clone data; callbacks cross as comlink.proxy(fn).
 // Strings coming back (model output, tool results, imported files) are untrusted: the page renders
 // them as text only.
+import type { RolloutMode as TrainMode } from './method/modes';
 
+export type { TrainMode };
 export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
 export type WeightFormat = 'f32' | 'q8' | 'q4';
-export type RolloutMode = 'rehearse' | 'real';
+/** The stepper's and the group view's modes: one policy adapter, rehearsing or in the real environment. */
+export type RolloutMode = Extract<TrainMode, 'rehearse' | 'real'>;
 /**
  * Who plays the rollout: the policy samples every turn; 'expert-act': the task's scripted expert writes each
  * Act turn and the policy rehearses; 'expert': the expert writes the Act turns *and* the Rehearse turns (the
@@ -210,7 +213,7 @@ export interface GroupView {
   taskId: string;
   mode: RolloutMode;
   k: number;
-  /** One per rollout; the page groups their rows into baselines and advantages (src/rl/advantage.ts). */
+  /** One per rollout; the page groups their rows into baselines and advantages (src/method/advantage.ts). */
   rows: GroupRow[];
   rollouts: RolloutView[];
 }
@@ -219,8 +222,6 @@ export interface GroupRequest extends Omit<RolloutRequest, 'taskId' | 'request' 
   taskId: string;
   k: number;
 }
-
-export type TrainMode = 'rehearse' | 'real' | 'frozen-simulator' | 'per-role';
 
 export interface TrainRequest {
   mode: TrainMode;
@@ -318,12 +319,6 @@ export interface TtsView {
   tokensByPhase: { phase: string; prompt: number; generated: number }[];
 }
 
-/** A capability that has not landed in the engine yet: the panel shows `why` instead of controls. */
-export interface Capabilities {
-  train: string | null;
-  tts: string | null;
-}
-
 export interface NamedFile {
   name: string;
   bytes: Uint8Array;
@@ -333,8 +328,7 @@ export interface PolicyApi {
   /** Fetch the environment data, build the world's domain (or read a task file); list tasks. Safe before a model is loaded. */
   init(cancelFlag: SharedArrayBuffer | null, world: WorldRequest): Promise<EnvInfo>;
   /** Token budgets of the current world under the loaded tokenizer (null: no model yet). */
-  budgets(): Promise<BudgetInfo | null>;
-  capabilities(): Promise<Capabilities>;
+  budgets(): BudgetInfo | null;
   inspectFiles(files: File[]): Promise<FolderInfo>;
   load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo>;
   generate(prompt: string, maxNewTokens: number, seed: number, onProgress: ProgressFn): Promise<GenView>;

@@ -1,9 +1,7 @@
 // The layering of docs/architecture.md, enforced on the import graph. Every .ts file under src/, workers/,
 // bench/ and scripts/ and every .svelte file's <script> blocks are read with TypeScript's own
 // ts.preProcessFile (static, type-only, re-exported and dynamic imports all count); each relative import is
-// an arrow between two layers. An arrow the layer table below does not allow fails, unless it is one of the
-// known exceptions, listed file by file here and in docs/architecture.md. A new file in an old layer can
-// therefore not add an exception, and an exception that no longer exists must be struck from both lists.
+// an arrow between two layers. An arrow the layer table below does not allow fails: there are no exceptions.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
@@ -14,45 +12,27 @@ const SCANNED = ['src', 'workers', 'bench', 'scripts'];
 
 // The library layers, lowest first; each may import those listed (and itself). Everything not listed is a
 // "never" arrow. docs/architecture.md gives the rule behind each row.
-const LIBRARY = ['src/util', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/pretrain', 'src/server'];
+const LIBRARY = ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval', 'src/pretrain', 'src/server'];
 const MAY_IMPORT: Record<string, string[]> = {
   'src/util': [],
+  'src/method': [],
   'src/engine': ['src/util'],
   'src/env': ['src/util'],
   'src/model': ['src/util', 'src/engine'],
   'src/train': ['src/util', 'src/engine', 'src/model'],
-  'src/rollout': ['src/util', 'src/engine', 'src/env', 'src/model'],
-  'src/rl': ['src/util', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout'],
-  'src/pretrain': ['src/util', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl'],
-  'src/server': ['src/util', 'src/engine', 'src/env', 'src/model', 'src/rollout'],
+  'src/rollout': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model'],
+  'src/rl': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout'],
+  'src/eval': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/rollout'],
+  'src/pretrain': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval'],
+  'src/server': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/rollout'],
   'src/cli': LIBRARY,
-  'src/worker-protocol': [],
-  'src/ui': ['src/worker-protocol'],
+  'src/worker-protocol': ['src/method'],
+  'src/ui': ['src/worker-protocol', 'src/method'],
   'src/main': ['src/ui'],
-  workers: ['src/util', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/worker-protocol'],
-  bench: ['src/util', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/server'],
+  workers: ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval', 'src/worker-protocol'],
+  bench: ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/server'],
   scripts: [...LIBRARY, 'src/cli'],
 };
-
-// Known exceptions, to remove (docs/architecture.md says how). Exact file-to-module arrows.
-const KNOWN_EXCEPTIONS = [
-  // env -> engine for the seeded RNG: the RNG belongs in a leaf module both can use.
-  'src/env/retail/expert.ts -> src/engine/rng',
-  'src/env/retail/generator.ts -> src/engine/rng',
-  'src/env/retail/phrasing.ts -> src/engine/rng',
-  // rollout -> rl (while rl imports rollout): rows and advantages where they are produced, evaluation above both.
-  'src/rollout/rollout.ts -> src/rl/advantage',
-  'src/rollout/rollout.ts -> src/rl/rows',
-  'src/rollout/private-rehearsal.ts -> src/rl/evaluate',
-  'src/rollout/private-rehearsal.ts -> src/rl/rows',
-  // ui -> rl: the advantage display reads rl's internals instead of a shared pure module.
-  'src/ui/advantages.ts -> src/rl/advantage',
-  // worker -> pretrain: the placeholder policy trains a BPE tokenizer in the browser.
-  'workers/lab/placeholder.ts -> src/pretrain/bpe',
-  'workers/lab/placeholder.ts -> src/pretrain/hf-tokenizer',
-  // server -> cli: the task-file loader throws the CLI's ArgError.
-  'src/server/tasks.ts -> src/cli/args',
-];
 
 function files(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((n) => {
@@ -88,10 +68,9 @@ function importsOf(path: string, text: string): Arrow[] {
     });
 }
 
-/** The arrows that break the table, split into known exceptions and new violations. */
-function check(arrows: readonly Arrow[]): { violations: string[]; exceptionsUsed: Set<string>; unknownLayers: Set<string> } {
+/** The arrows that break the table, and layers the table does not know. */
+function check(arrows: readonly Arrow[]): { violations: string[]; unknownLayers: Set<string> } {
   const violations: string[] = [];
-  const exceptionsUsed = new Set<string>();
   const unknownLayers = new Set<string>();
   for (const a of arrows) {
     const [from, to] = [layerOf(a.from), layerOf(a.to)];
@@ -99,10 +78,9 @@ function check(arrows: readonly Arrow[]): { violations: string[]; exceptionsUsed
     if (!(from in MAY_IMPORT)) unknownLayers.add(from);
     if (SCANNED.includes(a.to.split('/')[0]) && !(to in MAY_IMPORT)) unknownLayers.add(to);
     if (MAY_IMPORT[from]?.includes(to)) continue;
-    if (KNOWN_EXCEPTIONS.includes(a.key)) exceptionsUsed.add(a.key);
-    else violations.push(`${a.key}   (${from} may import: ${MAY_IMPORT[from]?.join(', ') || 'nothing else'})`);
+    violations.push(`${a.key}   (${from} may import: ${MAY_IMPORT[from]?.join(', ') || 'nothing else'})`);
   }
-  return { violations, exceptionsUsed, unknownLayers };
+  return { violations, unknownLayers };
 }
 
 const graph = SCANNED.flatMap(files).flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
@@ -118,25 +96,25 @@ describe('import graph', () => {
     expect(dyn).toEqual(['src/env/y', 'src/rl/run', 'src/model/z']);
   });
 
-  it('has no arrow the layering forbids, other than the known exceptions', () => {
+  it('has no arrow the layering forbids', () => {
     const { violations, unknownLayers } = check(graph);
     expect([...unknownLayers], 'a layer missing from the table (and from docs/architecture.md)').toEqual([]);
     expect(violations, 'imports against the layering (docs/architecture.md)').toEqual([]);
   });
 
-  it('every known exception still exists and is listed in docs/architecture.md', () => {
-    const { exceptionsUsed } = check(graph);
-    expect(KNOWN_EXCEPTIONS.filter((e) => !exceptionsUsed.has(e)), 'exceptions that are gone: strike them from both lists').toEqual([]);
+  it('every layer of the table is in docs/architecture.md', () => {
     const doc = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
-    expect(KNOWN_EXCEPTIONS.filter((e) => !doc.includes(`\`${e}\``))).toEqual([]);
     for (const layer of Object.keys(MAY_IMPORT)) expect(doc, layer).toContain(`\`${layer}\``);
   });
 
-  it('flags a forbidden arrow, and an exception only for the file it names', () => {
+  it('flags a forbidden arrow', () => {
     expect(check(importsOf('src/engine/x.ts', `import { judge } from '../env/judge';`)).violations).toHaveLength(1);
-    expect(check(importsOf('src/env/retail/expert.ts', `import { Rng } from '../../engine/rng';`)).violations).toEqual([]);
-    expect(check(importsOf('src/env/retail/tools.ts', `import { Rng } from '../../engine/rng';`)).violations).toHaveLength(1);
+    expect(check(importsOf('src/env/retail/expert.ts', `import { Rng } from '../../util/rng';`)).violations).toEqual([]);
+    expect(check(importsOf('src/env/retail/tools.ts', `import { sample } from '../../engine/sampling';`)).violations).toHaveLength(1);
+    expect(check(importsOf('src/ui/x.ts', `import { MODES } from '../method/modes';`)).violations).toEqual([]);
+    expect(check(importsOf('src/ui/x.ts', `import { grpoUpdate } from '../rl/grpo';`)).violations).toHaveLength(1);
+    expect(check(importsOf('src/rollout/x.ts', `import { evaluateHeldOut } from '../eval/evaluate';`)).violations).toHaveLength(1);
     expect(check(importsOf('bench/suites/x.ts', `import { nodeGpu } from '../../test/helpers/gpu';`)).violations).toHaveLength(1);
-    expect(check(importsOf('src/newlayer/x.ts', `import { Rng } from '../engine/rng';`)).unknownLayers).toEqual(new Set(['src/newlayer']));
+    expect(check(importsOf('src/newlayer/x.ts', `import { Rng } from '../util/rng';`)).unknownLayers).toEqual(new Set(['src/newlayer']));
   });
 });

@@ -16,7 +16,7 @@ import { defaultEmbedFormat } from '../../src/engine/quant';
 import { randomWeights } from '../../src/model/random';
 import { forward, KvCache, type Qwen3Model, type WeightFormat } from '../../src/model/qwen3';
 import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '../../src/model/onnx/export';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { nodeAdapter, nodeGpu } from '../gpu';
 import type { BenchContext, BenchSuite } from '../lib';
 

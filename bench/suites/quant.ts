@@ -22,7 +22,7 @@ import { randomWeights } from '../../src/model/random';
 import { forward, KvCache, type Qwen3Model, type WeightFormat } from '../../src/model/qwen3';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { BenchContext, BenchSuite } from '../lib';
 
 import { QWEN3_06B_SHAPE } from '../../src/model/config';

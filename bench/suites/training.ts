@@ -15,7 +15,7 @@ import os from 'node:os';
 import type { Backend, BackendName } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { createBackend } from '../../src/engine/index';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { paramCount, type Qwen3Config } from '../../src/model/config';
 import { createLoraAdapter } from '../../src/model/lora';
 import type { WeightFormat } from '../../src/model/qwen3';

@@ -13,6 +13,7 @@ import { loadModel, type LoadedPolicy } from '../model/load';
 import type { WeightFormat } from '../model/qwen3';
 import { DirSource } from '../model/source-node';
 import { EXIT_IO, IoError, isSystemError } from '../util/atomic-file';
+import { TaskSetError } from '../server/tasks';
 
 /** A usage error: a bad, missing or unknown flag. */
 export class ArgError extends Error {
@@ -124,7 +125,7 @@ export async function runCli(io: CliIo, usage: string, body: () => Promise<void>
     await body();
     return 0;
   } catch (e) {
-    if (e instanceof ArgError) {
+    if (e instanceof ArgError || e instanceof TaskSetError) {
       io.err(`error: ${e.message}\n\n${usage}\n(--help lists every flag)\n`);
       return 2;
     }

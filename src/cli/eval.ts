@@ -1,9 +1,9 @@
 // npm run eval -- [--adapter DIR] [--model DIR] --tasks test [--count N] [--tts parallel|sequential --n N]
-// Held-out evaluation in the real environment (src/rl/evaluate.ts): success, mean reward, tool precision and
+// Held-out evaluation in the real environment (src/eval/evaluate.ts): success, mean reward, tool precision and
 // recall against the reference actions, and rehearsal fidelity on the reference calls. Without --adapter it
 // evaluates the base policy; --adapter takes a PEFT adapter folder or a training run folder (its last
 // checkpoint; a per-role run rehearses with its Rehearse adapter). With --tts and N > 0 each task goes
-// through test-time private rehearsal (src/rollout/private-rehearsal.ts) before its one real episode.
+// through test-time private rehearsal (src/eval/private-rehearsal.ts) before its one real episode.
 // Progress on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error (--help lists flags).
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -12,11 +12,11 @@ import { WORLD_NAMES } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { loadTaskFile } from '../env/tau2';
 import { loadAdapters } from '../rl/checkpoint';
-import { evaluateHeldOut, type HeldOutReport } from '../rl/evaluate';
-import { DEFAULT_LIMITS } from '../rl/grpo-trainer';
+import { evaluateHeldOut, type HeldOutReport } from '../eval/evaluate';
+import { DEFAULT_LIMITS } from '../rl/grpo-config';
 import { tokenBudgets } from '../rollout/budget';
 import { DirStore } from '../rl/store-node';
-import { privateRehearsal } from '../rollout/private-rehearsal';
+import { privateRehearsal } from '../eval/private-rehearsal';
 import {
   ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
   type CliIo, type FlagSpec,

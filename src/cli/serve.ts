@@ -1,7 +1,7 @@
 // npm run serve -- --port P [--host H] [--world mini|retail] [--tasks train|test|FILE.json] [--count N]
 //   [--task-seed S] [--ttl SECONDS] [--max-episodes N] [--max-turns N] [--max-body BYTES] [--log debug|info|warn|off]
-// The environment, the world-rehearsal prompts and the rewards as a server (issue 15; src/server/http.ts
-// lists the routes): an MCP endpoint at /mcp?task=ID and a JSON API for trainers (integrations/verl/).
+// The environment, the world-rehearsal prompts and the rewards as a server (src/server/http.ts lists
+// the routes): an MCP endpoint at /mcp?task=ID and a JSON API for trainers (integrations/verl/).
 // Logs are JSON lines on stderr; SIGINT/SIGTERM shut it down gracefully. Exit 0 after a clean shutdown.
 import { loadWorldDomain } from '../env/retail/node';
 import { WORLD_NAMES } from '../env/retail/index';

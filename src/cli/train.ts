@@ -1,4 +1,4 @@
-// npm run train -- --mode rehearse|real|per-role|frozen-simulator --steps N --out DIR [options]
+// npm run train -- --mode M --steps N --out DIR [options] (M: a rollout mode of src/method/modes.ts)
 // Role-Wise GRPO on LoRA adapters of a model folder (default: the bundled policy in models/default).
 // Progress lines on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 130 interrupted
 // (the run folder then resumes with --resume exactly where the last checkpoint left it).
@@ -8,7 +8,8 @@ import type { Domain } from '../env/domain';
 import { WORLD_NAMES, type WorldName } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { CheckpointError, readRunInfo } from '../rl/checkpoint';
-import { ADVANTAGES, BASELINES, evalLine, grpoRunConfig, ROLLOUT_MODES, splitTasks, stepLine, DEFAULT_LIMITS } from '../rl/grpo-trainer';
+import { MODES, ROLLOUT_MODES } from '../method/modes';
+import { ADVANTAGES, BASELINES, defaultLoraAlpha, evalLine, grpoRunConfig, splitTasks, stepLine, DEFAULT_LIMITS } from '../rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../rl/run';
 import { DirStore } from '../rl/store-node';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
@@ -21,11 +22,11 @@ const MAX_STEPS = 1_000_000;
 const MAX_TASKS = 100_000;
 const MAX_TOKENS = 65_536;
 
-export const TRAIN_USAGE = `usage: npm run train -- --mode rehearse|real|per-role|frozen-simulator --steps N --out DIR [flags]
+export const TRAIN_USAGE = `usage: npm run train -- --mode ${ROLLOUT_MODES.join('|')} --steps N --out DIR [flags]
        npm run train -- --out DIR --resume [--mode M --steps N ...]`;
 
 export const TRAIN_FLAGS: FlagSpec = {
-  mode: { type: 'string', arg: 'M', help: 'rollout mode: rehearse (EnvACE), real, per-role or frozen-simulator (required)' },
+  mode: { type: 'string', arg: 'M', help: `rollout mode (required): ${ROLLOUT_MODES.join(', ')}; see below` },
   steps: { type: 'string', arg: 'N', help: `GRPO steps to train, 1..${MAX_STEPS} (required)` },
   out: { type: 'string', arg: 'DIR', help: 'run folder: run.json, checkpoints ckpt/<step>/, metrics/rollouts/eval JSONL (required)' },
   resume: { type: 'boolean', help: 'continue the run in --out from its last checkpoint with its saved configuration' },
@@ -56,7 +57,9 @@ export const TRAIN_FLAGS: FlagSpec = {
   help: HELP_FLAG,
 };
 
-const TRAIN_NOTES = `exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file), 130 interrupted
+const TRAIN_NOTES = `rollout modes:
+${ROLLOUT_MODES.map((m) => `  ${m.padEnd(18)}${MODES[m].description}`).join('\n')}
+exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file), 130 interrupted
 (Ctrl-C, SIGTERM, or the parent process gone; the run then resumes with --resume from its last checkpoint).
 One process at a time may write a run folder (it holds DIR/.lock).`;
 
@@ -165,7 +168,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       promptsPerStep: intFlag(v, 'prompts', 4, 1, 256),
       lr: numFlag(v, 'lr', 1e-3),
       rank,
-      alpha: numFlag(v, 'alpha', 2 * rank),
+      alpha: numFlag(v, 'alpha', defaultLoraAlpha(rank)),
       evalEvery: intFlag(v, 'eval-every', steps, 0, MAX_STEPS),
       evalFidelityTokens: intFlag(v, 'fidelity-tokens', DEFAULT_LIMITS.maxRehearseTokens, 0, MAX_TOKENS),
       limits: {

@@ -29,7 +29,7 @@ export interface Tensor {
 export interface SampleParams {
   temperature: number;
   topP: number;
-  /** Seed of this row's random stream; `step` is the counter within the stream (see src/engine/rng.ts). */
+  /** Seed of this row's random stream; `step` is the counter within the stream (see src/util/rng.ts). */
   seed: number;
   step: number;
 }

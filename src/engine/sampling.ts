@@ -5,7 +5,7 @@
 //    highest-probability tokens whose mass reaches topP; keep every token with p >= tau.
 //    u = uniform(seed, step); walk the kept tokens in index order and take the first whose running
 //    mass exceeds u * keptMass. logprob = log p[token] (before the nucleus renormalisation).
-import { uniform } from './rng';
+import { uniform } from '../util/rng';
 import type { SampleParams } from './backend';
 
 export function sampleRow(row: ArrayLike<number>, p: SampleParams): { token: number; logprob: number } {

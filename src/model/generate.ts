@@ -109,6 +109,107 @@ interface Live {
   searched: number;
 }
 
+/**
+ * Slot scheduling: moves waiting requests (from `next`) into free slots while both last. With a prefix
+ * cache a request takes the free slot sharing the longest prefix with its prompt, keeping at least one
+ * prompt token to feed so that the last one yields logits. Returns the next waiting request.
+ */
+function admit(requests: readonly GenerateRequest[], prompts: readonly number[][], next: number, free: number[], live: Live[], tok: Tokenizer, pc: PrefixCache | undefined): number {
+  while (free.length && next < requests.length) {
+    const r = requests[next];
+    let pick = free.length - 1;
+    let reuse = 0;
+    if (pc)
+      free.forEach((sl, i) => {
+        const n = Math.min(commonPrefix(pc.tokens[sl], prompts[next]), prompts[next].length - 1);
+        if (n > reuse) ((reuse = n), (pick = i));
+      });
+    const chosen = free.splice(pick, 1)[0];
+    if (pc) {
+      pc.tokens[chosen].length = reuse;
+      pc.reused += reuse;
+    }
+    live.push({
+      req: next,
+      slot: chosen,
+      prompt: prompts[next],
+      fed: reuse,
+      out: { promptTokens: prompts[next], tokens: [], logprobs: [], text: '', finishReason: 'length' },
+      stopTokens: new Set(r.stopTokens ?? tok.stopIds),
+      sampling: r.sampling ?? GREEDY,
+      searched: 0,
+    });
+    next++;
+  }
+  return next;
+}
+
+/**
+ * Batch assembly: one flat batch of one token per decoding sequence, then prompt chunks while the token
+ * budget lasts. `sampled` are the sequences whose next token this forward draws, with their logit row.
+ */
+function assembleBatch(live: readonly Live[], budget: number, pc: PrefixCache | undefined): { ids: number[]; slot: number[]; pos: number[]; sampled: { s: Live; row: number }[] } {
+  const ids: number[] = [];
+  const slot: number[] = [];
+  const pos: number[] = [];
+  const sampled: { s: Live; row: number }[] = [];
+  let room = budget;
+  for (const s of live)
+    if (s.fed === s.prompt.length) {
+      const last = s.out.tokens[s.out.tokens.length - 1];
+      if (pc) pc.tokens[s.slot].push(last);
+      ids.push(last);
+      slot.push(s.slot);
+      pos.push(s.prompt.length + s.out.tokens.length - 1);
+      sampled.push({ s, row: ids.length - 1 });
+      room--;
+    }
+  for (const s of live) {
+    if (s.fed === s.prompt.length || room <= 0) continue;
+    const n = Math.min(room, s.prompt.length - s.fed);
+    for (let i = 0; i < n; i++) (ids.push(s.prompt[s.fed + i]), slot.push(s.slot), pos.push(s.fed + i));
+    if (pc) {
+      for (let i = 0; i < n; i++) pc.tokens[s.slot].push(s.prompt[s.fed + i]);
+      pc.fed += n;
+    }
+    s.fed += n;
+    room -= n;
+    if (s.fed === s.prompt.length) sampled.push({ s, row: ids.length - 1 });
+  }
+  return { ids, slot, pos, sampled };
+}
+
+/**
+ * Stop detection: appends a sampled token and says whether the sequence has finished, and why (null: it
+ * goes on). Stop strings are searched only in text not searched before (less the longest stop's length).
+ */
+function appendToken(s: Live, token: number, logprob: number, req: GenerateRequest, tok: Tokenizer, maxT: number): FinishReason | null {
+  s.out.tokens.push(token);
+  s.out.logprobs.push(logprob);
+  if (s.stopTokens.has(token)) {
+    s.out.text = tok.decode(s.out.tokens.slice(0, -1));
+    return 'eos';
+  }
+  s.out.text = tok.decode(s.out.tokens);
+  if (req.stop?.length) {
+    const longest = Math.max(...req.stop.map((x) => x.length));
+    let best = -1;
+    let which = -1;
+    req.stop.forEach((str, k) => {
+      if (!str) return;
+      const at = s.out.text.indexOf(str, Math.max(0, s.searched - longest));
+      if (at >= 0 && (best < 0 || at < best)) ((best = at), (which = k));
+    });
+    s.searched = s.out.text.length;
+    if (best >= 0) {
+      s.out.text = s.out.text.slice(0, best);
+      s.out.stopIndex = which;
+      return 'stop';
+    }
+  }
+  return s.out.tokens.length >= req.maxNewTokens || s.prompt.length + s.out.tokens.length >= maxT ? 'length' : null;
+}
+
 export async function generate(model: Qwen3Model, tok: Tokenizer, requests: readonly GenerateRequest[], opts: GenerateOptions = {}): Promise<GenerateResult[]> {
   const prompts = requests.map((r) => (typeof r.prompt === 'string' ? tok.encode(r.prompt) : [...r.prompt]));
   const ctx = model.config.maxPositionEmbeddings;
@@ -127,8 +228,6 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
     pc.clear();
     pc.adapter = opts.adapter ?? null;
   }
-  // What each slot holds (kept up to date only when a prefix cache asks for it).
-  const held: number[][] = pc ? pc.tokens : [];
   const results: GenerateResult[] = new Array(requests.length);
   const free = Array.from({ length: slots }, (_, i) => slots - 1 - i);
   const live: Live[] = [];
@@ -147,65 +246,11 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
   try {
     while (done < requests.length) {
       if (opts.signal?.aborted) throw new DOMException('generation cancelled', 'AbortError');
-      while (free.length && next < requests.length) {
-        const r = requests[next];
-        // With a prefix cache: the free slot sharing the longest prefix; at least one token is fed so
-        // that the last prompt token yields logits.
-        let pick = free.length - 1;
-        let reuse = 0;
-        if (pc)
-          free.forEach((sl, i) => {
-            const n = Math.min(commonPrefix(held[sl], prompts[next]), prompts[next].length - 1);
-            if (n > reuse) ((reuse = n), (pick = i));
-          });
-        const chosen = free.splice(pick, 1)[0];
-        if (pc) {
-          held[chosen].length = reuse;
-          pc.reused += reuse;
-        }
-        live.push({
-          req: next,
-          slot: chosen,
-          prompt: prompts[next],
-          fed: reuse,
-          out: { promptTokens: prompts[next], tokens: [], logprobs: [], text: '', finishReason: 'length' },
-          stopTokens: new Set(r.stopTokens ?? tok.stopIds),
-          sampling: r.sampling ?? GREEDY,
-          searched: 0,
-        });
-        next++;
-      }
+      next = admit(requests, prompts, next, free, live, tok, pc);
       for (const s of [...live]) if (requests[s.req].maxNewTokens <= 0) finish(s, 'length');
       if (live.length === 0) continue;
 
-      // One flat batch: one token per decoding sequence, then prompt chunks while the budget lasts.
-      const ids: number[] = [];
-      const slot: number[] = [];
-      const pos: number[] = [];
-      const sampled: { s: Live; row: number }[] = [];
-      let room = budget;
-      for (const s of live)
-        if (s.fed === s.prompt.length) {
-          if (pc) held[s.slot].push(s.out.tokens[s.out.tokens.length - 1]);
-          ids.push(s.out.tokens[s.out.tokens.length - 1]);
-          slot.push(s.slot);
-          pos.push(s.prompt.length + s.out.tokens.length - 1);
-          sampled.push({ s, row: ids.length - 1 });
-          room--;
-        }
-      for (const s of live) {
-        if (s.fed === s.prompt.length || room <= 0) continue;
-        const n = Math.min(room, s.prompt.length - s.fed);
-        for (let i = 0; i < n; i++) (ids.push(s.prompt[s.fed + i]), slot.push(s.slot), pos.push(s.fed + i));
-        if (pc) {
-          for (let i = 0; i < n; i++) held[s.slot].push(s.prompt[s.fed + i]);
-          pc.fed += n;
-        }
-        s.fed += n;
-        room -= n;
-        if (s.fed === s.prompt.length) sampled.push({ s, row: ids.length - 1 });
-      }
-
+      const { ids, slot, pos, sampled } = assembleBatch(live, budget, pc);
       const { logits } = forward(model, cache, { ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos) }, {
         adapter: opts.adapter ?? null,
         logitRows: Int32Array.from(sampled.map((x) => x.row)),
@@ -220,34 +265,10 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
       for (const t of [logits, pick.tokens, pick.logprobs]) b.free(t);
 
       sampled.forEach(({ s }, i) => {
-        const token = toks[i];
-        if (token === NON_FINITE_TOKEN)
+        if (toks[i] === NON_FINITE_TOKEN)
           throw new EngineError('validation', `generate: request ${s.req} has non-finite logits (NaN or +Inf, or all -Inf) at new token ${s.out.tokens.length}: no token can be drawn`);
-        s.out.tokens.push(token);
-        s.out.logprobs.push(lps[i]);
-        const req = requests[s.req];
-        if (s.stopTokens.has(token)) {
-          s.out.text = tok.decode(s.out.tokens.slice(0, -1));
-          return finish(s, 'eos');
-        }
-        s.out.text = tok.decode(s.out.tokens);
-        if (req.stop?.length) {
-          const longest = Math.max(...req.stop.map((x) => x.length));
-          let best = -1;
-          let which = -1;
-          req.stop.forEach((str, k) => {
-            if (!str) return;
-            const at = s.out.text.indexOf(str, Math.max(0, s.searched - longest));
-            if (at >= 0 && (best < 0 || at < best)) ((best = at), (which = k));
-          });
-          s.searched = s.out.text.length;
-          if (best >= 0) {
-            s.out.text = s.out.text.slice(0, best);
-            s.out.stopIndex = which;
-            return finish(s, 'stop');
-          }
-        }
-        if (s.out.tokens.length >= req.maxNewTokens || s.prompt.length + s.out.tokens.length >= maxT) finish(s, 'length');
+        const reason = appendToken(s, toks[i], lps[i], requests[s.req], tok, maxT);
+        if (reason) finish(s, reason);
       });
       opts.onStep?.(done, requests.length);
     }

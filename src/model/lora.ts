@@ -5,7 +5,7 @@
 // per-role mode); passing `null` where an adapter is accepted runs the base model (the reference
 // policy of the KL term).
 import type { Backend, Tensor } from '../engine/backend';
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Qwen3Config } from './config';
 
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;

@@ -1,7 +1,7 @@
 // Random-weight Qwen3 models for tests and benchmarks. Weights are drawn from one seeded stream in
 // weightSpecs order, and quantized weights are produced a block of rows at a time so that a 0.6B-shaped
 // model in q4 never holds its f32 weights at once.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import { paddedCols, quantize, type QuantizedWeight } from '../engine/quant';
 import type { Qwen3Config } from './config';
 import type { HostWeight, WeightSpec } from './weights';

@@ -14,7 +14,7 @@
 //   - every run of 4+ digits (order numbers, zip codes, the email's digits), bounded by non-digits.
 // The rows stay internally consistent (the same new id everywhere), not consistent with the database:
 // they teach copying, not facts.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Task } from '../env/domain';
 import type { Encoded, Example } from './data';
 
@@ -126,7 +126,7 @@ export function copyDrills(n: number, rng: Rng, filler: readonly string[]): Exam
  * One step of text-span copies: sequences `eot span eot span` (spans of 20-60 tokens cut at random from
  * random encoded rows; shuffled by default, so memory of the data cannot predict them), loss on the second copy only (promptLen covers the first), packed up to
  * `maxTokens` tokens and `maxRows` rows. Pure induction: every copied token is predicted by the token
- * before it, the setting in which copy heads form fastest (DESIGN §7).
+ * before it, the setting in which copy heads form fastest.
  */
 export function spanCopies(rows: readonly Encoded[], maxTokens: number, maxRows: number, eot: number, rng: Rng, shuffle = true): Encoded[] {
   const out: Encoded[] = [];

@@ -3,7 +3,7 @@
 //     is an identity lookup with the email or name + zip from the request;
 //   - drills: fresh copy drills (src/pretrain/augment.ts) of the kind it was trained on.
 // A policy that writes well-formed calls with someone else's values scores near 0 on both.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Domain } from '../env/domain';
 import { generate, GREEDY, type FinishReason } from '../model/generate';
 import type { Qwen3Model } from '../model/qwen3';

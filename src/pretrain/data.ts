@@ -2,7 +2,7 @@
 // pairs exactly as the rollouts will prompt the policy (buildActPrompt / buildRehearsePrompt), then into
 // token ids with a response mask (loss only on what the policy itself would write), and packed into
 // micro-batches under a token budget. Everything is a pure function of the seed.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Domain, Row, Task } from '../env/domain';
 import { buildActPrompt } from '../rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../rollout/chat';

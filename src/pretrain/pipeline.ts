@@ -12,19 +12,19 @@ import { hostWeights } from '../train/params';
 import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
-import { trainBpe } from './bpe';
-import { Rng } from '../engine/rng';
-import { DEFAULT_MEMORY_TOKENS } from '../rollout/private-rehearsal';
+import { trainBpe } from '../model/bpe';
+import { Rng } from '../util/rng';
+import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
 import { copyDrills, spanCopies, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
-import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from './hf-tokenizer';
+import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
 
 export interface PretrainSpec {
   model: Omit<Qwen3Config, 'vocabSize'>;
   vocabSize: number;
-  /** Tokenizer: every digit of a 4+ digit number its own token (see src/pretrain/bpe.ts). */
+  /** Tokenizer: every digit of a 4+ digit number its own token (see src/model/bpe.ts). */
   splitLongNumbers: boolean;
   /** Train-split tasks whose expert episodes are the training data. */
   trainTasks: number;
@@ -46,12 +46,12 @@ export interface PretrainSpec {
   /**
    * Induction warm-up: the first this-many steps train only on text-span copies (augment.ts spanCopies:
    * `<|endoftext|> span <|endoftext|> span`, spans cut from the encoded data, loss on the second copy), so
-   * that copy heads form before the task rows arrive (DESIGN §7, curriculum I2); 0 = none.
+   * that copy heads form before the task rows arrive (an induction curriculum); 0 = none.
    */
   spanSteps: number;
   /**
    * Where the span copies are cut: 'shuffled-data' (any row, tokens shuffled) or 'drills' (the copy drills,
-   * in order: their values are random, so only copying predicts them; DESIGN §7's curriculum I2).
+   * in order: their values are random, so only copying predicts them).
    */
   spanSource: 'shuffled-data' | 'drills';
   /** After the span steps, this many steps train on the copy drills alone (I2's second phase); 0 = none. */

@@ -1,4 +1,4 @@
-// Pretraining rows for test-time private rehearsal (src/rollout/private-rehearsal.ts), so that the bundled
+// Pretraining rows for test-time private rehearsal (src/eval/private-rehearsal.ts), so that the bundled
 // policy has seen the two prompts that mechanism adds:
 //   - review rows: the self-evaluation prompt (src/rollout/self-eval.ts) over an attempt at a task, and a
 //     short review as the target. The review is written from the checklist judge's verdict and the
@@ -9,7 +9,7 @@
 //     message after the request) made of one flawed attempt and its review.
 // Attempts are the expert's own episodes: with mistakes (failed calls it recovers from), cut short at a
 // seeded point (unmet checklist items), or whole (satisfied). Real observations stand in for imagined ones.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { Domain, Step, Task } from '../env/domain';
 import { rowsFromEpisode } from '../env/rows';
 import type { ToolDefinition } from '../rollout/chat';

@@ -2,7 +2,7 @@
 // training engine (src/train: Trainer in full-parameter mode with the CE head). What is pretraining's own:
 // the seeded init, the hyper-parameters, and which tokens carry loss (responses, plus a sampled share of
 // the prompt). Deterministic: the same seed, data and backend give the same weights bit for bit.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 import type { LrSchedule } from '../train/trainer';
 import type { Qwen3Config } from '../model/config';
 import type { Qwen3Model } from '../model/qwen3';

@@ -1,5 +1,5 @@
 // Reading a training run's adapters back for evaluation or export: a run folder (run.json names its last
-// complete checkpoint, ckpt/<step>/ with adapter/ and, for per-role, adapter-rehearse/; see run.ts) or a
+// complete checkpoint, ckpt/<step>/ with adapter/ and, where the mode has a Rehearse adapter, adapter-rehearse/; see run.ts) or a
 // bare PEFT adapter folder. Works over any RunStore (disk in Node, OPFS or memory in a browser).
 import { z } from 'zod';
 import type { Backend } from '../engine/backend';
@@ -7,7 +7,7 @@ import type { Qwen3Config } from '../model/config';
 import { LORA_TARGETS, type LoraAdapter } from '../model/lora';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, loadPeftAdapter } from '../model/peft';
 import { MemorySource } from '../model/source';
-import type { RolloutMode } from '../rollout/episode';
+import { hasRehearseAdapter, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
 
@@ -30,7 +30,7 @@ const nonNeg = z.number().min(0).finite();
 // Strict on what a run reads back (a wrong type here once hung a resume); unknown keys pass through so
 // that runs written by a newer version with extra settings still open.
 const ConfigSchema = z.looseObject({
-  mode: z.enum(['rehearse', 'real', 'per-role', 'frozen-simulator']),
+  mode: z.enum(ROLLOUT_MODES as [RolloutMode, ...RolloutMode[]]),
   groups: z.enum(['role-wise', 'pooled', 'standard']).optional(),
   baseline: z.enum(['row-weighted', 'rollout-mean']).optional(),
   steps: int(1),
@@ -115,7 +115,7 @@ async function peftFrom(store: RunStore, dir: string): Promise<MemorySource | nu
 export interface LoadedAdapters {
   /** Acts (in rehearse mode: the shared adapter that plays both roles). */
   act: LoraAdapter;
-  /** per-role runs only. */
+  /** Runs of a mode with a Rehearse adapter only. */
   rehearse: LoraAdapter | null;
   /** The run's mode and step, when the store was a run folder. */
   mode: RolloutMode | null;
@@ -134,11 +134,11 @@ export async function loadAdapters(store: RunStore, backend: Backend, c: Qwen3Co
     if (!act) throw new CheckpointError(`checkpoint ${info.checkpoint} has no adapter/ folder`);
     const actAdapter = await loadPeftAdapter(backend, c, act, 'act');
     let rehearse: LoraAdapter | null = null;
-    if (info.config.mode === 'per-role') {
+    if (hasRehearseAdapter(info.config.mode)) {
       const src = await peftFrom(store, `${info.checkpoint}/adapter-rehearse`);
       if (!src) {
         actAdapter.free(backend);
-        throw new CheckpointError(`per-role checkpoint ${info.checkpoint} has no adapter-rehearse/ folder`);
+        throw new CheckpointError(`${info.config.mode} checkpoint ${info.checkpoint} has no adapter-rehearse/ folder`);
       }
       rehearse = await loadPeftAdapter(backend, c, src, 'rehearse');
     }

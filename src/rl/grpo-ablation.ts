@@ -2,8 +2,8 @@
 // aggregation (bootstrap intervals over tasks and seeds, paired differences; src/rl/stats.ts) and the
 // Markdown tables that docs/results.md carries, with the paper's τ²-Bench figures beside ours. Pure
 // functions; scripts/ablation.ts runs the experiments.
-import type { RolloutMode } from '../rollout/episode';
-import type { Baseline } from './advantage';
+import type { RolloutMode } from '../method/modes';
+import type { Baseline } from '../method/advantage';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
 export interface AblationConfig {

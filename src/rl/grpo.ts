@@ -2,23 +2,22 @@
 //   rows -> advantages (role-wise / pooled / standard; row-weighted / rollout-mean baseline)
 //        -> sequences (prompt ⊕ response, loss mask on generated tokens, old log-probs, advantage)
 //        -> micro-batches under a token budget -> one optimizer step per trained parameter set.
-// Which rows train which adapter follows the rollout mode:
-//   rehearse          act + rehearse rows -> the one shared adapter (EnvACE)
-//   per-role          act rows -> the Act adapter, rehearse rows -> the Rehearse adapter
-//   frozen-simulator  act rows only (the simulator is the frozen base; its rows get no advantage)
-//   real              act rows only (there are no rehearse rows)
+// Which rows train which adapter, and the grouping a mode forces, are the mode table's (src/method/modes.ts
+// routes and groups): e.g. EnvACE trains one shared adapter on both roles' rows, the frozen simulator's rows
+// get no advantage.
 // The loss itself (clipped surrogate, dual clip, optional k3 KL) is the training engine's GRPO head; the
 // reference policy for the KL is the base model with the adapter switched off.
 import type { Aggregation } from '../train/batch';
 import { logprobs } from '../model/generate';
-import type { RolloutBatch, RolloutMode } from '../rollout/rollout';
+import type { RolloutBatch } from '../rollout/rollout';
 import { packBatch, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';
-import { computeAdvantages, type Advantages, type Baseline, type GroupMode, type Role } from './advantage';
-import { lossTokens, type TrainingRow } from './rows';
+import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
+import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
+import { lossTokens, type TrainingRow } from '../rollout/rows';
 
 export interface GrpoUpdateOptions {
-  /** Default 'role-wise'. frozen-simulator always uses 'standard' (its Rehearse rows are not trained). */
+  /** Default 'role-wise'; a mode that forces a grouping (MODES[mode].groups) uses that instead. */
   groups?: GroupMode;
   /** Default 'row-weighted' (the reference code). */
   baseline?: Baseline;
@@ -36,7 +35,7 @@ export interface GrpoUpdateReport {
   baseline: Baseline;
   advantages: Advantages;
   /** One report per trained parameter set that had rows ('shared' in rehearse mode). */
-  steps: { target: 'shared' | 'act' | 'rehearse'; rows: number; microBatches: number; report: StepReport }[];
+  steps: { target: UpdateTarget; rows: number; microBatches: number; report: StepReport }[];
 }
 
 export class GrpoError extends Error {
@@ -94,25 +93,9 @@ export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, 
   return groups.map((g) => packBatch(g, aggregation, total > 0 ? share(g) / total : 1 / groups.length));
 }
 
-/** Which rows train which parameter set in a mode. */
-export function routeRows(mode: RolloutMode): { target: 'shared' | 'act' | 'rehearse'; roles: Role[] }[] {
-  switch (mode) {
-    case 'rehearse':
-      return [{ target: 'shared', roles: ['act', 'rehearse'] }];
-    case 'per-role':
-      return [
-        { target: 'act', roles: ['act'] },
-        { target: 'rehearse', roles: ['rehearse'] },
-      ];
-    case 'frozen-simulator':
-    case 'real':
-      return [{ target: 'act', roles: ['act'] }];
-  }
-}
-
 /**
- * One update. `trainers.act` trains the shared adapter in rehearse mode and the Act adapter otherwise;
- * `trainers.rehearse` is required in per-role mode only. Each trainer's adapter must be the one that
+ * One update. `trainers.act` trains the shared adapter or the Act adapter (the 'shared' or 'act' route);
+ * `trainers.rehearse` the Rehearse adapter, required exactly where the mode has one. Each trainer's adapter must be the one that
  * sampled its rows (the old log-probs are that policy's).
  */
 export async function grpoUpdate(
@@ -121,8 +104,8 @@ export async function grpoUpdate(
   mode: RolloutMode,
   opts: GrpoUpdateOptions = {},
 ): Promise<GrpoUpdateReport> {
-  if (mode === 'per-role' && !trainers.rehearse) throw new GrpoError('per-role mode needs trainers.rehearse');
-  const groups: GroupMode = mode === 'frozen-simulator' ? 'standard' : (opts.groups ?? 'role-wise');
+  if (hasRehearseAdapter(mode) && !trainers.rehearse) throw new GrpoError(`${mode} mode needs trainers.rehearse`);
+  const groups = effectiveGroups(mode, opts.groups ?? 'role-wise');
   const baseline = opts.baseline ?? 'row-weighted';
   const aggregation = opts.aggregation ?? 'seq-mean-token-mean';
   const rows = batch.rows;
@@ -130,7 +113,7 @@ export async function grpoUpdate(
   rows.forEach((r, i) => (r.advantage = advantages.advantage[i]));
 
   const steps: GrpoUpdateReport['steps'] = [];
-  for (const { target, roles } of routeRows(mode)) {
+  for (const { target, roles } of MODES[mode].routes) {
     const trainer = target === 'rehearse' ? trainers.rehearse! : trainers.act;
     const chosen = rows.filter((r) => roles.includes(r.role) && r.advantage !== null && lossTokens(r) > 0);
     if (chosen.length === 0) continue;

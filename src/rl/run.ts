@@ -7,7 +7,7 @@
 // backend. A checkpoint is a folder ckpt/<step>/; run.json is written last and names it, so an
 // interrupted checkpoint is never half-loaded. Logs are append-only: after a resume, a step may appear
 // twice in metrics.jsonl (the last occurrence wins).
-import { hash32, Rng } from '../engine/rng';
+import { deriveSeed, hash32, Rng } from '../util/rng';
 import type { Task } from '../env/domain';
 import { createLoraAdapter, type LoraAdapter, type LoraTarget } from '../model/lora';
 import { adapterToPeftFiles, loadPeftAdapter } from '../model/peft';
@@ -16,10 +16,11 @@ import { MemorySource } from '../model/source';
 import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
-import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutMode } from '../rollout/rollout';
+import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
-import type { Advantages, Baseline, GroupMode } from './advantage';
+import type { Advantages, Baseline, GroupMode } from '../method/advantage';
+import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
@@ -119,6 +120,15 @@ export class RunConfigError extends Error {
   override readonly name = 'RunConfigError';
 }
 
+/** Every seed a run derives from its configured seed; a saved run resumes on these, so they never change. */
+export const runSeeds = {
+  taskSampling: (seed: number) => hash32(seed ^ 0x5eed),
+  actAdapter: (seed: number) => hash32(seed ^ 0xac7),
+  rehearseAdapter: (seed: number) => hash32(seed ^ 0x4e4),
+  /** The rollouts of step `step` (1-based). */
+  step: (seed: number, step: number) => deriveSeed(seed, step - 1),
+};
+
 const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o, null, 1));
 
 function checkConfig(c: GrpoRunConfig): void {
@@ -137,9 +147,9 @@ export class GrpoRun {
     readonly evalTasks: readonly Task[],
     readonly store: RunStore,
     private state: RunState,
-    /** The adapter Act samples with; in rehearse mode the shared one. */
+    /** The adapter Act samples with (the shared one where one adapter plays both roles). */
     readonly actAdapter: LoraAdapter,
-    /** per-role only. */
+    /** Only in a mode with a Rehearse adapter. */
     readonly rehearseAdapter: LoraAdapter | null,
     private readonly trainers: { act: Trainer; rehearse?: Trainer },
     private rng: Rng,
@@ -173,7 +183,7 @@ export class GrpoRun {
     const saved = await store.read('run.json');
     const state: RunState = saved
       ? (parseRunState(saved, storeFile(store, 'run.json')) as RunState)
-      : { version: 1, config, step: 0, rng: { seed: hash32(config.seed ^ 0x5eed), step: 0 }, checkpoint: null };
+      : { version: 1, config, step: 0, rng: { seed: runSeeds.taskSampling(config.seed), step: 0 }, checkpoint: null };
     checkConfig(state.config);
     const c = state.config;
     const b = model.backend;
@@ -188,9 +198,8 @@ export class GrpoRun {
       return loadPeftAdapter(b, model.config, new MemorySource(files), name);
     };
     const ck = state.checkpoint;
-    const perRole = c.mode === 'per-role';
-    const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', hash32(c.seed ^ 0xac7));
-    const reh = perRole ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', hash32(c.seed ^ 0x4e4))) : null;
+    const act = ck ? await load(`${ck}/adapter`, 'act') : fresh('act', runSeeds.actAdapter(c.seed));
+    const reh = hasRehearseAdapter(c.mode) ? (ck ? await load(`${ck}/adapter-rehearse`, 'rehearse') : fresh('rehearse', runSeeds.rehearseAdapter(c.seed))) : null;
     // An adapter that does not match run.json's LoRA settings would train on silently under a wrong label.
     for (const [a, dir] of [[act, 'adapter'], [reh, 'adapter-rehearse']] as const) {
       if (!a || !ck) continue;
@@ -257,7 +266,7 @@ export class GrpoRun {
       this.domain,
       tasks,
       {
-        mode: c.mode, k: c.k, seed: hash32(c.seed ^ Math.imul(step, 0x9e3779b9)), limits: c.limits, temperature: c.temperature,
+        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature,
         rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, actScript: this.hooks.actScript, signal: this.hooks.signal,
         onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
       },

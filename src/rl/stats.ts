@@ -9,7 +9,7 @@
 // carries both sources of noise the tables have: which held-out tasks were drawn, and which training seed.
 // For a paired difference the two configurations' results are first matched on (seed, task) and the
 // bootstrap runs on the differences, so the task difficulty common to both cancels.
-import { Rng } from '../engine/rng';
+import { Rng } from '../util/rng';
 
 /** One task's result in one seed's run (value: 1/0 success, or a reward in [0, 1]). */
 export interface Obs {

@@ -12,12 +12,11 @@
 import type { GroundingExample, Observation, Step, Task, ToolCall } from '../env/domain';
 import type { Environment } from '../env/env';
 import { endsEpisode, parse, serializeObservation } from '../env/toolcall';
+import { rehearses, type RolloutMode } from '../method/modes';
 import type { ChatMessage } from './chat';
 import { compareObservations, type StepFidelity } from './fidelity';
 import { parseExecutionResult, type RehearseParseFailure } from './rehearse-prompt';
 
-export type RolloutMode = 'rehearse' | 'real' | 'per-role' | 'frozen-simulator';
-export const ROLLOUT_MODES: readonly RolloutMode[] = ['rehearse', 'real', 'per-role', 'frozen-simulator'];
 
 export type EndReason =
   | 'reply' // the final reply to the last user message
@@ -138,7 +137,7 @@ export class Episode {
         // A malformed call is answered by an error observation, never by the simulator or the tools.
         const call: ToolCall = { name: '', arguments: {} };
         this.slots.push({ call, obs: { ok: false, name: '', error: part.error.error, code: 'parse' }, shadow: null, raw: part.error.raw });
-      } else if (this.mode === 'real') {
+      } else if (!rehearses(this.mode)) {
         this.slots.push({ call: part.call, obs: this.env.execute(part.call), shadow: null });
       } else {
         const shadow = this.env.execute(part.call);

@@ -1,14 +1,12 @@
-// Batched rollouts in every mode:
-//   rehearse          EnvACE: Act writes a call, Rehearse (same adapter) writes its observation from its own
-//                     grounded prompt, Act continues on it. The real environment is never shown.
-//   real              observations come from the real environment (no rows for them: they are not generated).
-//   per-role          as rehearse, with one adapter per role on the same frozen base.
-//   frozen-simulator  as rehearse, but the base model (adapter off) rehearses; only Act rows get loss.
+// Batched rollouts in every mode (src/method/modes.ts): Act writes a call; its observation comes from the real
+// environment (no row: it is not generated) or from a Rehearse generation on the mode's simulator (the
+// policy's own adapter, a second adapter, or the base) from its own grounded prompt, and Act continues on it.
+// The real environment is never shown in a rehearsing mode.
 // Batching: the K rollouts of each prompt and all prompts advance together. Each round, every episode that
 // wants an Act turn goes into one generate() call, then every pending call of every episode goes into one
 // Rehearse generate() call. Every generation becomes a training row. Fidelity is measured on the side
 // for every rehearsed call (shadow environment; see episode.ts).
-import { hash32 } from '../engine/rng';
+import { deriveSeed, hash32 } from '../util/rng';
 import type { GroundingExample, Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { EMPTY_RESPONSE_REWARD, judge } from '../env/judge';
@@ -18,15 +16,14 @@ import { generate, PrefixCache, type GenerateRequest, type GenerateResult } from
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
-import type { Role } from '../rl/advantage';
-import { makeRow, type TrainingRow } from '../rl/rows';
+import type { Role } from '../method/advantage';
+import { hasRehearseAdapter, isRolloutMode, MODES, rehearses, type RolloutMode } from '../method/modes';
 import { ACT_STOP, buildActPrompt, REHEARSE_STOP } from './act-prompt';
 import type { ToolDefinition } from './chat';
-import { Episode, ROLLOUT_MODES, type EndReason, type FidelityRecord, type PendingCall, type RolloutMode } from './episode';
+import { Episode, type EndReason, type FidelityRecord, type PendingCall } from './episode';
 import { summarizeFidelity, type FidelitySummary } from './fidelity';
 import { buildRehearsePrompt, type RehearsePromptOptions } from './rehearse-prompt';
-
-export type { RolloutMode } from './episode';
+import { makeRow, type TrainingRow } from './rows';
 
 /** What the loop needs of a domain (src/env/domain.ts Domain satisfies it). */
 export interface RolloutDomain {
@@ -40,9 +37,9 @@ export interface RolloutDomain {
 export interface RolloutPolicy {
   model: Qwen3Model;
   tokenizer: Tokenizer;
-  /** The trained adapter (null = the base model). In per-role mode, the Act adapter. */
+  /** The trained adapter (null = the base model); the Act adapter where the mode has a Rehearse adapter. */
   adapter: LoraAdapter | null;
-  /** per-role mode only: the Rehearse adapter. */
+  /** Only in a mode with a Rehearse adapter (MODES[mode].simulator 'rehearse-adapter'), and required there. */
   rehearseAdapter?: LoraAdapter | null;
 }
 
@@ -135,11 +132,6 @@ export class RolloutConfigError extends Error {
   override readonly name = 'RolloutConfigError';
 }
 
-/** Roles whose rows carry loss in a mode (frozen-simulator: the simulator is the frozen base). */
-export function trainedRoles(mode: RolloutMode): Role[] {
-  return mode === 'rehearse' || mode === 'per-role' ? ['act', 'rehearse'] : ['act'];
-}
-
 /** Real (name, arguments, result) triples of the task's reference actions, replayed on a fresh database. */
 export function referenceGrounding(domain: RolloutDomain, task: Task): GroundingExample[] {
   const env = domain.createEnv();
@@ -149,15 +141,14 @@ export function referenceGrounding(domain: RolloutDomain, task: Task): Grounding
 export function defaultReward(ep: Episode, domain: RolloutDomain): number {
   if (ep.end === 'empty') return EMPTY_RESPONSE_REWARD;
   if (ep.end === 'rehearse-invalid' || ep.terminated) return 0;
-  if (ep.mode === 'real') return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
+  if (!rehearses(ep.mode)) return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
   const env = ep.env;
   return judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
 }
 
-function seedOf(base: number, ...parts: number[]): number {
-  let h = hash32(base);
-  for (const p of parts) h = hash32(h ^ Math.imul(p + 1, 0x9e3779b9));
-  return h;
+/** The sampling seed of one generation: slot 0 is the turn's Act generation, 1 + i the Rehearse one of call i. */
+export function generationSeed(seed: number, episode: number, turn: number, slot: number): number {
+  return deriveSeed(hash32(seed), episode, turn, slot);
 }
 
 /** An Act generation of a round (the prompt as text, the sampled tokens with their log-probs). */
@@ -220,26 +211,28 @@ export class RolloutStepper {
     tasks: readonly Task[],
     readonly cfg: RolloutConfig,
   ) {
-    if (!ROLLOUT_MODES.includes(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
+    if (!isRolloutMode(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
     if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
     const L = cfg.limits;
     for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
       if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
-    if (cfg.mode === 'per-role' && policy.rehearseAdapter === undefined) throw new RolloutConfigError('per-role mode needs policy.rehearseAdapter');
-    if (cfg.mode !== 'per-role' && policy.rehearseAdapter !== undefined) throw new RolloutConfigError(`policy.rehearseAdapter is only used in per-role mode, not ${cfg.mode}`);
+    const own = hasRehearseAdapter(cfg.mode);
+    if (own && policy.rehearseAdapter === undefined) throw new RolloutConfigError(`${cfg.mode} mode needs policy.rehearseAdapter`);
+    if (!own && policy.rehearseAdapter !== undefined) throw new RolloutConfigError(`policy.rehearseAdapter is not used in ${cfg.mode} mode (it has no Rehearse adapter)`);
     this.actAdapter = policy.adapter;
-    this.rehearseAdapter = cfg.mode === 'per-role' ? (policy.rehearseAdapter ?? null) : cfg.mode === 'frozen-simulator' ? null : policy.adapter;
+    const simulator = MODES[cfg.mode].simulator;
+    this.rehearseAdapter = simulator === 'rehearse-adapter' ? (policy.rehearseAdapter ?? null) : simulator === 'base' ? null : policy.adapter;
     this.maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
     this.tools = domain.definitions();
     tasks.forEach((task, p) => {
-      const grounding = cfg.mode === 'real' ? [] : referenceGrounding(domain, task);
+      const grounding = rehearses(cfg.mode) ? referenceGrounding(domain, task) : [];
       for (let k = 0; k < cfg.k; k++) this.episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns));
     });
     for (const e of this.episodes) this.rowsOf.set(e, []);
     // One cache per role, so Rehearse prompts never evict the Act conversations (and adapters may differ).
     const n = this.episodes.length;
     this.caches = cfg.kvReuse && Number.isFinite(this.maxContext)
-      ? { act: new PrefixCache(policy.model, n, this.maxContext), rehearse: cfg.mode === 'real' ? null : new PrefixCache(policy.model, n, this.maxContext) }
+      ? { act: new PrefixCache(policy.model, n, this.maxContext), rehearse: rehearses(cfg.mode) ? new PrefixCache(policy.model, n, this.maxContext) : null }
       : null;
   }
 
@@ -302,7 +295,7 @@ export class RolloutStepper {
         ep.finish('context');
         return;
       }
-      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 0)) });
+      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 0)) });
       actFor.push({ e, prompt: text });
     });
     cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
@@ -335,7 +328,7 @@ export class RolloutStepper {
           scriptedReh.push({ episode: e, turn: ep.turns - 1, call: p, prompt: text, text: cut === null ? script : tok.decode(ids.slice(0, cut)), cut });
           continue;
         }
-        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(seedOf(cfg.seed, e, ep.turns, 1 + p.slot)) });
+        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot)) });
         rehFor.push({ e, p, prompt: text });
       }
     });

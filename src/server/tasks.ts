@@ -2,9 +2,13 @@
 // task file (lab JSON or τ²-bench tasks; a task without a split counts as train).
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { ArgError } from '../cli/args';
 import type { Domain, Task } from '../env/domain';
 import { loadTaskFile } from '../env/tau2';
+
+/** A --tasks value that names neither a split nor a usable task file: a usage error to the CLIs. */
+export class TaskSetError extends Error {
+  override readonly name = 'TaskSetError';
+}
 
 export interface TaskOptions {
   /** 'both' (the server's default): the train and the test split. */
@@ -20,9 +24,9 @@ export async function loadTasks(domain: Domain, o: TaskOptions): Promise<Task[]>
   if (o.tasks === 'both') return [...gen('train'), ...gen('test')];
   if (o.tasks === 'train' || o.tasks === 'test') return gen(o.tasks);
   const text = await readFile(resolve(o.tasks), 'utf8').catch((e: Error) => {
-    throw new ArgError(`--tasks ${o.tasks}: not train, test or a readable task file (${e.message})`);
+    throw new TaskSetError(`--tasks ${o.tasks}: not train, test or a readable task file (${e.message})`);
   });
   const tasks = loadTaskFile(text);
-  if (tasks.length === 0) throw new ArgError(`--tasks ${o.tasks}: no tasks`);
+  if (tasks.length === 0) throw new TaskSetError(`--tasks ${o.tasks}: no tasks`);
   return tasks;
 }

@@ -1,8 +1,8 @@
 // Baselines and advantages of a group view, recomputed on the page with the trainer's own function
-// (src/rl/advantage.ts), so toggling role-wise / pooled shows what the grouping changes instantly; and the
+// (src/method/advantage.ts), so toggling role-wise / pooled shows what the grouping changes instantly; and the
 // same numbers said in words: what the advantages mean for this group, and why role-wise and pooled differ
 // (or do not) on it.
-import { computeAdvantages, type AdvantageRow, type Baseline, type GroupMode } from '../rl/advantage';
+import { computeAdvantages, type AdvantageRow, type Baseline, type GroupMode } from '../method/advantage';
 import type { GroupRow, GroupView } from '../worker-protocol';
 
 export interface GroupAdvantages {

@@ -1,6 +1,7 @@
 // Comparing training runs (lesson step 4): a run is a record (its settings and its points), kept runs and
 // the current one alike; a comparison plot draws N records, each one series aligned on the union of their
 // steps. Pure functions, so the page and the unit tests share them.
+import { effectiveGroups, MODES } from '../method/modes';
 import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
 
 /** One training run as the comparison draws it. */
@@ -21,17 +22,11 @@ export interface KeptRun extends RunRecordView {
   at: string;
 }
 
-export const MODE_NAMES: Record<TrainMode, string> = {
-  rehearse: 'EnvACE (rehearse)',
-  'frozen-simulator': 'frozen-simulator GRPO',
-  real: 'real-environment GRPO',
-  'per-role': 'per-role adapters',
-};
 
 /** A run named from its settings: the mode, the grouping where it matters, the seed and the steps. */
 export function runLabel(c: TrainRequest, steps = c.steps): string {
-  const grouping = c.mode === 'rehearse' && c.grouping === 'pooled' ? ', pooled' : '';
-  return `${MODE_NAMES[c.mode]}${grouping} · seed ${c.seed} · ${steps} step${steps === 1 ? '' : 's'}`;
+  const grouping = effectiveGroups(c.mode, c.grouping) === 'pooled' ? ', pooled' : '';
+  return `${MODES[c.mode].name}${grouping} · seed ${c.seed} · ${steps} step${steps === 1 ? '' : 's'}`;
 }
 
 /** The mode a comparison run takes by default: EnvACE against the frozen simulator, and back. */

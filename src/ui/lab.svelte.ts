@@ -2,7 +2,7 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  BudgetInfo, Capabilities, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus, TtsView,
+  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { settings } from './settings.svelte';
@@ -14,7 +14,6 @@ const cancelFlag = typeof SharedArrayBuffer !== 'undefined' && crossOriginIsolat
 
 export const lab = $state({
   env: null as EnvInfo | null,
-  caps: null as Capabilities | null,
   model: null as LoadInfo | null,
   loadError: '',
   /** Why the bundled model did not load (absent from this build, or an error), when it did not. */
@@ -77,14 +76,14 @@ export function cancel(): void {
 export async function start(): Promise<void> {
   await run('preparing the environment', async () => {
     lab.env = await api.init(cancelFlag, { world: settings.world });
-    lab.caps = await api.capabilities();
     if (!settings.task || !lab.env.tasks.some((t) => t.id === settings.task)) settings.task = lab.env.tasks[0]?.id ?? '';
   });
   await refreshTraining();
   const m = settings.model;
   const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : { kind: 'bundled' };
   await loadModel(choice);
-  // No bundled model yet (issue 6): the lab still opens, on the untrained random placeholder.
+  // The bundled model did not load (a build without models/default, a failed fetch): the lab still opens, on
+  // the untrained random placeholder.
   if (!lab.model && choice.kind === 'bundled') {
     lab.bundledError = lab.loadError;
     await loadModel({ kind: 'random' });

@@ -1,5 +1,6 @@
 // Shareable state: every setting a person would want to send to someone else lives in the URL query
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
+import { ROLLOUT_MODES } from '../method/modes';
 import type { ActSource, BackendKind, RolloutMode, TrainMode, WeightFormat, WorldName } from '../worker-protocol';
 
 export interface Settings {
@@ -43,7 +44,7 @@ export const DEFAULTS: Settings = {
   maxNew: 0,
   reh: 0,
   temp: 1,
-  // As training's DEFAULT_LIMITS (src/rl/grpo-trainer.ts): the longest expert trajectory is 7 turns.
+  // As training's DEFAULT_LIMITS (src/rl/grpo-config.ts): the longest expert trajectory is 7 turns.
   turns: 12,
   k: 4,
   grouping: 'role-wise',
@@ -52,7 +53,7 @@ export const DEFAULTS: Settings = {
   rank: 8,
   backend: '',
   model: '',
-  // The lesson's run (issue 19): measured on the mini world on the CPU path (docs/lesson.md;
+  // The lesson's run: measured on the mini world on the CPU path (docs/lesson.md;
   // scripts/lesson-grpo.sh runs the same settings in Node).
   lr: 1e-3,
   steps: 40,
@@ -113,7 +114,7 @@ export function parseSettings(query: string): Settings {
         s.backend = oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '');
         break;
       case 'tmode':
-        s.tmode = oneOf(v, ['rehearse', 'real', 'frozen-simulator', 'per-role'] as const, DEFAULTS.tmode);
+        s.tmode = oneOf(v, ROLLOUT_MODES, DEFAULTS.tmode);
         break;
       case 'evalEvery':
         s.evalEvery = int(v, 0, 1000, DEFAULTS.evalEvery);

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { Q4_GROUP, dequantize, quantize } from '../../src/engine/quant';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { sampleRow } from '../../src/engine/sampling';
 
 const b = new CpuRefBackend();

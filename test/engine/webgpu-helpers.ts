@@ -1,7 +1,7 @@
 // Shared helpers of the WebGPU tests: one backend per test file, random data, tolerance checks.
 import { expect } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { type WebGpuBackendOptions, createWebGpuBackend } from '../../src/engine/webgpu/backend';
 import { nodeGpu } from '../helpers/gpu';
 

@@ -1,10 +1,10 @@
-// Token budgets from data (src/rollout/budget.ts, used by the lab and by grpo-trainer's defaultLimits): the
+// Token budgets from data (src/rollout/budget.ts, used by the lab and by grpo-config's defaultLimits): the
 // Rehearse budget is the p99 token length of the world's real observations as the Rehearse role must write
 // them (tags included), measured under the tokenizer in use.
 import { describe, expect, it } from 'vitest';
 import { formatObservation } from '../../src/env/toolcall';
 import { loadWorldDomain } from '../../src/env/retail/node';
-import { DEFAULT_LIMITS, defaultLimits } from '../../src/rl/grpo-trainer';
+import { DEFAULT_LIMITS, defaultLimits } from '../../src/rl/grpo-config';
 import { quantile, tokenBudgets } from '../../src/rollout/budget';
 
 /** One token per character: lengths are easy to check by hand. */

@@ -3,7 +3,7 @@
 // every character of a prompt is a token). Calls still run against the whole retail environment.
 import type { Backend } from '../../src/engine/backend';
 import { createBackend } from '../../src/engine/index';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';

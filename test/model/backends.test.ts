@@ -10,7 +10,7 @@ import { generate, type GenerateRequest } from '../../src/model/generate';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { byteTokenizerConfig, byteTokenizerJson, tinyConfig } from '../fixtures/tiny-model';
 import { gpuAvailable, nodeGpu } from '../helpers/gpu';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 
 // Non-multiples of every tile: hidden 40, 5 query heads over 1 kv head, head_dim 8, F 72, vocab 265.
 const cfg = tinyConfig({ hiddenSize: 40, numHeads: 5, numKvHeads: 1, intermediateSize: 72 });

@@ -7,7 +7,7 @@ import { generate, logprobs, PrefixCache, type GenerateRequest } from '../../src
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 import { createLoraAdapter } from '../../src/model/lora';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 
 let model: Qwen3Model;
 let tok: Tokenizer;

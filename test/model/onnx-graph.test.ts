@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import * as ort from 'onnxruntime-web';
 import { OnnxGraph } from '../../src/model/onnx/graph';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 
 ort.env.wasm.numThreads = 1;
 

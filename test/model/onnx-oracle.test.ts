@@ -9,7 +9,7 @@ import { forward, KvCache } from '../../src/model/qwen3';
 import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '../../src/model/onnx/export';
 import { tinyConfig } from '../fixtures/tiny-model';
 import type { Qwen3Config } from '../../src/model/config';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { createLoraAdapter, LORA_MODULE, mergeLora } from '../../src/model/lora';
 import { denseOf } from '../../src/model/weights';
 

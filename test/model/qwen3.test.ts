@@ -6,7 +6,7 @@ import { randomWeights } from '../../src/model/random';
 import { forward, KvCache, trunk, type Qwen3Model } from '../../src/model/qwen3';
 import { createLoraAdapter } from '../../src/model/lora';
 import { tinyConfig } from '../fixtures/tiny-model';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { Qwen3Config } from '../../src/model/config';
 
 const cfg = tinyConfig();

@@ -1,7 +1,7 @@
 // Identity swap: the values a request asks the policy to copy are replaced consistently in every row of
 // the task, and nothing else changes.
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { copyDrills, copyTargets, spanCopies, swapIdentities } from '../../src/pretrain/augment';

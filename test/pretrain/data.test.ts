@@ -2,10 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { retailDomain } from '../../src/env/retail/index';
-import { trainBpe } from '../../src/pretrain/bpe';
+import { trainBpe } from '../../src/model/bpe';
 import { encodeExample, END, expertRows, packBatches, rowToExample } from '../../src/pretrain/data';
 import { pretrainBatch } from '../../src/pretrain/trainer';
-import { SPECIAL_STRINGS } from '../../src/pretrain/hf-tokenizer';
+import { SPECIAL_STRINGS } from '../../src/model/hf-tokenizer';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../../src/rollout/chat';
 import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';

@@ -13,7 +13,7 @@ import { retailDomain } from '../../src/env/retail/index';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
-import { fromTokenizerJson } from '../../src/pretrain/hf-tokenizer';
+import { fromTokenizerJson } from '../../src/model/hf-tokenizer';
 import { pretrain, QUICK_SPEC } from '../../src/pretrain/pipeline';
 
 const domain = retailDomain(loadRetailBase());

@@ -1,8 +1,8 @@
 // The BPE trainer and its Hugging Face files: merges in rank order, lossless round trip, and transformers.js
 // (the runtime tokenizer) agreeing token for token with our own encoder on held-out text.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Bpe, BpeError, splitSpecials, trainBpe } from '../../src/pretrain/bpe';
-import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/pretrain/hf-tokenizer';
+import { Bpe, BpeError, splitSpecials, trainBpe } from '../../src/model/bpe';
+import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { retailDomain } from '../../src/env/retail/index';

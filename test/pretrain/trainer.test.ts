@@ -8,7 +8,7 @@ import type { Qwen3Config } from '../../src/model/config';
 import { buildQwen3, toSafetensors } from '../../src/model/weights';
 import type { Encoded } from '../../src/pretrain/data';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from '../../src/pretrain/trainer';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { packBatch } from '../../src/train/batch';
 import { hostWeights } from '../../src/train/params';
 

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { tinyModelWorkspace } from '../helpers/cli';
 
 const ws = tinyModelWorkspace('kill-resume-');

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evalCli } from '../../src/cli/eval';
 import { pretrainCli } from '../../src/cli/pretrain';
 import { trainCli } from '../../src/cli/train';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { loadModel } from '../../src/model/load';
 import { DirSource } from '../../src/model/source-node';

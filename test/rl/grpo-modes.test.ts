@@ -5,21 +5,20 @@
 // group has a non-zero advantage; the environment, rollouts and updates are the real ones.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
-import { createBackend } from '../../src/engine/index';
 import type { Task } from '../../src/env/domain';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { Qwen3Model } from '../../src/model/qwen3';
-import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { loadQwen3 } from '../../src/model/weights';
 import { loadAdapters, readRunInfo } from '../../src/rl/checkpoint';
-import { effectiveGroups, grpoRunConfig, stepLine, type TrainOptions } from '../../src/rl/grpo-trainer';
+import { effectiveGroups } from '../../src/method/modes';
+import { grpoRunConfig, stepLine, type TrainOptions } from '../../src/rl/grpo-config';
 import { GrpoRun, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
-import type { RolloutDomain, RolloutMode } from '../../src/rollout/rollout';
-import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
+import type { RolloutMode } from '../../src/method/modes';
+import type { RolloutDomain } from '../../src/rollout/rollout';
+import { loadTinyPolicy } from '../fixtures/tiny-model';
 
 const retail = retailDomain(loadRetailBase());
 const domain: RolloutDomain = {
@@ -55,10 +54,7 @@ let model: Qwen3Model;
 let tok: Tokenizer;
 
 beforeAll(async () => {
-  backend = await createBackend('cpu-fast', { threads: 1 });
-  const src = new MemorySource(await tinyModelFiles(tinyConfig({ maxPositionEmbeddings: 2048 }), 21));
-  model = (await loadQwen3(src, backend, { format: 'f32' })).model;
-  tok = await Tokenizer.load(src);
+  ({ backend, model, tok } = await loadTinyPolicy(21));
 });
 afterAll(() => backend?.dispose());
 

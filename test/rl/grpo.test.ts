@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import { createBackend } from '../../src/engine/index';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { Task } from '../../src/env/domain';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
@@ -17,8 +17,9 @@ import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
 import { packBatch } from '../../src/train/batch';
 import { Trainer } from '../../src/train/trainer';
-import { GrpoError, grpoUpdate, microBatches, routeRows, rowToSequence } from '../../src/rl/grpo';
-import { makeRow, type TrainingRow } from '../../src/rl/rows';
+import { MODES } from '../../src/method/modes';
+import { GrpoError, grpoUpdate, microBatches, rowToSequence } from '../../src/rl/grpo';
+import { makeRow, type TrainingRow } from '../../src/rollout/rows';
 import { runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 
@@ -96,7 +97,7 @@ describe('GRPO update', () => {
     // packBatch puts the old log-prob of token i+1 on row i, next to its target.
     expect(Array.from(mb[0].grpo!.oldLogp.slice(0, 6))).toEqual([0, 0, -0.5, -1.5, 0, 0]);
     expect(Array.from(mb[0].targets.slice(0, 6))).toEqual([2, 3, 4, 5, 6, -1]);
-    expect(routeRows('per-role').map((r) => r.target)).toEqual(['act', 'rehearse']);
+    expect(MODES['per-role'].routes.map((r) => r.target)).toEqual(['act', 'rehearse']);
     expect(() => microBatches([s], 0, 'token-mean')).toThrow(GrpoError);
   });
 

@@ -1,7 +1,7 @@
 // The per-step fraction of advantage groups with a non-zero reward spread (StepMetrics.advantage.spread,
 // src/rl/run.ts): hand-built rows under role-wise, pooled and standard grouping and both baselines.
 import { describe, expect, it } from 'vitest';
-import { computeAdvantages, type AdvantageRow } from '../../src/rl/advantage';
+import { computeAdvantages, type AdvantageRow } from '../../src/method/advantage';
 import { spreadFraction } from '../../src/rl/run';
 
 const row = (promptId: string, rolloutId: string, role: 'act' | 'rehearse', reward: number): AdvantageRow => ({ promptId, rolloutId, role, reward });

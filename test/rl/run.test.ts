@@ -3,18 +3,15 @@
 // uninterrupted run ends). The reward is a test-chosen function so that advantages are non-zero.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
-import { createBackend } from '../../src/engine/index';
 import type { Task } from '../../src/env/domain';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
 import type { Qwen3Model } from '../../src/model/qwen3';
-import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { loadQwen3 } from '../../src/model/weights';
 import { GrpoRun, RunConfigError, type GrpoRunConfig } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
 import type { RolloutDomain } from '../../src/rollout/rollout';
-import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
+import { loadTinyPolicy } from '../fixtures/tiny-model';
 
 const retail = retailDomain(loadRetailBase());
 const domain: RolloutDomain = {
@@ -46,10 +43,7 @@ let model: Qwen3Model;
 let tok: Tokenizer;
 
 beforeAll(async () => {
-  backend = await createBackend('cpu-fast', { threads: 1 });
-  const src = new MemorySource(await tinyModelFiles(tinyConfig({ maxPositionEmbeddings: 2048 }), 13));
-  model = (await loadQwen3(src, backend, { format: 'f32' })).model;
-  tok = await Tokenizer.load(src);
+  ({ backend, model, tok } = await loadTinyPolicy(13));
 });
 afterAll(() => backend?.dispose());
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Step, ToolCall } from '../../src/env/domain';
-import { makeRow } from '../../src/rl/rows';
+import { makeRow } from '../../src/rollout/rows';
 import { summarizeFidelity } from '../../src/rollout/fidelity';
 import { matchToolCalls, summarizeRollouts } from '../../src/rollout/metrics';
 import type { RolloutBatch, RolloutRecord } from '../../src/rollout/rollout';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import { createBackend } from '../../src/engine/index';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { Task } from '../../src/env/domain';
 import { retailDomain } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
@@ -17,10 +17,11 @@ import type { Qwen3Model } from '../../src/model/qwen3';
 import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
-import { lossTokens, teacherForced } from '../../src/rl/rows';
+import { lossTokens, teacherForced } from '../../src/rollout/rows';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { evalRehearsalFidelity } from '../../src/rollout/fidelity-eval';
-import { RolloutConfigError, runRollouts, trainedRoles, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
+import { trainedRoles } from '../../src/method/modes';
+import { RolloutConfigError, runRollouts, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 
 const retail = retailDomain(loadRetailBase());

@@ -1,5 +1,5 @@
 // Finite-difference helpers for the gradient checks.
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 
 export function randn(rng: Rng, n: number, scale = 1): Float32Array {
   const a = new Float32Array(n);

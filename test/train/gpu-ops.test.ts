@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
 import { quantize } from '../../src/engine/quant';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { GrpoOptions } from '../../src/engine/train';
 import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
 import { gpuAvailable } from '../helpers/gpu';

@@ -3,7 +3,7 @@
 // SFT, and a GRPO step with clipping and KL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { WebGpuBackend } from '../../src/engine/webgpu/backend';
 import { createLoraAdapter } from '../../src/model/lora';
 import { randomWeights } from '../../src/model/random';

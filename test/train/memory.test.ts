@@ -1,7 +1,7 @@
 // predictTrainBytes: its arithmetic on the Qwen3-0.6B shape, and against the bytes a real WebGPU step
 // allocates on a small model (buffer pool off, so freed buffers are returned at once).
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { createWebGpuBackend } from '../../src/engine/webgpu/backend';
 import type { Qwen3Config } from '../../src/model/config';
 import { createLoraAdapter } from '../../src/model/lora';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Tensor } from '../../src/engine/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import { forward, KvCache, type Qwen3Model } from '../../src/model/qwen3';
 import { randomWeights } from '../../src/model/random';

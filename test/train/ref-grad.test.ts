@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { quantize } from '../../src/engine/quant';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import type { GrpoOptions } from '../../src/engine/train';
 import type { Tensor } from '../../src/engine/backend';
 import { dot, fdCheck, randn } from './fd';

@@ -2,7 +2,7 @@
 // the NaN guard, gradient accumulation, optimizer-state and PEFT adapter round trips.
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { Rng } from '../../src/engine/rng';
+import { Rng } from '../../src/util/rng';
 import { createLoraAdapter } from '../../src/model/lora';
 import { loadPeftAdapter, adapterToPeftFiles } from '../../src/model/peft';
 import { forward, KvCache } from '../../src/model/qwen3';

@@ -13,6 +13,7 @@ import type { Tokenizer } from '../../src/model/tokenizer';
 import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import { summarizeFidelity } from '../../src/rollout/fidelity';
 import { fullText, RolloutStepper, type RolloutDomain, type RolloutPolicy, type RoundOptions, type RoundReport } from '../../src/rollout/rollout';
+import { rehearses } from '../../src/method/modes';
 import type { ActSource, CallView, GenView, GroupRow, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
 import { realReasons, verdictReason, type VerdictContext } from './verdicts';
 
@@ -131,7 +132,7 @@ export class LabRollouts {
     return {
       steps: ep.steps,
       log: ep.log,
-      observations: ep.mode === 'real' ? 'real' : this.cfg.actSource === 'expert' ? 'expert-written' : 'rehearsed',
+      observations: !rehearses(ep.mode) ? 'real' : this.cfg.actSource === 'expert' ? 'expert-written' : 'rehearsed',
       endedEarly: ep.end === 'reply' ? null : this.endReason(e),
       isWrite: (n) => ep.env.isWrite(n),
       normaliseArgs: this.domain.normaliseArgs?.bind(this.domain),
@@ -155,7 +156,7 @@ export class LabRollouts {
           ? `reward 0 whatever the checklist says: ${end}`
           : ep.end === 'empty' ? 'an empty Act turn: reward −0.1 (rule J1)' : '';
       const cx = this.verdictContext(e);
-      if (ep.mode === 'real') {
+      if (!rehearses(ep.mode)) {
         const r = realReward(() => this.domain.createEnv(), task, ep.steps);
         const reasons = realReasons(r.db === 1, r.missingFacts, task.facts, cx);
         const items = [

@@ -10,7 +10,7 @@ import { generate } from '../../src/model/generate';
 import { adapterToPeftFiles, loadPeftAdapter } from '../../src/model/peft';
 import { FileMapSource } from '../../src/model/source';
 import type {
-  BackendKind, BudgetInfo, Capabilities, EnvInfo, WorldRequest, WorldName, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
+  BackendKind, BudgetInfo, EnvInfo, PolicyApi, WorldRequest, WorldName, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
   TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
 import { genView, itemLabel, LabRollouts, rehearseFailureText, type LabRolloutConfig } from './episode';
@@ -18,7 +18,7 @@ import { inspectFolder, loadPolicy, pickBackend, webGpuAdapter, type Policy } fr
 import { generate as gen } from '../../src/model/generate';
 import type { Backend } from '../../src/engine/backend';
 import { Training } from './training';
-import { privateRehearsalTask } from '../../src/rollout/private-rehearsal';
+import { privateRehearsalTask } from '../../src/eval/private-rehearsal';
 import type { Step } from '../../src/env/domain';
 import { serializeObservation } from '../../src/env/toolcall';
 
@@ -36,7 +36,7 @@ function endText(end: string, failure: string | null, cut: number | null | undef
   }
 }
 
-export class Lab {
+export class Lab implements PolicyApi {
   private domain: Domain | null = null;
   private full: BaseData | null = null;
   private world: WorldName = 'mini';
@@ -109,13 +109,6 @@ export class Lab {
   private limitsOf(r: { maxNewTokens: number; rehearseTokens: number }): { act: number; rehearse: number } {
     const b = this.budgets();
     return { act: r.maxNewTokens > 0 ? r.maxNewTokens : (b?.act ?? 96), rehearse: r.rehearseTokens > 0 ? r.rehearseTokens : (b?.rehearse ?? 640) };
-  }
-
-  capabilities(): Capabilities {
-    return {
-      train: null,
-      tts: null,
-    };
   }
 
   inspectFiles(files: File[]): Promise<FolderInfo> {

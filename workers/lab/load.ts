@@ -12,6 +12,7 @@ import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
 import type { BackendKind, FolderInfo, LoadRequest, WeightFormat } from '../../src/worker-protocol';
 import type { Domain } from '../../src/env/domain';
+import { defaultLoraAlpha } from '../../src/rl/grpo-config';
 import { placeholderTokenizer, randomConfig } from './placeholder';
 
 export interface Policy {
@@ -84,25 +85,21 @@ async function usable(src: ModelSource): Promise<boolean> {
   }
 }
 
-export async function bundledModelPresent(): Promise<boolean> {
-  return usable(new ServedFolder(BUNDLED_MODEL_URL));
-}
-
 export async function loadPolicy(req: LoadRequest, backend: Backend, domain: Domain): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'>> {
   const m = req.model;
   if (m.kind === 'random') {
     const tok = placeholderTokenizer(domain);
     const config = randomConfig(tok.size);
     const { model } = await buildQwen3(backend, config, randomWeights(config, 1234, 'f32'), { format: 'f32' });
-    const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: 2 * req.loraRank, seed: 1 });
+    const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
     return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', untrained: true };
   }
   const src: ModelSource = m.kind === 'bundled' ? new ServedFolder(BUNDLED_MODEL_URL) : m.kind === 'url' ? new ServedFolder(m.url) : new FileMapSource(m.files);
-  if (m.kind === 'bundled' && !(await usable(src))) throw new Error(`the bundled model is not present at ${BUNDLED_MODEL_URL} (models/default/ has no config.json yet)`);
+  if (m.kind === 'bundled' && !(await usable(src))) throw new Error(`the bundled model is not present at ${BUNDLED_MODEL_URL} (no models/default/config.json in this build)`);
   const tok = await Tokenizer.load(src);
   const { model } = await loadQwen3(src, backend, { format: req.format });
   checkTokenizerFits(tok, model.config.vocabSize);
-  const adapter = createLoraAdapter(backend, model.config, { name: 'default', rank: req.loraRank, alpha: 2 * req.loraRank, seed: 1 });
+  const adapter = createLoraAdapter(backend, model.config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
   const label = m.kind === 'bundled' ? 'bundled model (models/default)' : m.kind === 'url' ? m.url : `picked folder (${m.files.length} files)`;
   return { model, tok, adapter, label, untrained: false };
 }

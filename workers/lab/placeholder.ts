@@ -1,16 +1,17 @@
-// The placeholder policy until the bundled model exists: a Qwen3-shaped random-weight model with a
-// domain tokenizer. It is untrained: the UI says so wherever it shows its output.
+// The random placeholder policy, the model panel's untrained choice and the lab's fallback when the bundled
+// model does not load: a Qwen3-shaped random-weight model with a domain tokenizer. The UI says it is untrained
+// wherever it shows its output.
 import type { Domain } from '../../src/env/domain';
 import type { Qwen3Config } from '../../src/model/config';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { trainBpe } from '../../src/pretrain/bpe';
-import { SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/pretrain/hf-tokenizer';
+import { trainBpe } from '../../src/model/bpe';
+import { SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';
 
 /**
  * A domain BPE (the same trainer and file format the bundled policy's tokenizer comes from,
- * src/pretrain), trained in about a second on the expert's Act and Rehearse rows of a few training tasks.
+ * src/model/bpe.ts), trained in about a second on the expert's Act and Rehearse rows of a few training tasks.
  * Like the bundled tokenizer it compresses the constant tool block into a few tokens: an Act prompt is
  * ~300 tokens instead of ~9,600 bytes, which is what makes rollouts and training steps of the placeholder
  * fast enough to demonstrate, and its 2,048-token vocabulary keeps sampling cheap on slow adapters.
@@ -29,7 +30,7 @@ export function placeholderTokenizer(domain: Domain): Tokenizer {
   return Tokenizer.fromJSON(toTokenizerJson(bpe), toTokenizerConfig(bpe, '', 32768));
 }
 
-/** The placeholder until the bundled model exists: Qwen3-shaped, random weights, domain BPE vocabulary. */
+/** The placeholder's shape: Qwen3, tiny, with the domain BPE's vocabulary. */
 export function randomConfig(vocab: number): Qwen3Config {
   return {
     hiddenSize: 32,

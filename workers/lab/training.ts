@@ -6,7 +6,8 @@
 import type { Domain } from '../../src/env/domain';
 import { loadPeftAdapter, adapterToPeftFiles } from '../../src/model/peft';
 import { MemorySource } from '../../src/model/source';
-import { effectiveGroups, grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-trainer';
+import { effectiveGroups, trainedRoles } from '../../src/method/modes';
+import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
 import type { NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
@@ -68,10 +69,9 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
   };
 }
 
-/** Groups per prompt in a mode and grouping (role-wise with two trained roles: 2). */
+/** Groups per prompt in a mode and grouping (role-wise: one per trained role). */
 function groupsPerPrompt(req: TrainRequest): number {
-  const g = effectiveGroups(req.mode, req.grouping);
-  return g === 'role-wise' ? 2 : 1;
+  return effectiveGroups(req.mode, req.grouping) === 'role-wise' ? trainedRoles(req.mode).length : 1;
 }
 
 const PHASE: Record<RunPhase, string> = {

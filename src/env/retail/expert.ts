@@ -14,7 +14,7 @@
 //    exact text.
 // Each mistake is a failed call, so the database and the real reward are unaffected.
 
-import { hash32, Rng } from '../../engine/rng';
+import { deriveSeedFromText, hash32, Rng } from '../../util/rng';
 import type { ExpertOptions, ExpertResult, Observation, Step } from '../domain';
 import type { Environment } from '../env';
 import { rowsFromEpisode } from '../rows';
@@ -56,11 +56,11 @@ function describePm(pm: PaymentMethod): string {
   return pm.source === 'paypal' ? 'your PayPal account' : 'your gift card';
 }
 
+/** The seed of the expert's mistakes on a task: they depend on (seed, task), so a batch of tasks does not repeat one pattern. */
+export const mistakeSeed = (seed: number, taskId: string) => deriveSeedFromText(hash32(seed ^ 0x3e9e47), taskId);
+
 export function runRetailExpert(task: RetailTask, env: Environment, opts: ExpertOptions = {}): ExpertResult {
-  // Mistakes depend on (seed, task), so a batch of tasks does not repeat one pattern.
-  let h = hash32((opts.seed ?? 0) ^ 0x3e9e47);
-  for (let i = 0; i < task.id.length; i++) h = hash32(h ^ task.id.charCodeAt(i));
-  const ep = new Episode(env, new Rng(h), opts.mistakeRate ?? 0);
+  const ep = new Episode(env, new Rng(mistakeSeed(opts.seed ?? 0, task.id)), opts.mistakeRate ?? 0);
   const parts: string[] = [];
   const userId = authenticate(ep, task);
   if (userId === null) {

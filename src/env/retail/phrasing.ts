@@ -3,7 +3,7 @@
 // consent to act). Every fact the expert needs is in the text; the wording varies so a small policy cannot
 // key on one template.
 
-import type { Rng } from '../../engine/rng';
+import type { Rng } from '../../util/rng';
 import type { Address } from './types';
 import type { Auth, Change, PaymentRef, Request, RetailIntent } from './intent';
 

@@ -1,5 +1,5 @@
 // Sampling, one workgroup per row, implementing exactly the rule of src/engine/sampling.ts with the RNG of
-// src/engine/rng.ts ported to u32 arithmetic:
+// src/util/rng.ts ported to u32 arithmetic:
 //  - argmax with the lowest index on ties; logZ = log sum exp((x - max) / t), t = temperature or 1.
 //  - greedy (temperature <= 0): the argmax, logprob = -logZ.
 //  - else p_i = exp((x_i - max)/t - logZ). Nucleus threshold tau = the largest probability value v whose

@@ -1,6 +1,8 @@
 // A counter-based random stream shared bit-for-bit by every backend (the WGSL copy lives in
 // src/engine/webgpu and must stay identical): uniform(seed, step) depends only on its two u32 inputs,
-// so sampling is reproducible, resumable and the same on CPU and GPU.
+// so sampling is reproducible, resumable and the same on CPU and GPU. Seeds of sub-streams (an episode's
+// turn, a training step, an imagined attempt) are derived with deriveSeed, the one mixer every caller uses,
+// so a checkpointed run resumes on exactly the seeds it would have drawn.
 
 /** 32-bit integer hash (lowbias32, Chris Wellons). */
 export function hash32(x: number): number {
@@ -13,10 +15,32 @@ export function hash32(x: number): number {
   return x >>> 0;
 }
 
+/** 2^32 / golden ratio: multiplying a counter by it spreads consecutive values over the whole word. */
+const GOLDEN = 0x9e3779b9;
+
 /** Uniform in [0, 1) with 24 bits, exactly representable in f32. */
 export function uniform(seed: number, step: number): number {
-  const h = hash32(hash32(seed >>> 0) ^ Math.imul(step >>> 0, 0x9e3779b9));
+  const h = hash32(hash32(seed >>> 0) ^ Math.imul(step >>> 0, GOLDEN));
   return (h >>> 8) / 16777216;
+}
+
+/**
+ * A seed derived from `start` and a path of integer indices (episode, turn, attempt, …), one hash per index:
+ * h ← hash32(h ^ (i + 1)·φ). The + 1 keeps index 0 from being a bare rehash. Callers pass either a raw
+ * constant or hash32(seed) as `start`; the values are pinned by test/util/rng.test.ts, because saved runs
+ * resume on them.
+ */
+export function deriveSeed(start: number, ...path: number[]): number {
+  let h = start;
+  for (const i of path) h = hash32(h ^ Math.imul(i + 1, GOLDEN));
+  return h >>> 0;
+}
+
+/** A seed derived from `start` and a string (an id), one hash per UTF-16 code unit: h ← hash32(h ^ c). */
+export function deriveSeedFromText(start: number, text: string): number {
+  let h = start;
+  for (let i = 0; i < text.length; i++) h = hash32(h ^ text.charCodeAt(i));
+  return h >>> 0;
 }
 
 /** A small seeded generator for host-side use (init, shuffles, task sampling). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AdvantageError, computeAdvantages, type AdvantageRow, type Role } from '../../src/rl/advantage';
+import { AdvantageError, computeAdvantages, type AdvantageRow, type Role } from '../../src/method/advantage';
 
 // Prompt x, K = 3 rollouts with uneven row counts; prompt y, a single rollout with a single row.
 //   r1: R = 1.0, 3 act rows, 2 rehearse rows

@@ -6,7 +6,7 @@
 // what the environment (or its own Rehearse role) answered. Tokens appended to a response that were not
 // sampled (if a caller adds any, e.g. a forced end-of-turn) are kept as context with mask 0 and no
 // log-prob.
-import type { Role } from './advantage';
+import type { Role } from '../method/advantage';
 
 export interface TrainingRow {
   role: Role;
@@ -22,7 +22,7 @@ export interface TrainingRow {
   responseMask: Uint8Array;
   /** Trajectory reward of the rollout, written once the rollout ends. */
   reward: number;
-  /** Advantage from src/rl/advantage.ts; null = no loss (e.g. Rehearse rows under standard GRPO). */
+  /** Advantage from src/method/advantage.ts; null = no loss (e.g. Rehearse rows under standard GRPO). */
   advantage: number | null;
 }
 

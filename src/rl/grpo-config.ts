@@ -1,18 +1,17 @@
 // What a caller (the train CLI, the ablation script, the lab's worker) needs around a GrpoRun
 // (src/rl/run.ts, which does the stepping, checkpoints and exact resume): defaults sized for the bundled
-// policy, a complete run configuration from a few options, the task split, the advantage grouping a mode
-// really uses, and a one-line progress summary of a step. Browser-safe: no Node imports.
+// policy, a complete run configuration from a few options, the task split, and a one-line progress summary
+// of a step. Browser-safe: no Node imports.
 import type { Domain, Task } from '../env/domain';
 import { tokenBudgets } from '../rollout/budget';
-import { ROLLOUT_MODES, type RolloutMode } from '../rollout/episode';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import type { RolloutLimits } from '../rollout/rollout';
-import type { Baseline, GroupMode } from './advantage';
+import type { Baseline } from '../method/advantage';
+import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
 
 export const ADVANTAGES = ['role-wise', 'pooled'] as const;
 export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
-export { ROLLOUT_MODES };
 
 /**
  * Episode limits of the bundled policy's model card evaluation (src/pretrain/evaluate.ts EVAL_LIMITS):
@@ -56,18 +55,12 @@ export class TrainOptionsError extends Error {
   override readonly name = 'TrainOptionsError';
 }
 
-/**
- * The advantage grouping a mode actually trains with: with Act rows only (`real`, and `frozen-simulator`
- * whose Rehearse rows come from the frozen base) every group is the prompt's Act rows, i.e. standard GRPO,
- * whatever was asked.
- */
-export function effectiveGroups(mode: RolloutMode, asked: GroupMode): GroupMode {
-  return mode === 'real' || mode === 'frozen-simulator' ? 'standard' : asked;
-}
+/** LoRA alpha for a rank when none is given: 2·rank, the bundled policy's (the CLI's flag default and the lab's). */
+export const defaultLoraAlpha = (rank: number) => 2 * rank;
 
 /** A complete GrpoRun configuration; defaults are the bundled policy's (LoRA r 8, lr 1e-3, 4 prompts × 4). */
 export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
-  if (!ROLLOUT_MODES.includes(o.mode)) throw new TrainOptionsError(`mode must be one of ${ROLLOUT_MODES.join(', ')}, got ${String(o.mode)}`);
+  if (!isRolloutMode(o.mode)) throw new TrainOptionsError(`mode must be one of ${ROLLOUT_MODES.join(', ')}, got ${String(o.mode)}`);
   const adv = o.advantage ?? 'role-wise';
   if (!ADVANTAGES.includes(adv)) throw new TrainOptionsError(`advantage must be one of ${ADVANTAGES.join(', ')}, got ${String(adv)}`);
   const baseline = o.baseline ?? 'row-weighted';
@@ -87,7 +80,7 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     ...(o.rehearsePrompt ? { rehearsePrompt: o.rehearsePrompt } : {}),
     temperature: o.temperature ?? 1,
     kvReuse: true,
-    lora: { rank, alpha: o.alpha ?? 2 * rank },
+    lora: { rank, alpha: o.alpha ?? defaultLoraAlpha(rank) },
     lr: o.lr ?? 1e-3,
     klCoef: o.klCoef ?? 0,
     maxBatchTokens: o.maxBatchTokens ?? 4096,
