@@ -270,9 +270,19 @@ export interface TrainPoint {
   wallMs: number;
 }
 
+/** A held-out evaluation outside the steps: the starting policy's, before the first update. */
+export interface HeldOutEval {
+  step: number;
+  success: number;
+  /** Share of the held-out tasks' reference calls rehearsed exactly (null: not measured). */
+  fidelityExact: number | null;
+}
+
 export interface TrainStatus {
   /** The run's saved settings (null: no run in this browser). */
   config: TrainRequest | null;
+  /** The starting policy on the held-out tasks (step 0), measured before the first update when held-out evaluation is on. */
+  start: HeldOutEval | null;
   step: number;
   total: number;
   running: boolean;
@@ -341,7 +351,7 @@ export interface PolicyApi {
    * Run (or resume) GRPO steps until the run ends or trainPause(); onPoint fires after every step. `extend`:
    * add that many steps to a run (a finished one continues from its last checkpoint).
    */
-  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn, extend?: number): Promise<TrainStatus>;
+  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn, extend?: number, onStart?: (e: HeldOutEval) => void): Promise<TrainStatus>;
   /** Stop after the current step. */
   trainPause(): void;
   /** The run kept in this browser (OPFS), if any: its settings and every step so far. */

@@ -2,7 +2,7 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, TrainPoint, TrainStatus, TtsView,
+  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { settings } from './settings.svelte';
@@ -186,6 +186,10 @@ const onPoint = Comlink.proxy((p: TrainPoint) => {
   lab.train.step = p.step;
 });
 
+const onStart = Comlink.proxy((e: HeldOutEval) => {
+  if (lab.train) lab.train.start = e;
+});
+
 /** Start or resume the run; `extend` adds that many steps to it first (a finished run goes on). */
 export async function startTraining(extend = 0): Promise<void> {
   const req = {
@@ -209,7 +213,7 @@ export async function startTraining(extend = 0): Promise<void> {
   lab.training = true;
   try {
     if (extend > 0 && lab.train) lab.train = { ...lab.train, total: lab.train.total + extend };
-    const st = await run('training', () => api.trainStart(req, onPoint, onProgress, extend));
+    const st = await run('training', () => api.trainStart(req, onPoint, onProgress, extend, onStart));
     if (!st) await refreshTraining();
     if (st) lab.train = st;
   } finally {

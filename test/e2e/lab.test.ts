@@ -224,8 +224,12 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.locator('[data-testid=spread]').count()).toBe(2);
     expect(await page.textContent('[data-testid=spread] td:nth-child(2)')).toMatch(/^\d+ of \d+ groups/);
     expect(await page.textContent('[data-testid=train-legend]')).toContain('gradient norm');
-    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('2');
+    // The starting policy's held-out evaluation is the plot's step 0 and the summary's "before training".
+    expect(seen.__progress.some((t) => t.startsWith('before training') && t.includes('held-out evaluation'))).toBe(true);
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3');
     expect(await page.getAttribute('[data-testid=loss-plot]', 'data-points')).toBe('2');
+    expect(await page.textContent('[data-testid=heldout-summary]')).toMatch(/: \d\.\d\d before training → \d\.\d\d after step 2 \([+−±]\d+ points?\)\.$/);
+    expect(await page.textContent('[data-testid=spread-start]')).toContain('before training');
     expect(await page.textContent('[data-testid=train-line]')).toMatch(/^step 2\/2 +reward/);
     // The run's own logs (src/rl/run.ts files in OPFS) download as JSONL.
     const got: Record<string, string> = {};
@@ -236,7 +240,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     page.off('download', onDl);
     expect(got['metrics.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2]);
     expect(JSON.parse(got['rollouts.jsonl'].split('\n')[0])).toMatchObject({ step: 1, mode: 'rehearse' });
-    expect(got['eval.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([2]); // held-out eval every 2nd step (and after the last)
+    expect(got['eval.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([0, 2]); // the starting policy, then every 2nd step (and after the last)
     // The finished run goes on by one more step, without a reset.
     expect(await page.isDisabled('[data-testid=train-start]')).toBe(true);
     await page.fill('[data-testid=extend-by]', '1');
@@ -244,7 +248,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 240_000, interval: 500 }).toBe('3 of 3 training steps');
     await idle();
     expect(await page.isVisible('[data-testid=error]')).toBe(false);
-    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3');
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('4');
     expect(await page.textContent('[data-testid=train-line]')).toMatch(/^step 3\/3 +reward/);
     await shot('train', '[data-testid=train-panel]');
   }, 500_000);
@@ -309,7 +313,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
     await expect.poll(() => page.textContent('[data-testid=run-count]')).toBe(runs);
     await expect.poll(() => page.textContent('[data-testid=train-step-count]')).toBe('3 of 3 training steps');
-    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3');
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('4');
     // Tab reaches the Step button and Enter presses it.
     let reached = false;
     for (let i = 0; i < 80 && !reached; i++) {
@@ -444,7 +448,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 480_000, interval: 500 }).toBe('2 of 2 training steps');
     await idle();
     expect(await page.isVisible('[data-testid=error]')).toBe(false);
-    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('2');
+    expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3'); // step 0 (the starting policy) and two steps
     expect(pageErrors).toEqual([]);
     await shot('lesson-train', '[data-testid=train-panel]');
     await page.close();

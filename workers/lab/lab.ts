@@ -11,7 +11,7 @@ import { adapterToPeftFiles, loadPeftAdapter } from '../../src/model/peft';
 import { FileMapSource } from '../../src/model/source';
 import type {
   BackendKind, BudgetInfo, EnvInfo, PolicyApi, WorldRequest, WorldName, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
-  TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
+  HeldOutEval, TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
 import { genView, itemLabel, LabRollouts, rehearseFailureText, type LabRolloutConfig } from './episode';
 import { inspectFolder, loadPolicy, pickBackend, webGpuAdapter, type Policy } from './load';
@@ -331,7 +331,7 @@ export class Lab implements PolicyApi {
     });
   }
 
-  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn, extend = 0): Promise<TrainStatus> {
+  trainStart(req: TrainRequest, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn, extend = 0, onStart?: (e: HeldOutEval) => void): Promise<TrainStatus> {
     const p = this.need();
     if (!this.domain) throw new Error('the environment is not initialised');
     if (this.taskFile) throw new Error('training samples generated tasks of a world: switch the world from the task file to mini or retail');
@@ -339,7 +339,7 @@ export class Lab implements PolicyApi {
     const b = this.limitsOf(req);
     const resolved = { ...req, maxNewTokens: b.act, rehearseTokens: b.rehearse };
     return this.guarded((signal) =>
-      this.training.start(p, domain, this.world, resolved, signal, onPoint, onProgress, extend, () => this.checkCancel(signal)),
+      this.training.start(p, domain, this.world, resolved, signal, onPoint, onProgress, extend, () => this.checkCancel(signal), onStart),
     );
   }
 

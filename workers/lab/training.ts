@@ -10,7 +10,7 @@ import { effectiveGroups, trainedRoles } from '../../src/method/modes';
 import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
-import type { NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { HeldOutEval, NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
 import type { Policy } from './load';
 import { OpfsStore } from './opfs-store';
 
@@ -69,6 +69,8 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
   };
 }
 
+const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e.success, fidelityExact: e.fidelity ? finite(e.fidelity.exact) : null });
+
 /** Groups per prompt in a mode and grouping (role-wise: one per trained role). */
 function groupsPerPrompt(req: TrainRequest): number {
   return effectiveGroups(req.mode, req.grouping) === 'role-wise' ? trainedRoles(req.mode).length : 1;
@@ -114,8 +116,10 @@ export class Training {
     }
     const total = saved?.req.steps ?? 0;
     const gpp = saved ? groupsPerPrompt(saved.req) : 1;
+    const e0 = evals.get(0);
+    const start = e0 ? heldOutEval(e0) : null;
     const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step), [...(rolls.get(m.step)?.values() ?? [])], gpp));
-    return { config: saved?.req ?? null, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved?.world ?? 'retail' };
+    return { config: saved?.req ?? null, start, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved?.world ?? 'retail' };
   }
 
   async files(): Promise<NamedFile[]> {
@@ -145,7 +149,7 @@ export class Training {
    */
   async start(
     policy: Policy, domain: Domain, world: string, req: TrainRequest, signal: AbortSignal, onPoint: (p: TrainPoint) => void, onProgress: ProgressFn,
-    extend = 0, checkCancel: () => void = () => undefined,
+    extend = 0, checkCancel: () => void = () => undefined, onStart?: (e: HeldOutEval) => void,
   ): Promise<TrainStatus> {
     if (this.running) throw new Error('a run is already going');
     const st = await this.open();
@@ -200,7 +204,7 @@ export class Training {
         phase === 'rollouts' || phase === 'held-out evaluation'
           ? `${PHASE[phase]}: ${finished} of ${phase === 'rollouts' ? perStep : tasks.eval.length} finished${round ? ` (${round})` : ''}, ≈${tokens} tokens generated`
           : PHASE[phase];
-      onProgress({ phase: `step ${stepNo} of ${config.steps} · ${what}`, done: stepNo - 1 + (phase === 'rollouts' ? 0.8 * (finished / perStep) : 0.9), total: config.steps, etaMs: left });
+      onProgress({ phase: `${stepNo === 0 ? 'before training' : `step ${stepNo} of ${config.steps}`} · ${what}`, done: Math.max(0, stepNo - 1 + (phase === 'rollouts' ? 0.8 * (finished / perStep) : 0.9)), total: config.steps, etaMs: left });
     };
     const run = await GrpoRun.open(policy.model, policy.tok, domain, tasks, st, config, {
       signal,
@@ -222,6 +226,12 @@ export class Training {
     this.running = true;
     this.pauseAsked = false;
     try {
+      // The starting policy on the same held-out tasks, once per run: the dashboard's step 0, so a student sees
+      // what the training changed. It reads no random numbers, so the steps that follow are the same as without it.
+      if (run.step === 0 && (config.evalEvery ?? 0) > 0 && tasks.eval.length > 0 && !lines(await st.read('eval.jsonl')).some((l) => (JSON.parse(l) as EvalMetrics).step === 0)) {
+        stepNo = 0;
+        onStart?.(heldOutEval(await run.evaluate()));
+      }
       while (!run.done && !this.pauseAsked) {
         if (signal.aborted) throw new DOMException('cancelled', 'AbortError');
         stepNo = run.step + 1;

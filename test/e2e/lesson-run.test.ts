@@ -1,0 +1,69 @@
+// The lesson's whole training run in the browser, at the lab's default settings (40 GRPO steps in the real
+// environment, 4 prompts × K 4, LoRA rank 8, lr 1e-3, held-out evaluation of 100 tasks before training and
+// every 20 steps, seed 1): does held-out success end above the starting policy's, and how long does it take
+// on this machine? About ten minutes on the 2-core development machine, so it is not part of `npm test`:
+//
+//   LAB_LESSON_RUN=1 npx vitest run test/e2e/lesson-run.test.ts
+//   LAB_LESSON_RUN=1 LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e/lesson-run.test.ts   (the README's image and record)
+//
+// It writes the dashboard's screenshot (lesson-run.png) and a record of the run (lesson-run.json: settings as
+// the page shows them, the held-out success before and after, wall-clock, machine, date, commit).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const SHOTS = process.env.LAB_SCREENSHOTS ? resolve(ROOT, process.env.LAB_SCREENSHOTS) : join(tmpdir(), 'envace-lab-screenshots');
+const run = process.env.LAB_LESSON_RUN === '1' && chromiumAvailable();
+
+describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', () => {
+  let s: Served;
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    s = await serveAndLaunch();
+  }, 180_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('trains at the default settings and ends with held-out success above the starting policy', async () => {
+    const page = await s.browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(s.url);
+    await page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 300_000 });
+    expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
+    const settings = {
+      mode: await page.inputValue('[data-testid=train-mode]'),
+      steps: Number(await page.inputValue('[data-testid=train-steps]')),
+      heldOutTasks: Number(await page.inputValue('[data-testid=eval-tasks]')),
+      seed: Number(await page.inputValue('[data-testid=seed]')),
+      controls: await page.locator('[data-testid=train-panel] .controls label').allTextContents(),
+      values: await page.locator('[data-testid=train-panel] .controls input').evaluateAll((xs) => xs.map((x) => (x as HTMLInputElement).value)),
+      backend: await page.textContent('[data-testid=load-status]'),
+    };
+    const t0 = Date.now();
+    await page.click('[data-testid=train-start]');
+    await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 3_600_000, interval: 2_000 }).toBe(`${settings.steps} of ${settings.steps} training steps`);
+    await page.waitForSelector('[data-testid=busy]', { state: 'detached', timeout: 600_000 });
+    const wallS = (Date.now() - t0) / 1000;
+    expect(await page.isVisible('[data-testid=error]')).toBe(false);
+    const summary = (await page.textContent('[data-testid=heldout-summary]'))!.replace(/\s+/g, ' ').trim();
+    const m = /: (\d\.\d\d) before training → (\d\.\d\d) after step (\d+)/.exec(summary);
+    expect(m, summary).not.toBeNull();
+    const [before, after, atStep] = [Number(m![1]), Number(m![2]), Number(m![3])];
+    await page.addStyleTag({ content: '.statusbar { position: static !important; }' });
+    await page.locator('[data-testid=train-panel]').screenshot({ path: join(SHOTS, 'lesson-run.png') });
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const record = { date: new Date().toISOString(), commit, machine: `${cpus()[0]?.model.trim()} (${cpus().length} cores), Chromium headless`, settings, summary, before, after, atStep, wallS, pageErrors: errors };
+    writeFileSync(join(SHOTS, 'lesson-run.json'), JSON.stringify(record, null, 1) + '\n');
+    expect(errors).toEqual([]);
+    expect(atStep).toBe(settings.steps);
+    expect(after, summary).toBeGreaterThan(before);
+    await page.close();
+  }, 3_900_000);
+});
