@@ -5,7 +5,7 @@
 import type { Qwen3Config } from '../model/config';
 import { LORA_TARGETS, targetShape, type LoraTarget } from '../model/lora';
 import type { WeightFormat } from '../model/qwen3';
-import { paddedCols } from '../engine/quant';
+import { defaultEmbedFormat, paddedCols } from '../engine/quant';
 import { weightSpecs } from '../model/weights';
 
 export interface TrainShape {
@@ -20,6 +20,11 @@ export interface TrainShape {
 
 export interface TrainMemoryOptions {
   format: WeightFormat;
+  /**
+   * Format of the embedding table and the (untied) LM head, as BuildOptions.embedFormat: default
+   * defaultEmbedFormat(format), i.e. q8 under q4, as the loader keeps them.
+   */
+  embedFormat?: WeightFormat;
   mode: 'lora' | 'full';
   rank?: number;
   targets?: readonly LoraTarget[];
@@ -52,7 +57,9 @@ export function predictTrainBytes(c: Qwen3Config, s: TrainShape, o: TrainMemoryO
   const r = o.mode === 'lora' ? (o.rank ?? 8) : 0;
   const targets = o.mode === 'lora' ? (o.targets ?? LORA_TARGETS) : [];
 
-  const weights = weightSpecs(c).reduce((a, spec) => a + weightBytes(spec.shape, spec.quantizable, o.format), 0);
+  const embedFormat = o.embedFormat ?? defaultEmbedFormat(o.format);
+  const isTable = (name: string) => name === 'model.embed_tokens.weight' || name === 'lm_head.weight';
+  const weights = weightSpecs(c).reduce((a, spec) => a + weightBytes(spec.shape, spec.quantizable, isTable(spec.name) ? embedFormat : o.format), 0);
   let trainable: number;
   if (o.mode === 'full') trainable = 3 * weights; // grad, m, v next to the (f32) weights
   else trainable = 4 * F * L * targets.reduce((a, t) => a + r * targetShape(c, t).reduce((x, y) => x + y, 0), 0);
