@@ -150,7 +150,7 @@ export class Lab {
           onProgress({ phase: `timing ${order[0]} on this model (the WebGPU adapter is a software one: ${adapter.description})`, done: cands.length, total: 3 });
           this.checkCancel(signal);
           const { backend, kind } = await pickBackend(undefined, order);
-          const p = await loadPolicy(req, backend, domain);
+          const p = await loadPolicy(req, backend, domain, onProgress);
           cands.push({ backend, kind, p, ms: NaN });
           cands[cands.length - 1].ms = await calibrate(p, signal, () => this.checkCancel(signal));
         } catch (e) {
@@ -192,7 +192,7 @@ export class Lab {
       const { backend, kind, note } = await pickBackend(req.backend);
       onProgress({ phase: 'loading weights', done: 1, total: 3 });
       const why = !req.backend && kind === 'webgpu' && adapter ? `webgpu: a hardware adapter (${adapter.description})` : note;
-      chosen = { backend, kind, note: why, p: await loadPolicy(req, backend, domain) };
+      chosen = { backend, kind, note: why, p: await loadPolicy(req, backend, domain, onProgress) };
     }
     const { backend, kind, note, p } = chosen;
     this.policy = { ...p, backend, backendKind: kind, backendNote: note };
@@ -214,6 +214,7 @@ export class Lab {
       contextLength: c.maxPositionEmbeddings,
       loraRank: p.adapter.rank,
       loadMs: performance.now() - t0,
+      memory: p.memory,
     };
   }
 
