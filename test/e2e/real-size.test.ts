@@ -14,7 +14,7 @@
 // (LAB_REAL_SIZE_PHASE_S, default 3 h: SwiftShader runs a 0.6B at well under a token per second); a phase
 // that fails or runs out of time is recorded with how far it got, and the later phases are skipped.
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { getPriority, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page, Worker } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,19 +47,48 @@ function procs(): { pid: number; ppid: number; cmd: string }[] {
   return out;
 }
 
-/** Resident bytes of this run's Chromium (the browser process marked with MARK and its descendants), by process type. */
-function chromiumRss(): Record<string, number> {
+/** This run's Chromium: the browser process marked with MARK and its descendants. */
+function chromiumProcs(): { pid: number; ppid: number; cmd: string }[] {
   const all = procs();
   const root = all.find((p) => p.cmd.includes(MARK) && !p.cmd.includes('--type='));
-  if (!root) return {};
+  if (!root) return [];
   const mine = new Set([root.pid]);
   for (let grew = true; grew; ) {
     grew = false;
     for (const p of all) if (!mine.has(p.pid) && mine.has(p.ppid)) (mine.add(p.pid), (grew = true));
   }
+  return all.filter((p) => mine.has(p.pid));
+}
+
+// Chromium, when it may (as root), gives its GPU process's threads nice -8 and SwiftShader's threads nice 0,
+// whatever nice value it was started with: on a shared machine, run under `nice`, that would take the CPU
+// from everything else for hours. Every thread of this run's Chromium is kept at the runner's own nice value.
+const NICE = getPriority();
+function keepNice(ps: { pid: number }[]): void {
+  if (NICE <= 0) return;
+  for (const p of ps) {
+    let tids: string[] = [];
+    try {
+      tids = readdirSync(`/proc/${p.pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tids) {
+      try {
+        if (getPriority(Number(t)) !== NICE) setPriority(Number(t), NICE);
+      } catch {
+        /* gone, or not ours */
+      }
+    }
+  }
+}
+
+/** Resident bytes of this run's Chromium, by process type (and keeps its threads at the runner's nice value). */
+function chromiumRss(): Record<string, number> {
+  const mine = chromiumProcs();
+  keepNice(mine);
   const by: Record<string, number> = {};
-  for (const p of all) {
-    if (!mine.has(p.pid)) continue;
+  for (const p of mine) {
     const type = /--type=([\w-]+)/.exec(p.cmd)?.[1] ?? 'browser';
     try {
       const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p.pid}/status`, 'utf8'))?.[1] ?? 0);
@@ -97,6 +126,39 @@ function peftExpected(c: { hiddenSize: number; intermediateSize: number; numHead
   return m;
 }
 
+/**
+ * The lab worker's V8 heap through the DevTools protocol (Runtime.getHeapUsage: usedSize, and
+ * backingStorageSize = ArrayBuffer backing stores, where a read model file lives). performance.memory
+ * is not exposed in workers, so the page cannot report its worker's ArrayBuffers itself.
+ */
+async function workerHeap(page: Page): Promise<() => Promise<{ used: number; backing: number } | null>> {
+  const cdp = await page.context().newCDPSession(page);
+  const sessions: { sessionId: string; url: string }[] = [];
+  const pending = new Map<number, (m: { result?: { usedSize: number; backingStorageSize?: number } }) => void>();
+  cdp.on('Target.attachedToTarget', (e) => {
+    if (e.targetInfo.type === 'worker') sessions.push({ sessionId: e.sessionId, url: e.targetInfo.url });
+  });
+  cdp.on('Target.receivedMessageFromTarget', (e) => {
+    const m = JSON.parse(e.message) as { id?: number };
+    if (m.id !== undefined) pending.get(m.id)?.(m as never);
+  });
+  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
+  let id = 0;
+  return async () => {
+    const w = sessions.find((x) => /policy/i.test(x.url)) ?? sessions[0];
+    if (!w) return null;
+    const i = ++id;
+    const reply = new Promise<{ result?: { usedSize: number; backingStorageSize?: number } } | null>((res) => {
+      pending.set(i, res);
+      setTimeout(() => res(null), 5000);
+    });
+    await cdp.send('Target.sendMessageToTarget', { sessionId: w.sessionId, message: JSON.stringify({ id: i, method: 'Runtime.getHeapUsage' }) }).catch(() => undefined);
+    const m = await reply;
+    pending.delete(i);
+    return m?.result ? { used: m.result.usedSize, backing: m.result.backingStorageSize ?? 0 } : null;
+  };
+}
+
 describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in headless Chromium on WebGPU`, () => {
   let s: Served;
   let page: Page;
@@ -117,6 +179,9 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
   let phase = 'setup';
   const rssPeak: Record<string, Record<string, number>> = {};
   let sampler: ReturnType<typeof setInterval> | null = null;
+  // peak JS heap of the lab worker per phase (DevTools protocol), sampled every second
+  const heapPeak: Record<string, { used: number; backing: number; sum: number }> = {};
+  let heapSampler: ReturnType<typeof setInterval> | null = null;
 
   /** Run a phase with its own time limit; on failure the later phases are skipped (recorded as not reached). */
   const phaseRun = (name: string, fn: () => Promise<void>) =>
@@ -133,7 +198,8 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
           failed = `${name}: ${(e as Error).message.split('\n')[0]} (after ${((Date.now() - started) / 1000).toFixed(0)} s)`;
           throw e;
         } finally {
-          fig(name, 'phase_s', (Date.now() - started) / 1000, 's');
+          fig(name.split(':')[0], 'phase_s', (Date.now() - started) / 1000, 's');
+          writeRecord(false);
         }
       },
       PHASE_MS + 60_000,
@@ -161,32 +227,62 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
     }, 1000);
   }, 600_000);
 
-  afterAll(async () => {
-    if (sampler) clearInterval(sampler);
-    await s?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    // The record: what was measured, how far the run got.
+  /** The record: what was measured and how far the run got; rewritten after every phase, so a killed run leaves one. */
+  const writeRecord = (final: boolean) => {
     const model = `qwen3-0.6b-shape-${LAYERS}-layers-bf16-folder-q4`;
     const adapter = adapterName || 'google swiftshader (Chromium)';
+    const all = [...figures];
     for (const [ph, by] of Object.entries(rssPeak))
-      for (const [type, v] of Object.entries(by)) figures.push({ case: ph, metric: `chromium_rss_peak_${type}`, value: v, unit: 'bytes' });
-    figures.push({ case: 'run', metric: 'phases_completed', value: reached.length, unit: 'of 4', shape: reached.join('; ') + (failed ? ` | stopped: ${failed}` : '') });
-    figures.push({ case: 'run', metric: 'wall_s', value: (Date.now() - t0) / 1000, unit: 's' });
+      for (const [type, v] of Object.entries(by)) all.push({ case: ph.split(':')[0], metric: `chromium_rss_peak_${type}`, value: v, unit: 'bytes' });
+    for (const [ph, h] of Object.entries(heapPeak)) {
+      const c = ph.split(':')[0];
+      const how = 'lab worker, Runtime.getHeapUsage sampled every second';
+      all.push({ case: c, metric: 'js_heap_used_peak', value: h.used, unit: 'bytes', shape: how });
+      all.push({ case: c, metric: 'js_array_buffers_peak', value: h.backing, unit: 'bytes', shape: how });
+      all.push({ case: c, metric: 'js_heap_plus_array_buffers_peak', value: h.sum, unit: 'bytes', shape: how });
+    }
+    const state = failed ? ` | stopped: ${failed}` : final ? '' : ` | running: ${phase}`;
+    all.push({ case: 'run', metric: 'phases_completed', value: reached.length, unit: 'of 5', shape: reached.join('; ') + state });
+    all.push({ case: 'run', metric: 'wall_s', value: (Date.now() - t0) / 1000, unit: 's' });
     const date = new Date().toISOString();
     const machine = machineName(adapter);
     const commit = commitName();
-    const records: BenchRecord[] = figures.map((f) => ({ suite: 'real-size-e2e', backend: 'webgpu', threads: 1, model, adapter, machine, date, commit, ...f }));
+    const records: BenchRecord[] = all.map((f) => ({ suite: 'real-size-e2e', backend: 'webgpu', threads: 1, model, adapter, machine, date, commit, ...f }));
     const out = process.env.LAB_REAL_SIZE_OUT ?? (LAYERS === QWEN3_06B_CONFIG.numLayers ? '' : join(tmpdir(), `real-size-e2e-${LAYERS}-layers.json`));
     if (out) writeFileSync(out, JSON.stringify(records, null, 2) + '\n');
-    console.log(`[real-size] records written to ${out || writeResults('real-size-e2e', records)}`);
+    return out || writeResults('real-size-e2e', records);
+  };
+
+  afterAll(async () => {
+    if (sampler) clearInterval(sampler);
+    if (heapSampler) clearInterval(heapSampler);
+    await s?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    console.log(`[real-size] records written to ${writeRecord(true)}`);
   }, 120_000);
 
   phaseRun('load: the folder through the folder input, q4 on WebGPU, progress in bytes and tensors, memory shown', async () => {
     page = await s.browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     page.on('pageerror', (e) => pageErrors.push(e.message));
     const q = `backend=webgpu&format=q4&rank=${RANK}&maxNew=${MAX_NEW}&reh=${REH}&turns=1&k=2&prompts=1&steps=1&tmode=rehearse&evalEvery=0&seed=1`;
+    const heap = await workerHeap(page);
     await page.goto(`${s.url}?${q}`);
     await page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 600_000 });
+    let sampling = false;
+    heapSampler = setInterval(() => {
+      if (sampling) return;
+      sampling = true;
+      void heap()
+        .then((h) => {
+          if (!h) return;
+          const p = (heapPeak[phase] ??= { used: 0, backing: 0, sum: 0 });
+          p.used = Math.max(p.used, h.used);
+          p.backing = Math.max(p.backing, h.backing);
+          p.sum = Math.max(p.sum, h.used + h.backing);
+        })
+        .finally(() => (sampling = false));
+    }, 1000);
+    expect(await heap(), 'the lab worker answers Runtime.getHeapUsage').not.toBeNull();
     // Record every progress text while loading.
     await page.evaluate(() => {
       const w = window as unknown as { __progress: { t: number; text: string }[] };
@@ -235,9 +331,53 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
     if (jsPeak) fig('load', 'js_heap_peak_load', Number(jsPeak[1]) * (jsPeak[2] === 'GB' ? 1e9 : 1e6), 'bytes', 'V8 heap of the lab worker (performance.memory; ArrayBuffers not included)');
     const wm = /^weights ([\d.]+) (MB|GB)/.exec(mem)!;
     fig('load', 'weight_bytes', Number(wm[1]) * (wm[2] === 'GB' ? 1e9 : 1e6), 'bytes', 'q4, embedding q8');
+    const hp = heapPeak[phase];
+    if (hp) console.log(`[real-size] load: worker JS heap peak ${(hp.used / 1e6).toFixed(0)} MB, ArrayBuffers peak ${(hp.backing / 1e6).toFixed(0)} MB, together ${(hp.sum / 1e6).toFixed(0)} MB`);
     adapterName = ((await page.textContent('[data-testid=model-panel]')) ?? '').match(/WebGPU adapter(.*?)(\(a software adapter|Size)/)?.[1]?.trim() ?? '';
     expect(pageErrors).toEqual([]);
   });
+
+  /** Export the adapter; check the PEFT files' names, shapes and config against PEFT's layout for this config. */
+  const exportAndCheck = async (what: string) => {
+    const downloads: { name: string; path: string }[] = [];
+    const onDownload = async (d: import('playwright-core').Download) => downloads.push({ name: d.suggestedFilename(), path: (await d.path())! });
+    page.on('download', onDownload);
+    const e0 = Date.now();
+    await page.click('[data-testid=export-adapter]');
+    await expect.poll(() => downloads.length, { timeout: 600_000 }).toBe(2);
+    page.off('download', onDownload);
+    fig(what, 'export_s', (Date.now() - e0) / 1000, 's');
+    const byName = Object.fromEntries(downloads.map((d) => [d.name, d.path]));
+    const cfg = JSON.parse(readFileSync(byName['adapter_config.json'], 'utf8'));
+    expect(cfg).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: RANK, lora_alpha: 2 * RANK, bias: 'none', fan_in_fan_out: false, use_dora: false, use_rslora: false });
+    expect([...cfg.target_modules].sort()).toEqual(['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']);
+    const st = readFileSync(byName['adapter_model.safetensors']);
+    const headerLen = Number(st.readBigUInt64LE(0));
+    const header = JSON.parse(st.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+    const got = new Map(Object.entries(header).filter(([k]) => k !== '__metadata__'));
+    const want = peftExpected(QWEN3_06B_CONFIG, LAYERS, RANK);
+    expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+    const data = st.subarray(8 + headerLen);
+    let bFinite = true;
+    for (const [name, shape] of want) {
+      const t = got.get(name)!;
+      expect(t.shape, name).toEqual(shape);
+      expect(t.dtype).toBe('F32');
+      expect(t.data_offsets[1] - t.data_offsets[0]).toBe(4 * shape[0] * shape[1]);
+      if (name.endsWith('lora_B.weight')) {
+        const v = new Float32Array(data.buffer.slice(data.byteOffset + t.data_offsets[0], data.byteOffset + t.data_offsets[1]));
+        bFinite &&= v.every(Number.isFinite);
+      }
+    }
+    expect(bFinite).toBe(true);
+    // Qwen3-0.6B's layer 0 q_proj (in 1024, out 16 heads x 128): A [r, 1024], B [2048, r]
+    expect(got.get('base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight')!.shape).toEqual([RANK, 1024]);
+    expect(got.get('base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight')!.shape).toEqual([2048, RANK]);
+    fig(what, 'adapter_bytes', st.length, 'bytes', `${want.size} tensors`);
+    expect(pageErrors).toEqual([]);
+  };
+
+  phaseRun('export (fresh adapter): PEFT files whose names and shapes match PEFT for this config', () => exportAndCheck('export-fresh'));
 
   phaseRun('rollout: one rehearse rollout with the real chat template (expert Act turn scored by the policy, policy rehearsal)', async () => {
     await page.selectOption('[data-testid=mode-select]', 'rehearse');
@@ -297,29 +437,6 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
     fig('train', 'gpu_bytes_after_step', w.gpuBytes ?? NaN, 'bytes');
   });
 
-  phaseRun('export: PEFT files whose names and shapes match PEFT for this config', async () => {
-    const downloads: { name: string; path: string }[] = [];
-    page.on('download', async (d) => downloads.push({ name: d.suggestedFilename(), path: (await d.path())! }));
-    await page.click('[data-testid=export-adapter]');
-    await expect.poll(() => downloads.length, { timeout: 600_000 }).toBe(2);
-    const byName = Object.fromEntries(downloads.map((d) => [d.name, d.path]));
-    const cfg = JSON.parse(readFileSync(byName['adapter_config.json'], 'utf8'));
-    expect(cfg).toMatchObject({ peft_type: 'LORA', task_type: 'CAUSAL_LM', r: RANK, lora_alpha: 2 * RANK, bias: 'none', fan_in_fan_out: false, use_dora: false, use_rslora: false });
-    expect([...cfg.target_modules].sort()).toEqual(['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']);
-    const st = readFileSync(byName['adapter_model.safetensors']);
-    const headerLen = Number(st.readBigUInt64LE(0));
-    const header = JSON.parse(st.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
-    const got = new Map(Object.entries(header).filter(([k]) => k !== '__metadata__'));
-    const want = peftExpected(QWEN3_06B_CONFIG, LAYERS, RANK);
-    expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
-    for (const [name, shape] of want) {
-      expect(got.get(name)!.shape, name).toEqual(shape);
-      expect(got.get(name)!.dtype).toBe('F32');
-    }
-    // e.g. layer 0's q_proj: A [r, 1024], B [2048, r] for Qwen3-0.6B
-    expect(got.get('base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight')!.shape).toEqual([RANK, 1024]);
-    expect(got.get('base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight')!.shape).toEqual([2048, RANK]);
-    fig('export', 'adapter_bytes', st.length, 'bytes', `${want.size} tensors`);
-    expect(pageErrors).toEqual([]);
-  });
+
+  phaseRun('export (trained adapter): the same check after the GRPO step', () => exportAndCheck('export-trained'));
 });

@@ -10,7 +10,7 @@ import { randomWeights } from '../../src/model/random';
 import { buildQwen3 } from '../../src/model/weights';
 import { packBatch } from '../../src/train/batch';
 import { trackDeviceBytes } from '../../src/train/measure';
-import { predictTrainBytes } from '../../src/train/memory';
+import { loadedWeightBytes, minBindingBytes, predictTrainBytes } from '../../src/train/memory';
 import { Trainer } from '../../src/train/trainer';
 import { gpuAvailable, nodeGpu } from '../helpers/gpu';
 import { tinyConfig } from '../fixtures/tiny-model';
@@ -52,6 +52,16 @@ describe('predictTrainBytes', () => {
     // q8 and f32 keep their own format for the table
     const f32 = predictTrainBytes(QWEN3_06B, shape, { format: 'f32', ...lora });
     expect(f32.weights).toBe(4 * paramCount(QWEN3_06B));
+  });
+
+  it('the smallest binding a WebGPU device needs: one row of the widest weight, or of f32 logits', () => {
+    // Qwen3-0.6B: a row of f32 logits (151,936 x 4 B) beats any weight row (down_proj: 3072 wide)
+    expect(minBindingBytes(QWEN3_06B, 'q4')).toBe(4 * 151936);
+    const wide = { ...QWEN3_06B, vocabSize: 1000, intermediateSize: 1 << 20 };
+    expect(minBindingBytes(wide, 'f32')).toBe(4 << 20); // a down_proj row of 2^20 f32
+    expect(minBindingBytes(wide, 'q8')).toBe((1 << 20) + 4);
+    expect(minBindingBytes(wide, 'q4')).toBe((1 << 19) + 4 * (1 << 15));
+    expect(loadedWeightBytes(QWEN3_06B, 'q4')).toBe(predictTrainBytes(QWEN3_06B, { tokens: 1, slots: 1, maxT: 1 }, { format: 'q4', mode: 'lora' }).weights);
   });
 
   for (const [format, embedFormat] of [['q4', undefined], ['q4', 'q4'], ['q4', 'f32'], ['q8', undefined], ['f32', undefined]] as const)
