@@ -195,7 +195,8 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
           await fn();
           reached.push(name);
         } catch (e) {
-          failed = `${name}: ${(e as Error).message.split('\n')[0]} (after ${((Date.now() - started) / 1000).toFixed(0)} s)`;
+          const bar = page ? ((await page.textContent('.statusbar', { timeout: 5000 }).catch(() => '')) ?? '').replace(/\s+/g, ' ').trim() : '';
+          failed = `${name.split(':')[0]}: ${(e as Error).message.split('\n')[0]} (after ${((Date.now() - started) / 1000).toFixed(0)} s${bar ? `; status bar: ${bar}` : ''})`;
           throw e;
         } finally {
           fig(name.split(':')[0], 'phase_s', (Date.now() - started) / 1000, 's');
