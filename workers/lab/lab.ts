@@ -14,7 +14,7 @@ import type {
   TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
 import { genView, itemLabel, LabRollouts, rehearseFailureText, type LabRolloutConfig } from './episode';
-import { inspectFolder, loadPolicy, pickBackend, webGpuAdapter, type Policy } from './load';
+import { inspectFolder, loadPolicy, pickBackend, reportMemoryOf, webGpuAdapter, type Policy } from './load';
 import { generate as gen } from '../../src/model/generate';
 import type { Backend } from '../../src/engine/backend';
 import { Training } from './training';
@@ -196,6 +196,7 @@ export class Lab {
     }
     const { backend, kind, note, p } = chosen;
     this.policy = { ...p, backend, backendKind: kind, backendNote: note };
+    reportMemoryOf(backend);
     this.budget = null;
     onProgress({ phase: 'ready', done: 3, total: 3 });
     const c = p.model.config;

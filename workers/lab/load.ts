@@ -117,6 +117,11 @@ export function gpuBytesOf(backend: Backend): DeviceBytes | null {
  */
 let lastMemory: () => { jsHeap: number | null; gpuBytes: number | null; gpuPeak: number | null } = () => ({ jsHeap: jsHeapBytes(), gpuBytes: null, gpuPeak: null });
 (self as unknown as { __labMemory: () => unknown }).__labMemory = () => lastMemory();
+/** Point __labMemory at the backend the lab kept (the calibration loads on two). */
+export function reportMemoryOf(backend: Backend): void {
+  const gpu = gpuBytesOf(backend);
+  lastMemory = () => ({ jsHeap: jsHeapBytes(), gpuBytes: gpu?.live() ?? null, gpuPeak: gpu?.peak() ?? null });
+}
 
 /** Picked files, read in chunks (progress in bytes) into one buffer; otherwise as FileMapSource. */
 class PickedFiles implements ModelSource {
@@ -181,7 +186,6 @@ export async function loadPolicy(
   const m = req.model;
   const gpu = gpuBytesOf(backend);
   gpu?.resetPeak();
-  lastMemory = () => ({ jsHeap: jsHeapBytes(), gpuBytes: gpu?.live() ?? null, gpuPeak: gpu?.peak() ?? null });
   let heapPeak = jsHeapBytes();
   const sampleHeap = () => {
     const h = jsHeapBytes();
