@@ -72,6 +72,19 @@ export interface LoadInfo {
   contextLength: number;
   loraRank: number;
   loadMs: number;
+  /** What loading took in memory (absent where not measured). */
+  memory?: LoadMemory;
+}
+
+/** Memory of a load: the JS heap's peak (null where the browser does not expose it), GPU buffers (null on a CPU backend). */
+export interface LoadMemory {
+  /** Highest V8 JS heap in use seen while loading (Chromium's performance.memory; ArrayBuffers not included). */
+  jsHeapPeak: number | null;
+  /** Bytes of GPU buffers alive after the load, and their peak during it. */
+  gpuBytes: number | null;
+  gpuPeak: number | null;
+  /** Bytes of the weights as stored on the backend (computed from the config and format). */
+  weightBytes: number;
 }
 
 /** What a picked model folder holds, read before any weight is loaded. */

@@ -37,7 +37,8 @@ const QWEN3_06B: Qwen3Config = {
   rmsNormEps: 1e-6, ropeTheta: 1_000_000, vocabSize: 151936, tieWordEmbeddings: true, maxPositionEmbeddings: 40960,
 };
 const MEM_TOKENS = 1024;
-const MEM_OPTS = { format: 'q4' as const, mode: 'lora' as const, rank: 16, recompute: true, headChunk: 64 };
+// embedFormat q4: randomWeights(…, 'q4') hands the loader a q4 table, which it keeps as it is
+const MEM_OPTS = { format: 'q4' as const, embedFormat: 'q4' as const, mode: 'lora' as const, rank: 16, recompute: true, headChunk: 64 };
 
 function batchOf(c: Qwen3Config, seqs: number, len: number, seed: number) {
   const rng = new Rng(seed);
@@ -94,7 +95,7 @@ async function midMemory(ctx: BenchContext): Promise<void> {
   try {
     const track = trackDeviceBytes(b.ctx.device);
     const tokens = ctx.quick ? 64 : 256;
-    const opts = { format: 'q4' as const, mode: 'lora' as const, rank: 16, recompute: true, headChunk: 64 };
+    const opts = { format: 'q4' as const, embedFormat: 'q4' as const, mode: 'lora' as const, rank: 16, recompute: true, headChunk: 64 }; // a q4 table, as randomWeights hands over
     const { model } = await buildQwen3(b, MID, randomWeights(MID, 1, 'q4'), { format: 'q4' });
     const adapter = createLoraAdapter(b, MID, { name: 'mem', rank: opts.rank, alpha: 32, seed: 2 });
     const tr = new Trainer(model, { mode: 'lora', adapter, recompute: true, headChunk: opts.headChunk, schedule: { kind: 'constant', lr: 1e-4 }, loss: { kind: 'ce' } });

@@ -93,6 +93,8 @@ export interface BuildOptions {
   embedFormat?: WeightFormat;
   /** Keep the host copy of every weight (as uploaded: quantized where quantized), e.g. for ONNX export. */
   keepHost?: boolean;
+  /** Called after each weight is uploaded: tensors done of total, and that weight's element count (progress). */
+  onWeight?: (done: number, total: number, spec: WeightSpec) => void;
 }
 
 export interface LoadedModel {
@@ -111,11 +113,13 @@ export async function buildQwen3(
   const tensors = new Map<string, Tensor>();
   const host: HostWeights | null = opts.keepHost ? new Map() : null;
   const embedFormat = opts.embedFormat ?? defaultEmbedFormat(opts.format);
+  const total = opts.onWeight ? weightCount(c) : 0;
   for (const spec of weightSpecIter(c)) {
     const isTable = spec.name === 'model.embed_tokens.weight' || spec.name === 'lm_head.weight';
     const u = upload(b, spec, await next(spec), isTable ? embedFormat : opts.format);
     tensors.set(spec.name, u.tensor);
     host?.set(spec.name, u.host);
+    opts.onWeight?.(tensors.size, total, spec);
   }
   const get = (n: string) => tensors.get(n)!;
   const layers: LayerWeights[] = [];

@@ -5,7 +5,7 @@
 import type { Qwen3Config } from '../model/config';
 import { LORA_TARGETS, targetShape, type LoraTarget } from '../model/lora';
 import type { WeightFormat } from '../model/qwen3';
-import { paddedCols } from '../engine/quant';
+import { defaultEmbedFormat, paddedCols } from '../engine/quant';
 import { weightSpecs } from '../model/weights';
 
 export interface TrainShape {
@@ -20,6 +20,11 @@ export interface TrainShape {
 
 export interface TrainMemoryOptions {
   format: WeightFormat;
+  /**
+   * Format of the embedding table and the (untied) LM head, as BuildOptions.embedFormat: default
+   * defaultEmbedFormat(format), i.e. q8 under q4, as the loader keeps them.
+   */
+  embedFormat?: WeightFormat;
   mode: 'lora' | 'full';
   rank?: number;
   targets?: readonly LoraTarget[];
@@ -43,6 +48,26 @@ function weightBytes(shape: readonly number[], quantizable: boolean, format: Wei
   return format === 'q8' ? N * stride + 4 * N : N * (stride / 2) + 4 * N * (stride / 32);
 }
 
+/** Device bytes of a model's weights as the loader stores them (the embedding / LM head as `embedFormat`). */
+export function loadedWeightBytes(c: Qwen3Config, format: WeightFormat, embedFormat: WeightFormat = defaultEmbedFormat(format)): number {
+  return weightSpecs(c).reduce((a, spec) => a + weightBytes(spec.shape, spec.quantizable, isTable(spec.name) ? embedFormat : format), 0);
+}
+
+/**
+ * The smallest storage binding a WebGPU device needs for this model: weights are split by rows across
+ * buffers, so one row of the widest weight (f32 for the norms), and one row of f32 logits, must fit.
+ */
+export function minBindingBytes(c: Qwen3Config, format: WeightFormat, embedFormat: WeightFormat = defaultEmbedFormat(format)): number {
+  let most = 4 * c.vocabSize;
+  for (const spec of weightSpecs(c)) {
+    const row = spec.shape.length === 1 ? spec.shape : [1, spec.shape[1]];
+    most = Math.max(most, weightBytes(row, spec.quantizable, isTable(spec.name) ? embedFormat : format));
+  }
+  return most;
+}
+
+const isTable = (name: string) => name === 'model.embed_tokens.weight' || name === 'lm_head.weight';
+
 export function predictTrainBytes(c: Qwen3Config, s: TrainShape, o: TrainMemoryOptions): TrainBytes {
   const F = 4; // bytes per f32
   const { hiddenSize: d, intermediateSize: f, numLayers: L } = c;
@@ -52,7 +77,7 @@ export function predictTrainBytes(c: Qwen3Config, s: TrainShape, o: TrainMemoryO
   const r = o.mode === 'lora' ? (o.rank ?? 8) : 0;
   const targets = o.mode === 'lora' ? (o.targets ?? LORA_TARGETS) : [];
 
-  const weights = weightSpecs(c).reduce((a, spec) => a + weightBytes(spec.shape, spec.quantizable, o.format), 0);
+  const weights = loadedWeightBytes(c, o.format, o.embedFormat ?? defaultEmbedFormat(o.format));
   let trainable: number;
   if (o.mode === 'full') trainable = 3 * weights; // grad, m, v next to the (f32) weights
   else trainable = 4 * F * L * targets.reduce((a, t) => a + r * targetShape(c, t).reduce((x, y) => x + y, 0), 0);

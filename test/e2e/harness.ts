@@ -42,7 +42,7 @@ export interface Served {
   close(): Promise<void>;
 }
 
-export async function serveAndLaunch(): Promise<Served> {
+export async function serveAndLaunch(opts: { extraArgs?: string[] } = {}): Promise<Served> {
   const outDir = mkdtempSync(join(tmpdir(), 'envace-lab-e2e-'));
   await build({ logLevel: 'warn', build: { outDir, emptyOutDir: true } });
   const port = await freePort();
@@ -51,7 +51,7 @@ export async function serveAndLaunch(): Promise<Served> {
     chromium.launch({
       executablePath: CHROMIUM,
       ignoreDefaultArgs: ['--headless'],
-      args: ['--headless=new', '--no-sandbox', ...(webgpu ? ['--enable-unsafe-webgpu'] : []), '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: ['--headless=new', '--no-sandbox', ...(webgpu ? ['--enable-unsafe-webgpu'] : []), '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...(opts.extraArgs ?? [])],
       handleSIGTERM: false,
     });
   const browser = await launch(true);

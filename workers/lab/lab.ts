@@ -14,7 +14,7 @@ import type {
   HeldOutEval, TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
 import { genView, itemLabel, LabRollouts, rehearseFailureText, type LabRolloutConfig } from './episode';
-import { inspectFolder, loadPolicy, pickBackend, webGpuAdapter, type Policy } from './load';
+import { inspectFolder, loadPolicy, pickBackend, reportMemoryOf, webGpuAdapter, type Policy } from './load';
 import { generate as gen } from '../../src/model/generate';
 import type { Backend } from '../../src/engine/backend';
 import { Training } from './training';
@@ -143,7 +143,7 @@ export class Lab implements PolicyApi {
           onProgress({ phase: `timing ${order[0]} on this model (the WebGPU adapter is a software one: ${adapter.description})`, done: cands.length, total: 3 });
           this.checkCancel(signal);
           const { backend, kind } = await pickBackend(undefined, order);
-          const p = await loadPolicy(req, backend, domain);
+          const p = await loadPolicy(req, backend, domain, onProgress);
           cands.push({ backend, kind, p, ms: NaN });
           cands[cands.length - 1].ms = await calibrate(p, signal, () => this.checkCancel(signal));
         } catch (e) {
@@ -185,10 +185,11 @@ export class Lab implements PolicyApi {
       const { backend, kind, note } = await pickBackend(req.backend);
       onProgress({ phase: 'loading weights', done: 1, total: 3 });
       const why = !req.backend && kind === 'webgpu' && adapter ? `webgpu: a hardware adapter (${adapter.description})` : note;
-      chosen = { backend, kind, note: why, p: await loadPolicy(req, backend, domain) };
+      chosen = { backend, kind, note: why, p: await loadPolicy(req, backend, domain, onProgress) };
     }
     const { backend, kind, note, p } = chosen;
     this.policy = { ...p, backend, backendKind: kind, backendNote: note };
+    reportMemoryOf(backend);
     this.budget = null;
     onProgress({ phase: 'ready', done: 3, total: 3 });
     const c = p.model.config;
@@ -207,6 +208,7 @@ export class Lab implements PolicyApi {
       contextLength: c.maxPositionEmbeddings,
       loraRank: p.adapter.rank,
       loadMs: performance.now() - t0,
+      memory: p.memory,
     };
   }
 

@@ -1,16 +1,21 @@
 // Getting a policy onto a backend: pick the backend (WebGPU, else the CPU fast path, else the CPU
 // reference), then load a Hugging Face folder (bundled, URL or picked files) or build the random-weight
-// placeholder. Also: what a picked folder holds and how much memory it will take, before loading it.
+// placeholder. Also: what a picked folder holds and how much memory it will take, before loading it;
+// while loading, progress in bytes and tensors, and the memory it took (JS heap, GPU buffers).
 import { createBackend } from '../../src/engine';
 import type { Backend } from '../../src/engine/backend';
+import { defaultEmbedFormat } from '../../src/engine/quant';
 import { CONFIG_FILE, paramCount, parseQwen3Config } from '../../src/model/config';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { randomWeights } from '../../src/model/random';
-import { FetchSource, FileMapSource, readJson, type ModelSource } from '../../src/model/source';
+import { parseSafetensors } from '../../src/model/safetensors';
+import { FetchSource, FileMapSource, missing, readJson, type ModelSource } from '../../src/model/source';
 import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
-import type { BackendKind, FolderInfo, LoadRequest, WeightFormat } from '../../src/worker-protocol';
+import { trackDeviceBytes, type DeviceBytes } from '../../src/train/measure';
+import { loadedWeightBytes, minBindingBytes } from '../../src/train/memory';
+import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, ProgressFn, WeightFormat } from '../../src/worker-protocol';
 import type { Domain } from '../../src/env/domain';
 import { defaultLoraAlpha } from '../../src/rl/grpo-config';
 import { placeholderTokenizer, randomConfig } from './placeholder';
@@ -85,23 +90,161 @@ async function usable(src: ModelSource): Promise<boolean> {
   }
 }
 
-export async function loadPolicy(req: LoadRequest, backend: Backend, domain: Domain): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'>> {
+const MB = (b: number) => `${(b / 1e6).toLocaleString('en-US', { maximumFractionDigits: 0 })} MB`;
+
+/** V8's JS heap in use, where the browser exposes it (Chromium's performance.memory); null elsewhere. */
+export function jsHeapBytes(): number | null {
+  const m = (self.performance as Performance & { memory?: { usedJSHeapSize: number } }).memory;
+  return m && typeof m.usedJSHeapSize === 'number' ? m.usedJSHeapSize : null;
+}
+
+const trackers = new WeakMap<GPUDevice, DeviceBytes>();
+/** Bytes of every GPU buffer a WebGPU backend's device holds (counted from its first call here); null for a CPU backend. */
+export function gpuBytesOf(backend: Backend): DeviceBytes | null {
+  const device = (backend as Backend & { ctx?: { device?: GPUDevice } }).ctx?.device;
+  if (!device) return null;
+  let t = trackers.get(device);
+  if (!t) trackers.set(device, (t = trackDeviceBytes(device)));
+  return t;
+}
+
+/**
+ * The memory of the policy loaded last, now: JS heap, GPU buffers alive and their peak since the load.
+ * Read by the real-size E2E through playwright (self.__labMemory in the worker), not part of the protocol.
+ */
+let lastMemory: () => { jsHeap: number | null; gpuBytes: number | null; gpuPeak: number | null } = () => ({ jsHeap: jsHeapBytes(), gpuBytes: null, gpuPeak: null });
+(self as unknown as { __labMemory: () => unknown }).__labMemory = () => lastMemory();
+/** Point __labMemory at the backend the lab kept (the calibration loads on two). */
+export function reportMemoryOf(backend: Backend): void {
+  const gpu = gpuBytesOf(backend);
+  lastMemory = () => ({ jsHeap: jsHeapBytes(), gpuBytes: gpu?.live() ?? null, gpuPeak: gpu?.peak() ?? null });
+}
+
+/** Picked files, read in chunks (progress in bytes) into one buffer; otherwise as FileMapSource. */
+class PickedFiles implements ModelSource {
+  readonly label = 'the selected files';
+  private readonly files = new Map<string, File>();
+  constructor(
+    files: Iterable<File>,
+    private readonly onBytes: (name: string, done: number, total: number) => void,
+  ) {
+    for (const f of files) this.files.set(f.name.split('/').pop()!, f);
+  }
+  async has(name: string): Promise<boolean> {
+    return this.files.has(name);
+  }
+  async read(name: string): Promise<Uint8Array> {
+    const f = this.files.get(name);
+    if (!f) throw missing(name, this);
+    if (f.size < 16 << 20) return new FileMapSource([f]).read(f.name.split('/').pop()!);
+    let out: Uint8Array;
+    try {
+      out = new Uint8Array(f.size);
+    } catch (e) {
+      throw new Error(`this browser could not allocate ${MB(f.size)} to read ${name} (${(e as Error).message}): close other tabs, or use a smaller model`);
+    }
+    const reader = f.stream().getReader();
+    let at = 0;
+    let told = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      out.set(value, at);
+      at += value.length;
+      if (at - told >= 32 << 20 || at === f.size) (this.onBytes(name, at, f.size), (told = at));
+    }
+    if (at !== f.size) throw new Error(`${name}: read ${at} bytes of ${f.size} (the file changed while it was read?)`);
+    return out;
+  }
+}
+
+/**
+ * Refuses, before any weight is read, a model the WebGPU device cannot hold in one binding: weights are
+ * split by rows across buffers, but one row of a weight, one row of logits, must fit.
+ */
+export function checkGpuLimits(c: Qwen3Model['config'], format: WeightFormat, backend: Backend): void {
+  const ctx = (backend as Backend & { ctx?: { maxBindingBytes?: number } }).ctx;
+  if (!ctx?.maxBindingBytes) return;
+  const need = minBindingBytes(c, format);
+  if (need > ctx.maxBindingBytes)
+    throw new Error(
+      `this WebGPU adapter's limits are too small for this model: it needs buffers of at least ${MB(need)} ` +
+        `(one row of its largest ${format} weight or of its logits), the adapter binds at most ${MB(ctx.maxBindingBytes)} ` +
+        `(maxStorageBufferBindingSize / maxBufferSize). Pick the CPU backend, or a smaller model.`,
+    );
+}
+
+export async function loadPolicy(
+  req: LoadRequest,
+  backend: Backend,
+  domain: Domain,
+  onProgress?: ProgressFn,
+): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'> & { memory: LoadMemory }> {
   const m = req.model;
+  const gpu = gpuBytesOf(backend);
+  gpu?.resetPeak();
+  let heapPeak = jsHeapBytes();
+  const sampleHeap = () => {
+    const h = jsHeapBytes();
+    if (h !== null) heapPeak = Math.max(heapPeak ?? 0, h);
+  };
+  const memory = (weightBytes: number): LoadMemory => (sampleHeap(), { jsHeapPeak: heapPeak, gpuBytes: gpu?.live() ?? null, gpuPeak: gpu?.peak() ?? null, weightBytes });
   if (m.kind === 'random') {
     const tok = placeholderTokenizer(domain);
     const config = randomConfig(tok.size);
     const { model } = await buildQwen3(backend, config, randomWeights(config, 1234, 'f32'), { format: 'f32' });
     const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
-    return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', untrained: true };
+    return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', untrained: true, memory: memory(loadedWeightBytes(config, 'f32')) };
   }
-  const src: ModelSource = m.kind === 'bundled' ? new ServedFolder(BUNDLED_MODEL_URL) : m.kind === 'url' ? new ServedFolder(m.url) : new FileMapSource(m.files);
+  // Bytes of each tensor in its file (from the safetensors header), for progress in bytes.
+  const fileBytes = new Map<string, number>();
+  const src: ModelSource =
+    m.kind === 'bundled'
+      ? new ServedFolder(BUNDLED_MODEL_URL)
+      : m.kind === 'url'
+        ? new ServedFolder(m.url)
+        : new PickedFiles(m.files, (name, done, total) => {
+            sampleHeap();
+            onProgress?.({ phase: `reading ${name}: ${MB(done)} of ${MB(total)}`, done, total });
+          });
   if (m.kind === 'bundled' && !(await usable(src))) throw new Error(`the bundled model is not present at ${BUNDLED_MODEL_URL} (no models/default/config.json in this build)`);
+  const config = parseQwen3Config(await readJson(src, CONFIG_FILE));
+  checkGpuLimits(config, req.format, backend);
   const tok = await Tokenizer.load(src);
-  const { model } = await loadQwen3(src, backend, { format: req.format });
+  const counting: ModelSource = {
+    label: src.label,
+    has: (n) => src.has(n),
+    read: async (n) => {
+      const bytes = await src.read(n);
+      if (n.endsWith('.safetensors')) {
+        for (const [name, t] of parseSafetensors(bytes, n).tensors) fileBytes.set(name, t.end - t.begin);
+      }
+      return bytes;
+    },
+  };
+  const embedFormat = defaultEmbedFormat(req.format);
+  const totalBytes = () => [...fileBytes.values()].reduce((a, b) => a + b, 0);
+  let bytesDone = 0;
+  const { model } = await loadQwen3(counting, backend, {
+    format: req.format,
+    onWeight: (done, total, spec) => {
+      sampleHeap();
+      bytesDone += fileBytes.get(spec.name) ?? 0;
+      const to = req.format === 'f32' ? 'converting to f32' : `quantizing to ${req.format}${embedFormat !== req.format ? ` (embedding ${embedFormat})` : ''}`;
+      onProgress?.({ phase: `${to} and uploading: ${done} of ${total} tensors, ${MB(bytesDone)} of ${MB(totalBytes())}`, done, total });
+    },
+  });
+  // Allocation failures (out of GPU memory) surface at the next sync: say what failed, in words.
+  try {
+    await backend.sync();
+  } catch (e) {
+    const need = loadedWeightBytes(config, req.format);
+    throw new Error(`the ${req.format} weights (${MB(need)}) did not fit on this ${backend.name} device: ${(e as Error).message}. Pick q4, a smaller model, or the CPU backend.`);
+  }
   checkTokenizerFits(tok, model.config.vocabSize);
   const adapter = createLoraAdapter(backend, model.config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
   const label = m.kind === 'bundled' ? 'bundled model (models/default)' : m.kind === 'url' ? m.url : `picked folder (${m.files.length} files)`;
-  return { model, tok, adapter, label, untrained: false };
+  return { model, tok, adapter, label, untrained: false, memory: memory(loadedWeightBytes(model.config, req.format)) };
 }
 
 const BYTES_PER_PARAM: Record<WeightFormat, number> = { f32: 4, q8: 1 + 4 / 1024, q4: 0.5 + 4 / 32 };
