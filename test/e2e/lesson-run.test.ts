@@ -42,8 +42,10 @@ describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', 
       steps: Number(await page.inputValue('[data-testid=train-steps]')),
       heldOutTasks: Number(await page.inputValue('[data-testid=eval-tasks]')),
       seed: Number(await page.inputValue('[data-testid=seed]')),
-      controls: await page.locator('[data-testid=train-panel] .controls label').allTextContents(),
-      values: await page.locator('[data-testid=train-panel] .controls input').evaluateAll((xs) => xs.map((x) => (x as HTMLInputElement).value)),
+      // Every number input of the dashboard, by its label (the mode is the select above).
+      inputs: Object.fromEntries(
+        await page.locator('[data-testid=train-panel] .controls label:has(input)').evaluateAll((ls) => ls.map((l) => [l.textContent!.trim(), (l.querySelector('input') as HTMLInputElement).value])),
+      ) as Record<string, string>,
       backend: await page.textContent('[data-testid=load-status]'),
     };
     const t0 = Date.now();
