@@ -14,6 +14,7 @@ import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
 import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
+import { PRE_TOKENIZER_NAMES } from '../model/bpe';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
@@ -46,6 +47,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   lr: { type: 'string', arg: 'LR', help: 'peak learning rate, in (0, 1)', default: `${MINI_SPEC.lr}` },
   'review-tasks': { type: 'string', arg: 'N', help: 'tasks replayed for review rows, >= 0', default: `${MINI_SPEC.reviewTasks}` },
   'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
+  'pre-tokenizer': { type: 'string', arg: 'P', help: 'tokenizer pre-tokenizer: none, long-numbers (every digit of a 4+ digit number alone) or values (every span a call copies alone: digits, capitalised words, email parts, id prefixes)', default: `${MINI_SPEC.preTokenizer}` },
   'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
   'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
   'span-source': { type: 'string', arg: 'S', help: 'where span copies are cut: shuffled-data (any row, shuffled) or drills (the copy drills, in order)', default: `${MINI_SPEC.spanSource}` },
@@ -96,6 +98,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       reviewTasks: intFlag(v, 'review-tasks', base.reviewTasks, 0, 1_000_000),
       swapShare,
       copyDrills: intFlag(v, 'copy-drills', base.copyDrills, 0, 10_000_000),
+      preTokenizer: enumFlag(v, 'pre-tokenizer', PRE_TOKENIZER_NAMES, base.preTokenizer),
       spanSteps: intFlag(v, 'span-steps', base.spanSteps, 0, 1_000_000),
       spanSource: enumFlag(v, 'span-source', ['shuffled-data', 'drills'] as const, base.spanSource),
       drillSteps: intFlag(v, 'drill-steps', base.drillSteps, 0, 1_000_000),
@@ -174,7 +177,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {

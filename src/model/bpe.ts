@@ -11,6 +11,12 @@
 //   in a JSON value, and a small model failed to copy them (the first bundled policy wrote "#W323" for
 //   "#W3238419"). Short numbers (JSON-schema limits like 200, prices' parts) still merge, so the constant
 //   tool block stays short. Qwen's own pre-tokenizer splits every digit; this is the cheaper variant.
+// - Values (the `values` pre-tokenizer): the mini-world policy copies values it has seen, but on unseen users
+//   it failed because a name tokenized differently in a request and in a call (`Sophia", "last_name": "`
+//   was one token). So every value a call copies is its own pre-token, whatever surrounds it: every digit,
+//   every capitalised word (names, streets, cities), the local part and the domain of an email, the prefix
+//   of a snake-case id (`sophia_garcia_` of `sophia_garcia_1234`). The JSON scaffolding between values and
+//   lowercase prose still merges freely, so the constant tool block stays a few hundred tokens.
 // - Special tokens split the text first and never take part in merges (as Hugging Face added tokens).
 // - A token string that two different merges produce is one vocab entry (keyed by its bytes), exactly as
 //   the tokenizers library does, so the rank-ordered merge list encodes the same way here and in
@@ -31,8 +37,8 @@ export interface BpeTrainOptions {
   minFrequency?: number;
   /** Longest token in bytes (default 64): stops a few huge tokens eating the vocabulary. */
   maxTokenBytes?: number;
-  /** Every digit of a run of 4+ ASCII digits its own pre-token, never merged (default false). */
-  splitLongNumbers?: boolean;
+  /** Which spans are isolated before merging (default 'none'); see PRE_TOKENIZERS. */
+  preTokenizer?: PreTokenizerName;
 }
 
 const enc = new TextEncoder();
@@ -63,12 +69,28 @@ export function splitSpecials(text: string, specials: readonly string[]): { text
  * fixed-length lookbehind).
  */
 export const LONG_NUMBER_DIGIT = '[0-9](?=[0-9]{3})|(?<=[0-9])[0-9](?=[0-9]{2})|(?<=[0-9]{2})[0-9](?=[0-9])|(?<=[0-9]{3})[0-9]';
-const LONG_NUMBER_SPLIT = new RegExp(`(${LONG_NUMBER_DIGIT})`);
 
-/** A non-special segment cut into pre-tokens: with splitLongNumbers, each digit of a long run alone. */
-export function preTokens(text: string, splitLongNumbers: boolean): string[] {
-  if (!splitLongNumbers) return [text];
-  return text.split(LONG_NUMBER_SPLIT).filter((p) => p.length > 0);
+/**
+ * Spans a call copies from its context, each isolated so that it tokenizes the same in a request, an
+ * observation and a JSON value: every digit of a 4+ digit number, a shorter number whole (street numbers,
+ * schema limits); a capitalised word that does not continue a word (names, not the `Length` of
+ * `maxLength`); an email's lowercase local part (up to its digits) and its domain; the letter prefix of a
+ * snake-case id that ends in digits. One source for our
+ * encoder and the Split pattern in tokenizer.json (JS and Oniguruma read it the same: lookahead only).
+ */
+export const VALUE_SPAN = `${LONG_NUMBER_DIGIT}|[0-9]{1,3}|(?<![A-Za-z])[A-Z][A-Za-z]*|[a-z][a-z._+-]*(?=[0-9a-z._+-]*@)|@[a-z0-9-]+(?:\\.[a-z0-9-]+)+|[a-z]+(?:_[a-z]+)*_(?=[0-9])`;
+
+/** The pre-tokenizers: none (merges cross everything), long-numbers, values. Each is a Split pattern or none. */
+export const PRE_TOKENIZERS = { none: null, 'long-numbers': LONG_NUMBER_DIGIT, values: VALUE_SPAN } as const;
+export type PreTokenizerName = keyof typeof PRE_TOKENIZERS;
+export const PRE_TOKENIZER_NAMES = Object.keys(PRE_TOKENIZERS) as PreTokenizerName[];
+const SPLITTERS = new Map(PRE_TOKENIZER_NAMES.map((n) => [n, PRE_TOKENIZERS[n] === null ? null : new RegExp(`(${PRE_TOKENIZERS[n]})`)]));
+
+/** A non-special segment cut into pre-tokens: each match of the scheme's pattern alone, the text between as it is. */
+export function preTokens(text: string, scheme: PreTokenizerName): string[] {
+  const re = SPLITTERS.get(scheme);
+  if (!re) return [text];
+  return text.split(re).filter((p) => p !== undefined && p.length > 0);
 }
 
 /** Min-heap entries packed as (primary, secondary) numbers; small and allocation-light. */
@@ -133,17 +155,17 @@ export class Bpe {
   /** Merge rules in rank order, as token ids (left, right). */
   readonly merges: [number, number][];
   readonly specials: readonly string[];
-  readonly splitLongNumbers: boolean;
+  readonly preTokenizer: PreTokenizerName;
   private readonly rank = new Map<number, number>();
   private readonly mergedId = new Map<number, number>();
   private readonly specialIds = new Map<string, number>();
   private readonly cache = new Map<string, number[]>();
 
-  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[], opts: { splitLongNumbers?: boolean } = {}) {
+  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[], opts: { preTokenizer?: PreTokenizerName } = {}) {
     this.tokens = tokens;
     this.merges = merges;
     this.specials = specials;
-    this.splitLongNumbers = opts.splitLongNumbers ?? false;
+    this.preTokenizer = opts.preTokenizer ?? 'none';
     const byBytes = new Map<string, number>();
     tokens.forEach((t, id) => byBytes.set(bytesKey(t), id));
     merges.forEach(([a, b], r) => {
@@ -170,7 +192,7 @@ export class Bpe {
     const out: number[] = [];
     for (const seg of splitSpecials(text, this.specials)) {
       if (seg.special) out.push(this.specialIds.get(seg.text)!);
-      else for (const piece of preTokens(seg.text, this.splitLongNumbers)) for (const id of this.encodeSegment(piece)) out.push(id);
+      else for (const piece of preTokens(seg.text, this.preTokenizer)) for (const id of this.encodeSegment(piece)) out.push(id);
     }
     return out;
   }
@@ -255,7 +277,7 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
 
   // Unique segments with their counts: the constant tool block is one entry however often it occurs.
   const counts = new Map<string, number>();
-  const iso = opts.splitLongNumbers ?? false;
+  const iso = opts.preTokenizer ?? 'none';
   for (const t of texts)
     for (const s of splitSpecials(t, opts.specials)) if (!s.special) for (const p of preTokens(s.text, iso)) counts.set(p, (counts.get(p) ?? 0) + 1);
   const words: number[][] = [];
@@ -320,7 +342,7 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
     pairWords.delete(key);
     pushGrown();
   }
-  return new Bpe(tokens, merges, [...opts.specials], { splitLongNumbers: iso });
+  return new Bpe(tokens, merges, [...opts.specials], { preTokenizer: iso });
 
   // Replaces every leftmost non-overlapping (a,b) in word wi by id and updates only the pairs that touch it.
   function mergeWord(wi: number, a: number, b: number, id: number): void {

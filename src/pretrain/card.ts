@@ -62,8 +62,20 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push('## Tokenizer');
   out.push('');
-  const pre = run.spec.splitLongNumbers ? 'a Split pre-tokenizer that isolates every digit of a number of 4 or more digits, then byte-level with `use_regex: false`' : 'byte-level pre-tokenizer, `use_regex: false`';
-  out.push(`\`tokenizer.json\` is a Hugging Face BPE (${pre}; byte-level decoder) trained by our own trainer (src/model/bpe.ts) on the first ${run.spec.tokenizerTasks} training tasks' rendered rows in ${f(run.tokenizerSeconds, 1)} s; transformers.js loads it and encodes exactly as our encoder does (test/pretrain/tokenizer.test.ts). \`tokenizer_config.json\` carries the real Qwen3 chat template, so the format is genuinely Qwen3's. Merges are allowed across spaces and punctuation: the context length is the main cost of a policy this small, and the prompts of one domain repeat long strings, so tool names and JSON scaffolding are whole tokens and the constant system + tools block of the Act prompt (about 9.5 K characters) ends up as ${run.data.actPrefixTokens} tokens (the first turn of an Act prompt, up to its first \`<|im_end|>\`).${run.spec.splitLongNumbers ? ' Long numbers are the exception: order, item, product and user ids, zip codes and card numbers are digit tokens, so an id is the same token string in a user message, an observation and a call (with merges across digits the previous bundled policy wrote "#W323" for "#W3238419"). Numbers of up to 3 digits (schema limits, parts of prices) still merge. This made ids token-for-token copyable; it did not make this policy copy them (see the copy probe below).' : ''} The price: a prompt whose system text or tool list differs by even one byte from the bundled domain's tokenizes into much smaller pieces (still losslessly), and the model has never seen those.`);
+  // Records from before the pre-tokenizer field carry splitLongNumbers instead.
+  const legacy = run.spec as { splitLongNumbers?: boolean };
+  const scheme = run.spec.preTokenizer ?? (legacy.splitLongNumbers ? 'long-numbers' : 'none');
+  const pre = {
+    none: 'byte-level pre-tokenizer, `use_regex: false`',
+    'long-numbers': 'a Split pre-tokenizer that isolates every digit of a number of 4 or more digits, then byte-level with `use_regex: false`',
+    values: 'a Split pre-tokenizer that isolates every value a call copies — each digit, each capitalised word, an email\'s local part and domain, the letter prefix of a snake-case id — then byte-level with `use_regex: false`',
+  }[scheme];
+  const why = {
+    none: '',
+    'long-numbers': ' Long numbers are the exception: order, item, product and user ids, zip codes and card numbers are digit tokens, so an id is the same token string in a user message, an observation and a call (with merges across digits the previous bundled policy wrote "#W323" for "#W3238419"). Numbers of up to 3 digits (schema limits, parts of prices) still merge.',
+    values: ' Values are the exception: a name, an email, an id or a zip is the same token string in a user message, an observation and a JSON value, whatever surrounds it (with merges across quotes the mini-world policy could not copy an unseen name into a call: `Sophia", "last_name": "` was one of its tokens).',
+  }[scheme];
+  out.push(`\`tokenizer.json\` is a Hugging Face BPE (${pre}; byte-level decoder) trained by our own trainer (src/model/bpe.ts) on the first ${run.spec.tokenizerTasks} training tasks' rendered rows in ${f(run.tokenizerSeconds, 1)} s; transformers.js loads it and encodes exactly as our encoder does (test/pretrain/tokenizer.test.ts). \`tokenizer_config.json\` carries the real Qwen3 chat template, so the format is genuinely Qwen3's. Merges are allowed across spaces and punctuation: the context length is the main cost of a policy this small, and the prompts of one domain repeat long strings, so tool names and JSON scaffolding are whole tokens and the constant system + tools block of the Act prompt (about 9.5 K characters) ends up as ${run.data.actPrefixTokens} tokens (the first turn of an Act prompt, up to its first \`<|im_end|>\`).${why} The price: a prompt whose system text or tool list differs by even one byte from the bundled domain's tokenizes into much smaller pieces (still losslessly), and the model has never seen those.`);
   out.push('');
   if (i.world) out.push(...worldSection(i.world));
   out.push('## Data');

@@ -12,7 +12,7 @@ import { hostWeights } from '../train/params';
 import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
-import { trainBpe } from '../model/bpe';
+import { trainBpe, type PreTokenizerName } from '../model/bpe';
 import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
 import { copyDrills, spanCopies, swapTaskShare } from './augment';
@@ -24,8 +24,12 @@ import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer
 export interface PretrainSpec {
   model: Omit<Qwen3Config, 'vocabSize'>;
   vocabSize: number;
-  /** Tokenizer: every digit of a 4+ digit number its own token (see src/model/bpe.ts). */
-  splitLongNumbers: boolean;
+  /**
+   * Tokenizer pre-tokenizer (src/model/bpe.ts): 'long-numbers' isolates every digit of a 4+ digit number,
+   * 'values' every span a call copies (digits, capitalised words, email parts, id prefixes).
+   * Records written before the field existed carry `splitLongNumbers: true` instead.
+   */
+  preTokenizer: PreTokenizerName;
   /** Train-split tasks whose expert episodes are the training data. */
   trainTasks: number;
   /** The first this-many of them also train the tokenizer (BPE cost grows with the text). */
@@ -81,7 +85,7 @@ const MAX_ROWS = 32;
 export const FULL_SPEC: PretrainSpec = {
   model: { hiddenSize: 128, intermediateSize: 384, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 32, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },
   vocabSize: 4096,
-  splitLongNumbers: true,
+  preTokenizer: 'long-numbers',
   trainTasks: 600,
   tokenizerTasks: 120,
   mistakeRate: 0.15,
@@ -120,7 +124,7 @@ export const MINI_SPEC: PretrainSpec = {
 export const QUICK_SPEC: PretrainSpec = {
   model: { hiddenSize: 32, intermediateSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, rmsNormEps: 1e-6, ropeTheta: 10000, tieWordEmbeddings: true, maxPositionEmbeddings: 1024 },
   vocabSize: 1200,
-  splitLongNumbers: true,
+  preTokenizer: 'long-numbers',
   trainTasks: 4,
   tokenizerTasks: 4,
   mistakeRate: 0.15,
@@ -176,7 +180,7 @@ export async function pretrain(
   let t0 = performance.now();
   const order = taskOrder(rows);
   const tokTexts = examples.filter((e) => order.get(e.taskId)! < spec.tokenizerTasks).flatMap((e) => [e.prompt, e.response]);
-  const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, splitLongNumbers: spec.splitLongNumbers });
+  const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, preTokenizer: spec.preTokenizer });
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
 

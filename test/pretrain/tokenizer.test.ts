@@ -1,7 +1,7 @@
 // The BPE trainer and its Hugging Face files: merges in rank order, lossless round trip, and transformers.js
 // (the runtime tokenizer) agreeing token for token with our own encoder on held-out text.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Bpe, BpeError, splitSpecials, trainBpe } from '../../src/model/bpe';
+import { Bpe, BpeError, PRE_TOKENIZER_NAMES, preTokens, splitSpecials, trainBpe } from '../../src/model/bpe';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 import { loadRetailBase } from '../../src/env/retail/node';
@@ -41,9 +41,9 @@ describe('BPE trainer (hand-worked)', () => {
     expect(() => trainBpe(['x'], { vocabSize: 200, specials: SPECIAL_STRINGS })).toThrow(BpeError);
   });
 
-  it('with splitLongNumbers, every digit of a 4+ digit run is its own token; shorter numbers still merge', () => {
+  it('with long-numbers, every digit of a 4+ digit run is its own token; shorter numbers still merge', () => {
     const texts = Array(6).fill('order #W2378156 and #W2378156, zip 19122, "maxLength": 200, 200, 200');
-    const bpe = trainBpe(texts, { vocabSize: 400, specials: SPECIAL_STRINGS, splitLongNumbers: true });
+    const bpe = trainBpe(texts, { vocabSize: 400, specials: SPECIAL_STRINGS, preTokenizer: 'long-numbers' });
     const ids = bpe.encode('id #W2378156!');
     expect(ids.filter((i) => i >= 48 && i <= 57)).toEqual([...'2378156'].map((c) => c.charCodeAt(0)));
     expect(bpe.encode('zip 19122').filter((i) => i >= 48 && i <= 57).length).toBe(5);
@@ -59,9 +59,22 @@ describe('BPE trainer (hand-worked)', () => {
     const o = { vocabSize: 280, specials: SPECIAL_STRINGS };
     expect(trainBpe(texts, o).merges).toEqual(trainBpe(texts, o).merges);
   });
+
+  it('values: each value a call copies is its own pre-token, whatever surrounds it', () => {
+    const cut = (t: string) => preTokens(t, 'values');
+    expect(cut('I\'m Sophia Garcia, zip 19122.')).toEqual(['I', '\'m ', 'Sophia', ' ', 'Garcia', ', zip ', '1', '9', '1', '2', '2', '.']);
+    expect(cut('{"first_name": "Sophia", "last_name": "Garcia"}')).toEqual(['{"first_name": "', 'Sophia', '", "last_name": "', 'Garcia', '"}']);
+    expect(cut('"email": "sophia.garcia1234@example.com"}')).toEqual(['"email": "', 'sophia.garcia', '1', '2', '3', '4', '@example.com', '"}']);
+    expect(cut('mail sophia.garcia1234.old@example.com.')).toEqual(['mail ', 'sophia.garcia', '1', '2', '3', '4', '.', 'old', '@example.com', '.']);
+    expect(cut('"user_id": "sophia_garcia_1234"')).toEqual(['"user_id": "', 'sophia_garcia_', '1', '2', '3', '4', '"']);
+    expect(cut('"payment_method_id": "credit_card_9513"')).toEqual(['"payment_method_id": "', 'credit_card_', '9', '5', '1', '3', '"']);
+    expect(cut('order #W2378156,')).toEqual(['order #', 'W', '2', '3', '7', '8', '1', '5', '6', ',']);
+    expect(cut('get_order_details')).toEqual(['get_order_details']);
+    expect(cut('{"maxLength": 200, "street": "445 Maple Drive"}')).toEqual(['{"maxLength": ', '200', ', "street": "', '445', ' ', 'Maple', ' ', 'Drive', '"}']);
+  });
 });
 
-describe.each([false, true])('BPE on the retail expert data, through transformers.js (splitLongNumbers %s)', (splitLongNumbers) => {
+describe.each(PRE_TOKENIZER_NAMES)('BPE on the retail expert data, through transformers.js (pre-tokenizer %s)', (preTokenizer) => {
   let bpe: Bpe;
   let heldOut: string[];
   let tok: Tokenizer;
@@ -71,7 +84,7 @@ describe.each([false, true])('BPE on the retail expert data, through transformer
     const ex = (split: 'train' | 'test', n: number) =>
       expertRows(d, { split, tasks: n, seed: 3, mistakeRate: 0.2 }).rows.map((r) => rowToExample(r, d.policy, defs));
     const train = ex('train', 6);
-    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS, splitLongNumbers });
+    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS, preTokenizer });
     heldOut = ex('test', 2).flatMap((e) => [e.prompt, e.response]);
     heldOut.push('digits ٣ ½ 0123456789 #W2378156 "12.50" unicode: café — 東京 🚀, "quotes" \\ and\ttabs\n<tool_call>\n{"name": "nope"}\n</tool_call>', '', ' ');
     const json = JSON.parse(JSON.stringify(toTokenizerJson(bpe)));
@@ -94,13 +107,14 @@ describe.each([false, true])('BPE on the retail expert data, through transformer
 
   it('compresses the prompts (the constant tool block becomes few tokens)', () => {
     const act = heldOut[0];
-    expect(bpe.encode(act).length).toBeLessThan(act.length / 6);
+    // Isolating values costs some compression (the constant block's capitalised words stand alone).
+    expect(bpe.encode(act).length).toBeLessThan(act.length / (preTokenizer === 'values' ? 5 : 6));
   });
 
   it('tokenizer.json reads back to the same BPE; the chat template is Qwen3\'s', async () => {
     const back = fromTokenizerJson(JSON.parse(JSON.stringify(toTokenizerJson(bpe))));
     expect(back.merges).toEqual(bpe.merges);
-    expect(back.splitLongNumbers).toBe(splitLongNumbers);
+    expect(back.preTokenizer).toBe(preTokenizer);
     expect(back.encode(heldOut[1])).toEqual(bpe.encode(heldOut[1]));
     const text = tok.chat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, templateArgs: { enable_thinking: false } });
     expect(text).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
