@@ -74,6 +74,39 @@ describe('BPE trainer (hand-worked)', () => {
   });
 });
 
+describe('copyable values on held-out users of the full retail world', () => {
+  // What the pre-tokenizer is for: a value a call copies (email, name, zip, order or user id, payment id) must
+  // be the same token string in the prompt that shows it and in the call that repeats it.
+  const d = retailDomain(loadRetailBase());
+  const defs = d.definitions() as unknown as ToolDefinition[];
+  const rows = (split: 'train' | 'test', n: number, seed: number) => expertRows(d, { split, tasks: n, seed, mistakeRate: 0 }).rows.map((r) => rowToExample(r, d.policy, defs));
+  const train = rows('train', 12, 3).flatMap((e) => [e.prompt, e.response]);
+  const calls = rows('test', 20, 5).filter((e) => e.role === 'act' && e.response.includes('<tool_call>'));
+  const contains = (a: number[], b: number[]) => a.some((_, i) => i + b.length <= a.length && b.every((x, j) => a[i + j] === x));
+  const copyable = (bpe: Bpe) => {
+    let n = 0, ok = 0;
+    for (const e of calls) {
+      const args = (JSON.parse(e.response.split('<tool_call>')[1].split('</tool_call>')[0]) as { arguments: Record<string, unknown> }).arguments;
+      const p = bpe.encode(e.prompt), r = bpe.encode(e.response);
+      for (const v of Object.values(args).flat()) {
+        if (typeof v !== 'string' || v.length < 3 || !e.prompt.includes(v)) continue;
+        // The order number's '#' is scaffolding ('"#' and ' #' differ); its letter and digits are the value.
+        const ids = bpe.encode(v.replace(/^#/, ''));
+        n++;
+        if (contains(p, ids) && contains(r, ids)) ok++;
+      }
+    }
+    return { n, ok };
+  };
+  it('values: ≥ 95 % of copied argument values are token-identical in the prompt and the call; long-numbers far fewer', () => {
+    const values = copyable(trainBpe(train, { vocabSize: 1500, specials: SPECIAL_STRINGS, preTokenizer: 'values' }));
+    const longNumbers = copyable(trainBpe(train, { vocabSize: 1500, specials: SPECIAL_STRINGS, preTokenizer: 'long-numbers' }));
+    expect(values.n).toBeGreaterThan(40);
+    expect(values.ok / values.n).toBeGreaterThanOrEqual(0.95);
+    expect(longNumbers.ok / longNumbers.n).toBeLessThan(0.8);
+  });
+});
+
 describe.each(PRE_TOKENIZER_NAMES)('BPE on the retail expert data, through transformers.js (pre-tokenizer %s)', (preTokenizer) => {
   let bpe: Bpe;
   let heldOut: string[];
