@@ -137,7 +137,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
     const curveSet = evalTasks.slice(0, curveTasks);
     const backend = await openBackend(backendName, threads);
     try {
-      const policy = await openModel(strFlag(v, 'model'), backend);
+      const policy = await openModel(strFlag(v, 'model'), backend, { world });
       const { model, tokenizer } = policy;
       // Which weights: the bundled folder may be rebuilt while an ablation runs (the run keeps what it loaded).
       const modelHash = createHash('sha256').update(readFileSync(join(policy.dir, 'model.safetensors'))).digest('hex').slice(0, 12);

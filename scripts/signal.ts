@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const domain = loadWorldDomain(values.world);
   const tasks = domain.tasks.generate({ split: 'train', count, seed: int('task-seed', values['task-seed'], 0) });
   const backend = await openBackend('cpu-fast', values.threads ? int('threads', values.threads, 1) : undefined);
-  const policy = await openModel(values.model, backend);
+  const policy = await openModel(values.model, backend, { world: values.world });
   // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
   const measured = tokenBudgets(domain, policy.tokenizer);
   const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };

@@ -211,7 +211,7 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
   const tasksOf = (seed: number): Task[] => domain.tasks.generate({ split: 'test', count: budget.tasks, seed: 1 + seed });
   const backend = await openBackend(backendName, threads);
   try {
-    const policy = await openModel(strFlag(v, 'model'), backend);
+    const policy = await openModel(strFlag(v, 'model'), backend, { world });
     const { model, tokenizer } = policy;
     // Which weights, exactly: the bundled folder may be rebuilt while a table is being made.
     const weightsId = createHash('sha256').update(readFileSync(join(policy.dir, 'model.safetensors'))).digest('hex').slice(0, 12);

@@ -26,7 +26,8 @@ export interface WorldRequest {
 }
 
 export type ModelChoice =
-  | { kind: 'bundled' }
+  /** The bundled policy of a world (models/<WORLDS[world].bundledModel>/). */
+  | { kind: 'bundled'; world: WorldName }
   | { kind: 'random' }
   | { kind: 'url'; url: string }
   | { kind: 'files'; files: File[] };

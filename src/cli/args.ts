@@ -14,6 +14,7 @@ import type { WeightFormat } from '../model/qwen3';
 import { DirSource } from '../model/source-node';
 import { EXIT_IO, IoError, isSystemError } from '../util/atomic-file';
 import { TaskSetError } from '../server/tasks';
+import { WORLDS, type WorldName } from '../env/retail/index';
 
 /** A usage error: a bad, missing or unknown flag. */
 export class ArgError extends Error {
@@ -152,8 +153,11 @@ export function isEntry(metaUrl: string): boolean {
 export const BACKEND_NAMES = ['cpu-fast', 'cpu-ref', 'webgpu'] as const;
 export type CliBackend = (typeof BACKEND_NAMES)[number];
 
+const MODELS = resolve(dirname(fileURLToPath(import.meta.url)), '../../models');
 /** The bundled default policy's folder (models/default at the repository root), whatever the cwd. */
-export const DEFAULT_MODEL_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../models/default');
+export const DEFAULT_MODEL_DIR = join(MODELS, 'default');
+/** A world's bundled policy, trained on that world (its model card says how). */
+export const bundledModelDir = (world: WorldName): string => join(MODELS, WORLDS[world].bundledModel);
 
 export async function openBackend(name: CliBackend, threads?: number): Promise<Backend> {
   if (name !== 'webgpu') return createBackend(name, { threads });
@@ -162,9 +166,13 @@ export async function openBackend(name: CliBackend, threads?: number): Promise<B
   return createBackend('webgpu', { gpu: create([]) });
 }
 
-/** Loads a model folder; a missing folder gets an error that says what to do. */
-export async function openModel(dir: string | undefined, backend: Backend, format: WeightFormat = 'f32'): Promise<LoadedPolicy & { dir: string }> {
-  const d = resolve(dir ?? DEFAULT_MODEL_DIR);
+/**
+ * Loads a model folder, by default the bundled policy of the world (models/default without one); a missing
+ * folder gets an error that says what to do.
+ */
+export async function openModel(dir: string | undefined, backend: Backend, o: { world?: WorldName; format?: WeightFormat } = {}): Promise<LoadedPolicy & { dir: string }> {
+  const format = o.format ?? 'f32';
+  const d = resolve(dir ?? (o.world ? bundledModelDir(o.world) : DEFAULT_MODEL_DIR));
   if (!existsSync(join(d, 'config.json'))) {
     if (dir === undefined) throw new ArgError(`no model at ${d}: the bundled policy is not built yet (npm run pretrain), or pass --model DIR`);
     throw new ArgError(`--model ${dir}: no config.json in ${d}`);

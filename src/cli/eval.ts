@@ -34,7 +34,7 @@ export const EVAL_FLAGS: FlagSpec = {
   world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
   count: { type: 'string', arg: 'N', help: `tasks to evaluate (the first N of a file), 1..${MAX_EVAL_COUNT}`, default: '40' },
   adapter: { type: 'string', arg: 'DIR', help: 'a PEFT adapter folder or a training run folder (its last checkpoint)', default: 'none: the base policy' },
-  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: 'models/default' },
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
   seed: { type: 'string', arg: 'S', help: 'sampling seed, 0..2^32-1', default: '0' },
   'task-seed': { type: 'string', arg: 'S', help: 'seed of the generated task split, 0..2^32-1', default: '1' },
   backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
@@ -116,7 +116,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     const backend = await openBackend(backendName, threads);
     try {
       const t0 = performance.now();
-      const policy = await openModel(strFlag(v, 'model'), backend);
+      const policy = await openModel(strFlag(v, 'model'), backend, { world });
       if (limits.maxActTokens === 0 || limits.maxRehearseTokens === 0) {
         const measured = tokenBudgets(domain, policy.tokenizer);
         if (limits.maxActTokens === 0) limits.maxActTokens = Math.max(DEFAULT_LIMITS.maxActTokens, measured.act);

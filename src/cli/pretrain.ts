@@ -48,6 +48,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'review-tasks': { type: 'string', arg: 'N', help: 'tasks replayed for review rows, >= 0', default: `${MINI_SPEC.reviewTasks}` },
   'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
   'pre-tokenizer': { type: 'string', arg: 'P', help: 'tokenizer pre-tokenizer: none, long-numbers (every digit of a 4+ digit number alone) or values (every span a call copies alone: digits, capitalised words, email parts, id prefixes)', default: `${MINI_SPEC.preTokenizer}` },
+  context: { type: 'string', arg: 'N', help: 'context length: the longest training row and the config\'s max_position_embeddings, 64..32768 (a stage may extend its --init model\'s)', default: `${MINI_SPEC.maxLen} (mini), ${FULL_SPEC.maxLen} (retail)` },
   'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
   'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
   'span-source': { type: 'string', arg: 'S', help: 'where span copies are cut: shuffled-data (any row, shuffled) or drills (the copy drills, in order)', default: `${MINI_SPEC.spanSource}` },
@@ -91,8 +92,11 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     if (lr !== undefined && !(lr < 1)) throw new ArgError(`--lr must be a number in (0,1), got ${JSON.stringify(v.lr)}`);
     const swapShare = v['swap-share'] === undefined ? base.swapShare : numFlag(v, 'swap-share', base.swapShare, 0, true);
     if (swapShare > 1) throw new ArgError(`--swap-share must be a number in [0,1], got ${JSON.stringify(v['swap-share'])}`);
+    const context = intFlag(v, 'context', base.maxLen, 64, 32768);
     const spec = {
       ...base,
+      model: { ...base.model, maxPositionEmbeddings: context },
+      maxLen: context,
       steps: intFlag(v, 'steps', base.steps, 1, 1_000_000),
       lr: lr ?? base.lr,
       reviewTasks: intFlag(v, 'review-tasks', base.reviewTasks, 0, 1_000_000),
@@ -177,7 +181,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {

@@ -35,7 +35,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   advantage: { type: 'string', arg: 'A', help: 'advantage groups: role-wise (per prompt and role) or pooled', default: 'role-wise' },
   baseline: { type: 'string', arg: 'B', help: 'group baseline: row-weighted (as the reference code) or rollout-mean', default: 'row-weighted' },
   seed: { type: 'string', arg: 'S', help: 'seed of adapters, sampling and task split, 0..2^32-1', default: '0' },
-  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: 'models/default' },
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
   backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
   threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
   k: { type: 'string', arg: 'K', help: 'rollouts per prompt (group size), 1..64', default: '4' },
@@ -231,7 +231,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
         ac.abort(new Error('interrupted'));
       });
       try {
-        const policy = await openModel(cli.model || undefined, backend);
+        const policy = await openModel(cli.model || undefined, backend, { world: cli.world ?? 'retail' });
         if (!saved) {
           cli.model = policy.dir;
           await store.write('train-cli.json', new TextEncoder().encode(JSON.stringify(cli, null, 1)));

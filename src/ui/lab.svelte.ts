@@ -80,7 +80,7 @@ export async function start(): Promise<void> {
   });
   await refreshTraining();
   const m = settings.model;
-  const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : { kind: 'bundled' };
+  const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : { kind: 'bundled', world: settings.world };
   await loadModel(choice);
   // The bundled model did not load (a build without models/default, a failed fetch): the lab still opens, on
   // the untrained random placeholder.
@@ -105,7 +105,9 @@ export async function switchWorld(world: WorldName, taskFile?: File): Promise<vo
   lab.group = null;
   lab.tts = null;
   if (!env.tasks.some((t) => t.id === settings.task)) settings.task = env.tasks[0]?.id ?? '';
-  lab.budget = await api.budgets().catch(() => null);
+  // Each world has its own bundled policy (its tokenizer and its database); a user's own model stays.
+  if (lab.choice?.kind === 'bundled' && lab.choice.world !== env.world) await loadModel({ kind: 'bundled', world: env.world });
+  else lab.budget = await api.budgets().catch(() => null);
 }
 
 export async function loadModel(choice: ModelChoice): Promise<void> {

@@ -106,9 +106,12 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(new URL(page.url()).searchParams.get('world')).toBe('retail');
     expect(await page.locator('[data-testid=task-select] option').allTextContents()).not.toEqual(miniTasks);
     await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the retail world/);
+    // Each world brings its own bundled policy (its own tokenizer and database).
+    await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled retail policy \(models\/retail\)/);
     await page.selectOption('[data-testid=world-select]', 'mini');
     await idle();
     await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the mini world/);
+    await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini policy \(models\/default\)/);
     expect(new URL(page.url()).searchParams.get('world')).toBeNull();
 
     // The expert plays the task: it writes each Act turn and each observation (the real one, teacher-forced),

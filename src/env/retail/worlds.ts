@@ -27,6 +27,8 @@ export interface WorldSpec {
   /** Users with fewer orders are not drawn (a user without orders can only ask about products). */
   minOrders: number;
   heldOut: HeldOut;
+  /** The folder under models/ of the bundled policy trained on this world (its model card says how). */
+  bundledModel: string;
 }
 
 export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
@@ -37,6 +39,7 @@ export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
     seed: 0,
     minOrders: 2,
     heldOut: 'tasks',
+    bundledModel: 'default',
   },
   retail: {
     name: 'retail',
@@ -45,6 +48,7 @@ export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
     seed: 0,
     minOrders: 0,
     heldOut: 'users',
+    bundledModel: 'retail',
   },
 };
 
