@@ -121,15 +121,18 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push('## Sizing: the budget arithmetic, measured');
   out.push('');
-  out.push(`A decoder with N parameters costs about 6·N FLOPs per trained token, plus 4·L·T·d for attention at context T. For this model: 6 × ${run.params.toLocaleString('en-US')} + 4 × ${c.numLayers} × ${L.act.mean} × ${c.hiddenSize} ≈ ${(flopsPerToken / 1e6).toFixed(1)} MFLOP per token (only response rows go through the LM head, so the head's share is smaller than 6·N suggests). Measured: ${f(run.tokensPerSecond, 0)} tokens/s ≈ ${f((run.tokensPerSecond * flopsPerToken) / 1e9, 1)} GFLOP/s effective on cpu-fast (WebAssembly SIMD, 2 threads, on a 2-core machine shared with other jobs, so an idle laptop is faster).`);
-  out.push('');
-  out.push('Candidate sizes, measured before choosing (train tokens/s on cpu-fast, 8 rows × 300 tokens per step, same loaded machine):');
-  out.push('');
-  out.push('| shape (d, layers, heads, kv, MLP) | parameters | tokens/s | minutes for 0.8 M tokens |\n|---|---|---|---|');
-  for (const s of i.sizing) out.push(`| ${s.shape} | ${s.params.toLocaleString('en-US')} | ${s.tokPerS} | ${((0.8e6 / s.tokPerS) / 60).toFixed(0)} |`);
+  out.push(`A decoder with N parameters costs about 6·N FLOPs per trained token, plus 4·L·T·d for attention at context T. For this model: 6 × ${run.params.toLocaleString('en-US')} + 4 × ${c.numLayers} × ${L.act.mean} × ${c.hiddenSize} ≈ ${(flopsPerToken / 1e6).toFixed(1)} MFLOP per token (only response rows go through the LM head, so the head's share is smaller than 6·N suggests). Measured: ${f(run.tokensPerSecond, 0)} tokens/s ≈ ${f((run.tokensPerSecond * flopsPerToken) / 1e9, 1)} GFLOP/s effective on cpu-fast (WebAssembly SIMD worker threads on a 2-core machine shared with other jobs, so an idle laptop is faster).`);
   out.push('');
   const totalMin = ([...(i.stage1 ? [i.stage1] : []), ...(i.laterStages ?? []), run].reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(0);
-  out.push(`The pretraining took ${totalMin} minutes of training here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch, so the smallest shape was chosen: it sees the most data in that time. Attention is not the bottleneck at these lengths (rows average ${L.act.mean}-${L.rehearse.mean} tokens thanks to the tokenizer).`);
+  if (i.sizing.length > 0) {
+    out.push('Candidate sizes, measured before choosing (train tokens/s on cpu-fast, 8 rows × 300 tokens per step, same loaded machine):');
+    out.push('');
+    out.push('| shape (d, layers, heads, kv, MLP) | parameters | tokens/s | minutes for 0.8 M tokens |\n|---|---|---|---|');
+    for (const s of i.sizing) out.push(`| ${s.shape} | ${s.params.toLocaleString('en-US')} | ${s.tokPerS} | ${((0.8e6 / s.tokPerS) / 60).toFixed(0)} |`);
+    out.push('');
+    out.push(`The pretraining took ${totalMin} minutes of training here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch, so the smallest shape was chosen: it sees the most data in that time. Attention is not the bottleneck at these lengths (rows average ${L.act.mean}-${L.rehearse.mean} tokens thanks to the tokenizer).`);
+  } else
+    out.push(`The pretraining took ${totalMin} minutes of training here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch. The shape is the one chosen for the mini world's policy by measured throughput (models/default/README.md: the smallest candidate sees the most data in the time).`);
   out.push('');
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
@@ -206,6 +209,9 @@ export function modelCard(i: CardInputs): string {
   if (i.world?.heldOut === 'tasks') {
     out.push(`- It learned the **${i.world.name}** world: its users, orders and products are memorised (they recur through all of training), and it copies the values a request names (emails, names and zips, order numbers) into its calls. Held-out figures are on held-out *tasks* of that world, not on unseen users: on the full \`retail\` world it meets users, orders and products it has never seen and fails.`);
     out.push('- Tier 3 (exchanges and item modifications that need the item id of a variant matched by its options inside a product record, and two-intent requests) is not solved; see the per-family table. In transcripts of held-out tasks (12 read by hand) the policy copies the email, name, zip and order number right every time; what fails is a choice: the cancel reason swapped for the other allowed one, a reply after reading the order instead of the write the request asked for, or in tier 3 a variant id that does not match the requested options.');
+  } else if (i.copy?.firstCallsHeldOut && i.copy.firstCallsHeldOut.exact >= 0.9 * i.copy.firstCallsHeldOut.n) {
+    out.push(`- It copies what a held-out user's request names into its calls (copy probe: ${i.copy.firstCallsHeldOut.exact}/${i.copy.firstCallsHeldOut.n} first calls exact), but it cannot know that user's records: what it rehearses about an unseen user, order or payment method comes from the grounding examples and its training distribution, so many rehearsals get the shape right and the values wrong, and some do not parse (the table above).`);
+    out.push('- Tier 3 (exchanges and item modifications that need the item id of a variant matched by its options inside a product record, and two-intent requests) is not solved; see the per-family table.');
   } else
     out.push('- Greedy success on held-out tasks is the figure above; the failures are values not copied from the conversation (plausible ids, names and emails from the training distribution instead), not stopping after failed calls, and rehearsed observations that get the shape right but the values wrong.');
   out.push('- The tokenizer is tied to the bundled prompts (see Tokenizer).');
