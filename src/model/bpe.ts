@@ -90,7 +90,7 @@ const SPLITTERS = new Map(PRE_TOKENIZER_NAMES.map((n) => [n, PRE_TOKENIZERS[n] =
 export function preTokens(text: string, scheme: PreTokenizerName): string[] {
   const re = SPLITTERS.get(scheme);
   if (!re) return [text];
-  return text.split(re).filter((p) => p !== undefined && p.length > 0);
+  return text.split(re).filter((p) => p.length > 0);
 }
 
 /** Min-heap entries packed as (primary, secondary) numbers; small and allocation-light. */

@@ -124,15 +124,15 @@ export function modelCard(i: CardInputs): string {
   out.push(`A decoder with N parameters costs about 6·N FLOPs per trained token, plus 4·L·T·d for attention at context T. For this model: 6 × ${run.params.toLocaleString('en-US')} + 4 × ${c.numLayers} × ${L.act.mean} × ${c.hiddenSize} ≈ ${(flopsPerToken / 1e6).toFixed(1)} MFLOP per token (only response rows go through the LM head, so the head's share is smaller than 6·N suggests). Measured: ${f(run.tokensPerSecond, 0)} tokens/s ≈ ${f((run.tokensPerSecond * flopsPerToken) / 1e9, 1)} GFLOP/s effective on cpu-fast (WebAssembly SIMD worker threads on a 2-core machine shared with other jobs, so an idle laptop is faster).`);
   out.push('');
   const totalMin = ([...(i.stage1 ? [i.stage1] : []), ...(i.laterStages ?? []), run].reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(0);
+  const took = `The pretraining took ${totalMin} minutes of training here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch`;
   if (i.sizing.length > 0) {
     out.push('Candidate sizes, measured before choosing (train tokens/s on cpu-fast, 8 rows × 300 tokens per step, same loaded machine):');
     out.push('');
     out.push('| shape (d, layers, heads, kv, MLP) | parameters | tokens/s | minutes for 0.8 M tokens |\n|---|---|---|---|');
     for (const s of i.sizing) out.push(`| ${s.shape} | ${s.params.toLocaleString('en-US')} | ${s.tokPerS} | ${((0.8e6 / s.tokPerS) / 60).toFixed(0)} |`);
     out.push('');
-    out.push(`The pretraining took ${totalMin} minutes of training here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch, so the smallest shape was chosen: it sees the most data in that time. Attention is not the bottleneck at these lengths (rows average ${L.act.mean}-${L.rehearse.mean} tokens thanks to the tokenizer).`);
-  } else
-    out.push(`The pretraining took ${totalMin} minutes of training here, and the data is ~${(run.data.tokens.total / 1e6).toFixed(1)} M tokens per epoch. The shape is the one chosen for the mini world's policy by measured throughput (models/default/README.md: the smallest candidate sees the most data in the time).`);
+    out.push(`${took}, so the smallest shape was chosen: it sees the most data in that time. Attention is not the bottleneck at these lengths (rows average ${L.act.mean}-${L.rehearse.mean} tokens thanks to the tokenizer).`);
+  } else out.push(`${took}. The shape is the one chosen for the mini world's policy by measured throughput (models/default/README.md: the smallest candidate sees the most data in the time).`);
   out.push('');
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));

@@ -106,8 +106,10 @@ export async function switchWorld(world: WorldName, taskFile?: File): Promise<vo
   lab.tts = null;
   if (!env.tasks.some((t) => t.id === settings.task)) settings.task = env.tasks[0]?.id ?? '';
   // Each world has its own bundled policy (its tokenizer and its database); a user's own model stays.
-  if (lab.choice?.kind === 'bundled' && lab.choice.world !== env.world) await loadModel({ kind: 'bundled', world: env.world });
-  else lab.budget = await api.budgets().catch(() => null);
+  const reload = lab.choice?.kind === 'bundled' && lab.choice.world !== env.world;
+  if (reload) await loadModel({ kind: 'bundled', world: env.world });
+  // A load measures the budgets itself; without one (a user's model, or a failed load) they are measured here.
+  if (!reload || lab.loadError) lab.budget = await api.budgets().catch(() => null);
 }
 
 export async function loadModel(choice: ModelChoice): Promise<void> {

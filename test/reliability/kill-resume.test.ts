@@ -76,10 +76,9 @@ describe('kill and resume', () => {
     // machine (steps of 0.2 s, startup dominating) and a loaded one (several seconds a step) both see them land
     // inside the first two steps of a try.
     const wholeMs = performance.now() - t0;
-    const startMs = firstSaveMs || 0;
     // One step after the first save; a try killed within its first two steps after startup cannot finish the run
     // (random kills are only drawn with three or more steps left).
-    const stepMs = (wholeMs - startMs) / Math.max(1, STEPS - 1);
+    const stepMs = (wholeMs - firstSaveMs) / Math.max(1, STEPS - 1);
     expect(whole.code, whole.stderr).toBe(0);
 
     const out = join(work, 'killed');
@@ -95,7 +94,7 @@ describe('kill and resume', () => {
       // instant, while there are steps enough left. Near the end only early writes are hit, so the run cannot
       // finish before the 12th kill; the clean resume after them does.
       const nearEnd = step >= STEPS - 1;
-      const o = i % 2 === 1 && step <= STEPS - 3 ? { killAfterMs: Math.floor(Math.max(0, startMs - stepMs) + stepMs * (0.2 + 1.5 * rng.next())) } : { killAtWrite: 1 + rng.int(nearEnd ? 6 : 9) };
+      const o = i % 2 === 1 && step <= STEPS - 3 ? { killAfterMs: Math.floor(Math.max(0, firstSaveMs - stepMs) + stepMs * (0.2 + 1.5 * rng.next())) } : { killAtWrite: 1 + rng.int(nearEnd ? 6 : 9) };
       const r = await child([...args(out), ...(step >= 0 ? ['--resume'] : [])], o);
       if (o.killAfterMs !== undefined && r.signal !== 'SIGKILL') {
         // The instant came after this try's work was done: a clean exit, not a kill (and not counted as one).
