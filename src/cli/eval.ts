@@ -140,7 +140,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
           );
         }
         const f = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
-        log(`success ${f(report.success)}  reward ${f(report.meanReward)}  calls without error ${f(report.callsWithoutError)}  tool P ${f(report.toolPrecision)} R ${f(report.toolRecall)}${report.fidelity ? `  fidelity exact ${f(report.fidelity.exact)} f1 ${f(report.fidelity.f1)} invalid ${f(report.fidelity.invalid)}` : ''}`);
+        log(`success ${f(report.success)}  reward ${f(report.meanReward)}  calls without error ${f(report.callsWithoutError)}  tool P ${f(report.toolPrecision)} R ${f(report.toolRecall)}${report.fidelity ? `  fidelity exact ${f(report.fidelity.exact)} f1 ${f(report.fidelity.f1)} invalid ${f(report.fidelity.invalid)}` : ''}${report.fidelityGrounded ? ` (grounded as in rollouts: exact ${f(report.fidelityGrounded.exact)} invalid ${f(report.fidelityGrounded.invalid)})` : ''}`);
         log(`by tier: ${Object.entries(report.byTier).map(([k, g]) => `${k} ${f(g.success)} (${g.tasks})`).join(', ') || '-'}`);
         const result: EvalResult = {
           model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,

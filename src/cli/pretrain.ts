@@ -55,6 +55,8 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'drill-steps': { type: 'string', arg: 'N', help: 'steps on the copy drills alone, after the span steps, >= 0', default: `${MINI_SPEC.drillSteps}` },
   'act-weight': { type: 'string', arg: 'W', help: 'loss weight of Act response tokens relative to other responses (1 = equal), in (0, 100]', default: `${MINI_SPEC.actLossWeight}` },
   'act-only-tasks': { type: 'string', arg: 'N', help: 'extra generated tasks contributing only their Act rows, >= 0', default: `${MINI_SPEC.actOnlyTasks}` },
+  'rehearse-only-tasks': { type: 'string', arg: 'N', help: 'extra generated tasks contributing only their Rehearse rows, grounded as rollouts ground them (the call\'s own reference result included), >= 0', default: `${MINI_SPEC.rehearseOnlyTasks}` },
+  'rehearse-weight': { type: 'string', arg: 'W', help: 'loss weight of Rehearse response tokens relative to other responses (1 = equal), in (0, 100]', default: `${MINI_SPEC.rehearseLossWeight}` },
   'prompt-loss': { type: 'string', arg: 'X', help: 'auxiliary loss weight of prompt tokens, in [0, 1]; 0 = responses only', default: `${MINI_SPEC.promptLossWeight} (${QUICK_SPEC.promptLossWeight} with --quick)` },
   'train-tasks': { type: 'string', arg: 'N', help: 'generated training tasks whose expert rows make the data, >= 1', default: `${MINI_SPEC.trainTasks} (mini), ${FULL_SPEC.trainTasks} (retail), ${QUICK_SPEC.trainTasks} (--quick)` },
   'time-grpo': { type: 'boolean', help: 'time one GRPO step of the folder\'s policy instead of training' },
@@ -109,9 +111,12 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       trainTasks: intFlag(v, 'train-tasks', base.trainTasks, 1, 1_000_000),
       actOnlyTasks: intFlag(v, 'act-only-tasks', base.actOnlyTasks, 0, 1_000_000),
       actLossWeight: v['act-weight'] === undefined ? base.actLossWeight : numFlag(v, 'act-weight', base.actLossWeight),
+      rehearseOnlyTasks: intFlag(v, 'rehearse-only-tasks', base.rehearseOnlyTasks, 0, 1_000_000),
+      rehearseLossWeight: v['rehearse-weight'] === undefined ? base.rehearseLossWeight : numFlag(v, 'rehearse-weight', base.rehearseLossWeight),
       promptLossWeight: v['prompt-loss'] === undefined ? base.promptLossWeight : numFlag(v, 'prompt-loss', base.promptLossWeight, 0, true),
     };
     if (spec.actLossWeight > 100) throw new ArgError(`--act-weight must be a number in (0, 100], got ${JSON.stringify(v['act-weight'])}`);
+    if (spec.rehearseLossWeight > 100) throw new ArgError(`--rehearse-weight must be a number in (0, 100], got ${JSON.stringify(v['rehearse-weight'])}`);
     if (spec.promptLossWeight > 1) throw new ArgError(`--prompt-loss must be a number in [0, 1], got ${JSON.stringify(v['prompt-loss'])}`);
     const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
     const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
@@ -181,7 +186,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.rehearseOnlyTasks !== base.rehearseOnlyTasks ? ` --rehearse-only-tasks ${spec.rehearseOnlyTasks}` : ''}${spec.rehearseLossWeight !== base.rehearseLossWeight ? ` --rehearse-weight ${spec.rehearseLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {

@@ -11,7 +11,7 @@ import { familyTier } from '../env/retail/tiers';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
-import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
+import { evalRehearsalFidelity, type FidelityEvalResult } from '../rollout/fidelity-eval';
 import { matchToolCalls, summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { runRollouts, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
@@ -81,7 +81,13 @@ export interface HeldOutReport {
   byFamily: Record<string, GroupSuccess>;
   meanTurns: number;
   ends: RolloutSummary['ends'];
+  /** Rehearsal fidelity on the reference calls, the call's own example left out of the grounding. */
   fidelity: HeldOutFidelity | null;
+  /**
+   * The same, grounded as rollouts ground (the call's own reference result among the examples when it fits);
+   * measured by the plain evaluation only (absent in private-rehearsal reports).
+   */
+  fidelityGrounded?: HeldOutFidelity | null;
   perTask: TaskResult[];
   tokens: { generated: number; prompt: number };
   wallMs: { real: number; fidelity: number };
@@ -110,22 +116,36 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
   const family = new Map(tasks.map((t) => [t.id, t.family ?? null]));
   const perTask = batch.rollouts.map((r): TaskResult => taskResult(r.taskId, family.get(r.taskId) ?? null, r, refs.get(r.taskId) ?? []));
 
+  // Two measures of the same rehearsals: grounded as a rollout grounds them (the task's whole reference
+  // trajectory, so a reference call's own result is among the examples when it fits the budget: reproducing
+  // it is what a grounded rehearser must do), and with the call's own example left out (the answer must come
+  // from the learned dynamics). The second is the stricter; both are reported.
   let fidelity: HeldOutFidelity | null = null;
+  let fidelityGrounded: HeldOutFidelity | null = null;
   let fidelityMs = 0;
   if (opts.fidelityTokens > 0) {
     const t0 = performance.now();
-    log(`eval fidelity: rehearsing ${tasks.reduce((n, t) => n + t.referenceActions.length, 0)} reference calls`);
     const rehearser = policy.rehearseAdapter === undefined ? policy.actAdapter : policy.rehearseAdapter;
-    const f = await evalRehearsalFidelity(policy.model, policy.tokenizer, rehearser, domain, tasks, {
-      maxRehearseTokens: opts.fidelityTokens,
-      rehearsePrompt: opts.rehearsePrompt,
-      maxContext: opts.limits.maxContext,
-      signal: opts.signal,
-    });
-    fidelity = { steps: f.summary.steps, exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, skipped: f.skipped };
+    const measure = async (excludeSameCall: boolean) => {
+      log(`eval fidelity (${excludeSameCall ? "without the call's own example" : 'grounded as in rollouts'}): rehearsing ${tasks.reduce((n, t) => n + t.referenceActions.length, 0)} reference calls`);
+      const f = await evalRehearsalFidelity(policy.model, policy.tokenizer, rehearser, domain, tasks, {
+        maxRehearseTokens: opts.fidelityTokens,
+        rehearsePrompt: { ...opts.rehearsePrompt, excludeSameCall },
+        maxContext: opts.limits.maxContext,
+        signal: opts.signal,
+      });
+      return toHeldOutFidelity(f);
+    };
+    fidelity = await measure(true);
+    fidelityGrounded = await measure(false);
     fidelityMs = performance.now() - t0;
   }
-  return heldOutReport(tasks.length, s, fidelity, perTask, { real: batch.stats.wallMs, fidelity: fidelityMs });
+  return { ...heldOutReport(tasks.length, s, fidelity, perTask, { real: batch.stats.wallMs, fidelity: fidelityMs }), ...(fidelityGrounded ? { fidelityGrounded } : {}) };
+}
+
+/** The held-out summary of a teacher-forced fidelity measurement. */
+export function toHeldOutFidelity(f: FidelityEvalResult): HeldOutFidelity {
+  return { steps: f.summary.steps, exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, skipped: f.skipped };
 }
 
 /** The report of a held-out evaluation from its rollout summary (shared with test-time private rehearsal). */

@@ -26,7 +26,7 @@ import { summarizeRollouts } from '../rollout/metrics';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { MEMORY_EVALUATIONS, type JudgeVerdict, type MemoryEvaluation, type MemoryOptions, type RehearsalMemory } from '../rollout/rehearsal-memory';
 import type { RolloutBatch, RolloutConfig, RolloutDomain, RolloutLimits, RolloutRecord } from '../rollout/rollout';
-import { heldOutReport, taskResult, type EvalPolicy, type HeldOutReport, type TaskResult } from './evaluate';
+import { heldOutReport, taskResult, toHeldOutFidelity, type EvalPolicy, type HeldOutReport, type TaskResult } from './evaluate';
 import { mergeBatches, RehearsalPhases, view, ZERO, type RehearsalSettings } from './rehearsal-phases';
 
 export type TtsMode = 'parallel' | 'sequential';
@@ -193,7 +193,7 @@ export async function privateRehearsal(policy: EvalPolicy, domain: RolloutDomain
     const f = await evalRehearsalFidelity(policy.model, policy.tokenizer, phases.rehearser, view(domain, domain.policy, phases.sandbox), tasks, {
       maxRehearseTokens: fidelityTokens, rehearsePrompt: opts.rehearsePrompt, maxContext: opts.limits.maxContext, signal: opts.signal,
     });
-    fidelity = { steps: f.summary.steps, exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, skipped: f.skipped };
+    fidelity = toHeldOutFidelity(f);
     fidelityMs = performance.now() - f0;
   }
 

@@ -29,6 +29,8 @@ export interface HeldOutRecord {
   meanTurns: number;
   ends: Record<string, number>;
   fidelity: Fidelity | null;
+  /** Grounded as rollouts ground (records before it existed lack it). */
+  fidelityGrounded?: Fidelity | null;
   byTier: Record<string, { tasks: number; success: number }>;
   byFamily: Record<string, { tasks: number; success: number }>;
   wallS: number;
@@ -86,17 +88,20 @@ export function heldOutSection(e: HeldOutRecord, command: string): string[] {
   const out = ['## Held-out evaluation (`npm run eval`)', ''];
   out.push('```\n' + command + '\n```');
   out.push('');
-  out.push(`${e.tasks} held-out tasks, one greedy episode each in the real environment (at most 12 turns), then rehearsal fidelity on every reference call (the reference calls are played as the Act turns, the policy rehearses each from the real history, grounded on the task's other reference calls but never on the call itself).`);
+  const g = e.fidelityGrounded ?? null;
+  out.push(`${e.tasks} held-out tasks, one greedy episode each in the real environment (at most 12 turns), then rehearsal fidelity on every reference call: the reference calls are played as the Act turns and the policy rehearses each from the real history${g ? ', twice: grounded as a rollout grounds it (on the task\'s reference trajectory, so the call\'s own real result is among the examples when it fits the grounding budget), and with the call\'s own example left out (the answer must come from what the policy learned of the environment)' : ', grounded on the task\'s other reference calls but never on the call itself'}.`);
   out.push('');
   out.push('| metric | value |\n|---|---|');
   out.push(`| **success** (reward 1: final database equals the reference's, every required fact stated) | **${pct(e.success)}** |`);
   out.push(`| calls run without an error | ${pct(e.callsWithoutError)} |`);
   out.push(`| tool-call precision / recall against the reference actions | ${pct(e.toolPrecision)} / ${pct(e.toolRecall)} |`);
-  if (e.fidelity) {
-    out.push(`| rehearsals that parse (of ${e.fidelity.steps} reference calls) | ${pct(1 - e.fidelity.invalid)} |`);
-    out.push(`| rehearsal exact match with the real observation | ${pct(e.fidelity.exact)} |`);
-    out.push(`| rehearsal field F1 / error agreement | ${f(e.fidelity.f1, 3)} / ${pct(e.fidelity.errorAgree)} |`);
-  }
+  const rows = (fid: Fidelity, how: string) => {
+    out.push(`| rehearsals that parse${how} (of ${fid.steps} reference calls) | ${pct(1 - fid.invalid)} |`);
+    out.push(`| rehearsal exact match with the real observation${how} | ${pct(fid.exact)} |`);
+    out.push(`| rehearsal field F1 / error agreement${how} | ${f(fid.f1, 3)} / ${pct(fid.errorAgree)} |`);
+  };
+  if (g) rows(g, ', grounded as in rollouts');
+  if (e.fidelity) rows(e.fidelity, g ? ", without the call's own example" : '');
   out.push(`| episode ends | ${Object.entries(e.ends).map(([k, v]) => `${k}: ${v}`).join(', ')} |`);
   out.push(`| mean turns | ${f(e.meanTurns, 1)} |`);
   out.push('');

@@ -7,6 +7,7 @@ import type { Domain, Row, Task } from '../env/domain';
 import { buildActPrompt } from '../rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../rollout/chat';
 import { buildRehearsePrompt } from '../rollout/rehearse-prompt';
+import { referenceGrounding } from '../rollout/rollout';
 
 /** A training pair: `prompt` is conditioning only, `response` carries the loss (it ends with <|im_end|>). */
 export interface Example {
@@ -33,6 +34,19 @@ export function expertRows<T extends Task>(domain: Domain<T>, o: ExpertDataOptio
   const rows: Row[] = [];
   tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, seed: o.seed * 7919 + i }).rows));
   return { tasks, rows };
+}
+
+/**
+ * The expert's Rehearse rows of a split's tasks with the grounding a rollout gives them: the task's whole
+ * reference trajectory (the prompt builder keeps what fits its budget), so a reference call's own real
+ * result is among the examples. Expert rows proper never show the call being simulated (src/env/rows.ts);
+ * without these a rehearser never learns to reproduce a matching example. A deliberate mistake of the
+ * expert matches no example, so these rows also keep teaching the environment's own answers.
+ */
+export function rolloutGroundedRehearseRows(domain: Domain, o: ExpertDataOptions): Row[] {
+  const { tasks, rows } = expertRows(domain, o);
+  const grounding = new Map(tasks.map((t) => [t.id, referenceGrounding(domain, t)]));
+  return rows.flatMap((r) => (r.role === 'rehearse' ? [{ ...r, grounding: grounding.get(r.taskId)! }] : []));
 }
 
 /** A row rendered with the rollout prompts (the same bytes the policy will see at RL time). */

@@ -17,7 +17,7 @@ import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
 import { copyDrills, spanCopies, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
-import { encodeExample, expertRows, lengthStats, packBatches, rowToExample, type Encoded } from './data';
+import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
 
@@ -76,6 +76,15 @@ export interface PretrainSpec {
    * decisive tokens an Act turn carries (which user, which order, which item) per step; 0 = none.
    */
   actOnlyTasks: number;
+  /**
+   * Extra train-split tasks (a third seed stream) of which only the Rehearse rows are used, each grounded
+   * the way rollouts ground it: on the task's whole reference trajectory, the very call included when it is
+   * a reference call (src/rollout/rollout.ts referenceGrounding). The expert rows never show the call being
+   * simulated, so without these the rehearser never learns to reproduce a grounding example; 0 = none.
+   */
+  rehearseOnlyTasks: number;
+  /** Loss weight of Rehearse response tokens relative to other responses (1 = equal). */
+  rehearseLossWeight: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -103,6 +112,8 @@ export const FULL_SPEC: PretrainSpec = {
   promptLossWeight: 0.25,
   actLossWeight: 1,
   actOnlyTasks: 0,
+  rehearseOnlyTasks: 0,
+  rehearseLossWeight: 1,
 };
 
 /**
@@ -142,6 +153,8 @@ export const QUICK_SPEC: PretrainSpec = {
   promptLossWeight: 0,
   actLossWeight: 1,
   actOnlyTasks: 0,
+  rehearseOnlyTasks: 0,
+  rehearseLossWeight: 1,
 };
 
 export interface PretrainResult {
@@ -194,8 +207,10 @@ export async function pretrain(
     ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools))
     : [];
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
-  const sources = [...examples.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
-  const all = [...examples, ...extraActs, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
+  const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools)) : [];
+  if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
+  const sources = [...examples.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
+  const all = [...examples, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;
@@ -263,7 +278,7 @@ export async function pretrain(
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
       seqs = queue.shift()!.map((i) => kept[i]);
     }
-    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight })]);
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight })]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });

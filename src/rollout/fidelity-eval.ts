@@ -40,6 +40,9 @@ export interface FidelityEvalStep {
   real: Observation;
   rehearsed: Observation | null;
   failure: RehearseParseFailure | null;
+  /** The generated text as decoded (what a failure was made of), and its length in tokens. */
+  text: string;
+  tokens: number;
   fidelity: StepFidelity;
 }
 
@@ -99,7 +102,7 @@ export async function evalRehearsalFidelity(
   const steps: FidelityEvalStep[] = items.map((it, i) => {
     const r = out[i];
     const parsed = parseExecutionResult(r.finishReason === 'stop' ? r.text + REHEARSE_STOP : r.text, it.call.name);
-    const base = { taskId: it.taskId, index: it.index, call: it.call, real: it.real };
+    const base = { taskId: it.taskId, index: it.index, call: it.call, real: it.real, text: r.text, tokens: r.tokens.length };
     if (!parsed.ok) return { ...base, rehearsed: null, failure: parsed.error.code, fidelity: DISAGREE(it.real) };
     return { ...base, rehearsed: parsed.observation, failure: null, fidelity: compareObservations(parsed.observation, it.real) };
   });

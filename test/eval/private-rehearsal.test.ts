@@ -198,6 +198,16 @@ describe('private rehearsal', () => {
     }
   });
 
+  it('the plain evaluation measures fidelity twice: grounded as in rollouts, and without the call\'s own example', async () => {
+    const r = await evaluateHeldOut(policy, domain, tasks, { limits, seed: 9, fidelityTokens: 4, rehearsePrompt, kvReuse: true });
+    expect(r.fidelity?.steps).toBe(2);
+    expect(r.fidelityGrounded?.steps).toBe(2);
+    // A random model writes no <execution_result> in four tokens under either grounding.
+    expect([r.fidelity?.invalid, r.fidelityGrounded?.invalid]).toEqual([1, 1]);
+    const none = await evaluateHeldOut(policy, domain, tasks, { limits, seed: 9, fidelityTokens: 0, kvReuse: true });
+    expect([none.fidelity, none.fidelityGrounded]).toEqual([null, undefined]);
+  });
+
   it('shrinks the memory to the room the context leaves; contextReserve null lets it overflow instead', async () => {
     const script1 = (_t: Task, turn: number) => (turn === 0 ? formatCall(details) : undefined);
     const first = tok.encode(buildActPrompt(`${domain.policy}\n\n`, domain.definitions(), [{ role: 'user', content: tasks[1].userMessages[0] }])).length;

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { retailDomain } from '../../src/env/retail/index';
 import { trainBpe } from '../../src/model/bpe';
-import { encodeExample, END, expertRows, packBatches, rowToExample } from '../../src/pretrain/data';
+import { encodeExample, END, expertRows, packBatches, rolloutGroundedRehearseRows, rowToExample } from '../../src/pretrain/data';
+import { canonicalJson } from '../../src/env/json';
+import { referenceGrounding } from '../../src/rollout/rollout';
 import { pretrainBatch } from '../../src/pretrain/trainer';
 import { SPECIAL_STRINGS } from '../../src/model/hf-tokenizer';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
@@ -12,6 +14,34 @@ import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';
 
 const domain = retailDomain(loadRetailBase());
 const tools = domain.definitions() as unknown as ToolDefinition[];
+
+describe('rehearse rows grounded as rollouts ground them', () => {
+  const o = { split: 'train' as const, tasks: 30, seed: 4, mistakeRate: 0.3 };
+  const rows = rolloutGroundedRehearseRows(domain, o);
+  const tasks = new Map(expertRows(domain, o).tasks.map((t) => [t.id, t]));
+  const key = (name: string, args: unknown) => name + canonicalJson(args);
+
+  it('are the expert rehearse rows with the task reference trajectory as grounding: a reference call finds its own real result, a mistake none', () => {
+    const expert = expertRows(domain, o).rows.filter((r) => r.role === 'rehearse');
+    expect(rows.map((r) => [r.taskId, r.target])).toEqual(expert.map((r) => [r.taskId, r.target]));
+    let own = 0;
+    let mistakes = 0;
+    for (const r of rows) {
+      if (r.role !== 'rehearse') throw new Error('only rehearse rows');
+      const task = tasks.get(r.taskId)!;
+      expect(r.grounding).toEqual(referenceGrounding(domain, task));
+      const prompt = rowToExample(r, domain.policy, tools).prompt;
+      const isReference = task.referenceActions.some((a) => key(a.name, a.arguments) === key(r.call.name, r.call.arguments));
+      const example = 'call ' + JSON.stringify({ name: r.call.name, arguments: r.call.arguments });
+      if (!isReference) {
+        mistakes++;
+        expect(prompt.includes(example)).toBe(false);
+      } else if (prompt.includes(example + '\nresult ' + r.target.slice('<execution_result>\n'.length, -'\n</execution_result>'.length) + '\n')) own++;
+    }
+    expect(own).toBeGreaterThan(rows.length / 2);
+    expect(mistakes).toBeGreaterThan(0);
+  });
+});
 
 describe('expert examples', () => {
   const { rows } = expertRows(domain, { split: 'train', tasks: 5, seed: 11, mistakeRate: 0.3 });
