@@ -15,12 +15,15 @@ import { join, resolve } from 'node:path';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
 import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { PRE_TOKENIZER_NAMES } from '../model/bpe';
+import { parseQwen3ConfigText } from '../model/config';
+import { parseSafetensors } from '../model/safetensors';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
 import { modelCard, type CardInputs } from '../pretrain/card';
 import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
 import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
+import { attentionProbe, PlainQwen3, type AttentionRecord } from '../pretrain/attention-probe';
 import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
 import { FULL_SPEC, MINI_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
 import { ensureDir, IoError, writeFileAtomic } from '../util/atomic-file';
@@ -32,6 +35,7 @@ import {
 export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
        npm run pretrain -- --time-grpo [--out DIR] [--backend B]   (times one GRPO step: grpo-timing-<backend>.json)
        npm run pretrain -- --probe-copy [--out DIR]                (does the policy copy values? copy-probe.json)
+       npm run pretrain -- --probe-attention [--out DIR] [--before 'LABEL=DIR;...']  (attention on the copy source: attention-probe.json)
        npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)`;
 
 export const PRETRAIN_FLAGS: FlagSpec = {
@@ -61,6 +65,8 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'train-tasks': { type: 'string', arg: 'N', help: 'generated training tasks whose expert rows make the data, >= 1', default: `${MINI_SPEC.trainTasks} (mini), ${FULL_SPEC.trainTasks} (retail), ${QUICK_SPEC.trainTasks} (--quick)` },
   'time-grpo': { type: 'boolean', help: 'time one GRPO step of the folder\'s policy instead of training' },
   'probe-copy': { type: 'boolean', help: 'run the copy probe on the folder\'s policy instead of training' },
+  'probe-attention': { type: 'boolean', help: 'measure each head\'s attention on the copy source over fresh drills, for the folder\'s policy and every --before folder (attention-probe.json)' },
+  before: { type: 'string', arg: 'DIRS', help: 'with --probe-attention: folders to compare with, each as LABEL=DIR, separated by semicolons' },
   card: { type: 'boolean', help: 'write the folder\'s README.md (model card) from its records instead of training' },
   commit: { type: 'string', arg: 'C', help: 'commit named in the model card (with --card)', default: 'unknown' },
   help: HELP_FLAG,
@@ -83,7 +89,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       io.out(helpText(PRETRAIN_USAGE, PRETRAIN_FLAGS, PRETRAIN_NOTES));
       return;
     }
-    const modes = (['time-grpo', 'probe-copy', 'card'] as const).filter((k) => v[k]);
+    const modes = (['time-grpo', 'probe-copy', 'probe-attention', 'card'] as const).filter((k) => v[k]);
     if (modes.length > 1) throw new ArgError(`--${modes.join(' and --')} cannot be combined`);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
@@ -145,6 +151,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         stage1: names.includes('pretrain-stage1.json') ? ((await read('pretrain-stage1.json')) as CardInputs['run']) : undefined,
         laterStages: await Promise.all(names.filter((n) => /^pretrain-stage([2-9]|\d\d+)\.json$/.test(n)).sort((a, b) => Number(/\d+/.exec(a)![0]) - Number(/\d+/.exec(b)![0])).map(async (n) => (await read(n)) as CardInputs['run'])),
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
+        attention: names.includes('attention-probe.json') ? ((await read('attention-probe.json')) as AttentionRecord) : undefined,
         copyRetail: names.includes('copy-probe-retail.json') ? ((await read('copy-probe-retail.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
         world: cardWorld(run.command),
@@ -156,6 +163,29 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       });
       await write('README.md', card);
       log(`wrote ${join(out, 'README.md')}`);
+      return;
+    }
+    if (v['probe-attention']) {
+      // Plain TypeScript over the checkpoints' weights: no backend, so no --backend/--threads.
+      const domain = loadWorldDomain(world);
+      const filler = domain.tasks.generate({ split: 'train', count: 40, seed: 5 }).flatMap((t) => t.userMessages);
+      const before = (strFlag(v, 'before') ?? '').split(';').filter(Boolean).map((s) => {
+        const m = /^([^=]+)=(.+)$/.exec(s);
+        if (!m) throw new ArgError(`--before wants LABEL=DIR[;LABEL=DIR...], got ${JSON.stringify(s)}`);
+        return { label: m[1], dir: m[2] };
+      });
+      const models = [];
+      for (const { label, dir } of [{ label: 'this policy', dir: strFlag(v, 'out') ?? out }, ...before]) {
+        const src = new DirSource(resolve(dir));
+        const config = parseQwen3ConfigText(new TextDecoder().decode(await src.read('config.json')));
+        const weights = parseSafetensors(await src.read('model.safetensors'), join(dir, 'model.safetensors'));
+        const probe = attentionProbe(new PlainQwen3(config, weights), await Tokenizer.load(src), { drills: 40, seed: 5, filler });
+        log(`${label} (${dir}): best head source mass ${Math.max(...probe.heads.map((h) => h.sourceMass)).toFixed(2)} over ${probe.positions} positions`);
+        models.push({ label, dir, probe });
+      }
+      const command = `npm run pretrain -- --probe-attention --world ${world} --out ${strFlag(v, 'out') ?? out}${before.length ? ` --before '${strFlag(v, 'before')}'` : ''}`;
+      const record: AttentionRecord = { command, drills: 40, seed: 5, models };
+      await write('attention-probe.json', JSON.stringify(record, null, 1) + '\n');
       return;
     }
     // The output folder must be writable before minutes of training start.

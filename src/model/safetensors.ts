@@ -42,8 +42,9 @@ export class SafetensorsFile {
   float32(name: string): Float32Array {
     const t = this.info(name);
     const raw = this.bytes.subarray(t.begin, t.end);
-    // Copy first: the data may not be aligned for a typed-array view.
-    const buf = raw.slice().buffer;
+    // Copy first: the data may not be aligned for a typed-array view. A TypedArray constructor copies into
+    // a buffer of its own (Node's Buffer.slice would return a view whose .buffer is the whole pool).
+    const buf = new Uint8Array(raw).buffer;
     if (t.dtype === 'F32') return new Float32Array(buf);
     if (t.dtype === 'BF16') {
       const h = new Uint16Array(buf);
@@ -63,7 +64,7 @@ export class SafetensorsFile {
   int32(name: string): Int32Array {
     const t = this.info(name);
     if (t.dtype !== 'I32') throw new ModelFormatError(this.file, `tensor '${name}' has dtype ${t.dtype}, expected I32`);
-    return new Int32Array(this.bytes.slice(t.begin, t.end).buffer);
+    return new Int32Array(new Uint8Array(this.bytes.subarray(t.begin, t.end)).buffer);
   }
 }
 

@@ -2,6 +2,7 @@
 // trained on, its held-out evaluation by `npm run eval` (per tier and family), the learning signal a GRPO
 // step gets from it (`npm run signal`), and the sweeps run to choose the recipe. Every figure is read from
 // a record file in the model folder; the prose only explains them.
+import type { AttentionRecord } from './attention-probe';
 
 export interface WorldRecord {
   name: string;
@@ -161,6 +162,29 @@ export function copySection(c: { firstCalls: { n: number; exact: number }; first
   if (c.firstCallsHeldOut) out.push(`| first calls, held-out tasks | ${c.firstCallsHeldOut.exact}/${c.firstCallsHeldOut.n} (${pct(c.firstCallsHeldOut.exact / c.firstCallsHeldOut.n)}) |`);
   out.push(`| whole drills | ${c.drills.exact}/${c.drills.n} (${pct(c.drills.exact / c.drills.n)}) |`);
   for (const [k, g] of Object.entries(c.drillValues ?? {})) out.push(`| drill values: ${k} | ${g.exact}/${g.n} (${pct(g.exact / g.n)}) |`);
+  out.push('');
+  return out;
+}
+
+/** Per layer and head, each model's attention on the copy source (src/pretrain/attention-probe.ts). */
+export function attentionSection(r: AttentionRecord): string[] {
+  const out = ['## Attention diagnostics: where the policy looks when it copies', ''];
+  out.push('```\n' + r.command + '\n```');
+  out.push('');
+  out.push(`On ${r.drills} fresh copy drills (seed ${r.seed}), at every answer position whose next token is a value token that also stands in the request, each head's attention is compared with the *source*: the request position holding that token (after a copy of the token just written, when there is one: the induction pattern). **mass**: mean attention probability on the source (uniform attention would give ${r.models.map((m) => f(m.probe.chance, 3)).join(' / ')}); **top-1**: how often the head's most attended position is the source; **H**: mean attention entropy in nats; **max**: mean largest pre-softmax score q·k/√d. The probe's forward pass is a plain Qwen3 over the checkpoint's weights whose log-probabilities are tested against the engine's.${r.models.some((m) => m.dir.startsWith('runs/')) ? ' Folders under runs/ are runs of the recipe search (their commands are in the sweeps table); they are not committed, their figures are kept in attention-probe.json.' : ''}`);
+  out.push('');
+  out.push(`| head | ${r.models.map((m) => `${m.label}: mass / top-1 / H / max`).join(' | ')} |`);
+  out.push(`|---|${r.models.map(() => '---|').join('')}`);
+  const heads = r.models[0].probe.heads;
+  heads.forEach((h, i) => {
+    out.push(`| L${h.layer}.H${h.head} | ${r.models.map((m) => { const x = m.probe.heads[i]; const cell = `${f(x.sourceMass)} / ${pct(x.top1)} / ${f(x.entropy)} / ${f(x.maxLogit, 1)}`; return x.sourceMass >= 0.5 ? `**${cell}**` : cell; }).join(' | ')} |`);
+  });
+  out.push('');
+  for (const m of r.models) {
+    const best = m.probe.heads.reduce((a, b) => (b.sourceMass > a.sourceMass ? b : a));
+    const copiers = m.probe.heads.filter((h) => h.sourceMass >= 0.5);
+    out.push(`- **${m.label}** (\`${m.dir}\`, ${m.probe.positions} positions): ${copiers.length > 0 ? `${copiers.length} copy head${copiers.length > 1 ? 's' : ''} (mass >= 0.5: ${copiers.map((h) => `L${h.layer}.H${h.head}`).join(', ')})` : 'no copy head'}; the best head, L${best.layer}.H${best.head}, puts ${f(best.sourceMass)} of its attention on the source (top choice ${pct(best.top1)}).`);
+  }
   out.push('');
   return out;
 }

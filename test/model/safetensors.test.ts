@@ -47,6 +47,17 @@ describe('safetensors', () => {
     expect(Array.from(f.float32('hf'))).toEqual([0.5, -65504, 2 ** -24]);
   });
 
+  it('reads a Node Buffer (a view into a shared pool, as readFileSync gives) like a plain array', () => {
+    const a = Float32Array.from({ length: 5 }, (_, i) => i - 2);
+    const ids = Int32Array.from([1, 2, 3]);
+    const bytes = writeSafetensors({ a: { dtype: 'F32', shape: [5], data: a }, ids: { dtype: 'I32', shape: [3], data: ids } });
+    // Buffer.from(array) of a small size lands at an offset inside Node's 8 KiB allocation pool.
+    const pooled = Buffer.from(Array.from(bytes));
+    const f = parseSafetensors(pooled, 'model.safetensors');
+    expect(f.float32('a')).toEqual(a);
+    expect(f.int32('ids')).toEqual(ids);
+  });
+
   it('refuses a file too short for the header length', () => {
     expectFormatError(() => parseSafetensors(new Uint8Array(5), 'model.safetensors'), /too short/);
   });

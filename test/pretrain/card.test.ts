@@ -68,4 +68,29 @@ describe('modelCard', () => {
     expect(md).toContain('| **A** (kept) | memorise |');
     expect(md).toMatch(/\| B \| stopped at step 820 \| `npm run pretrain -- --init A` \| 8\.0 \| 0\.780 \| – \|/);
   });
+
+  it('shows both fidelity measures when the record has the grounded one, and the attention probe per head for each model', () => {
+    const fid = (exact: number, invalid: number) => ({ steps: 300, exact, f1: 0.8, errorAgree: 0.9, invalid });
+    const heldOut = {
+      tasks: 100, success: 0.42, meanReward: 0.42, callsWithoutError: 0.81, toolPrecision: 0.6, toolRecall: 0.7, meanTurns: 4.2, ends: { reply: 100 },
+      fidelity: fid(0.3, 0.4), fidelityGrounded: fid(0.7, 0.02), byTier: {}, byFamily: {}, wallS: 50,
+    };
+    const head = (layer: number, h: number, sourceMass: number) => ({ layer, head: h, sourceMass, top1: sourceMass, entropy: 1, maxLogit: 9 });
+    const md = modelCard({
+      ...inputs,
+      heldOut: { command: 'npm run eval', result: heldOut },
+      attention: {
+        command: 'npm run pretrain -- --probe-attention', drills: 40, seed: 5,
+        models: [
+          { label: 'after', dir: 'models/x', probe: { drills: 40, positions: 900, chance: 0.01, heads: [head(0, 0, 0.02), head(0, 1, 0.91)] } },
+          { label: 'before', dir: 'runs/y', probe: { drills: 40, positions: 900, chance: 0.01, heads: [head(0, 0, 0.01), head(0, 1, 0.2)] } },
+        ],
+      },
+    });
+    expect(md).toContain('| rehearsals that parse, grounded as in rollouts (of 300 reference calls) | 98.0% |');
+    expect(md).toContain("| rehearsal exact match with the real observation, without the call's own example | 30.0% |");
+    expect(md).toContain('| L0.H1 | **0.91 / 91.0% / 1.00 / 9.0** | 0.20 / 20.0% / 1.00 / 9.0 |');
+    expect(md).toContain('**after** (`models/x`, 900 positions): 1 copy head (mass >= 0.5: L0.H1)');
+    expect(md).toContain('**before** (`runs/y`, 900 positions): no copy head');
+  });
 });

@@ -70,5 +70,11 @@ describe('pretrain (quick)', () => {
     );
     expect(err?.code).toBe(2); // a usage error (src/cli/args.ts runCli)
     expect(err?.stderr).toContain('--backend must be one of');
+    const before = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--probe-attention', '--out', 'models/retail', '--before', 'models/default'], { cwd: process.cwd() }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(before?.code).toBe(2);
+    expect(before?.stderr).toContain('--before wants LABEL=DIR[;LABEL=DIR...], got "models/default"');
   }, 60_000);
 });
