@@ -24,7 +24,7 @@ for (const label of readdirSync(root).sort()) {
     change: note.change,
     minutes: run.trainSeconds / 60,
     finalLoss: run.finalLoss,
-    heldOut: h && { tasks: h.tasks, success: h.success, callsWithoutError: h.callsWithoutError, toolPrecision: h.toolPrecision, fidelity: h.fidelity, byTier: h.byTier },
+    heldOut: h && { tasks: h.tasks, success: h.success, callsWithoutError: h.callsWithoutError, toolPrecision: h.toolPrecision, fidelity: h.fidelity, ...(h.fidelityGrounded ? { fidelityGrounded: h.fidelityGrounded } : {}), byTier: h.byTier },
     kept: note.kept,
     order: note.order,
   });

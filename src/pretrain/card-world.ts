@@ -64,7 +64,7 @@ export interface SweepRecord {
   minutes: number;
   finalLoss: number;
   /** null: the run was stopped before it finished (said in `change`), so nothing was evaluated. */
-  heldOut: Pick<HeldOutRecord, 'tasks' | 'success' | 'callsWithoutError' | 'toolPrecision' | 'fidelity' | 'byTier'> | null;
+  heldOut: Pick<HeldOutRecord, 'tasks' | 'success' | 'callsWithoutError' | 'toolPrecision' | 'fidelity' | 'fidelityGrounded' | 'byTier'> | null;
   kept: boolean;
 }
 
@@ -136,7 +136,7 @@ export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
   const out = ['## The recipe search: every run, kept or not', ''];
   out.push('Each row is a pretraining run and the held-out evaluation of what it produced (same evaluation as above; commands exactly as run). Runs that did not help are kept here on purpose.');
   out.push('');
-  out.push('| run | change | command | train min | final loss | success | calls w/o error | tool precision | rehearsal exact | parse | tier 1 / 2 / 3 |\n|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push('| run | change | command | train min | final loss | success | calls w/o error | tool precision | rehearsal exact (grounded / without own example) | parse (grounded / without) | tier 1 / 2 / 3 |\n|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of sweeps) {
     const h = r.heldOut;
     const name = r.kept ? `**${r.label}** (kept)` : r.label;
@@ -145,7 +145,7 @@ export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
       continue;
     }
     const tiers = ['tier 1', 'tier 2', 'tier 3'].map((t) => pct(h.byTier[t]?.success)).join(' / ');
-    out.push(`| ${name} | ${r.change} | \`${r.command}\` | ${f(r.minutes, 1)} | ${f(r.finalLoss, 3)} | ${pct(h.success)} | ${pct(h.callsWithoutError)} | ${pct(h.toolPrecision)} | ${pct(h.fidelity?.exact)} | ${h.fidelity ? pct(1 - h.fidelity.invalid) : 'n/a'} | ${tiers} |`);
+    out.push(`| ${name} | ${r.change} | \`${r.command}\` | ${f(r.minutes, 1)} | ${f(r.finalLoss, 3)} | ${pct(h.success)} | ${pct(h.callsWithoutError)} | ${pct(h.toolPrecision)} | ${pct(h.fidelityGrounded?.exact)} / ${pct(h.fidelity?.exact)} | ${h.fidelityGrounded ? pct(1 - h.fidelityGrounded.invalid) : 'n/a'} / ${h.fidelity ? pct(1 - h.fidelity.invalid) : 'n/a'} | ${tiers} |`);
   }
   out.push('');
   return out;
