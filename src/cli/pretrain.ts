@@ -15,8 +15,6 @@ import { join, resolve } from 'node:path';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
 import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { PRE_TOKENIZER_NAMES } from '../model/bpe';
-import { parseQwen3ConfigText } from '../model/config';
-import { parseSafetensors } from '../model/safetensors';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3 } from '../model/weights';
@@ -166,7 +164,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       return;
     }
     if (v['probe-attention']) {
-      // Plain TypeScript over the checkpoints' weights: no backend, so no --backend/--threads.
+      // A plain TypeScript forward over the weights (the reference CPU backend only loads them): no --backend.
       const domain = loadWorldDomain(world);
       const filler = domain.tasks.generate({ split: 'train', count: 40, seed: 5 }).flatMap((t) => t.userMessages);
       const before = (strFlag(v, 'before') ?? '').split(';').filter(Boolean).map((s) => {
@@ -174,17 +172,25 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         if (!m) throw new ArgError(`--before wants LABEL=DIR[;LABEL=DIR...], got ${JSON.stringify(s)}`);
         return { label: m[1], dir: m[2] };
       });
+      const drills = { drills: 40, seed: 5 };
       const models = [];
-      for (const { label, dir } of [{ label: 'this policy', dir: strFlag(v, 'out') ?? out }, ...before]) {
-        const src = new DirSource(resolve(dir));
-        const config = parseQwen3ConfigText(new TextDecoder().decode(await src.read('config.json')));
-        const weights = parseSafetensors(await src.read('model.safetensors'), join(dir, 'model.safetensors'));
-        const probe = attentionProbe(new PlainQwen3(config, weights), await Tokenizer.load(src), { drills: 40, seed: 5, filler });
-        log(`${label} (${dir}): best head source mass ${Math.max(...probe.heads.map((h) => h.sourceMass)).toFixed(2)} over ${probe.positions} positions`);
-        models.push({ label, dir, probe });
+      const outArg = strFlag(v, 'out') ?? out;
+      const cpu = await openBackend('cpu-ref');
+      try {
+        for (const { label, dir } of [{ label: 'this policy', dir: outArg }, ...before]) {
+          // The engine's loader validates the folder (shapes, shards, non-finite values) and keeps the host copy.
+          const src = new DirSource(resolve(dir));
+          const { model, host } = await loadQwen3(src, cpu, { format: 'f32', keepHost: true });
+          model.free();
+          const probe = attentionProbe(new PlainQwen3(model.config, host!), await Tokenizer.load(src), { ...drills, filler });
+          log(`${label} (${dir}): best head source mass ${Math.max(...probe.heads.map((h) => h.sourceMass)).toFixed(2)} over ${probe.positions} positions`);
+          models.push({ label, dir, probe });
+        }
+      } finally {
+        cpu.dispose();
       }
-      const command = `npm run pretrain -- --probe-attention --world ${world} --out ${strFlag(v, 'out') ?? out}${before.length ? ` --before '${strFlag(v, 'before')}'` : ''}`;
-      const record: AttentionRecord = { command, drills: 40, seed: 5, models };
+      const command = `npm run pretrain -- --probe-attention --world ${world} --out ${outArg}${before.length ? ` --before '${strFlag(v, 'before')}'` : ''}`;
+      const record: AttentionRecord = { command, ...drills, models };
       await write('attention-probe.json', JSON.stringify(record, null, 1) + '\n');
       return;
     }

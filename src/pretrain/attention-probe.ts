@@ -8,12 +8,12 @@
 //   - maxLogit: mean of the largest pre-softmax score (q·k/√d), the sharpness attention can reach.
 // A model with an induction (copy) head has one head with sourceMass near 1; a model that does not copy has
 // every head near chance. The forward pass here is a plain, unbatched Qwen3 (rotate-half RoPE, q/k-norm,
-// GQA, SwiGLU) over the checkpoint's f32 weights, written only to expose attention probabilities; its
-// log-probabilities are tested against the engine's (test/pretrain/attention-probe.test.ts).
+// GQA, SwiGLU) over the host copy of the weights the engine's loader validated (loadQwen3 / buildQwen3 with
+// keepHost), written only to expose attention probabilities; its log-probabilities are tested against the
+// engine's (test/pretrain/attention-probe.test.ts).
 import type { Qwen3Config } from '../model/config';
-import type { SafetensorsFile } from '../model/safetensors';
 import type { Tokenizer } from '../model/tokenizer';
-import { layerWeightName } from '../model/weights';
+import { denseOf, layerWeightName, type HostWeights } from '../model/weights';
 import { Rng } from '../util/rng';
 import { copyDrills } from './augment';
 
@@ -51,15 +51,15 @@ export interface ForwardTrace {
   maxLogit: Float32Array[][];
 }
 
-/** The checkpoint's weights as f32 arrays, read once. */
+/** A plain forward over a model's host weights (dequantized once, if they were quantized). */
 export class PlainQwen3 {
   private readonly w = new Map<string, Float32Array>();
 
   constructor(
     readonly config: Qwen3Config,
-    file: SafetensorsFile,
+    host: HostWeights,
   ) {
-    for (const name of file.tensors.keys()) this.w.set(name, file.float32(name));
+    for (const [name, weight] of host) this.w.set(name, denseOf(weight));
   }
 
   private get(name: string): Float32Array {

@@ -1,15 +1,12 @@
 // The attention probe's forward pass against the engine, and the probe against a model that copies
 // (the bundled retail policy) and the same shape at its pretraining initialisation (which cannot).
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { parseQwen3ConfigText } from '../../src/model/config';
 import { logprobs } from '../../src/model/generate';
-import { parseSafetensors } from '../../src/model/safetensors';
 import { MemorySource } from '../../src/model/source';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { buildQwen3, loadQwen3, toSafetensors } from '../../src/model/weights';
+import { buildQwen3, loadQwen3 } from '../../src/model/weights';
 import { attentionProbe, PlainQwen3 } from '../../src/pretrain/attention-probe';
 import { initWeights } from '../../src/pretrain/trainer';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
@@ -19,9 +16,8 @@ describe('attention probe', () => {
     ['tied embeddings, GQA', tinyConfig()],
     ['lm_head, wider heads', tinyConfig({ tieWordEmbeddings: false, numKvHeads: 4, headDim: 16 })],
   ])('its plain forward gives the engine\'s log-probabilities (%s), within 2e-4', async (_, config) => {
-    const files = await tinyModelFiles(config, 3);
-    const { model } = await loadQwen3(new MemorySource(files), new CpuRefBackend(), { format: 'f32' });
-    const plain = new PlainQwen3(config, parseSafetensors(files.get('model.safetensors')!, 'model.safetensors'));
+    const { model, host } = await loadQwen3(new MemorySource(await tinyModelFiles(config, 3)), new CpuRefBackend(), { format: 'f32', keepHost: true });
+    const plain = new PlainQwen3(config, host!);
     const ids = Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % config.vocabSize);
     const ref = (await logprobs(model, [{ tokens: ids, start: 1 }]))[0];
     const tr = plain.forward(ids);
@@ -37,13 +33,15 @@ describe('attention probe', () => {
 
   it('finds copy heads in the bundled retail policy and none at its initialisation', async () => {
     const dir = 'models/retail';
-    const config = parseQwen3ConfigText(readFileSync(`${dir}/config.json`, 'utf8'));
-    const tok = await Tokenizer.load(new DirSource(dir));
+    const src = new DirSource(dir);
+    const tok = await Tokenizer.load(src);
+    const loaded = await loadQwen3(src, new CpuRefBackend(), { format: 'f32', keepHost: true });
+    const config = loaded.model.config;
     const filler = ['Hi, I need help with my order.', 'Could you check something for me please?'];
     const o = { drills: 12, seed: 1, filler };
-    const trained = attentionProbe(new PlainQwen3(config, parseSafetensors(readFileSync(`${dir}/model.safetensors`), 'model.safetensors')), tok, o);
+    const trained = attentionProbe(new PlainQwen3(config, loaded.host!), tok, o);
     const { host } = await buildQwen3(new CpuRefBackend(), config, initWeights(config, 0), { format: 'f32', keepHost: true });
-    const init = attentionProbe(new PlainQwen3(config, parseSafetensors(toSafetensors(config, host!), 'init')), tok, o);
+    const init = attentionProbe(new PlainQwen3(config, host!), tok, o);
     expect(trained.positions).toBeGreaterThan(100);
     expect(init.positions).toBe(trained.positions);
     const best = (p: typeof trained) => Math.max(...p.heads.map((h) => h.sourceMass));
