@@ -11,7 +11,7 @@ import { familyTier } from '../env/retail/tiers';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
-import { evalRehearsalFidelity, type FidelityEvalResult } from '../rollout/fidelity-eval';
+import { evalRehearsalFidelityVariants, type FidelityEvalResult } from '../rollout/fidelity-eval';
 import { matchToolCalls, summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { runRollouts, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
@@ -126,18 +126,15 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
   if (opts.fidelityTokens > 0) {
     const t0 = performance.now();
     const rehearser = policy.rehearseAdapter === undefined ? policy.actAdapter : policy.rehearseAdapter;
-    const measure = async (excludeSameCall: boolean) => {
-      log(`eval fidelity (${excludeSameCall ? "without the call's own example" : 'grounded as in rollouts'}): rehearsing ${tasks.reduce((n, t) => n + t.referenceActions.length, 0)} reference calls`);
-      const f = await evalRehearsalFidelity(policy.model, policy.tokenizer, rehearser, domain, tasks, {
-        maxRehearseTokens: opts.fidelityTokens,
-        rehearsePrompt: { ...opts.rehearsePrompt, excludeSameCall },
-        maxContext: opts.limits.maxContext,
-        signal: opts.signal,
-      });
-      return toHeldOutFidelity(f);
-    };
-    fidelity = await measure(true);
-    fidelityGrounded = await measure(false);
+    const calls = tasks.reduce((n, t) => n + t.referenceActions.length, 0);
+    log(`eval fidelity: rehearsing ${calls} reference calls without the call's own example and grounded as in rollouts`);
+    const [strict, grounded] = await evalRehearsalFidelityVariants(
+      policy.model, policy.tokenizer, rehearser, domain, tasks,
+      { maxRehearseTokens: opts.fidelityTokens, maxContext: opts.limits.maxContext, signal: opts.signal },
+      [{ ...opts.rehearsePrompt, excludeSameCall: true }, { ...opts.rehearsePrompt, excludeSameCall: false }],
+    );
+    fidelity = toHeldOutFidelity(strict);
+    fidelityGrounded = toHeldOutFidelity(grounded);
     fidelityMs = performance.now() - t0;
   }
   return { ...heldOutReport(tasks.length, s, fidelity, perTask, { real: batch.stats.wallMs, fidelity: fidelityMs }), ...(fidelityGrounded ? { fidelityGrounded } : {}) };

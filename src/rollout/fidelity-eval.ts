@@ -6,10 +6,11 @@
 //
 // Scoring: an unparseable rehearsal agrees with nothing (exact 0, F1 0, no error agreement) and is also
 // counted in `invalid`; by default examples of the very call being simulated are left out of the grounding,
-// so a faithful answer has to come from the learned dynamics rather than from copying.
+// so a faithful answer has to come from the learned dynamics rather than from copying
+// (evalRehearsalFidelityVariants measures several grounding variants of the same calls in one pass).
 import type { Observation, Task, ToolCall } from '../env/domain';
 import { formatCall, serializeObservation } from '../env/toolcall';
-import { generate } from '../model/generate';
+import { generate, type GenerateRequest } from '../model/generate';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
@@ -65,51 +66,78 @@ export async function evalRehearsalFidelity(
   tasks: readonly Task[],
   opts: FidelityEvalOptions,
 ): Promise<FidelityEvalResult> {
+  const [r] = await evalRehearsalFidelityVariants(model, tok, adapter, domain, tasks, opts, [opts.rehearsePrompt ?? {}]);
+  return r;
+}
+
+/**
+ * The same reference calls measured under several Rehearse-prompt variants (e.g. with and without the call's
+ * own example in the grounding), one result per variant, each equal to evalRehearsalFidelity with that variant.
+ * All prompts decode in one batched generate(); under greedy decoding a prompt that two variants share (the
+ * call's own example did not fit the grounding anyway) is decoded once.
+ */
+export async function evalRehearsalFidelityVariants(
+  model: Qwen3Model,
+  tok: Tokenizer,
+  adapter: LoraAdapter | null,
+  domain: RolloutDomain,
+  tasks: readonly Task[],
+  opts: FidelityEvalOptions,
+  variants: readonly RehearsePromptOptions[],
+): Promise<FidelityEvalResult[]> {
   const tools = domain.definitions();
   const maxContext = Math.min(opts.maxContext ?? Infinity, model.config.maxPositionEmbeddings);
-  const items: { taskId: string; index: number; call: ToolCall; real: Observation; prompt: number[] }[] = [];
-  let skipped = 0;
-  for (const task of tasks) {
-    const env = domain.createEnv();
-    const grounding = referenceGrounding(domain, task);
-    const history: ChatMessage[] = task.userMessages.map((content) => ({ role: 'user', content }));
-    task.referenceActions.forEach((call, index) => {
-      const { text } = buildRehearsePrompt(
-        { tools, grounding, history, call },
-        { enableThinking: opts.enableThinking, excludeSameCall: true, ...opts.rehearsePrompt },
-      );
-      const real = env.execute(call);
-      const prompt = tok.encode(text);
-      if (prompt.length + opts.maxRehearseTokens > maxContext) skipped++;
-      else items.push({ taskId: task.id, index, call, real, prompt });
-      history.push({ role: 'assistant', content: formatCall(call) }, { role: 'tool', content: serializeObservation(real) });
-    });
-  }
-  const out =
-    items.length === 0
-      ? []
-      : await generate(
-          model,
-          tok,
-          items.map((it, i) => ({
-            prompt: it.prompt,
-            maxNewTokens: opts.maxRehearseTokens,
-            stop: [REHEARSE_STOP],
-            sampling: { temperature: opts.temperature ?? 0, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + i) >>> 0 },
-          })),
-          { adapter, maxConcurrent: opts.maxConcurrent, maxBatchTokens: opts.maxBatchTokens, signal: opts.signal },
-        );
-  const steps: FidelityEvalStep[] = items.map((it, i) => {
-    const r = out[i];
-    const parsed = parseExecutionResult(r.finishReason === 'stop' ? r.text + REHEARSE_STOP : r.text, it.call.name);
-    const base = { taskId: it.taskId, index: it.index, call: it.call, real: it.real, text: r.text, tokens: r.tokens.length };
-    if (!parsed.ok) return { ...base, rehearsed: null, failure: parsed.error.code, fidelity: DISAGREE(it.real) };
-    return { ...base, rehearsed: parsed.observation, failure: null, fidelity: compareObservations(parsed.observation, it.real) };
+  const temperature = opts.temperature ?? 0;
+  type Item = { taskId: string; index: number; call: ToolCall; real: Observation; prompt: number[]; out: number };
+  const requests: GenerateRequest[] = [];
+  const byPrompt = new Map<string, number>();
+  const perVariant = variants.map((variant) => {
+    const items: Item[] = [];
+    let skipped = 0;
+    for (const task of tasks) {
+      const env = domain.createEnv();
+      const grounding = referenceGrounding(domain, task);
+      const history: ChatMessage[] = task.userMessages.map((content) => ({ role: 'user', content }));
+      task.referenceActions.forEach((call, index) => {
+        const { text } = buildRehearsePrompt({ tools, grounding, history, call }, { enableThinking: opts.enableThinking, excludeSameCall: true, ...variant });
+        const real = env.execute(call);
+        const prompt = tok.encode(text);
+        if (prompt.length + opts.maxRehearseTokens > maxContext) skipped++;
+        else {
+          const key = temperature === 0 ? prompt.join(',') : null;
+          let out = key === null ? undefined : byPrompt.get(key);
+          if (out === undefined) {
+            out = requests.length;
+            requests.push({
+              prompt,
+              maxNewTokens: opts.maxRehearseTokens,
+              stop: [REHEARSE_STOP],
+              // The seed of the item's place in its own variant: each variant samples as it would alone.
+              sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + items.length) >>> 0 },
+            });
+            if (key !== null) byPrompt.set(key, out);
+          }
+          items.push({ taskId: task.id, index, call, real, prompt, out });
+        }
+        history.push({ role: 'assistant', content: formatCall(call) }, { role: 'tool', content: serializeObservation(real) });
+      });
+    }
+    return { items, skipped };
   });
-  return {
-    steps,
-    summary: summarizeFidelity(steps.map((s) => s.fidelity)),
-    invalid: steps.length === 0 ? NaN : steps.filter((s) => s.failure !== null).length / steps.length,
-    skipped,
-  };
+  const out = requests.length === 0 ? [] : await generate(model, tok, requests, { adapter, maxConcurrent: opts.maxConcurrent, maxBatchTokens: opts.maxBatchTokens, signal: opts.signal });
+  return perVariant.map(({ items, skipped }) => {
+    const steps: FidelityEvalStep[] = items.map((it) => {
+      const r = out[it.out];
+      const parsed = parseExecutionResult(r.finishReason === 'stop' ? r.text + REHEARSE_STOP : r.text, it.call.name);
+      const base = { taskId: it.taskId, index: it.index, call: it.call, real: it.real, text: r.text, tokens: r.tokens.length };
+      if (!parsed.ok) return { ...base, rehearsed: null, failure: parsed.error.code, fidelity: DISAGREE(it.real) };
+      return { ...base, rehearsed: parsed.observation, failure: null, fidelity: compareObservations(parsed.observation, it.real) };
+    });
+    return {
+      steps,
+      summary: summarizeFidelity(steps.map((s) => s.fidelity)),
+      invalid: steps.length === 0 ? NaN : steps.filter((s) => s.failure !== null).length / steps.length,
+      skipped,
+    };
+  });
 }

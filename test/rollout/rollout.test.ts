@@ -19,7 +19,7 @@ import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
 import { lossTokens, teacherForced } from '../../src/rollout/rows';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
-import { evalRehearsalFidelity } from '../../src/rollout/fidelity-eval';
+import { evalRehearsalFidelity, evalRehearsalFidelityVariants } from '../../src/rollout/fidelity-eval';
 import { trainedRoles } from '../../src/method/modes';
 import { RolloutConfigError, runRollouts, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
@@ -202,6 +202,17 @@ describe('runRollouts (tiny random model, real retail environment)', () => {
     expect(r.summary).toMatchObject({ steps: 3, exact: 0, f1: 0, errorAgree: 0 });
     const tight = await evalRehearsalFidelity(model, tok, null, domain, [two], { maxRehearseTokens: 8, rehearsePrompt, maxContext: 100 });
     expect([tight.skipped, tight.steps.length]).toEqual([2, 0]);
+  });
+
+  it('fidelity variants: one pass gives what each variant gives alone', async () => {
+    const two = { ...tasks[0], id: 'a2', referenceActions: [find, find] };
+    const variants = [{ ...rehearsePrompt, excludeSameCall: true }, { ...rehearsePrompt, excludeSameCall: false }];
+    const both = await evalRehearsalFidelityVariants(model, tok, adapterA, domain, [two, tasks[1]], { maxRehearseTokens: 8 }, variants);
+    for (const [i, v] of variants.entries()) {
+      const alone = await evalRehearsalFidelity(model, tok, adapterA, domain, [two, tasks[1]], { maxRehearseTokens: 8, rehearsePrompt: v });
+      expect(both[i].steps.map((s) => [s.taskId, s.index, s.text, s.failure])).toEqual(alone.steps.map((s) => [s.taskId, s.index, s.text, s.failure]));
+      expect(both[i].summary).toEqual(alone.summary);
+    }
   });
 
   it('kvReuse: the same rollouts, with prompt prefixes served from the cache', async () => {
