@@ -27,8 +27,12 @@ interface Exit {
   stderr: string;
 }
 
-/** Runs the child; `killAtWrite` makes it kill itself mid-write, `killAfterMs` has the test kill it. */
-function child(argv: string[], o: { killAtWrite?: number; killAfterMs?: number } = {}): Promise<Exit> {
+/**
+ * Runs the child; `killAtWrite` makes it kill itself mid-write; `killAfterSave` has the test kill it `ms` after
+ * the child has saved a step past `from` (run.json in `dir`), so the instant lands inside a step of real work
+ * however fast or loaded the machine is.
+ */
+function child(argv: string[], o: { killAtWrite?: number; killAfterSave?: { dir: string; from: number; ms: number } } = {}): Promise<Exit> {
   return new Promise((res) => {
     const p = spawn(process.execPath, ['--import', 'tsx', 'test/reliability/train-child.ts', ...argv], {
       env: { ...process.env, KILL_AT_WRITE: String(o.killAtWrite ?? 0) },
@@ -36,13 +40,31 @@ function child(argv: string[], o: { killAtWrite?: number; killAfterMs?: number }
     });
     let stderr = '';
     p.stderr.on('data', (d) => (stderr += d));
-    const timers = [setTimeout(() => p.kill('SIGKILL'), 60_000)];
-    if (o.killAfterMs) timers.push(setTimeout(() => p.kill('SIGKILL'), o.killAfterMs));
+    const timers: NodeJS.Timeout[] = [setTimeout(() => p.kill('SIGKILL'), 60_000)];
+    const k = o.killAfterSave;
+    const poll = k
+      ? setInterval(() => {
+          if (savedStep(k.dir) > k.from) {
+            clearInterval(poll);
+            timers.push(setTimeout(() => p.kill('SIGKILL'), k.ms));
+          }
+        }, 5)
+      : undefined;
     p.on('exit', (code, signal) => {
+      clearInterval(poll);
       timers.forEach(clearTimeout);
       res({ code, signal, stderr });
     });
   });
+}
+
+/** The step of the run's last saved state, -1 before the first save (or while run.json is being replaced). */
+function savedStep(dir: string): number {
+  try {
+    return (JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { step: number }).step;
+  } catch {
+    return -1;
+  }
 }
 
 function walk(dir: string): string[] {
@@ -64,45 +86,33 @@ describe('kill and resume', () => {
   it('>= 10 SIGKILLs (mid-append, mid-checkpoint, random) resume to the bits of an uninterrupted run', async () => {
     const ref = join(work, 'ref');
     const t0 = performance.now();
-    // When the first step is saved: before it the child is only starting (tsx, model, data), and a kill there
-    // tests nothing about resuming.
-    let firstSaveMs = 0;
-    const poll = setInterval(() => {
-      if (!firstSaveMs && existsSync(join(ref, 'run.json'))) firstSaveMs = performance.now() - t0;
-    }, 10);
     const whole = await child(args(ref));
-    clearInterval(poll);
-    // Random-instant kills are drawn from this run's own measured startup and step time, so a fast, idle
-    // machine (steps of 0.2 s, startup dominating) and a loaded one (several seconds a step) both see them land
-    // inside the first two steps of a try.
-    const wholeMs = performance.now() - t0;
-    // One step after the first save; a try killed within its first two steps after startup cannot finish the run
-    // (random kills are only drawn with three or more steps left).
-    const stepMs = (wholeMs - firstSaveMs) / Math.max(1, STEPS - 1);
+    // Random-instant kills are drawn from this run's own measured step time and counted from a save the try
+    // itself made, so a fast, idle machine and a loaded one both see them land inside a step of real work.
+    const stepMs = (performance.now() - t0) / (STEPS + 1);
     expect(whole.code, whole.stderr).toBe(0);
 
     const out = join(work, 'killed');
     const rng = new Rng(20261201);
     const kinds: string[] = [];
     let resumed = 0;
-    const savedStep = () => (existsSync(join(out, 'run.json')) ? (JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as { step: number }).step : -1);
     for (let i = 0; i < 24 && kinds.length < 12; i++) {
-      const step = savedStep();
+      const step = savedStep(out);
       if (step >= 0) resumed++;
       // Even tries: killed inside its n-th write (a step takes 7-8 writes: metrics, rollouts, eval, adapter,
       // optimizer, run.json), so a try completes at most one step. Odd tries: killed from outside at a random
-      // instant, while there are steps enough left. Near the end only early writes are hit, so the run cannot
-      // finish before the 12th kill; the clean resume after them does.
+      // instant inside the step after the try's first save, while there are steps enough left. Near the end only
+      // early writes are hit, so the run cannot finish before the 12th kill; the clean resume after them does.
       const nearEnd = step >= STEPS - 1;
-      const o = i % 2 === 1 && step <= STEPS - 3 ? { killAfterMs: Math.floor(Math.max(0, firstSaveMs - stepMs) + stepMs * (0.2 + 1.5 * rng.next())) } : { killAtWrite: 1 + rng.int(nearEnd ? 6 : 9) };
+      const o = i % 2 === 1 && step <= STEPS - 3 ? { killAfterSave: { dir: out, from: step, ms: Math.floor(stepMs * rng.next()) } } : { killAtWrite: 1 + rng.int(nearEnd ? 6 : 9) };
       const r = await child([...args(out), ...(step >= 0 ? ['--resume'] : [])], o);
-      if (o.killAfterMs !== undefined && r.signal !== 'SIGKILL') {
+      if (o.killAfterSave !== undefined && r.signal !== 'SIGKILL') {
         // The instant came after this try's work was done: a clean exit, not a kill (and not counted as one).
         expect(r.code, r.stderr).toBe(0);
         continue;
       }
       expect(r.signal, `try ${i} was not killed: ${r.stderr}`).toBe('SIGKILL');
-      kinds.push(o.killAtWrite ? `write #${o.killAtWrite} at step ${step}` : `${o.killAfterMs} ms at step ${step}`);
+      kinds.push(o.killAtWrite ? `write #${o.killAtWrite} at step ${step}` : `${o.killAfterSave?.ms} ms after a save, from step ${step}`);
       // Between kills, whatever a reader finds must be readable: at most a torn last line, which it drops.
       for (const f of existsSync(out) ? walk(out).filter((f) => f.endsWith('.jsonl')) : []) {
         const lines = readFileSync(f, 'utf8').split('\n');
@@ -111,7 +121,7 @@ describe('kill and resume', () => {
     }
     expect(kinds.length).toBeGreaterThanOrEqual(10);
     expect(resumed, kinds.join(', ')).toBeGreaterThanOrEqual(3);
-    const last = await child([...args(out), ...(savedStep() >= 0 ? ['--resume'] : [])]);
+    const last = await child([...args(out), ...(savedStep(out) >= 0 ? ['--resume'] : [])]);
     expect(last.code, last.stderr).toBe(0);
 
     for (const f of [`ckpt/${STEPS}/adapter/adapter_model.safetensors`, `ckpt/${STEPS}/optimizer.safetensors`, 'run.json']) {
