@@ -88,42 +88,43 @@ export async function evalRehearsalFidelityVariants(
   const tools = domain.definitions();
   const maxContext = Math.min(opts.maxContext ?? Infinity, model.config.maxPositionEmbeddings);
   const temperature = opts.temperature ?? 0;
-  type Item = { taskId: string; index: number; call: ToolCall; real: Observation; prompt: number[]; out: number };
+  type Item = { taskId: string; index: number; call: ToolCall; real: Observation; out: number };
   const requests: GenerateRequest[] = [];
   const byPrompt = new Map<string, number>();
-  const perVariant = variants.map((variant) => {
-    const items: Item[] = [];
-    let skipped = 0;
-    for (const task of tasks) {
-      const env = domain.createEnv();
-      const grounding = referenceGrounding(domain, task);
-      const history: ChatMessage[] = task.userMessages.map((content) => ({ role: 'user', content }));
-      task.referenceActions.forEach((call, index) => {
+  const perVariant = variants.map(() => ({ items: [] as Item[], skipped: 0 }));
+  for (const task of tasks) {
+    // The real history and grounding are the same in every variant: replayed once per task.
+    const env = domain.createEnv();
+    const grounding = referenceGrounding(domain, task);
+    const history: ChatMessage[] = task.userMessages.map((content) => ({ role: 'user', content }));
+    task.referenceActions.forEach((call, index) => {
+      const real = env.execute(call);
+      variants.forEach((variant, v) => {
+        const mine = perVariant[v];
         const { text } = buildRehearsePrompt({ tools, grounding, history, call }, { enableThinking: opts.enableThinking, excludeSameCall: true, ...variant });
-        const real = env.execute(call);
         const prompt = tok.encode(text);
-        if (prompt.length + opts.maxRehearseTokens > maxContext) skipped++;
-        else {
-          const key = temperature === 0 ? prompt.join(',') : null;
-          let out = key === null ? undefined : byPrompt.get(key);
-          if (out === undefined) {
-            out = requests.length;
-            requests.push({
-              prompt,
-              maxNewTokens: opts.maxRehearseTokens,
-              stop: [REHEARSE_STOP],
-              // The seed of the item's place in its own variant: each variant samples as it would alone.
-              sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + items.length) >>> 0 },
-            });
-            if (key !== null) byPrompt.set(key, out);
-          }
-          items.push({ taskId: task.id, index, call, real, prompt, out });
+        if (prompt.length + opts.maxRehearseTokens > maxContext) {
+          mine.skipped++;
+          return;
         }
-        history.push({ role: 'assistant', content: formatCall(call) }, { role: 'tool', content: serializeObservation(real) });
+        const key = temperature === 0 ? prompt.join(',') : null;
+        let out = key === null ? undefined : byPrompt.get(key);
+        if (out === undefined) {
+          out = requests.length;
+          requests.push({
+            prompt,
+            maxNewTokens: opts.maxRehearseTokens,
+            stop: [REHEARSE_STOP],
+            // The seed of the item's place in its own variant: each variant samples as it would alone.
+            sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + mine.items.length) >>> 0 },
+          });
+          if (key !== null) byPrompt.set(key, out);
+        }
+        mine.items.push({ taskId: task.id, index, call, real, out });
       });
-    }
-    return { items, skipped };
-  });
+      history.push({ role: 'assistant', content: formatCall(call) }, { role: 'tool', content: serializeObservation(real) });
+    });
+  }
   const out = requests.length === 0 ? [] : await generate(model, tok, requests, { adapter, maxConcurrent: opts.maxConcurrent, maxBatchTokens: opts.maxBatchTokens, signal: opts.signal });
   return perVariant.map(({ items, skipped }) => {
     const steps: FidelityEvalStep[] = items.map((it) => {
