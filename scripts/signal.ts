@@ -1,10 +1,12 @@
 // npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse]
-//                   [--temperature T] [--seed S] [--task-seed S] [--threads T] [--out FILE]
+//                   [--temperature T] [--seed S] [--split train|test] [--task-seed S] [--threads T] [--out FILE]
 // How much a GRPO step can learn from: K rollouts of each of N *training* prompts at temperature T (the
 // sampling a training step uses), and the share of prompts whose K rewards are not all identical — GRPO's
 // advantages are zero on every other prompt, so this share is the fraction of a step that carries signal.
 // Reported per rollout mode (real environment: τ²'s 0/1 reward; rehearse: the checklist judge's partial
 // credit), with a 95 % Wilson interval. Progress on stderr, the JSON result on stdout (and --out).
+// --split test samples the held-out tasks instead (`npm run eval`'s set is --task-seed 1): their pass@K bounds
+// what sharpening the policy toward its own best samples could add on them.
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { isWorldName, WORLD_NAMES } from '../src/env/retail/index';
@@ -30,7 +32,7 @@ async function main(): Promise<void> {
     options: {
       world: { type: 'string', default: 'mini' }, model: { type: 'string' }, count: { type: 'string', default: '100' },
       k: { type: 'string', default: '4' }, modes: { type: 'string', default: 'real,rehearse' }, temperature: { type: 'string', default: '1' },
-      seed: { type: 'string', default: '0' }, 'task-seed': { type: 'string', default: '7' }, threads: { type: 'string' }, out: { type: 'string' },
+      seed: { type: 'string', default: '0' }, split: { type: 'string', default: 'train' }, 'task-seed': { type: 'string', default: '7' }, threads: { type: 'string' }, out: { type: 'string' },
     },
     strict: true,
   });
@@ -50,13 +52,15 @@ async function main(): Promise<void> {
   const log = (s: string) => process.stderr.write(`[signal ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
   const domain = loadWorldDomain(values.world);
-  const tasks = domain.tasks.generate({ split: 'train', count, seed: int('task-seed', values['task-seed'], 0) });
+  const split = values.split;
+  if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
+  const tasks = domain.tasks.generate({ split, count, seed: int('task-seed', values['task-seed'], 0) });
   const backend = await openBackend('cpu-fast', values.threads ? int('threads', values.threads, 1) : undefined);
   const policy = await openModel(values.model, backend, { world: values.world });
   // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
   const measured = tokenBudgets(domain, policy.tokenizer);
   const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };
-  const result: Record<string, unknown> = { world: values.world, model: policy.dir, prompts: count, k, temperature, seed, limits };
+  const result: Record<string, unknown> = { world: values.world, model: policy.dir, split, taskSeed: int('task-seed', values['task-seed'], 0), prompts: count, k, temperature, seed, limits };
   try {
     for (const mode of modes) {
       const t0 = performance.now();

@@ -6,7 +6,7 @@ import { Rng } from '../util/rng';
 import type { Domain, Row, Task } from '../env/domain';
 import { buildActPrompt } from '../rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../rollout/chat';
-import { buildRehearsePrompt } from '../rollout/rehearse-prompt';
+import { buildRehearsePrompt, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { referenceGrounding } from '../rollout/rollout';
 
 /** A training pair: `prompt` is conditioning only, `response` carries the loss (it ends with <|im_end|>). */
@@ -50,10 +50,10 @@ export function rolloutGroundedRehearseRows(domain: Domain, o: ExpertDataOptions
 }
 
 /** A row rendered with the rollout prompts (the same bytes the policy will see at RL time). */
-export function rowToExample(row: Row, policy: string, tools: readonly ToolDefinition[]): Example {
+export function rowToExample(row: Row, policy: string, tools: readonly ToolDefinition[], rehearsePrompt: RehearsePromptOptions = {}): Example {
   const history = row.messages as ChatMessage[];
   if (row.role === 'act') return { role: 'act', taskId: row.taskId, prompt: buildActPrompt(policy, tools, history), response: row.target + END };
-  const { text } = buildRehearsePrompt({ tools, grounding: row.grounding, history, call: row.call });
+  const { text } = buildRehearsePrompt({ tools, grounding: row.grounding, history, call: row.call }, rehearsePrompt);
   return { role: 'rehearse', taskId: row.taskId, prompt: text, response: row.target + END };
 }
 

@@ -22,12 +22,13 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function quickRun(seed: number, steps: number) {
+async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number } = {}) {
   const out = await mkdtemp(join(tmpdir(), 'pretrain-'));
   dirs.push(out);
   const b = await createBackend('cpu-fast', { threads: 2 });
   try {
-    const r = await pretrain(b, domain, { ...QUICK_SPEC, steps }, { seed, out, log: () => {} });
+    const spec = { ...QUICK_SPEC, steps, model: { ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers } };
+    const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}) });
     return { r, out, weights: await readFile(join(out, 'model.safetensors')) };
   } finally {
     b.dispose();
@@ -60,6 +61,17 @@ describe('pretrain (quick)', () => {
     const a = await quickRun(5, 3);
     const b = await quickRun(5, 3);
     expect(Buffer.compare(a.weights, b.weights)).toBe(0);
+  }, 120_000);
+
+  it('a stage may grow the layer count: it starts from the same function and writes the larger config', async () => {
+    const first = await quickRun(5, 3);
+    const same = await quickRun(5, 2, { init: first.out });
+    const grown = await quickRun(5, 2, { init: first.out, layers: QUICK_SPEC.model.numLayers + 2 });
+    // Same data order and identity layers: the first step's loss is the init model's on the same batch.
+    expect(grown.r.losses[0].loss).toBe(same.r.losses[0].loss);
+    expect(grown.r.losses[1].loss).not.toBe(same.r.losses[1].loss);
+    const cfg = JSON.parse(await readFile(join(grown.out, 'config.json'), 'utf8')) as { num_hidden_layers: number };
+    expect(cfg.num_hidden_layers).toBe(QUICK_SPEC.model.numLayers + 2);
   }, 120_000);
 
   it('the CLI exits non-zero with a clear message on bad options', async () => {
