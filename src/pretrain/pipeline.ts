@@ -86,6 +86,11 @@ export interface PretrainSpec {
   rehearseOnlyTasks: number;
   /** Loss weight of Rehearse response tokens relative to other responses (1 = equal). */
   rehearseLossWeight: number;
+  /**
+   * Character budget of a Rehearse prompt's grounding examples in the training rows (absent: the prompt's
+   * default, src/rollout/rehearse-prompt.ts). Rollouts and evaluations must use the same budget.
+   */
+  groundingChars?: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -188,12 +193,16 @@ export async function pretrain(
   const { seed, log } = o;
   const tools = domain.definitions() as unknown as ToolDefinition[];
   const { rows, tasks } = expertRows(domain, { split: 'train', tasks: spec.trainTasks, seed, mistakeRate: spec.mistakeRate });
-  const examples = rows.map((r) => rowToExample(r, domain.policy, tools));
+  const rp = spec.groundingChars !== undefined ? { maxGroundingChars: spec.groundingChars } : {};
+  const examples = rows.map((r) => rowToExample(r, domain.policy, tools, rp));
   log(`data: ${spec.trainTasks} train tasks -> ${examples.length} rows`);
 
   let t0 = performance.now();
   const order = taskOrder(rows);
-  const tokTexts = examples.filter((e) => order.get(e.taskId)! < spec.tokenizerTasks).flatMap((e) => [e.prompt, e.response]);
+  // The tokenizer learns from the default prompts, so a stage that changes the grounding budget keeps its
+  // --init model's tokenizer.
+  const tokExamples = spec.groundingChars !== undefined ? rows.map((r) => rowToExample(r, domain.policy, tools)) : examples;
+  const tokTexts = tokExamples.filter((e) => order.get(e.taskId)! < spec.tokenizerTasks).flatMap((e) => [e.prompt, e.response]);
   const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, preTokenizer: spec.preTokenizer });
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
@@ -205,10 +214,10 @@ export async function pretrain(
   // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
   const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages));
   const extraActs = spec.actOnlyTasks > 0
-    ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools))
+    ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp))
     : [];
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
-  const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools)) : [];
+  const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
   const sources = [...examples.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
   const all = [...examples, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));

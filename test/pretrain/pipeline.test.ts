@@ -22,12 +22,12 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number } = {}) {
+async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; groundingChars?: number } = {}) {
   const out = await mkdtemp(join(tmpdir(), 'pretrain-'));
   dirs.push(out);
   const b = await createBackend('cpu-fast', { threads: 2 });
   try {
-    const spec = { ...QUICK_SPEC, steps, model: { ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers } };
+    const spec = { ...QUICK_SPEC, steps, model: { ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}) };
     const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}) });
     return { r, out, weights: await readFile(join(out, 'model.safetensors')) };
   } finally {
@@ -72,6 +72,10 @@ describe('pretrain (quick)', () => {
     expect(grown.r.losses[1].loss).not.toBe(same.r.losses[1].loss);
     const cfg = JSON.parse(await readFile(join(grown.out, 'config.json'), 'utf8')) as { num_hidden_layers: number };
     expect(cfg.num_hidden_layers).toBe(QUICK_SPEC.model.numLayers + 2);
+    // Another grounding budget changes the Rehearse rows, not the tokenizer, so the stage may continue.
+    const wider = await quickRun(5, 2, { init: first.out, groundingChars: 6000 });
+    expect(await readFile(join(wider.out, 'tokenizer.json'), 'utf8')).toBe(await readFile(join(first.out, 'tokenizer.json'), 'utf8'));
+    expect(wider.r.data.tokens.total).toBeGreaterThan(same.r.data.tokens.total);
   }, 120_000);
 
   it('the CLI exits non-zero with a clear message on bad options', async () => {
