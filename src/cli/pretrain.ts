@@ -3,6 +3,7 @@
 //        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
 //                                                                     writes grpo-timing-<backend>.json)
 //        npm run pretrain -- --probe-copy [--out DIR]   (does the folder's policy copy values? copy-probe.json)
+//        npm run pretrain -- --probe-rehearsal [--out DIR]   (where do its rehearsals break? rehearsal-probe.json)
 //        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
 // Trains the bundled default policy from scratch on the retail expert's Act and Rehearse rows and writes a
 // Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
@@ -21,6 +22,8 @@ import { loadQwen3 } from '../model/weights';
 import { modelCard, type CardInputs } from '../pretrain/card';
 import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
 import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
+import { probeRehearsals } from '../pretrain/rehearsal-probe';
+import { tokenBudgets } from '../rollout/budget';
 import { attentionProbe, PlainQwen3, type AttentionRecord } from '../pretrain/attention-probe';
 import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
 import { FULL_SPEC, MINI_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
@@ -33,6 +36,7 @@ import {
 export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
        npm run pretrain -- --time-grpo [--out DIR] [--backend B]   (times one GRPO step: grpo-timing-<backend>.json)
        npm run pretrain -- --probe-copy [--out DIR]                (does the policy copy values? copy-probe.json)
+       npm run pretrain -- --probe-rehearsal [--out DIR] [--grounding-chars N]  (where rehearsals leave the real observation: rehearsal-probe.json)
        npm run pretrain -- --probe-attention [--out DIR] [--before 'LABEL=DIR;...']  (attention on the copy source: attention-probe.json)
        npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)`;
 
@@ -65,6 +69,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'train-tasks': { type: 'string', arg: 'N', help: 'generated training tasks whose expert rows make the data, >= 1', default: `${MINI_SPEC.trainTasks} (mini), ${FULL_SPEC.trainTasks} (retail), ${QUICK_SPEC.trainTasks} (--quick)` },
   'time-grpo': { type: 'boolean', help: 'time one GRPO step of the folder\'s policy instead of training' },
   'probe-copy': { type: 'boolean', help: 'run the copy probe on the folder\'s policy instead of training' },
+  'probe-rehearsal': { type: 'boolean', help: 'rehearse every reference call of 100 held-out tasks as rollouts ground them and record where each inexact rehearsal leaves the real observation (rehearsal-probe.json)' },
   'probe-attention': { type: 'boolean', help: 'measure each head\'s attention on the copy source over fresh drills, for the folder\'s policy and every --before folder (attention-probe.json)' },
   before: { type: 'string', arg: 'DIRS', help: 'with --probe-attention: folders to compare with, each as LABEL=DIR, separated by semicolons' },
   card: { type: 'boolean', help: 'write the folder\'s README.md (model card) from its records instead of training' },
@@ -89,7 +94,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       io.out(helpText(PRETRAIN_USAGE, PRETRAIN_FLAGS, PRETRAIN_NOTES));
       return;
     }
-    const modes = (['time-grpo', 'probe-copy', 'probe-attention', 'card'] as const).filter((k) => v[k]);
+    const modes = (['time-grpo', 'probe-copy', 'probe-rehearsal', 'probe-attention', 'card'] as const).filter((k) => v[k]);
     if (modes.length > 1) throw new ArgError(`--${modes.join(' and --')} cannot be combined`);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
@@ -153,6 +158,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         laterStages: await Promise.all(names.filter((n) => /^pretrain-stage([2-9]|\d\d+)\.json$/.test(n)).sort((a, b) => Number(/\d+/.exec(a)![0]) - Number(/\d+/.exec(b)![0])).map(async (n) => (await read(n)) as CardInputs['run'])),
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
         attention: names.includes('attention-probe.json') ? ((await read('attention-probe.json')) as AttentionRecord) : undefined,
+        rehearsal: names.includes('rehearsal-probe.json') ? ((await read('rehearsal-probe.json')) as CardInputs['rehearsal']) : undefined,
         copyRetail: names.includes('copy-probe-retail.json') ? ((await read('copy-probe-retail.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
         world: cardWorld(run.command),
@@ -198,7 +204,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       return;
     }
     // The output folder must be writable before minutes of training start.
-    if (!v['time-grpo'] && !v['probe-copy']) await ensureDir(out);
+    if (!v['time-grpo'] && !v['probe-copy'] && !v['probe-rehearsal']) await ensureDir(out);
     const domain = loadWorldDomain(world);
     const b = await openBackend(backendName, threads);
     try {
@@ -209,6 +215,20 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const probe = await copyProbe({ model, tokenizer }, domain, { tasks: 40, drills: 200, seed: 5 });
         await write('copy-probe.json', JSON.stringify(probe, null, 1) + '\n');
         io.out(JSON.stringify(probe) + '\n');
+        return;
+      }
+      if (v['probe-rehearsal']) {
+        const src = new DirSource(out);
+        const { model } = await loadQwen3(src, b, { format: 'f32' });
+        const tokenizer = await Tokenizer.load(src);
+        // The held-out tasks and the Rehearse budget of `npm run eval -- --tasks test --count 100`.
+        const tasks = domain.tasks.generate({ split: 'test', count: 100, seed: 1 });
+        const rehearsePrompt = v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 1600, 0, 100_000) } : {};
+        const probe = await probeRehearsals(model, tokenizer, domain, tasks, { maxRehearseTokens: tokenBudgets(domain, tokenizer).rehearse, rehearsePrompt });
+        const command = `npm run pretrain -- --probe-rehearsal --world ${world} --out ${strFlag(v, 'out') ?? out}${v['grounding-chars'] !== undefined ? ` --grounding-chars ${String(v['grounding-chars'])}` : ''}`;
+        await write('rehearsal-probe.json', JSON.stringify({ command, ...probe }, null, 1) + '\n');
+        const { calls: _calls, byTool: _byTool, ...summary } = probe;
+        io.out(JSON.stringify(summary) + '\n');
         return;
       }
       if (v['time-grpo']) {

@@ -3,6 +3,7 @@
 // step gets from it (`npm run signal`), and the sweeps run to choose the recipe. Every figure is read from
 // a record file in the model folder; the prose only explains them.
 import type { AttentionRecord } from './attention-probe';
+import type { RehearsalProbe, RehearsalProbeGroup } from './rehearsal-probe';
 
 export interface WorldRecord {
   name: string;
@@ -185,6 +186,27 @@ export function attentionSection(r: AttentionRecord): string[] {
     const copiers = m.probe.heads.filter((h) => h.sourceMass >= 0.5);
     out.push(`- **${m.label}** (\`${m.dir}\`, ${m.probe.positions} positions): ${copiers.length > 0 ? `${copiers.length} copy head${copiers.length > 1 ? 's' : ''} (mass >= 0.5: ${copiers.map((h) => `L${h.layer}.H${h.head}`).join(', ')})` : 'no copy head'}; the best head, L${best.layer}.H${best.head}, puts ${f(best.sourceMass)} of its attention on the source (top choice ${pct(best.top1)}).`);
   }
+  out.push('');
+  return out;
+}
+
+/** Where greedy rehearsals leave the real observation (src/pretrain/rehearsal-probe.ts). */
+export function rehearsalSection(r: RehearsalProbe & { command: string }): string[] {
+  const out = ['## Where rehearsals break (`npm run pretrain -- --probe-rehearsal`)', '', '```\n' + r.command + '\n```', ''];
+  out.push(`Every reference call of the ${r.tasks} held-out tasks of \`npm run eval\`, rehearsed greedily from the real history as a rollout grounds it (the call's own real result among the examples when it fits the grounding budget), at most ${r.maxRehearseTokens} tokens. For each rehearsal that is not exact: the first character where it leaves the real observation, and whether the next 24 characters it wrote stand elsewhere in its prompt (**copied from elsewhere**: a copy that resumed at another occurrence of a repeated key, such as another item's options) or nowhere in it (**not in the prompt**: written from what the policy learned of the world). A rehearsal cut by the budget that repeats a stretch of 120 characters is a **loop**.`);
+  out.push('');
+  out.push('| real result | calls | parse | exact | not exact: copied from elsewhere | not exact: not in the prompt | loops |\n|---|---|---|---|---|---|---|');
+  const row = (label: string, g: RehearsalProbeGroup) =>
+    `| ${label} | ${g.calls} | ${g.parsed} (${pct(g.parsed / g.calls)}) | ${g.exact} (${pct(g.exact / g.calls)}) | ${g.copiedFromElsewhere} | ${g.notInPrompt} | ${g.loops} |`;
+  out.push(row('in the prompt', r.resultInPrompt), row('not in the prompt', r.resultNotInPrompt));
+  out.push('');
+  out.push('| tool | real result in the prompt: calls / parse / exact | not in the prompt: calls / parse / exact |\n|---|---|---|');
+  const cell = (g: RehearsalProbeGroup) => (g.calls ? `${g.calls} / ${g.parsed} / ${g.exact}` : '–');
+  for (const [tool, g] of Object.entries(r.byTool)) out.push(`| ${tool} | ${cell(g.inPrompt)} | ${cell(g.notInPrompt)} |`);
+  out.push('');
+  const failIn = r.resultInPrompt.calls - r.resultInPrompt.parsed;
+  const failOut = r.resultNotInPrompt.calls - r.resultNotInPrompt.parsed;
+  out.push(`Of the ${failIn + failOut} rehearsals that did not parse, ${failIn} had the real result in their prompt (the copy broke) and ${failOut} did not; ${r.resultInPrompt.loops + r.resultNotInPrompt.loops} were loops.`);
   out.push('');
   return out;
 }

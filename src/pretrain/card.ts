@@ -4,9 +4,10 @@
 import type { EvalReport } from './evaluate';
 import type { CopyProbe } from './copy-probe';
 import type { AttentionRecord } from './attention-probe';
+import type { RehearsalProbe } from './rehearsal-probe';
 import type { GrpoTiming } from './grpo-timing';
 import type { PretrainResult } from './pipeline';
-import { attentionSection, copySection, heldOutSection, signalSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SweepRecord, type WorldRecord } from './card-world';
+import { attentionSection, copySection, rehearsalSection, heldOutSection, signalSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SweepRecord, type WorldRecord } from './card-world';
 
 export interface CardInputs {
   run: PretrainResult & { command: string };
@@ -24,6 +25,8 @@ export interface CardInputs {
   copy?: CopyProbe;
   /** The same probe on the full retail world (copy-probe-retail.json): unseen users, orders and values. */
   copyRetail?: CopyProbe;
+  /** Where greedy rehearsals leave the real observation (npm run pretrain -- --probe-rehearsal). */
+  rehearsal?: RehearsalProbe & { command: string };
   /** Attention on the copy source per layer and head, this policy and the models it is compared with. */
   attention?: AttentionRecord;
   /** The world the policy was trained on (absent: the full retail world with held-out users). */
@@ -142,6 +145,7 @@ export function modelCard(i: CardInputs): string {
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
   if (i.copy && i.heldOut) out.push(...copySection(i.copy));
+  if (i.rehearsal) out.push(...rehearsalSection(i.rehearsal));
   if (i.attention) out.push(...attentionSection(i.attention));
   if (i.copyRetail)
     out.push(...copySection(i.copyRetail, '### The same probe on the full `retail` world (`--world retail`)', 'Users, orders and values the policy never saw. The drills still copy (random values, the drill format); the first calls do not: the names of a request and of a call tokenize differently here (merges cross spaces and quotes, so `Sophia", "last_name": "Garcia", "zip": "` is one token of the mini world\'s vocabulary), so copying an unseen user into a call is not the token-for-token copy the drills taught. The copying problem is now narrowed to the tokenizer.'));

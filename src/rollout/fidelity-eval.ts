@@ -32,6 +32,8 @@ export interface FidelityEvalOptions {
   maxConcurrent?: number;
   maxBatchTokens?: number;
   signal?: AbortSignal;
+  /** Keep each step's Rehearse prompt text (what a failure analysis compares the output with); default off. */
+  keepPromptText?: boolean;
 }
 
 export interface FidelityEvalStep {
@@ -43,6 +45,8 @@ export interface FidelityEvalStep {
   failure: RehearseParseFailure | null;
   /** The generated text as decoded (what a failure was made of), and its length in tokens. */
   text: string;
+  /** The Rehearse prompt as rendered, when keepPromptText was asked. */
+  promptText?: string;
   tokens: number;
   fidelity: StepFidelity;
 }
@@ -88,7 +92,7 @@ export async function evalRehearsalFidelityVariants(
   const tools = domain.definitions();
   const maxContext = Math.min(opts.maxContext ?? Infinity, model.config.maxPositionEmbeddings);
   const temperature = opts.temperature ?? 0;
-  type Item = { taskId: string; index: number; call: ToolCall; real: Observation; out: number };
+  type Item = { taskId: string; index: number; call: ToolCall; real: Observation; out: number; promptText?: string };
   const requests: GenerateRequest[] = [];
   const byPrompt = new Map<string, number>();
   const perVariant = variants.map(() => ({ items: [] as Item[], skipped: 0 }));
@@ -120,7 +124,7 @@ export async function evalRehearsalFidelityVariants(
           });
           if (key !== null) byPrompt.set(key, out);
         }
-        mine.items.push({ taskId: task.id, index, call, real, out });
+        mine.items.push({ taskId: task.id, index, call, real, out, ...(opts.keepPromptText ? { promptText: text } : {}) });
       });
       history.push({ role: 'assistant', content: formatCall(call) }, { role: 'tool', content: serializeObservation(real) });
     });
@@ -130,7 +134,7 @@ export async function evalRehearsalFidelityVariants(
     const steps: FidelityEvalStep[] = items.map((it) => {
       const r = out[it.out];
       const parsed = parseExecutionResult(r.finishReason === 'stop' ? r.text + REHEARSE_STOP : r.text, it.call.name);
-      const base = { taskId: it.taskId, index: it.index, call: it.call, real: it.real, text: r.text, tokens: r.tokens.length };
+      const base = { taskId: it.taskId, index: it.index, call: it.call, real: it.real, text: r.text, tokens: r.tokens.length, ...(it.promptText !== undefined ? { promptText: it.promptText } : {}) };
       if (!parsed.ok) return { ...base, rehearsed: null, failure: parsed.error.code, fidelity: DISAGREE(it.real) };
       return { ...base, rehearsed: parsed.observation, failure: null, fidelity: compareObservations(parsed.observation, it.real) };
     });

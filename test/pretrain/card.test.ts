@@ -93,4 +93,21 @@ describe('modelCard', () => {
     expect(md).toContain('**after** (`models/x`, 900 positions): 1 copy head (mass >= 0.5: L0.H1)');
     expect(md).toContain('**before** (`runs/y`, 900 positions): no copy head');
   });
+
+  it('shows where rehearsals break, split by whether the real result stood in the prompt', () => {
+    const g = (calls: number, parsed: number, exact: number, copiedFromElsewhere: number, notInPrompt: number, loops: number) => ({ calls, parsed, exact, copiedFromElsewhere, notInPrompt, loops });
+    const md = modelCard({
+      ...inputs,
+      heldOut: undefined,
+      rehearsal: {
+        command: 'npm run pretrain -- --probe-rehearsal --world retail --out models/retail', tasks: 100, maxRehearseTokens: 736, rehearsePrompt: { excludeSameCall: false },
+        resultInPrompt: g(280, 250, 190, 60, 30, 20), resultNotInPrompt: g(20, 6, 0, 5, 15, 12),
+        byTool: { get_product_details: { inPrompt: g(1, 0, 0, 1, 0, 1), notInPrompt: g(17, 3, 0, 5, 12, 11) } },
+        calls: [],
+      },
+    });
+    expect(md).toContain('| in the prompt | 280 | 250 (89.3%) | 190 (67.9%) | 60 | 30 | 20 |');
+    expect(md).toContain('| get_product_details | 1 / 0 / 0 | 17 / 3 / 0 |');
+    expect(md).toContain('Of the 44 rehearsals that did not parse, 30 had the real result in their prompt (the copy broke) and 14 did not; 32 were loops.');
+  });
 });
