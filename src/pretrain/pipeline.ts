@@ -91,6 +91,11 @@ export interface PretrainSpec {
    * default, src/rollout/rehearse-prompt.ts). Rollouts and evaluations must use the same budget.
    */
   groundingChars?: number;
+  /**
+   * false: the training tasks' Rehearse rows (prompts that never show the call being simulated) are left
+   * out, so every Rehearse row is one grounded as in rollouts (rehearseOnlyTasks); absent or true: kept.
+   */
+  expertRehearse?: boolean;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -219,8 +224,10 @@ export async function pretrain(
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
   const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
-  const sources = [...examples.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
-  const all = [...examples, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
+  // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
+  const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
+  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
+  const all = [...expert, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;

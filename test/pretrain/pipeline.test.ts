@@ -22,12 +22,12 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; groundingChars?: number } = {}) {
+async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number } = {}) {
   const out = await mkdtemp(join(tmpdir(), 'pretrain-'));
   dirs.push(out);
   const b = await createBackend('cpu-fast', { threads: 2 });
   try {
-    const spec = { ...QUICK_SPEC, steps, model: { ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}) };
+    const spec = { ...QUICK_SPEC, steps, model: { ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}), ...(o.expertRehearse !== undefined ? { expertRehearse: o.expertRehearse } : {}), ...(o.rehearseOnlyTasks !== undefined ? { rehearseOnlyTasks: o.rehearseOnlyTasks } : {}) };
     const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}) });
     return { r, out, weights: await readFile(join(out, 'model.safetensors')) };
   } finally {
@@ -76,6 +76,14 @@ describe('pretrain (quick)', () => {
     const wider = await quickRun(5, 2, { init: first.out, groundingChars: 6000 });
     expect(await readFile(join(wider.out, 'tokenizer.json'), 'utf8')).toBe(await readFile(join(first.out, 'tokenizer.json'), 'utf8'));
     expect(wider.r.data.tokens.total).toBeGreaterThan(same.r.data.tokens.total);
+  }, 120_000);
+
+  it('without the expert Rehearse rows, the only Rehearse rows are the grounded extra ones', async () => {
+    const none = await quickRun(5, 1, { expertRehearse: false });
+    expect(none.r.data.rows.rehearse).toBe(0);
+    expect(none.r.data.rows.act).toBeGreaterThan(0);
+    const grounded = await quickRun(5, 1, { expertRehearse: false, rehearseOnlyTasks: 2 });
+    expect(grounded.r.data.rows.rehearse).toBeGreaterThan(0);
   }, 120_000);
 
   it('the CLI exits non-zero with a clear message on bad options', async () => {
