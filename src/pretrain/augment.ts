@@ -152,3 +152,27 @@ export function spanCopies(rows: readonly Encoded[], maxTokens: number, maxRows:
   }
   return out;
 }
+
+const LONG_NUMBER = /(?<![0-9])[0-9]{4,}(?![0-9])/g;
+const PRICE = /(?<![0-9.])[0-9]{1,4}\.[0-9]{1,2}(?![0-9])/g;
+
+/**
+ * A Rehearse row with the values of its records swapped: every run of 4+ digits (order, item, product and
+ * user ids, zips, card digits) and every price-like decimal, in its prompt and its target alike, replaced
+ * consistently by a random one of the same shape. The row stays internally consistent (a grounding example
+ * still matches the target) but no longer agrees with the database, so a policy that writes a remembered
+ * record instead of the one its prompt shows loses the loss: copying is the only way to it.
+ */
+export function swapRecordValues(e: Example, rng: Rng): Example {
+  const map = new Map<string, string>();
+  const fresh = (hit: string, make: () => string) => {
+    let v = map.get(hit);
+    if (v === undefined) map.set(hit, (v = make()));
+    return v;
+  };
+  const swap = (s: string) =>
+    s
+      .replace(LONG_NUMBER, (hit) => fresh(hit, () => randomDigits(rng, hit)))
+      .replace(PRICE, (hit) => fresh(hit, () => { const [a, b] = hit.split('.'); return `${randomDigits(rng, a)}.${randomDigits(rng, b).replace(/^0/, '1')}`; }));
+  return { ...e, prompt: swap(e.prompt), response: swap(e.response) };
+}

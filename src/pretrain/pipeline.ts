@@ -15,7 +15,7 @@ import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe, type PreTokenizerName } from '../model/bpe';
 import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
-import { copyDrills, spanCopies, swapTaskShare } from './augment';
+import { copyDrills, spanCopies, swapRecordValues, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
@@ -96,6 +96,11 @@ export interface PretrainSpec {
    * out, so every Rehearse row is one grounded as in rollouts (rehearseOnlyTasks); absent or true: kept.
    */
   expertRehearse?: boolean;
+  /**
+   * Share of the grounded Rehearse rows (rehearseOnlyTasks) whose record values are swapped for random ones
+   * (augment.ts swapRecordValues), so that only copying the grounding example predicts them; absent: 0.
+   */
+  rehearseSwapShare?: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -224,6 +229,14 @@ export async function pretrain(
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
   const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
+  if ((spec.rehearseSwapShare ?? 0) > 0) {
+    const rng = new Rng(seed * 7717 + 5);
+    let n = 0;
+    extraRehearse.forEach((e, i) => {
+      if (rng.next() < spec.rehearseSwapShare!) ((extraRehearse[i] = swapRecordValues(e, rng)), n++);
+    });
+    log(`record values swapped in ${n} of them`);
+  }
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
   const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];

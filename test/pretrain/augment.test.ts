@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyDrills, copyTargets, spanCopies, swapIdentities } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, spanCopies, swapIdentities, swapRecordValues } from '../../src/pretrain/augment';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 
 const d = retailDomain(loadRetailBase());
@@ -80,5 +80,26 @@ describe('span copies (induction warm-up)', () => {
       expect(rows.some((r) => Array.from({ length: r.ids.length - len + 1 }, (_, at) => sorted(r.ids.subarray(at, at + len))).includes(want))).toBe(true);
     }
     expect(spanCopies(rows, 2048, 4, 4095, new Rng(1)).length).toBe(4);
+  });
+});
+
+describe('record value swap (Rehearse rows)', () => {
+  const e = {
+    role: 'rehearse' as const, taskId: 't',
+    prompt: 'user: my order #W4860251, zip 10034\n# Examples\nresult {"result":{"order_id":"#W4860251","items":[{"item_id":"5209958006","price":514.72,"qty":3}],"zip":"10034"}}',
+    response: '<execution_result>\n{"result":{"order_id":"#W4860251","items":[{"item_id":"5209958006","price":514.72,"qty":3}],"zip":"10034"}}\n</execution_result><|im_end|>',
+  };
+  it('replaces every long number and price consistently in prompt and target, keeping their shapes', () => {
+    const s = swapRecordValues(e, new Rng(1));
+    for (const v of ['4860251', '5209958006', '514.72', '10034']) {
+      expect(s.prompt).not.toContain(v);
+      expect(s.response).not.toContain(v);
+    }
+    // The example in the prompt still holds the target exactly, and short numbers are left alone.
+    const body = s.response.slice('<execution_result>\n'.length, s.response.indexOf('\n</execution_result>'));
+    expect(s.prompt).toContain(body);
+    expect(body).toMatch(/^\{"result":\{"order_id":"#W[1-9][0-9]{6}","items":\[\{"item_id":"[1-9][0-9]{9}","price":[1-9][0-9]{2}\.[1-9][0-9],"qty":3\}\],"zip":"[1-9][0-9]{4}"\}\}$/);
+    expect(swapRecordValues(e, new Rng(1))).toEqual(s);
+    expect(swapRecordValues(e, new Rng(2)).response).not.toBe(s.response);
   });
 });
