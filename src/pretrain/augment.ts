@@ -176,3 +176,30 @@ export function swapRecordValues(e: Example, rng: Rng): Example {
       .replace(PRICE, (hit) => fresh(hit, () => { const [a, b] = hit.split('.'); return `${randomDigits(rng, a)}.${randomDigits(rng, b).replace(/^0/, '1')}`; }));
   return { ...e, prompt: swap(e.prompt), response: swap(e.response) };
 }
+
+/**
+ * Record-copy drills: a user message listing 2-3 records of one kind (the JSON an observation holds: orders,
+ * products, users; their values swapped for random ones) and the assistant repeating one of them exactly.
+ * The records share every key, so a copy that resumes after a repeated key at the wrong record goes wrong:
+ * the long-copy skill a grounded rehearsal needs and a 4-layer policy loses on long records.
+ * `groups`: records of the same kind (the bodies of observations, e.g. `{"result":{...}}`).
+ */
+export function recordCopies(n: number, rng: Rng, groups: readonly (readonly string[])[]): Example[] {
+  const usable = groups.filter((g) => g.length >= 2);
+  if (n > 0 && usable.length === 0) throw new Error('record copies need at least two records of one kind');
+  const out: Example[] = [];
+  for (let i = 0; i < n; i++) {
+    const g = usable[rng.int(usable.length)];
+    const k = Math.min(g.length, 2 + rng.int(2));
+    const picked: string[] = [];
+    while (picked.length < k) {
+      const r = g[rng.int(g.length)];
+      if (!picked.includes(r)) picked.push(r);
+    }
+    const recs = picked.map((r) => swapRecordValues({ role: 'copy', taskId: '', prompt: r, response: '' }, rng).prompt);
+    const j = rng.int(k);
+    const prompt = `<|im_start|>user\nRecords:\n${recs.map((r, x) => `${x + 1}. ${r}`).join('\n')}\nPlease repeat record ${j + 1} exactly.<|im_end|>\n<|im_start|>assistant\n`;
+    out.push({ role: 'copy', taskId: `record-copy-${i}`, prompt, response: `${recs[j]}<|im_end|>` });
+  }
+  return out;
+}

@@ -15,7 +15,7 @@ import type { ToolDefinition } from '../rollout/chat';
 import { trainBpe, type PreTokenizerName } from '../model/bpe';
 import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
-import { copyDrills, spanCopies, swapRecordValues, swapTaskShare } from './augment';
+import { copyDrills, recordCopies, spanCopies, swapRecordValues, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
@@ -101,6 +101,11 @@ export interface PretrainSpec {
    * (augment.ts swapRecordValues), so that only copying the grounding example predicts them; absent: 0.
    */
   rehearseSwapShare?: number;
+  /**
+   * Record-copy drills added to the data (augment.ts recordCopies), from the long observations (400+
+   * characters) of the grounded Rehearse rows; absent: none.
+   */
+  recordCopies?: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -237,10 +242,21 @@ export async function pretrain(
     });
     log(`record values swapped in ${n} of them`);
   }
+  const records = new Map<string, Set<string>>();
+  if ((spec.recordCopies ?? 0) > 0) {
+    for (const e of extraRehearse) {
+      const body = /^<execution_result>\n(\{"result":\{[\s\S]*\})\n<\/execution_result>/.exec(e.response)?.[1];
+      if (!body || body.length < 400) continue;
+      const kind = /^\{"result":\{"(\w+)"/.exec(body)![1];
+      records.set(kind, (records.get(kind) ?? new Set()).add(body));
+    }
+  }
+  const recordDrills = recordCopies(spec.recordCopies ?? 0, new Rng(seed * 3571 + 9), [...records.values()].map((g) => [...g]));
+  if (recordDrills.length) log(`record-copy drills: ${recordDrills.length} from ${[...records].map(([k, g]) => `${g.size} ${k}`).join(', ')} records`);
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
-  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy')];
-  const all = [...expert, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills].map((e) => encodeExample(bpe, e));
+  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
+  const all = [...expert, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e));
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;

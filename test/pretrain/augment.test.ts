@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyDrills, copyTargets, spanCopies, swapIdentities, swapRecordValues } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, recordCopies, spanCopies, swapIdentities, swapRecordValues } from '../../src/pretrain/augment';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 
 const d = retailDomain(loadRetailBase());
@@ -101,5 +101,22 @@ describe('record value swap (Rehearse rows)', () => {
     expect(body).toMatch(/^\{"result":\{"order_id":"#W[1-9][0-9]{6}","items":\[\{"item_id":"[1-9][0-9]{9}","price":[1-9][0-9]{2}\.[1-9][0-9],"qty":3\}\],"zip":"[1-9][0-9]{4}"\}\}$/);
     expect(swapRecordValues(e, new Rng(1))).toEqual(s);
     expect(swapRecordValues(e, new Rng(2)).response).not.toBe(s.response);
+  });
+});
+
+describe('record-copy drills', () => {
+  it('list 2-3 records of one kind with fresh values and ask for one of them back exactly', () => {
+    const orders = [1, 2, 3].map((i) => `{"result":{"order_id":"#W${i}234567","items":[{"item_id":"${i}209958006","price":51${i}.72}]}}`);
+    const drills = recordCopies(20, new Rng(4), [orders, ['{"result":{"user_id":"x_1234"}}']]);
+    expect(drills).toHaveLength(20);
+    for (const d of drills) {
+      const listed = [...d.prompt.matchAll(/^\d\. (.*)$/gm)].map((m) => m[1]);
+      const want = Number(/repeat record (\d) exactly/.exec(d.prompt)![1]);
+      expect(listed.length).toBeGreaterThanOrEqual(2);
+      expect(d.response).toBe(listed[want - 1] + '<|im_end|>');
+      for (const o of orders) expect(d.prompt).not.toContain(o.slice(20, 40));
+      expect(new Set(listed).size).toBe(listed.length);
+    }
+    expect(() => recordCopies(1, new Rng(1), [['{"result":{}}']])).toThrow(/two records/);
   });
 });
