@@ -54,13 +54,14 @@ async function main(): Promise<void> {
   const domain = loadWorldDomain(values.world);
   const split = values.split;
   if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
-  const tasks = domain.tasks.generate({ split, count, seed: int('task-seed', values['task-seed'], 0) });
+  const taskSeed = int('task-seed', values['task-seed'], 0);
+  const tasks = domain.tasks.generate({ split, count, seed: taskSeed });
   const backend = await openBackend('cpu-fast', values.threads ? int('threads', values.threads, 1) : undefined);
   const policy = await openModel(values.model, backend, { world: values.world });
   // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
   const measured = tokenBudgets(domain, policy.tokenizer);
   const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };
-  const result: Record<string, unknown> = { world: values.world, model: policy.dir, split, taskSeed: int('task-seed', values['task-seed'], 0), prompts: count, k, temperature, seed, limits };
+  const result: Record<string, unknown> = { world: values.world, model: policy.dir, split, taskSeed, prompts: count, k, temperature, seed, limits };
   try {
     for (const mode of modes) {
       const t0 = performance.now();

@@ -230,9 +230,9 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const tokenizer = await Tokenizer.load(src);
         // The held-out tasks and the Rehearse budget of `npm run eval -- --tasks test --count 100`.
         const tasks = domain.tasks.generate({ split: 'test', count: 100, seed: 1 });
-        const rehearsePrompt = v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 1600, 0, 100_000) } : {};
+        const rehearsePrompt = spec.groundingChars !== undefined ? { maxGroundingChars: spec.groundingChars } : {};
         const probe = await probeRehearsals(model, tokenizer, domain, tasks, { maxRehearseTokens: tokenBudgets(domain, tokenizer).rehearse, rehearsePrompt });
-        const command = `npm run pretrain -- --probe-rehearsal --world ${world} --out ${strFlag(v, 'out') ?? out}${v['grounding-chars'] !== undefined ? ` --grounding-chars ${String(v['grounding-chars'])}` : ''}`;
+        const command = `npm run pretrain -- --probe-rehearsal --world ${world} --out ${strFlag(v, 'out') ?? out}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}`;
         await write('rehearsal-probe.json', JSON.stringify({ command, ...probe }, null, 1) + '\n');
         const { calls: _calls, byTool: _byTool, ...summary } = probe;
         io.out(JSON.stringify(summary) + '\n');

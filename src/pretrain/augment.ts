@@ -157,23 +157,31 @@ const LONG_NUMBER = /(?<![0-9])[0-9]{4,}(?![0-9])/g;
 const PRICE = /(?<![0-9.])[0-9]{1,4}\.[0-9]{1,2}(?![0-9])/g;
 
 /**
- * A Rehearse row with the values of its records swapped: every run of 4+ digits (order, item, product and
- * user ids, zips, card digits) and every price-like decimal, in its prompt and its target alike, replaced
- * consistently by a random one of the same shape. The row stays internally consistent (a grounding example
- * still matches the target) but no longer agrees with the database, so a policy that writes a remembered
- * record instead of the one its prompt shows loses the loss: copying is the only way to it.
+ * A consistent value swap: every run of 4+ digits (order, item, product and user ids, zips, card digits) and
+ * every price-like decimal becomes a random one of the same shape, the same hit always the same replacement
+ * (across every text the returned function is applied to).
  */
-export function swapRecordValues(e: Example, rng: Rng): Example {
+function recordValueSwapper(rng: Rng): (s: string) => string {
   const map = new Map<string, string>();
   const fresh = (hit: string, make: () => string) => {
     let v = map.get(hit);
     if (v === undefined) map.set(hit, (v = make()));
     return v;
   };
-  const swap = (s: string) =>
+  return (s) =>
     s
       .replace(LONG_NUMBER, (hit) => fresh(hit, () => randomDigits(rng, hit)))
       .replace(PRICE, (hit) => fresh(hit, () => { const [a, b] = hit.split('.'); return `${randomDigits(rng, a)}.${randomDigits(rng, b).replace(/^0/, '1')}`; }));
+}
+
+/**
+ * A Rehearse row with the values of its records swapped (recordValueSwapper), in its prompt and its target
+ * alike. The row stays internally consistent (a grounding example still matches the target) but no longer
+ * agrees with the database, so a policy that writes a remembered record instead of the one its prompt shows
+ * loses the loss: copying is the only way to it.
+ */
+export function swapRecordValues(e: Example, rng: Rng): Example {
+  const swap = recordValueSwapper(rng);
   return { ...e, prompt: swap(e.prompt), response: swap(e.response) };
 }
 
@@ -196,7 +204,7 @@ export function recordCopies(n: number, rng: Rng, groups: readonly (readonly str
       const r = g[rng.int(g.length)];
       if (!picked.includes(r)) picked.push(r);
     }
-    const recs = picked.map((r) => swapRecordValues({ role: 'copy', taskId: '', prompt: r, response: '' }, rng).prompt);
+    const recs = picked.map((r) => recordValueSwapper(rng)(r));
     const j = rng.int(k);
     const prompt = `<|im_start|>user\nRecords:\n${recs.map((r, x) => `${x + 1}. ${r}`).join('\n')}\nPlease repeat record ${j + 1} exactly.<|im_end|>\n<|im_start|>assistant\n`;
     out.push({ role: 'copy', taskId: `record-copy-${i}`, prompt, response: `${recs[j]}<|im_end|>` });

@@ -216,8 +216,9 @@ export async function pretrain(
   const order = taskOrder(rows);
   // The tokenizer learns from the default prompts, so a stage that changes the grounding budget keeps its
   // --init model's tokenizer.
-  const tokExamples = spec.groundingChars !== undefined ? rows.map((r) => rowToExample(r, domain.policy, tools)) : examples;
-  const tokTexts = tokExamples.filter((e) => order.get(e.taskId)! < spec.tokenizerTasks).flatMap((e) => [e.prompt, e.response]);
+  const forTokenizer = (taskId: string) => order.get(taskId)! < spec.tokenizerTasks;
+  const tokExamples = spec.groundingChars !== undefined ? rows.filter((r) => forTokenizer(r.taskId)).map((r) => rowToExample(r, domain.policy, tools)) : examples.filter((e) => forTokenizer(e.taskId));
+  const tokTexts = tokExamples.flatMap((e) => [e.prompt, e.response]);
   const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, preTokenizer: spec.preTokenizer });
   const tokenizerSeconds = (performance.now() - t0) / 1000;
   log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
@@ -237,9 +238,11 @@ export async function pretrain(
   if ((spec.rehearseSwapShare ?? 0) > 0) {
     const rng = new Rng(seed * 7717 + 5);
     let n = 0;
-    extraRehearse.forEach((e, i) => {
-      if (rng.next() < spec.rehearseSwapShare!) ((extraRehearse[i] = swapRecordValues(e, rng)), n++);
-    });
+    for (let i = 0; i < extraRehearse.length; i++) {
+      if (rng.next() >= spec.rehearseSwapShare!) continue;
+      extraRehearse[i] = swapRecordValues(extraRehearse[i], rng);
+      n++;
+    }
     log(`record values swapped in ${n} of them`);
   }
   const records = new Map<string, Set<string>>();
