@@ -293,18 +293,18 @@ export async function pretrain(
     const from = cfgText.max_position_embeddings;
     cfgText.max_position_embeddings = config.maxPositionEmbeddings;
     const patched: ModelSource = { label: src.label, has: (n) => src.has(n), read: async (n) => (n === 'config.json' ? new TextEncoder().encode(JSON.stringify(cfgText)) : src.read(n)) };
-    const loaded = await loadQwen3(patched, b, { format: 'f32', keepHost: config.numLayers !== cfgText.num_hidden_layers });
+    const loaded = await loadQwen3(patched, b, { format: 'f32', keepHost: config.numLayers !== cfgText.num_hidden_layers || config.hiddenSize !== cfgText.hidden_size });
     model = loaded.model;
-    const grownFrom = model.config.numLayers;
+    const grownFrom = model.config;
     if (loaded.host) {
-      // A stage may add layers on top (src/pretrain/grow.ts): same function at the start, more capacity.
+      // A stage may add layers on top or widen the model (src/pretrain/grow.ts): same function at the start, more capacity.
       const old = model;
       ({ model } = await buildQwen3(b, config, grownWeights(old.config, loaded.host, config, seed), { format: 'f32' }));
       old.free();
     }
     const same = (Object.keys(config) as (keyof Qwen3Config)[]).every((k) => model.config[k] === config[k]);
     if (!same) throw new Error(`--init ${o.init}: config differs from the spec`);
-    log(`continuing from ${o.init}${from !== config.maxPositionEmbeddings ? ` (context ${String(from)} -> ${config.maxPositionEmbeddings})` : ''}${grownFrom !== config.numLayers ? ` (grown from ${grownFrom} to ${config.numLayers} layers)` : ''}`);
+    log(`continuing from ${o.init}${from !== config.maxPositionEmbeddings ? ` (context ${String(from)} -> ${config.maxPositionEmbeddings})` : ''}${grownFrom.numLayers !== config.numLayers ? ` (grown from ${grownFrom.numLayers} to ${config.numLayers} layers)` : ''}${grownFrom.hiddenSize !== config.hiddenSize ? ` (widened from hidden ${grownFrom.hiddenSize} to ${config.hiddenSize})` : ''}`);
   } else ({ model } = await buildQwen3(b, config, initWeights(config, seed), { format: 'f32' }));
   const tr = pretrainer(model, hyper);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);

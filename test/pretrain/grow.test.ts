@@ -46,5 +46,33 @@ describe('grownWeights', () => {
     const { host } = await buildQwen3(new CpuRefBackend(), small, randomWeights(small, 7, 'f32'), { format: 'f32', keepHost: true });
     expect(() => grownWeights(small, host!, { ...small, numLayers: 1 }, 0)).toThrow(GrowError);
     expect(() => grownWeights(small, host!, { ...small, numLayers: 3, hiddenSize: small.hiddenSize * 2 }, 0)).toThrow(/hiddenSize/);
+    expect(() => grownWeights(small, host!, { ...small, headDim: small.headDim * 2 }, 0)).toThrow(/headDim/);
+    expect(() => grownWeights(small, host!, { ...small, hiddenSize: small.hiddenSize * 3 / 2, intermediateSize: small.intermediateSize * 3 / 2, numHeads: small.numHeads * 3 / 2, numKvHeads: small.numKvHeads * 3 / 2 }, 0)).toThrow(GrowError);
   });
+
+  for (const tie of [true, false])
+    it(`widens by an integer factor with the same logits up to rounding, copies that differ (tied embeddings: ${tie})`, async () => {
+      const b = new CpuRefBackend();
+      const c = { ...small, tieWordEmbeddings: tie };
+      const { model, host } = await buildQwen3(b, c, randomWeights(c, 7, 'f32'), { format: 'f32', keepHost: true });
+      const f = 2;
+      const wide = { ...c, hiddenSize: c.hiddenSize * f, intermediateSize: c.intermediateSize * f, numHeads: c.numHeads * f, numKvHeads: c.numKvHeads * f, numLayers: 3 };
+      const grown = await buildQwen3(b, wide, grownWeights(c, host!, wide, 3), { format: 'f32', keepHost: true });
+      const rng = new Rng(5);
+      const ids = Int32Array.from({ length: 13 }, () => rng.int(c.vocabSize));
+      const a = await logits(model, ids);
+      const g = await logits(grown.model, ids);
+      let worst = 0;
+      let scale = 0;
+      for (let i = 0; i < a.length; i++) ((worst = Math.max(worst, Math.abs(a[i] - g[i]))), (scale = Math.max(scale, Math.abs(a[i]))));
+      expect(worst / scale).toBeLessThan(1e-5);
+      expect(scale).toBeGreaterThan(0);
+      // The two copies of a residual unit's row differ (noise), so training can pull them apart.
+      const q = grown.host!.get('model.layers.0.mlp.up_proj.weight')!.data as Float32Array;
+      const cols = wide.hiddenSize;
+      const half = c.intermediateSize * cols;
+      expect(Array.from(q.subarray(0, cols))).not.toEqual(Array.from(q.subarray(half, half + cols)));
+      // …and the new top layer is an identity start.
+      expect((grown.host!.get('model.layers.2.self_attn.o_proj.weight')!.data as Float32Array).every((x) => x === 0)).toBe(true);
+    });
 });

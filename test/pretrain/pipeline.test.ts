@@ -14,6 +14,7 @@ import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
 import { fromTokenizerJson } from '../../src/model/hf-tokenizer';
+import { widenShape } from '../../src/pretrain/grow';
 import { pretrain, QUICK_SPEC } from '../../src/pretrain/pipeline';
 
 const domain = retailDomain(loadRetailBase());
@@ -22,12 +23,12 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number } = {}) {
+async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; widthFactor?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number } = {}) {
   const out = await mkdtemp(join(tmpdir(), 'pretrain-'));
   dirs.push(out);
   const b = await createBackend('cpu-fast', { threads: 2 });
   try {
-    const spec = { ...QUICK_SPEC, steps, model: { ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}), ...(o.expertRehearse !== undefined ? { expertRehearse: o.expertRehearse } : {}), ...(o.rehearseOnlyTasks !== undefined ? { rehearseOnlyTasks: o.rehearseOnlyTasks } : {}) };
+    const spec = { ...QUICK_SPEC, steps, model: widenShape({ ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, o.widthFactor ?? 1), ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}), ...(o.expertRehearse !== undefined ? { expertRehearse: o.expertRehearse } : {}), ...(o.rehearseOnlyTasks !== undefined ? { rehearseOnlyTasks: o.rehearseOnlyTasks } : {}) };
     const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}) });
     return { r, out, weights: await readFile(join(out, 'model.safetensors')) };
   } finally {
@@ -72,6 +73,11 @@ describe('pretrain (quick)', () => {
     expect(grown.r.losses[1].loss).not.toBe(same.r.losses[1].loss);
     const cfg = JSON.parse(await readFile(join(grown.out, 'config.json'), 'utf8')) as { num_hidden_layers: number };
     expect(cfg.num_hidden_layers).toBe(QUICK_SPEC.model.numLayers + 2);
+    // Twice as wide: the same function up to float rounding (the first step's loss), then its own path.
+    const wide = await quickRun(5, 2, { init: first.out, widthFactor: 2 });
+    expect(Math.abs(wide.r.losses[0].loss - same.r.losses[0].loss)).toBeLessThan(1e-4 * same.r.losses[0].loss);
+    const wcfg = JSON.parse(await readFile(join(wide.out, 'config.json'), 'utf8')) as { hidden_size: number; num_attention_heads: number; num_key_value_heads: number; intermediate_size: number };
+    expect(wcfg).toMatchObject({ hidden_size: QUICK_SPEC.model.hiddenSize * 2, num_attention_heads: QUICK_SPEC.model.numHeads * 2, num_key_value_heads: QUICK_SPEC.model.numKvHeads * 2, intermediate_size: QUICK_SPEC.model.intermediateSize * 2 });
     // Another grounding budget changes the Rehearse rows, not the tokenizer, so the stage may continue.
     const wider = await quickRun(5, 2, { init: first.out, groundingChars: 6000 });
     expect(await readFile(join(wider.out, 'tokenizer.json'), 'utf8')).toBe(await readFile(join(first.out, 'tokenizer.json'), 'utf8'));
