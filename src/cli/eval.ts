@@ -7,7 +7,7 @@
 // Progress on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error (--help lists flags).
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { Domain, Task } from '../env/domain';
+import { HELD_OUT_TASK_SEED, type Domain, type Task } from '../env/domain';
 import { WORLD_NAMES } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { loadTaskFile } from '../env/tau2';
@@ -36,7 +36,7 @@ export const EVAL_FLAGS: FlagSpec = {
   adapter: { type: 'string', arg: 'DIR', help: 'a PEFT adapter folder or a training run folder (its last checkpoint)', default: 'none: the base policy' },
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
   seed: { type: 'string', arg: 'S', help: 'sampling seed, 0..2^32-1', default: '0' },
-  'task-seed': { type: 'string', arg: 'S', help: 'seed of the generated task split, 0..2^32-1', default: '1' },
+  'task-seed': { type: 'string', arg: 'S', help: 'seed of the generated task split, 0..2^32-1', default: `${HELD_OUT_TASK_SEED}` },
   backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
   threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
   'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity measurement; 0 = skip it', default: '--max-rehearse-tokens' },
@@ -81,7 +81,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (!tasksArg) throw new ArgError('--tasks is required (test, train, or a task file)');
     const count = intFlag(v, 'count', 40, 1, MAX_EVAL_COUNT);
     const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
-    const taskSeed = intFlag(v, 'task-seed', 1, 0, 0xffffffff);
+    const taskSeed = intFlag(v, 'task-seed', HELD_OUT_TASK_SEED, 0, 0xffffffff);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
     const tts = enumFlag(v, 'tts', ['parallel', 'sequential'] as const, undefined);

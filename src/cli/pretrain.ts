@@ -13,12 +13,13 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
+import { HELD_OUT_TASK_SEED } from '../env/domain';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
 import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { PRE_TOKENIZER_NAMES } from '../model/bpe';
 import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
-import { loadQwen3 } from '../model/weights';
+import { loadQwen3, readHostWeights } from '../model/weights';
 import { modelCard, type CardInputs } from '../pretrain/card';
 import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
 import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
@@ -182,7 +183,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       return;
     }
     if (v['probe-attention']) {
-      // A plain TypeScript forward over the weights (the reference CPU backend only loads them): no --backend.
+      // A plain TypeScript forward over the host weights: no --backend.
       const domain = loadWorldDomain(world);
       const filler = domain.tasks.generate({ split: 'train', count: 40, seed: 5 }).flatMap((t) => t.userMessages);
       const before = (strFlag(v, 'before') ?? '').split(';').filter(Boolean).map((s) => {
@@ -193,19 +194,13 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const drills = { drills: 40, seed: 5 };
       const models = [];
       const outArg = strFlag(v, 'out') ?? out;
-      const cpu = await openBackend('cpu-ref');
-      try {
-        for (const { label, dir } of [{ label: 'this policy', dir: outArg }, ...before]) {
-          // The engine's loader validates the folder (shapes, shards, non-finite values) and keeps the host copy.
-          const src = new DirSource(resolve(dir));
-          const { model, host } = await loadQwen3(src, cpu, { format: 'f32', keepHost: true });
-          model.free();
-          const probe = attentionProbe(new PlainQwen3(model.config, host!), await Tokenizer.load(src), { ...drills, filler });
-          log(`${label} (${dir}): best head source mass ${Math.max(...probe.heads.map((h) => h.sourceMass)).toFixed(2)} over ${probe.positions} positions`);
-          models.push({ label, dir, probe });
-        }
-      } finally {
-        cpu.dispose();
+      for (const { label, dir } of [{ label: 'this policy', dir: outArg }, ...before]) {
+        // The engine's reader validates the folder (shapes, shards, non-finite values) without a backend.
+        const src = new DirSource(resolve(dir));
+        const { config, host } = await readHostWeights(src);
+        const probe = attentionProbe(new PlainQwen3(config, host), await Tokenizer.load(src), { ...drills, filler });
+        log(`${label} (${dir}): best head source mass ${Math.max(...probe.heads.map((h) => h.sourceMass)).toFixed(2)} over ${probe.positions} positions`);
+        models.push({ label, dir, probe });
       }
       const command = `npm run pretrain -- --probe-attention --world ${world} --out ${outArg}${before.length ? ` --before '${strFlag(v, 'before')}'` : ''}`;
       const record: AttentionRecord = { command, ...drills, models };
@@ -231,7 +226,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const { model } = await loadQwen3(src, b, { format: 'f32' });
         const tokenizer = await Tokenizer.load(src);
         // The held-out tasks and the Rehearse budget of `npm run eval -- --tasks test --count 100`.
-        const tasks = domain.tasks.generate({ split: 'test', count: 100, seed: 1 });
+        const tasks = domain.tasks.generate({ split: 'test', count: 100, seed: HELD_OUT_TASK_SEED });
         const rehearsePrompt = spec.groundingChars !== undefined ? { maxGroundingChars: spec.groundingChars } : {};
         const probe = await probeRehearsals(model, tokenizer, domain, tasks, { maxRehearseTokens: tokenBudgets(domain, tokenizer).rehearse, rehearsePrompt });
         const command = `npm run pretrain -- --probe-rehearsal --world ${world} --out ${strFlag(v, 'out') ?? out}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}`;
@@ -262,7 +257,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const src = new DirSource(out);
         const { model } = await loadQwen3(src, b, { format: 'f32' });
         const tokenizer = await Tokenizer.load(src);
-        const tasks = domain.tasks.generate({ split: 'test', count: evalTasks, seed: 1 });
+        const tasks = domain.tasks.generate({ split: 'test', count: evalTasks, seed: HELD_OUT_TASK_SEED });
         evaluation = await evaluatePolicy({ model, tokenizer }, domain, tasks, { seed, log });
         model.free();
         await write('eval.json', JSON.stringify(evaluation, null, 1) + '\n');

@@ -129,6 +129,12 @@ export interface ExpertOptions {
   seed?: number;
 }
 
+/**
+ * The task seed of the held-out evaluation (`npm run eval -- --tasks test`): every figure called "held-out" in
+ * the cards, the probes and the pretraining's own evaluation is measured on the test tasks of this seed.
+ */
+export const HELD_OUT_TASK_SEED = 1;
+
 export interface TaskSource<T extends Task = Task> {
   /** Deterministic in (split, seed, count); train and test seeds never overlap. */
   generate(opts: { split: 'train' | 'test'; count: number; seed?: number }): T[];

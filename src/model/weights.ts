@@ -167,6 +167,23 @@ export function weightCount(c: Qwen3Config): number {
 
 /** Load a Hugging Face style Qwen3 folder: config.json + model.safetensors (or sharded). */
 export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions): Promise<LoadedModel> {
+  const { config, weight } = await readQwen3(src);
+  return buildQwen3(b, config, weight, opts);
+}
+
+/** A folder's weights on the host only (no backend): for tools that transform a checkpoint before using it. */
+export async function readHostWeights(src: ModelSource): Promise<{ config: Qwen3Config; host: HostWeights }> {
+  const { config, weight } = await readQwen3(src);
+  const host: HostWeights = new Map();
+  for (const spec of weightSpecIter(config)) host.set(spec.name, await weight(spec));
+  return { config, host };
+}
+
+/**
+ * A folder's parsed config and a reader that returns each weight (validated: shape and finite values) in
+ * weight-spec order, each once.
+ */
+async function readQwen3(src: ModelSource): Promise<{ config: Qwen3Config; weight: (spec: WeightSpec) => Promise<HostWeight> }> {
   const config = parseQwen3Config(await readJson(src, CONFIG_FILE));
   const index = await weightFiles(src);
   // Shards are parsed lazily and dropped once every tensor they hold has been uploaded.
@@ -184,10 +201,9 @@ export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions
       remaining.set(f, (remaining.get(f) ?? 0) + 1);
     }
   }
-  return buildQwen3(
-    b,
+  return {
     config,
-    async (spec) => {
+    weight: async (spec) => {
       const file = fileOf(spec.name)!;
       let st = open.get(file);
       if (!st) {
@@ -206,8 +222,7 @@ export async function loadQwen3(src: ModelSource, b: Backend, opts: BuildOptions
       if (left === 0) open.delete(file);
       return { kind: 'f32', shape: [...spec.shape], data };
     },
-    opts,
-  );
+  };
 }
 
 /** Host weights -> model.safetensors bytes (F32; quantized weights are dequantized). */

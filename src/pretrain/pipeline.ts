@@ -7,7 +7,7 @@ import type { Domain } from '../env/domain';
 import { paramCount, toHfConfig, type Qwen3Config } from '../model/config';
 import type { ModelSource } from '../model/source';
 import { DirSource } from '../model/source-node';
-import { buildQwen3, loadQwen3, toSafetensors } from '../model/weights';
+import { buildQwen3, loadQwen3, readHostWeights, toSafetensors } from '../model/weights';
 import { hostWeights } from '../train/params';
 import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
@@ -293,15 +293,13 @@ export async function pretrain(
     const from = cfgText.max_position_embeddings;
     cfgText.max_position_embeddings = config.maxPositionEmbeddings;
     const patched: ModelSource = { label: src.label, has: (n) => src.has(n), read: async (n) => (n === 'config.json' ? new TextEncoder().encode(JSON.stringify(cfgText)) : src.read(n)) };
-    const loaded = await loadQwen3(patched, b, { format: 'f32', keepHost: config.numLayers !== cfgText.num_hidden_layers || config.hiddenSize !== cfgText.hidden_size });
-    model = loaded.model;
-    const grownFrom = model.config;
-    if (loaded.host) {
+    let grownFrom = config;
+    if (config.numLayers !== cfgText.num_hidden_layers || config.hiddenSize !== cfgText.hidden_size) {
       // A stage may add layers on top or widen the model (src/pretrain/grow.ts): same function at the start, more capacity.
-      const old = model;
-      ({ model } = await buildQwen3(b, config, grownWeights(old.config, loaded.host, config, seed), { format: 'f32' }));
-      old.free();
-    }
+      const read = await readHostWeights(patched);
+      grownFrom = read.config;
+      ({ model } = await buildQwen3(b, config, grownWeights(read.config, read.host, config, seed), { format: 'f32' }));
+    } else ({ model } = await loadQwen3(patched, b, { format: 'f32' }));
     const same = (Object.keys(config) as (keyof Qwen3Config)[]).every((k) => model.config[k] === config[k]);
     if (!same) throw new Error(`--init ${o.init}: config differs from the spec`);
     log(`continuing from ${o.init}${from !== config.maxPositionEmbeddings ? ` (context ${String(from)} -> ${config.maxPositionEmbeddings})` : ''}${grownFrom.numLayers !== config.numLayers ? ` (grown from ${grownFrom.numLayers} to ${config.numLayers} layers)` : ''}${grownFrom.hiddenSize !== config.hiddenSize ? ` (widened from hidden ${grownFrom.hiddenSize} to ${config.hiddenSize})` : ''}`);

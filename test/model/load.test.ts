@@ -7,7 +7,7 @@ import { ModelFormatError } from '../../src/engine/errors';
 import { parseQwen3ConfigText } from '../../src/model/config';
 import { DirSource } from '../../src/model/source-node';
 import { MemorySource, FileMapSource } from '../../src/model/source';
-import { loadQwen3, INDEX_FILE } from '../../src/model/weights';
+import { loadQwen3, INDEX_FILE, readHostWeights } from '../../src/model/weights';
 import { Tokenizer, checkTokenizerFits } from '../../src/model/tokenizer';
 import { writeSafetensors, parseSafetensors } from '../../src/model/safetensors';
 import { tinyConfig, tinyModelFiles, writeTinyModel } from '../fixtures/tiny-model';
@@ -70,6 +70,20 @@ describe('loading a Hugging Face folder', () => {
     const a = await loadQwen3(new MemorySource(files), b, { format: 'f32', keepHost: true });
     const s = await loadQwen3(new MemorySource(sharded), b, { format: 'f32', keepHost: true });
     for (const n of names) expect((s.host!.get(n) as { data: Float32Array }).data).toEqual((a.host!.get(n) as { data: Float32Array }).data);
+    // The host-only reader gives the same tensors without a backend, from either layout.
+    const h = await readHostWeights(new MemorySource(sharded));
+    expect(h.config).toEqual(a.model.config);
+    expect([...h.host.keys()].sort()).toEqual([...a.host!.keys()].sort());
+    for (const n of names) expect((h.host.get(n) as { data: Float32Array }).data).toEqual((a.host!.get(n) as { data: Float32Array }).data);
+  });
+
+  it('the host-only reader validates like the loader: a non-finite weight is a ModelFormatError naming the file', async () => {
+    const files = await tinyModelFiles(tinyConfig(), 6);
+    const whole = parseSafetensors(files.get('model.safetensors')!, 'model.safetensors');
+    const tensors = Object.fromEntries([...whole.tensors.keys()].map((n) => [n, { dtype: 'F32' as const, shape: whole.info(n).shape, data: Float32Array.from(whole.float32(n)) }]));
+    tensors['model.norm.weight'].data[1] = NaN;
+    const e = await formatError(readHostWeights(new MemorySource(new Map(files).set('model.safetensors', writeSafetensors(tensors)))));
+    expect(e.message).toMatch(/model\.safetensors.*model\.norm\.weight.*non-finite/s);
   });
 
   it('loads a BF16 checkpoint (what real Qwen3 folders ship) as the exact f32 values', async () => {
