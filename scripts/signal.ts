@@ -33,6 +33,8 @@ async function main(): Promise<void> {
       world: { type: 'string', default: 'mini' }, model: { type: 'string' }, count: { type: 'string', default: '100' },
       k: { type: 'string', default: '4' }, modes: { type: 'string', default: 'real,rehearse' }, temperature: { type: 'string', default: '1' },
       seed: { type: 'string', default: '0' }, split: { type: 'string', default: 'train' }, 'task-seed': { type: 'string', default: '7' }, threads: { type: 'string' }, out: { type: 'string' },
+      // Large K × count: decode at most this many sequences at once (no KV reuse) instead of one cache slot per episode.
+      'max-concurrent': { type: 'string' },
     },
     strict: true,
   });
@@ -66,7 +68,8 @@ async function main(): Promise<void> {
     for (const mode of modes) {
       const t0 = performance.now();
       const batch = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter: null }, domain, tasks, {
-        mode, k, seed, limits, temperature, kvReuse: true,
+        mode, k, seed, limits, temperature,
+        ...(values['max-concurrent'] ? { kvReuse: false, maxConcurrent: int('max-concurrent', values['max-concurrent'], 1) } : { kvReuse: true }),
         onProgress: (e) => e.phase === 'act' && log(`${mode}: round ${e.round}, ${e.active} episodes active`),
       });
       const byPrompt = new Map<string, number[]>();
