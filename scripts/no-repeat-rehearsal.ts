@@ -66,7 +66,8 @@ for (const N of Ns) {
     params.forEach((p, r) => {
       if (p.step === 0) written.set(p.seed, []);
       const h = written.get(p.seed)!;
-      for (let j = 0; j + N - 1 < h.length && h.length >= N - 1; j++) {
+      // Every earlier occurrence of the last N - 1 tokens bans the token that followed it.
+      for (let j = 0; j + N - 1 < h.length; j++) {
         let same = true;
         for (let q = 0; q < N - 1 && same; q++) same = h[j + q] === h[h.length - N + 1 + q];
         if (same) xs[r * V + h[j + N - 1]] = -Infinity;

@@ -186,7 +186,7 @@ export async function readHostWeights(src: ModelSource): Promise<{ config: Qwen3
 async function readQwen3(src: ModelSource): Promise<{ config: Qwen3Config; weight: (spec: WeightSpec) => Promise<HostWeight> }> {
   const config = parseQwen3Config(await readJson(src, CONFIG_FILE));
   const index = await weightFiles(src);
-  // Shards are parsed lazily and dropped once every tensor they hold has been uploaded.
+  // Shards are parsed lazily and dropped once every tensor they hold has been read.
   const open = new Map<string, SafetensorsFile>();
   const remaining = new Map<string, number>();
   const fileOf = (name: string) => (index ? index.get(name) : WEIGHTS_FILE);

@@ -85,16 +85,14 @@ function widen(spec: WeightSpec, old: Float32Array, f: number, to: Qwen3Config, 
     for (let i = 0; i < rows; i++) out[i] = old[i % n] * scale;
     return out;
   }
-  const isTable = spec.name === 'model.embed_tokens.weight';
-  const isHead = spec.name === 'lm_head.weight';
-  // Rows: vocabulary rows are not copied (tables and the LM head keep V rows); every other output is.
-  const oldRows = isTable || isHead ? rows : rows / f;
   const oldCols = cols / f;
   const out = new Float32Array(rows * cols);
-  if (isTable) {
+  if (spec.name === 'model.embed_tokens.weight') {
     for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[r * cols + c] = old[r * oldCols + (c % oldCols)];
     return out;
   }
+  // Rows: the LM head keeps its V vocabulary rows; every other output unit is copied.
+  const oldRows = spec.name === 'lm_head.weight' ? rows : rows / f;
   let ss = 0;
   for (const x of old) ss += x * x;
   const sigma = SPLIT_NOISE * Math.sqrt(ss / old.length);
