@@ -16,6 +16,8 @@ export type RolloutMode = Extract<TrainMode, 'rehearse' | 'real'>;
  * scored token by token by the policy, never trained on.
  */
 export type ActSource = 'policy' | 'expert-act' | 'expert';
+/** How rehearsals are decoded (src/rollout/rehearse-prompt.ts RehearseDecoding; the UI may not import src/rollout). */
+export type RehearseDecoding = 'structured' | 'free';
 export type WorldName = 'mini' | 'retail';
 
 /** Which world the lab serves: a named world, or a user's task file over the full retail world. */
@@ -208,6 +210,8 @@ export interface RolloutRequest {
   maxNewTokens: number;
   /** Rehearse budget; 0 = measured (BudgetInfo.rehearse). */
   rehearseTokens: number;
+  /** 'structured' (default): rehearsals decoded as well-formed observations with a loop guard; 'free': the policy alone. */
+  rehearseDecoding?: RehearseDecoding;
   temperature: number;
   maxTurns: number;
 }
@@ -251,6 +255,8 @@ export interface TrainRequest {
   /** 0 = measured (BudgetInfo), as in the stepper. */
   maxNewTokens: number;
   rehearseTokens: number;
+  /** 'structured' (default): rehearsals decoded as well-formed observations with a loop guard; 'free': the policy alone. */
+  rehearseDecoding?: RehearseDecoding;
   /** Held-out evaluation (real environment, greedy) every N steps; 0 = never. */
   evalEvery: number;
   /** Held-out tasks of that evaluation (the world's test split, task seed 1, as `npm run eval`). */
@@ -314,6 +320,8 @@ export interface TtsRequest {
   maxTurns: number;
   maxNewTokens: number;
   rehearseTokens: number;
+  /** 'structured' (default): rehearsals decoded as well-formed observations with a loop guard; 'free': the policy alone. */
+  rehearseDecoding?: RehearseDecoding;
 }
 
 export interface TtsEpisodeView {

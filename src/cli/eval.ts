@@ -15,6 +15,7 @@ import { loadAdapters } from '../rl/checkpoint';
 import { evaluateHeldOut, type HeldOutReport } from '../eval/evaluate';
 import { DEFAULT_LIMITS } from '../rl/grpo-config';
 import { tokenBudgets } from '../rollout/budget';
+import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-prompt';
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
 import {
@@ -45,6 +46,7 @@ export const EVAL_FLAGS: FlagSpec = {
   'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: "measured: p99 of the world's real observations (tags included)" },
   'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
   'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
+  'rehearse-decoding': { type: 'string', arg: 'D', help: 'structured (only tokens that keep a rehearsal a well-formed observation, with a loop guard) or free (the policy alone)', default: 'structured' },
   tts: { type: 'string', arg: 'M', help: 'test-time private rehearsal before each real episode: parallel or sequential (needs --n)', default: 'off' },
   n: { type: 'string', arg: 'N', help: 'imagined episodes per task with --tts, 0..16 (0 = plain evaluation)' },
   help: HELP_FLAG,
@@ -58,6 +60,8 @@ export interface EvalResult extends Omit<HeldOutReport, 'perTask'> {
   run: { mode: string | null; step: number | null } | null;
   world: string;
   tasksFrom: string;
+  /** How rehearsals were decoded (src/rollout/rehearse-prompt.ts RehearseDecoding). */
+  rehearseDecoding: RehearseDecoding;
   backend: string;
   tts: { mode: string; n: number } | null;
   wallS: number;
@@ -99,6 +103,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     const rehearsePrompt = {
       ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0, 10_000_000) } : {}),
       ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0, 10_000_000) } : {}),
+      ...(v['rehearse-decoding'] !== undefined ? { decoding: enumFlag(v, 'rehearse-decoding', REHEARSE_DECODINGS, 'structured') } : {}),
     };
 
     const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');
@@ -144,7 +149,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
         log(`by tier: ${Object.entries(report.byTier).map(([k, g]) => `${k} ${f(g.success)} (${g.tasks})`).join(', ') || '-'}`);
         const result: EvalResult = {
           model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,
-          world: domain.name, tasksFrom: tasksArg, backend: backendName, tts: tts ? { mode: tts, n } : null, wallS: (performance.now() - t0) / 1000, ...report,
+          world: domain.name, tasksFrom: tasksArg, rehearseDecoding: rehearsePrompt.decoding ?? 'structured', backend: backendName, tts: tts ? { mode: tts, n } : null, wallS: (performance.now() - t0) / 1000, ...report,
         };
         io.out(JSON.stringify(result) + '\n');
       } finally {

@@ -11,7 +11,6 @@
 // evaluates N held-out test-split tasks in the real environment (eval.json). Progress on stderr, the
 // result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error naming the file (--help lists flags).
 import { readdir, readFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { HELD_OUT_TASK_SEED } from '../env/domain';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
@@ -27,7 +26,7 @@ import { probeRehearsals } from '../pretrain/rehearsal-probe';
 import { tokenBudgets } from '../rollout/budget';
 import { attentionProbe, PlainQwen3, type AttentionRecord } from '../pretrain/attention-probe';
 import { timeGrpoStep, type GrpoTiming } from '../pretrain/grpo-timing';
-import { FULL_SPEC, MINI_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
+import { FULL_SPEC, machineDescription, MINI_SPEC, pretrain, QUICK_SPEC } from '../pretrain/pipeline';
 import { widenShape } from '../pretrain/grow';
 import { ensureDir, IoError, writeFileAtomic } from '../util/atomic-file';
 import {
@@ -169,6 +168,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         copy: names.includes('copy-probe.json') ? ((await read('copy-probe.json')) as CopyProbe) : undefined,
         attention: names.includes('attention-probe.json') ? ((await read('attention-probe.json')) as AttentionRecord) : undefined,
         rehearsal: names.includes('rehearsal-probe.json') ? ((await read('rehearsal-probe.json')) as CardInputs['rehearsal']) : undefined,
+        structured: (await Promise.all(names.filter((n) => /^structured-rehearsal.*\.json$/.test(n)).sort((a, b) => a.length - b.length || a.localeCompare(b)).map((n) => read(n)))) as NonNullable<CardInputs['structured']>,
         copyRetail: names.includes('copy-probe-retail.json') ? ((await read('copy-probe-retail.json')) as CopyProbe) : undefined,
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
         world: cardWorld(run.command),
@@ -176,7 +176,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         signal: names.includes('signal.json') ? ((await read('signal.json')) as CardInputs['signal']) : undefined,
         sweeps: names.includes('sweeps.json') ? ((await read('sweeps.json')) as CardInputs['sweeps']) : undefined,
         commit: strFlag(v, 'commit', 'unknown')!,
-        machine: `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`,
+        machine: run.machine ?? machineDescription(),
       });
       await write('README.md', card);
       log(`wrote ${join(out, 'README.md')}`);

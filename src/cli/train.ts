@@ -12,6 +12,7 @@ import { MODES, ROLLOUT_MODES } from '../method/modes';
 import { ADVANTAGES, BASELINES, defaultLoraAlpha, evalLine, grpoRunConfig, splitTasks, stepLine, DEFAULT_LIMITS } from '../rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../rl/run';
 import { DirStore } from '../rl/store-node';
+import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
   ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
@@ -54,6 +55,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxRehearseTokens) },
   'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
   'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
+  'rehearse-decoding': { type: 'string', arg: 'D', help: 'structured (only tokens that keep a rehearsal a well-formed observation, with a loop guard) or free (the policy alone)', default: 'structured' },
   help: HELP_FLAG,
 };
 
@@ -68,7 +70,7 @@ const RESUME_KEYS: Record<string, string> = {
   mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr',
   rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
-  'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars',
+  'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
   world: 'cli.world', 'train-tasks': 'cli.trainTasks', 'eval-tasks': 'cli.evalTasks', model: 'cli.model',
 };
 
@@ -179,6 +181,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       rehearsePrompt: {
         ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0, 10_000_000) } : {}),
         ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0, 10_000_000) } : {}),
+        ...(v['rehearse-decoding'] !== undefined ? { decoding: enumFlag(v, 'rehearse-decoding', REHEARSE_DECODINGS, 'structured') } : {}),
       },
       temperature: numFlag(v, 'temperature', 1),
       klCoef: numFlag(v, 'kl', 0, 0, true),

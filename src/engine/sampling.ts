@@ -45,3 +45,13 @@ export function sampleRow(row: ArrayLike<number>, p: SampleParams): { token: num
   }
   return { token, logprob: logp(token) };
 }
+
+/** log p(token) under softmax(row / t), t = temperature (1 when greedy): the logprob sampleRow reports. */
+export function tokenLogprob(row: ArrayLike<number>, token: number, temperature: number): number {
+  const t = temperature > 0 ? temperature : 1;
+  let max = -Infinity;
+  for (let i = 0; i < row.length; i++) if (row[i] > max) max = row[i];
+  let sum = 0;
+  for (let i = 0; i < row.length; i++) sum += Math.exp((row[i] - max) / t);
+  return (row[token] - max) / t - Math.log(sum);
+}

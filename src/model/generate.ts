@@ -3,8 +3,9 @@
 // (a flat TokenLayout batch), a sequence that finishes frees its KV-cache slot for a waiting request,
 // and every sequence has its own sampling settings and seeded random stream, so a sequence generates
 // the same tokens whether it runs alone or in a batch.
-import type { SampleParams } from '../engine/backend';
+import type { Backend, SampleParams, Tensor } from '../engine/backend';
 import { EngineError } from '../engine/errors';
+import { tokenLogprob } from '../engine/sampling';
 import { NON_FINITE_TOKEN } from '../engine/webgpu/kernels/sample';
 import type { LoraAdapter } from './lora';
 import { forward, KvCache, type Qwen3Model } from './qwen3';
@@ -29,6 +30,20 @@ export interface GenerateRequest {
   /** Token ids that end the generation (default: the tokenizer's eos / <|im_end|>). */
   stopTokens?: readonly number[];
   sampling?: Sampling;
+  /** Restricts which tokens may be drawn (structured output); stateful, one object per request. */
+  constraint?: TokenConstraint;
+}
+
+/**
+ * Which tokens a sequence may draw next. The masked tokens' logits become -Infinity before sampling, so
+ * greedy picks the best allowed token and sampling draws from the distribution renormalised over the
+ * allowed ones; the reported log-probabilities stay the model's own (before the mask).
+ */
+export interface TokenConstraint {
+  /** mask[id] = 1 where token id may come next (ids past the mask's length may not); null = any token. */
+  allowed(): Uint8Array | null;
+  /** The token that was drawn. */
+  push(token: number): void;
 }
 
 export type FinishReason = 'eos' | 'stop' | 'length';
@@ -37,7 +52,7 @@ export interface GenerateResult {
   promptTokens: number[];
   /** Generated tokens, including the eos token or the token that completed a stop string. */
   tokens: number[];
-  /** log p(token) of each generated token under the sampling distribution (see SampleParams). */
+  /** log p(token) of each generated token under softmax(logits / t), before top-p and any constraint (see SampleParams). */
   logprobs: number[];
   /** Decoded generated text, without the eos token and cut before a stop string. */
   text: string;
@@ -210,6 +225,20 @@ function appendToken(s: Live, token: number, logprob: number, req: GenerateReque
   return s.out.tokens.length >= req.maxNewTokens || s.prompt.length + s.out.tokens.length >= maxT ? 'length' : null;
 }
 
+/** logits (R,V) -> logits with -Infinity where a row's mask forbids a token; the same tensor when no row has one. */
+function applyConstraints(b: Backend, logits: Tensor, masks: readonly (Uint8Array | null)[]): Tensor {
+  if (masks.every((m) => m === null)) return logits;
+  const V = logits.shape[1];
+  const bias = new Float32Array(masks.length * V);
+  masks.forEach((m, r) => {
+    if (m) for (let v = 0; v < V; v++) if (!(v < m.length && m[v])) bias[r * V + v] = -Infinity;
+  });
+  const t = b.tensor(bias, [masks.length, V]);
+  const out = b.add(logits, t);
+  b.free(t);
+  return out;
+}
+
 export async function generate(model: Qwen3Model, tok: Tokenizer, requests: readonly GenerateRequest[], opts: GenerateOptions = {}): Promise<GenerateResult[]> {
   const prompts = requests.map((r) => (typeof r.prompt === 'string' ? tok.encode(r.prompt) : [...r.prompt]));
   const ctx = model.config.maxPositionEmbeddings;
@@ -260,13 +289,24 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
         continue;
       }
       const params: SampleParams[] = sampled.map(({ s }) => ({ ...s.sampling, step: s.out.tokens.length }));
-      const pick = b.sample(logits, params);
-      const [toks, lps] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs)]);
-      for (const t of [logits, pick.tokens, pick.logprobs]) b.free(t);
+      const masks = sampled.map(({ s }) => requests[s.req].constraint?.allowed() ?? null);
+      const masked = applyConstraints(b, logits, masks);
+      const pick = b.sample(masked, params);
+      const [toks, lps, raw] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs), masked === logits ? null : b.read(logits)]);
+      for (const t of new Set([logits, masked, pick.tokens, pick.logprobs])) b.free(t);
+      // A constrained token's logprob is the model's own, before the mask (as it is before top-p): what the
+      // trainer computes for the same weights, so a fresh policy ratio starts at 1.
+      if (raw) {
+        const V = logits.shape[1];
+        masks.forEach((m, i) => {
+          if (m) lps[i] = tokenLogprob(raw.subarray(i * V, (i + 1) * V), toks[i], params[i].temperature);
+        });
+      }
 
       sampled.forEach(({ s }, i) => {
         if (toks[i] === NON_FINITE_TOKEN)
           throw new EngineError('validation', `generate: request ${s.req} has non-finite logits (NaN or +Inf, or all -Inf) at new token ${s.out.tokens.length}: no token can be drawn`);
+        requests[s.req].constraint?.push(toks[i]);
         const reason = appendToken(s, toks[i], lps[i], requests[s.req], tok, maxT);
         if (reason) finish(s, reason);
       });

@@ -31,6 +31,8 @@ export class Tokenizer {
     private readonly tok: PreTrainedTokenizer,
     readonly hasChatTemplate: boolean,
     size: number,
+    /** The added tokens (chat markup, eos, tool-call tags): never part of a value written in JSON. */
+    readonly specialIds: readonly number[] = [],
   ) {
     const ids = new Set<number>();
     for (const t of ['<|im_end|>', '<|endoftext|>', tok.eos_token]) {
@@ -57,8 +59,9 @@ export class Tokenizer {
     const j = tokenizerJson as { model: { vocab?: unknown }; added_tokens?: { id?: unknown }[] };
     let max = -1;
     if (j.model.vocab && typeof j.model.vocab === 'object') for (const id of Object.values(j.model.vocab)) if (typeof id === 'number') max = Math.max(max, id);
-    for (const t of j.added_tokens ?? []) if (typeof t.id === 'number') max = Math.max(max, t.id);
-    return new Tokenizer(tok, typeof (tokenizerConfig as { chat_template?: unknown }).chat_template === 'string', max + 1);
+    const added: number[] = [];
+    for (const t of j.added_tokens ?? []) if (typeof t.id === 'number') (max = Math.max(max, t.id)), added.push(t.id);
+    return new Tokenizer(tok, typeof (tokenizerConfig as { chat_template?: unknown }).chat_template === 'string', max + 1, added);
   }
 
   static async load(src: ModelSource): Promise<Tokenizer> {

@@ -36,6 +36,19 @@ export interface HeldOutRecord {
   byTier: Record<string, { tasks: number; success: number }>;
   byFamily: Record<string, { tasks: number; success: number }>;
   wallS: number;
+  /** How rehearsals were decoded (records before it existed: free). */
+  rehearseDecoding?: 'structured' | 'free';
+}
+
+/** scripts/structured-rehearsal.ts: free vs structured rehearsal decoding on the held-out reference calls. */
+export interface StructuredRecord {
+  command: string;
+  heldOutTasks: number;
+  /** Records before it existed used the held-out seed 1. */
+  taskSeed?: number;
+  maxRehearseTokens: number;
+  defaults: { ngram: number; margin: number };
+  results: { label: string; ngram: number | null; margin: number | null; calls: number; parsed: number; exact: number; loops: number; f1: number; failures: Record<string, number> }[];
 }
 
 interface SignalMode {
@@ -102,6 +115,8 @@ export function heldOutSection(e: HeldOutRecord, command: string): string[] {
     out.push(`| rehearsal exact match with the real observation${how} | ${pct(fid.exact)} |`);
     out.push(`| rehearsal field F1 / error agreement${how} | ${f(fid.f1, 3)} / ${pct(fid.errorAgree)} |`);
   };
+  const structured = (e.rehearseDecoding ?? 'free') === 'structured';
+  out.push(`| rehearsal decoding | ${structured ? '**structured** (only tokens that keep the text a well-formed observation, with a loop guard: src/rollout/rehearse-constraint.ts; the policy alone is measured in the next section)' : 'free (the policy alone)'} |`);
   if (g) rows(g, ', grounded as in rollouts');
   if (e.fidelity) rows(e.fidelity, g ? ", without the call's own example" : '');
   out.push(`| episode ends | ${Object.entries(e.ends).map(([k, v]) => `${k}: ${v}`).join(', ')} |`);
@@ -193,7 +208,7 @@ export function attentionSection(r: AttentionRecord): string[] {
 /** Where greedy rehearsals leave the real observation (src/pretrain/rehearsal-probe.ts). */
 export function rehearsalSection(r: RehearsalProbe & { command: string }): string[] {
   const out = ['## Where rehearsals break (`npm run pretrain -- --probe-rehearsal`)', '', '```\n' + r.command + '\n```', ''];
-  out.push(`Every reference call of the ${r.tasks} held-out tasks of \`npm run eval\`, rehearsed greedily from the real history as a rollout grounds it (the call's own real result among the examples when it fits the grounding budget), at most ${r.maxRehearseTokens} tokens. For each rehearsal that is not exact: the first character where it leaves the real observation, and whether the next 24 characters it wrote stand elsewhere in its prompt (**copied from elsewhere**: a copy that resumed at another occurrence of a repeated key, such as another item's options) or nowhere in it (**not in the prompt**: written from what the policy learned of the world). A rehearsal cut by the budget that repeats a stretch of 120 characters is a **loop**.`);
+  out.push(`Every reference call of the ${r.tasks} held-out tasks of \`npm run eval\`, rehearsed greedily from the real history as a rollout grounds it (the call's own real result among the examples when it fits the grounding budget), at most ${r.maxRehearseTokens} tokens, decoded ${r.rehearsePrompt?.decoding ?? 'free'}${(r.rehearsePrompt?.decoding ?? 'free') === 'free' ? ' (the policy alone: what structured decoding has to repair)' : ''}. For each rehearsal that is not exact: the first character where it leaves the real observation, and whether the next 24 characters it wrote stand elsewhere in its prompt (**copied from elsewhere**: a copy that resumed at another occurrence of a repeated key, such as another item's options) or nowhere in it (**not in the prompt**: written from what the policy learned of the world). A rehearsal cut by the budget that repeats a stretch of 120 characters is a **loop**.`);
   out.push('');
   out.push('| real result | calls | parse | exact | not exact: copied from elsewhere | not exact: not in the prompt | loops |\n|---|---|---|---|---|---|---|');
   const row = (label: string, g: RehearsalProbeGroup) =>
@@ -208,5 +223,30 @@ export function rehearsalSection(r: RehearsalProbe & { command: string }): strin
   const failOut = r.resultNotInPrompt.calls - r.resultNotInPrompt.parsed;
   out.push(`Of the ${failIn + failOut} rehearsals that did not parse, ${failIn} had the real result in their prompt (the copy broke) and ${failOut} did not; ${r.resultInPrompt.loops + r.resultNotInPrompt.loops} were loops.`);
   out.push('');
+  return out;
+}
+
+/** Free against structured rehearsal decoding: the sweep that chose its settings, then any checks on other tasks. */
+export function structuredSection(records: readonly StructuredRecord[]): string[] {
+  const out = ['## Structured rehearsal decoding', ''];
+  const d = records[0].defaults;
+  out.push(
+    '*Free* is the policy alone. *Structured* (the default of rollouts, `npm run eval` and the lab) lets the Rehearse role draw only tokens that keep its text a possible `<execution_result>` block ' +
+      '(`{"result": …}` or `{"error": "…"}`, src/rollout/observation-grammar.ts), no result string longer than the margin times the longest one that tool returns in 1,000 training tasks\' real observations, ' +
+      'and no n-gram more often than the prompt holds it (a faithful copy of anything in the context is never forbidden; a copy that starts over is). ' +
+      `The defaults are n = ${d.ngram}, margin ${d.margin}. Log-probabilities stay the model's own, so RL on structured rehearsals trains the policy to write them unaided. ` +
+      'Each table: every reference call of the held-out tasks, rehearsed greedily as a rollout grounds it.',
+  );
+  out.push('');
+  for (const r of records) {
+    out.push('```\n' + r.command + '\n```');
+    out.push('');
+    out.push(`${r.heldOutTasks} held-out tasks${r.taskSeed === undefined ? '' : ` (task seed ${r.taskSeed})`}, budget ${r.maxRehearseTokens} tokens:`);
+    out.push('');
+    out.push('| decoding | parse | exact | field F1 | loops | failures |\n|---|---|---|---|---|---|');
+    for (const x of r.results)
+      out.push(`| ${x.label} | ${x.parsed} / ${x.calls} (${pct(x.parsed / x.calls)}) | ${x.exact} (${pct(x.exact / x.calls)}) | ${f(x.f1, 3)} | ${x.loops} | ${Object.entries(x.failures).map(([k, n]) => `${k} ${n}`).join(', ') || '–'} |`);
+    out.push('');
+  }
   return out;
 }

@@ -7,7 +7,7 @@ import type { AttentionRecord } from './attention-probe';
 import type { RehearsalProbe } from './rehearsal-probe';
 import type { GrpoTiming } from './grpo-timing';
 import type { PretrainResult } from './pipeline';
-import { attentionSection, copySection, rehearsalSection, heldOutSection, signalSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SweepRecord, type WorldRecord } from './card-world';
+import { attentionSection, copySection, rehearsalSection, heldOutSection, signalSection, structuredSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type StructuredRecord, type SweepRecord, type WorldRecord } from './card-world';
 
 export interface CardInputs {
   run: PretrainResult & { command: string };
@@ -27,6 +27,8 @@ export interface CardInputs {
   copyRetail?: CopyProbe;
   /** Where greedy rehearsals leave the real observation (npm run pretrain -- --probe-rehearsal). */
   rehearsal?: RehearsalProbe & { command: string };
+  /** Free against structured rehearsal decoding (scripts/structured-rehearsal.ts). */
+  structured?: StructuredRecord[];
   /** Attention on the copy source per layer and head, this policy and the models it is compared with. */
   attention?: AttentionRecord;
   /** The world the policy was trained on (absent: the full retail world with held-out users). */
@@ -143,6 +145,7 @@ export function modelCard(i: CardInputs): string {
   } else out.push(`${took}. The shape is the one chosen for the mini world's policy by measured throughput (models/default/README.md: the smallest candidate sees the most data in the time).`);
   out.push('');
   if (i.heldOut) out.push(...heldOutSection(i.heldOut.result, i.heldOut.command));
+  if (i.structured?.length) out.push(...structuredSection(i.structured));
   if (i.signal) out.push(...signalSection(i.signal.result, i.signal.command));
   if (i.copy && i.heldOut) out.push(...copySection(i.copy));
   if (i.rehearsal) out.push(...rehearsalSection(i.rehearsal));
@@ -220,7 +223,7 @@ export function modelCard(i: CardInputs): string {
     out.push(`- It learned the **${i.world.name}** world: its users, orders and products are memorised (they recur through all of training), and it copies the values a request names (emails, names and zips, order numbers) into its calls. Held-out figures are on held-out *tasks* of that world, not on unseen users: on the full \`retail\` world it meets users, orders and products it has never seen and fails.`);
     out.push('- Tier 3 (exchanges and item modifications that need the item id of a variant matched by its options inside a product record, and two-intent requests) is not solved; see the per-family table. In transcripts of held-out tasks (12 read by hand) the policy copies the email, name, zip and order number right every time; what fails is a choice: the cancel reason swapped for the other allowed one, a reply after reading the order instead of the write the request asked for, or in tier 3 a variant id that does not match the requested options.');
   } else if (i.copy?.firstCallsHeldOut && i.copy.firstCallsHeldOut.exact >= 0.9 * i.copy.firstCallsHeldOut.n) {
-    out.push(`- It copies what a held-out user's request names into its calls (copy probe: ${i.copy.firstCallsHeldOut.exact}/${i.copy.firstCallsHeldOut.n} first calls exact), but it cannot know that user's records: what it rehearses about an unseen user, order or payment method comes from the grounding examples and its training distribution, so many rehearsals get the shape right and the values wrong, and some do not parse (the table above).`);
+    out.push(`- It copies what a held-out user's request names into its calls (copy probe: ${i.copy.firstCallsHeldOut.exact}/${i.copy.firstCallsHeldOut.n} first calls exact), but it cannot know that user's records: what it rehearses about an unseen user, order or payment method comes from the grounding examples and its training distribution, so many rehearsals get the shape right and the values wrong; decoded freely, some do not parse (structured decoding, the default, repairs most of them: the tables above).`);
     out.push('- Tier 3 (exchanges and item modifications that need the item id of a variant matched by its options inside a product record, and two-intent requests) is not solved; see the per-family table.');
   } else
     out.push('- Greedy success on held-out tasks is the figure above; the failures are values not copied from the conversation (plausible ids, names and emails from the training distribution instead), not stopping after failed calls, and rehearsed observations that get the shape right but the values wrong.');

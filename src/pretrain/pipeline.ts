@@ -1,6 +1,7 @@
 // The whole `npm run pretrain`: expert data -> BPE tokenizer -> encoded, length-filtered examples ->
 // seeded from-scratch training -> Hugging Face folder. A pure function of (options, seed, backend).
 import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { Backend } from '../engine/backend';
 import type { Domain } from '../env/domain';
@@ -197,6 +198,13 @@ export interface PretrainResult {
   tokensPerSecond: number;
   losses: { step: number; loss: number }[];
   finalLoss: number;
+  /** Where it trained (records before it existed lack it; their card keeps the machine it named). */
+  machine?: string;
+}
+
+/** The machine a run trains on, as the card names it. */
+export function machineDescription(): string {
+  return `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`;
 }
 
 export async function pretrain(
@@ -367,6 +375,7 @@ export async function pretrain(
     tokensPerSecond: tokens / trainSeconds,
     losses,
     finalLoss: tail.reduce((a, x) => a + x.loss, 0) / Math.max(1, tail.length),
+    machine: machineDescription(),
   };
 }
 

@@ -104,7 +104,8 @@ export async function probeRehearsals(
   tasks: readonly Task[],
   o: { maxRehearseTokens: number; rehearsePrompt?: RehearsePromptOptions; maxContext?: number },
 ): Promise<RehearsalProbe> {
-  const rehearsePrompt = { ...o.rehearsePrompt, excludeSameCall: false };
+  // The policy alone (free decoding, unless asked otherwise): the probe looks for where its rehearsals break.
+  const rehearsePrompt: RehearsePromptOptions = { decoding: 'free', ...o.rehearsePrompt, excludeSameCall: false };
   const r = await evalRehearsalFidelity(model, tok, null, domain, tasks, { maxRehearseTokens: o.maxRehearseTokens, rehearsePrompt, maxContext: o.maxContext, keepPromptText: true });
   const calls = r.steps.map((s) => classifyStep(s, s.promptText ?? ''));
   const byTool: RehearsalProbe['byTool'] = {};

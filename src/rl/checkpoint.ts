@@ -10,6 +10,7 @@ import { MemorySource } from '../model/source';
 import { hasRehearseAdapter, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
+import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 
 export class CheckpointError extends Error {
   override readonly name = 'CheckpointError';
@@ -39,7 +40,7 @@ const ConfigSchema = z.looseObject({
   seed: int(0, 0xffffffff),
   limits: z.looseObject({ maxTurns: int(1), maxActTokens: int(1), maxRehearseTokens: int(1), maxContext: int(1).optional() }),
   temperature: nonNeg.optional(),
-  rehearsePrompt: z.looseObject({ maxGroundingChars: int(0).optional(), maxHistoryChars: int(0).optional() }).optional(),
+  rehearsePrompt: z.looseObject({ maxGroundingChars: int(0).optional(), maxHistoryChars: int(0).optional(), decoding: z.enum(REHEARSE_DECODINGS).optional() }).optional(),
   kvReuse: z.boolean().optional(),
   lora: z.looseObject({ rank: int(1), alpha: pos, targets: z.array(z.enum(LORA_TARGETS)).optional() }),
   lr: pos,

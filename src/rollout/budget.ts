@@ -68,3 +68,25 @@ export function tokenBudgets(domain: Pick<Domain, 'tasks' | 'expert' | 'createEn
   const a1 = stats(acts, q);
   return { rehearse: o1.atQuantile, act: a1.atQuantile, observations: o1, acts: a1, tasks: tasks.length, split };
 }
+
+/**
+ * Per tool, the longest JSON string (key or value, in characters) in the real observations of the expert's
+ * trajectories of `tasks` tasks: what a rehearsed observation of that tool may need (src/rollout/rehearse-constraint.ts).
+ */
+export function observationStringLimits(domain: Pick<Domain, 'tasks' | 'expert' | 'createEnv'>, o: Omit<BudgetOptions, 'quantile'> = {}): Record<string, number> {
+  const out: Record<string, number> = {};
+  const note = (tool: string, n: number) => (out[tool] = Math.max(out[tool] ?? 0, n));
+  const walk = (tool: string, v: unknown): void => {
+    if (typeof v === 'string') note(tool, v.length);
+    else if (Array.isArray(v)) for (const x of v) walk(tool, x);
+    else if (v !== null && typeof v === 'object')
+      for (const [k, x] of Object.entries(v)) {
+        note(tool, k.length);
+        walk(tool, x);
+      }
+  };
+  for (const task of domain.tasks.generate({ split: o.split ?? 'train', count: o.tasks ?? 100, seed: o.seed ?? 0 }))
+    for (const s of domain.expert(task, domain.createEnv()).steps)
+      if (s.kind === 'call' && s.observation.ok) walk(s.call.name, s.observation.result);
+  return out;
+}

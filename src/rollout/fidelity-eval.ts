@@ -17,6 +17,7 @@ import type { Tokenizer } from '../model/tokenizer';
 import { REHEARSE_STOP } from './act-prompt';
 import type { ChatMessage } from './chat';
 import { compareObservations, summarizeFidelity, type FidelitySummary, type StepFidelity } from './fidelity';
+import { rehearseConstraint, rehearseConstraintFor, type RehearseConstraintOptions } from './rehearse-constraint';
 import { buildRehearsePrompt, parseExecutionResult, type RehearseParseFailure, type RehearsePromptOptions } from './rehearse-prompt';
 import { referenceGrounding, type RolloutDomain } from './rollout';
 
@@ -34,6 +35,8 @@ export interface FidelityEvalOptions {
   signal?: AbortSignal;
   /** Keep each step's Rehearse prompt text (what a failure analysis compares the output with); default off. */
   keepPromptText?: boolean;
+  /** Settings of structured decoding other than the defaults (to measure them: scripts/structured-rehearsal.ts). */
+  constraint?: RehearseConstraintOptions;
 }
 
 export interface FidelityEvalStep {
@@ -111,7 +114,7 @@ export async function evalRehearsalFidelityVariants(
           mine.skipped++;
           return;
         }
-        const key = temperature === 0 ? prompt.join(',') : null;
+        const key = temperature === 0 ? `${variant.decoding ?? 'structured'}:${prompt.join(',')}` : null;
         let out = key === null ? undefined : byPrompt.get(key);
         if (out === undefined) {
           out = requests.length;
@@ -119,6 +122,10 @@ export async function evalRehearsalFidelityVariants(
             prompt,
             maxNewTokens: opts.maxRehearseTokens,
             stop: [REHEARSE_STOP],
+            constraint:
+              opts.constraint && variant.decoding !== 'free'
+                ? rehearseConstraint(tok, prompt, call.name, opts.constraint)
+                : rehearseConstraintFor(variant.decoding, domain, tok, prompt, call.name),
             // The seed of the item's place in its own variant: each variant samples as it would alone.
             sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + mine.items.length) >>> 0 },
           });

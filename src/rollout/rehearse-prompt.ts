@@ -45,7 +45,16 @@ export interface RehearsePromptOptions {
    * 'all': every schema, as the reference implementation's prompt has them.
    */
   toolSchemas?: 'called' | 'all';
+  /**
+   * How the rehearsal is decoded. 'structured' (default): only tokens that keep the text a possible
+   * observation, with a loop guard (src/rollout/rehearse-constraint.ts). 'free': whatever the policy writes,
+   * which is what measures the policy alone.
+   */
+  decoding?: RehearseDecoding;
 }
+
+export const REHEARSE_DECODINGS = ['structured', 'free'] as const;
+export type RehearseDecoding = (typeof REHEARSE_DECODINGS)[number];
 
 export const REHEARSE_SYSTEM =
   'You are the environment. Given tool schemas, real example executions, a conversation and one tool call, ' +

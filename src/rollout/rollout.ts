@@ -20,6 +20,7 @@ import type { Role } from '../method/advantage';
 import { hasRehearseAdapter, isRolloutMode, MODES, rehearses, type RolloutMode } from '../method/modes';
 import { ACT_STOP, buildActPrompt, REHEARSE_STOP } from './act-prompt';
 import type { ToolDefinition } from './chat';
+import { rehearseConstraintFor } from './rehearse-constraint';
 import { Episode, type EndReason, type FidelityRecord, type PendingCall } from './episode';
 import { summarizeFidelity, type FidelitySummary } from './fidelity';
 import { buildRehearsePrompt, type RehearsePromptOptions } from './rehearse-prompt';
@@ -328,7 +329,13 @@ export class RolloutStepper {
           scriptedReh.push({ episode: e, turn: ep.turns - 1, call: p, prompt: text, text: cut === null ? script : tok.decode(ids.slice(0, cut)), cut });
           continue;
         }
-        rehReqs.push({ prompt, maxNewTokens: L.maxRehearseTokens, stop: [REHEARSE_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot)) });
+        rehReqs.push({
+          prompt,
+          maxNewTokens: L.maxRehearseTokens,
+          stop: [REHEARSE_STOP],
+          sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot)),
+          constraint: rehearseConstraintFor(cfg.rehearsePrompt?.decoding, this.domain, tok, prompt, p.call.name),
+        });
         rehFor.push({ e, p, prompt: text });
       }
     });

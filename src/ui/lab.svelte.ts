@@ -140,6 +140,7 @@ function rolloutReq() {
     actSource: settings.src,
     maxNewTokens: settings.maxNew,
     rehearseTokens: settings.reh,
+    rehearseDecoding: settings.rdec,
     temperature: settings.temp,
     maxTurns: settings.turns,
   };
@@ -165,6 +166,7 @@ export async function runGroup(): Promise<void> {
     seed: settings.seed,
     maxNewTokens: settings.maxNew,
     rehearseTokens: settings.reh,
+    rehearseDecoding: settings.rdec,
     temperature: settings.temp,
     maxTurns: settings.turns,
     k: settings.k,
@@ -209,6 +211,7 @@ export async function startTraining(extend = 0): Promise<void> {
     maxTurns: settings.turns,
     maxNewTokens: settings.maxNew,
     rehearseTokens: settings.reh,
+    rehearseDecoding: settings.rdec,
     evalEvery: settings.evalEvery,
     evalTasks: settings.evalTasks,
   };
@@ -240,7 +243,7 @@ export async function resetTraining(): Promise<void> {
 }
 
 export async function runTts(): Promise<void> {
-  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.turns, maxNewTokens: settings.maxNew, rehearseTokens: settings.reh };
+  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.turns, maxNewTokens: settings.maxNew, rehearseTokens: settings.reh, rehearseDecoding: settings.rdec };
   const v = await run(`private rehearsal (${req.mode}, N = ${req.n})`, () => api.tts(req, onProgress));
   if (v) lab.tts = v;
 }

@@ -1,7 +1,7 @@
 // Shareable state: every setting a person would want to send to someone else lives in the URL query
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
 import { ROLLOUT_MODES } from '../method/modes';
-import type { ActSource, BackendKind, RolloutMode, TrainMode, WeightFormat, WorldName } from '../worker-protocol';
+import type { ActSource, BackendKind, RehearseDecoding, RolloutMode, TrainMode, WeightFormat, WorldName } from '../worker-protocol';
 
 export interface Settings {
   /** The world the lab serves: 'mini' (compact retail, the default) or 'retail' (the full database). */
@@ -15,6 +15,8 @@ export interface Settings {
   maxNew: number;
   /** Rehearse token budget; 0 = measured from the world's real observations (p99, tags included). */
   reh: number;
+  /** How rehearsals are decoded: 'structured' (well-formed observations, loop guard) or 'free' (the policy alone). */
+  rdec: RehearseDecoding;
   temp: number;
   turns: number;
   k: number;
@@ -43,6 +45,7 @@ export const DEFAULTS: Settings = {
   src: 'policy',
   maxNew: 0,
   reh: 0,
+  rdec: 'structured',
   temp: 1,
   // As training's DEFAULT_LIMITS (src/rl/grpo-config.ts): the longest expert trajectory is 7 turns.
   turns: 12,
@@ -97,6 +100,9 @@ export function parseSettings(query: string): Settings {
         break;
       case 'mode':
         s.mode = oneOf(v, ['rehearse', 'real'] as const, DEFAULTS.mode);
+        break;
+      case 'rdec':
+        s.rdec = oneOf(v, ['structured', 'free'] as const, DEFAULTS.rdec);
         break;
       case 'src':
         s.src = oneOf(v, ['policy', 'expert-act', 'expert'] as const, DEFAULTS.src);

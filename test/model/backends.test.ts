@@ -6,7 +6,7 @@ import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { buildQwen3 } from '../../src/model/weights';
 import { randomWeights } from '../../src/model/random';
 import { forward, KvCache, type Qwen3Model } from '../../src/model/qwen3';
-import { generate, type GenerateRequest } from '../../src/model/generate';
+import { generate, type GenerateRequest, type TokenConstraint } from '../../src/model/generate';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { byteTokenizerConfig, byteTokenizerJson, tinyConfig } from '../fixtures/tiny-model';
 import { gpuAvailable, nodeGpu } from '../helpers/gpu';
@@ -42,9 +42,13 @@ function relErr(a: Float32Array, b: Float32Array): number {
 
 async function compare(name: BackendName, b: Backend) {
   const tok = Tokenizer.fromJSON(byteTokenizerJson(), byteTokenizerConfig());
-  const reqs: GenerateRequest[] = [
+  // A constraint (only even ids) goes through the backend's add and sampler: -Infinity logits are never drawn.
+  const evenOnly = (): TokenConstraint => ({ allowed: () => Uint8Array.from({ length: cfg.vocabSize }, (_, i) => (i % 2 === 0 ? 1 : 0)), push: () => {} });
+  const reqs = (): GenerateRequest[] => [
     { prompt: 'hello world', maxNewTokens: 6, stopTokens: [] },
     { prompt: 'ab', maxNewTokens: 5, stopTokens: [], sampling: { temperature: 0.8, topP: 0.9, seed: 3 } },
+    { prompt: 'hello world', maxNewTokens: 6, stopTokens: [], constraint: evenOnly() },
+    { prompt: 'ab', maxNewTokens: 5, stopTokens: [], sampling: { temperature: 0.8, topP: 0.9, seed: 3 }, constraint: evenOnly() },
   ];
   for (const format of ['f32', 'q8', 'q4'] as const) {
     const ref = await logitsOn(new CpuRefBackend(), format);
@@ -55,9 +59,10 @@ async function compare(name: BackendName, b: Backend) {
     expect(ep).toBeLessThanOrEqual(1e-4);
     expect(ed).toBeLessThanOrEqual(1e-4);
     // Same tokens from generate (argmax / sampling decisions are not near ties on these logits).
-    const want = await generate(ref.model, tok, reqs);
-    const have = await generate(got.model, tok, reqs);
+    const want = await generate(ref.model, tok, reqs());
+    const have = await generate(got.model, tok, reqs());
     expect(have.map((x) => x.tokens)).toEqual(want.map((x) => x.tokens));
+    for (const r of have.slice(2)) expect(r.tokens.every((t) => t % 2 === 0)).toBe(true);
     got.model.free();
   }
 }

@@ -3,7 +3,7 @@ import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { loadQwen3 } from '../../src/model/weights';
 import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { generate, logprobs, PrefixCache, type GenerateRequest } from '../../src/model/generate';
+import { generate, logprobs, PrefixCache, type GenerateRequest, type TokenConstraint } from '../../src/model/generate';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 import { createLoraAdapter } from '../../src/model/lora';
@@ -56,6 +56,43 @@ describe('generate', () => {
     const [g] = await generate(model, tok, [{ prompt: 'abc', maxNewTokens: 4, stopTokens: [] }]);
     const [gs] = await logprobs(model, [{ tokens: [...prompt, ...g.tokens], start: prompt.length }]);
     gs.forEach((lp, i) => expect(lp).toBeCloseTo(g.logprobs[i], 5));
+  });
+
+  it('a constraint masks tokens: greedy takes the best allowed one, sampling draws only allowed ones, logprobs stay the model\'s own', async () => {
+    const V = model.config.vocabSize;
+    const prompt = tok.encode('abc');
+    // Forbid, at every step, the token greedy decoding would pick unconstrained (read off the free run).
+    const [free] = await generate(model, tok, [{ prompt, maxNewTokens: 6, stopTokens: [] }]);
+    const seen: number[] = [];
+    const notFree = (): TokenConstraint => {
+      let step = 0;
+      return {
+        allowed: () => Uint8Array.from({ length: V }, (_, i) => (i === free.tokens[step] && seen.length === step ? 0 : 1)),
+        push: (t) => (seen.push(t), step++),
+      };
+    };
+    const [g] = await generate(model, tok, [{ prompt, maxNewTokens: 1, stopTokens: [], constraint: notFree() }]);
+    // The second-best token of the first step, by the model's own log-softmax.
+    const [lsm] = await logprobs(model, [{ tokens: [...prompt, 0], start: prompt.length }]);
+    const full = await (async () => {
+      const rows: number[] = [];
+      for (let t = 0; t < V; t++) rows.push((await logprobs(model, [{ tokens: [...prompt, t], start: prompt.length }]))[0][0]);
+      return rows;
+    })();
+    expect(lsm[0]).toBeCloseTo(full[0], 6);
+    const order = full.map((lp, t) => [lp, t] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+    expect(order[0][1]).toBe(free.tokens[0]);
+    expect(g.tokens[0]).toBe(order[1][1]);
+    expect(g.logprobs[0]).toBeCloseTo(order[1][0], 5);
+    // Sampling with a small allowed set (ids 3, 5, 7) draws only from it; logprobs are unmasked ones.
+    const few = (): TokenConstraint => ({ allowed: () => Uint8Array.from({ length: V }, (_, i) => (i === 3 || i === 5 || i === 7 ? 1 : 0)), push: () => {} });
+    const outs = await generate(model, tok, [1, 2, 3, 4].map((seed) => ({ prompt, maxNewTokens: 8, stopTokens: [], sampling: { temperature: 1, topP: 1, seed }, constraint: few() })));
+    for (const o of outs) {
+      expect(o.tokens.every((t) => t === 3 || t === 5 || t === 7)).toBe(true);
+      const [scored] = await logprobs(model, [{ tokens: [...prompt, ...o.tokens], start: prompt.length }]);
+      scored.forEach((lp, i) => expect(o.logprobs[i]).toBeCloseTo(lp, 5));
+    }
+    expect(new Set(outs.flatMap((o) => o.tokens)).size).toBeGreaterThan(1);
   });
 
   it('stop strings end the generation and cut the text; stop tokens end it with eos', async () => {

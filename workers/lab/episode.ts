@@ -14,7 +14,7 @@ import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import { summarizeFidelity } from '../../src/rollout/fidelity';
 import { fullText, RolloutStepper, type RolloutDomain, type RolloutPolicy, type RoundOptions, type RoundReport } from '../../src/rollout/rollout';
 import { rehearses } from '../../src/method/modes';
-import type { ActSource, CallView, GenView, GroupRow, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
+import type { ActSource, CallView, RehearseDecoding, GenView, GroupRow, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
 import { realReasons, verdictReason, type VerdictContext } from './verdicts';
 
 /** The Act turn's source is the scripted expert when `actSource` says so (teacher forcing). */
@@ -32,6 +32,7 @@ export interface LabRolloutConfig {
   rehearseTokens: number;
   temperature: number;
   actSource: ActSource;
+  rehearseDecoding?: RehearseDecoding;
 }
 
 export class LabRollouts {
@@ -63,6 +64,7 @@ export class LabRollouts {
       seed: cfg.seed,
       limits: { maxTurns: cfg.maxTurns, maxActTokens: cfg.maxNewTokens, maxRehearseTokens: cfg.rehearseTokens },
       temperature: cfg.temperature,
+      rehearsePrompt: { decoding: cfg.rehearseDecoding },
       actScript: cfg.actSource !== 'policy' ? (_t, turn) => this.expertTexts[turn] : undefined,
       // The expert plays the environment too: the real observation, held to the same budget as a generation.
       rehearseScript: cfg.actSource === 'expert' ? (_t, _turn, p) => formatObservation(p.shadow) : undefined,

@@ -375,6 +375,7 @@ export class Lab implements PolicyApi {
         n,
         seed: req.seed,
         limits: { maxTurns: req.maxTurns, maxActTokens: b.act, maxRehearseTokens: b.rehearse },
+        rehearsePrompt: { decoding: req.rehearseDecoding },
         signal,
         onPhase,
       });

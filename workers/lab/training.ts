@@ -182,6 +182,7 @@ export class Training {
       rank: req.rank,
       evalEvery: req.evalEvery,
       limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens },
+      ...(req.rehearseDecoding ? { rehearsePrompt: { decoding: req.rehearseDecoding } } : {}),
       checkpointEvery: 1,
     });
     // The training prompts are drawn from 200 train-split tasks; the held-out set is the CLI's (`npm run eval
