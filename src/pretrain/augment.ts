@@ -103,9 +103,12 @@ export function swapTaskShare(tasks: readonly Task[], examples: Example[], share
  * rarely for a small model to find it (induction heads form fast on repeated random sequences); the
  * drills use the chat format and the kinds of values the tools take, so the skill transfers.
  */
-export function copyDrills(n: number, rng: Rng, filler: readonly string[]): Example[] {
+export function copyDrills(n: number, rng: Rng, filler: readonly string[], o: { probeKinds?: boolean } = {}): Example[] {
   const value = (): string => {
-    const k = rng.int(5);
+    // probeKinds adds two kinds no training drill has, for the copy probe: user ids and amounts.
+    const k = rng.int(o.probeKinds ? 7 : 5);
+    if (k === 5) return `${randomName(rng)}_${randomName(rng)}_${randomDigits(rng, '1234')}`;
+    if (k === 6) return `${randomDigits(rng, '1'.repeat(1 + rng.int(4)))}.${randomDigits(rng, '00')}`;
     if (k === 0) return `#W${randomDigits(rng, '1234567')}`;
     if (k === 1) return `${randomName(rng)}.${randomName(rng)}${randomDigits(rng, '1234')}@example.com`;
     if (k === 2) return `${cap(randomName(rng))} ${cap(randomName(rng))}`;

@@ -46,6 +46,8 @@ export interface StructuredRecord {
   heldOutTasks: number;
   /** Records before it existed used the held-out seed 1. */
   taskSeed?: number;
+  /** What the record measured when it is not the folder's policy (e.g. an earlier stage). */
+  note?: string;
   maxRehearseTokens: number;
   defaults: { ngram: number; margin: number };
   results: { label: string; ngram: number | null; margin: number | null; calls: number; parsed: number; exact: number; loops: number; f1: number; failures: Record<string, number> }[];
@@ -168,10 +170,10 @@ export function sweepSection(sweeps: readonly SweepRecord[]): string[] {
 }
 
 /** The copy probe (`npm run pretrain -- --probe-copy`): does the policy copy values from its context? */
-export function copySection(c: { firstCalls: { n: number; exact: number }; firstCallsHeldOut?: { n: number; exact: number }; drills: { n: number; exact: number }; drillValues?: Record<string, { n: number; exact: number }> }, title?: string, intro?: string): string[] {
+export function copySection(c: { firstCalls: { n: number; exact: number }; firstCallsHeldOut?: { n: number; exact: number }; drills: { n: number; exact: number }; drillValues?: Record<string, { n: number; exact: number }>; inContext?: Record<string, { n: number; exact: number }> }, title?: string, intro?: string): string[] {
   const out = [title ?? '## Copy probe (`npm run pretrain -- --probe-copy`)', ''];
   if (intro) out.push(intro, '');
-  else out.push('Greedy, exact match: the first Act turn (an identity lookup whose arguments come from the request) of training tasks and of held-out tasks, and fresh copy drills (a user lists 1-4 random ids, emails, names or numbers after 0-5 sentences of other requests; the policy must repeat them).');
+  else out.push('Greedy, exact match: the first Act turn (an identity lookup whose arguments come from the request) of training tasks and of held-out tasks, and fresh copy drills (a user lists 1-4 random ids, emails, names or numbers after 0-5 sentences of other requests; the policy must repeat them; the probe drills also list user ids and amounts, kinds a training drill lists only with --drill-all-kinds).');
   out.push('');
   out.push('| probe | exact |\n|---|---|');
   out.push(`| first calls, training tasks | ${c.firstCalls.exact}/${c.firstCalls.n} (${pct(c.firstCalls.exact / c.firstCalls.n)}) |`);
@@ -179,6 +181,13 @@ export function copySection(c: { firstCalls: { n: number; exact: number }; first
   out.push(`| whole drills | ${c.drills.exact}/${c.drills.n} (${pct(c.drills.exact / c.drills.n)}) |`);
   for (const [k, g] of Object.entries(c.drillValues ?? {})) out.push(`| drill values: ${k} | ${g.exact}/${g.n} (${pct(g.exact / g.n)}) |`);
   out.push('');
+  if (c.inContext) {
+    out.push("In context: every Act turn of the held-out tasks' reference trajectories, greedy, given the real history (teacher-forced); each value the reference turn copies from that history (a call argument, or an amount its reply states) is exact when the policy's turn writes it in the same place:");
+    out.push('');
+    out.push('| value kind | exact |\n|---|---|');
+    for (const [k, g] of Object.entries(c.inContext).sort((a, b) => b[1].n - a[1].n)) out.push(`| ${k} | ${g.exact}/${g.n} (${pct(g.exact / g.n)}) |`);
+    out.push('');
+  }
   return out;
 }
 
@@ -238,10 +247,12 @@ export function structuredSection(records: readonly StructuredRecord[]): string[
       'Each table: every reference call of the held-out tasks, rehearsed greedily as a rollout grounds it.',
   );
   out.push('');
-  for (const r of records) {
+  // The folder's own policy first, then records of earlier stages; a sweep before the checks of what it chose.
+  const order = (r: StructuredRecord) => (r.note ? 2 : 0) + (r.results.length > 2 ? 0 : 1);
+  for (const r of [...records].sort((a, b) => order(a) - order(b))) {
     out.push('```\n' + r.command + '\n```');
     out.push('');
-    out.push(`${r.heldOutTasks} held-out tasks${r.taskSeed === undefined ? '' : ` (task seed ${r.taskSeed})`}, budget ${r.maxRehearseTokens} tokens:`);
+    out.push(`${r.note ? `${r.note} ` : ''}${r.heldOutTasks} held-out tasks${r.taskSeed === undefined ? '' : ` (task seed ${r.taskSeed})`}, budget ${r.maxRehearseTokens} tokens:`);
     out.push('');
     out.push('| decoding | parse | exact | field F1 | loops | failures |\n|---|---|---|---|---|---|');
     for (const x of r.results)

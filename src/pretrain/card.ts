@@ -97,7 +97,7 @@ export function modelCard(i: CardInputs): string {
   if ((run.spec.swapShare ?? 0) > 0)
     out.push(`- **Identity swap** (src/pretrain/augment.ts): for ${Math.round(100 * run.spec.swapShare)} % of the tasks (a seeded draw) every row is used with the request's copy targets (names, email, zip, order numbers that the reference actions take from the request) replaced by random values, consistently across the task's prompts and responses, so recalling training-set values cannot lower the loss on those rows.`);
   if ((run.spec.copyDrills ?? 0) > 0)
-    out.push(`- **Copy drills** (augment.ts): ${run.spec.copyDrills} short chats in which the user lists 1-4 fresh ids, emails, names or numbers after 0-5 sentences of other users' requests, and the assistant repeats the list (${run.data.rows.copy ?? 0} kept).`);
+    out.push(`- **Copy drills** (augment.ts): ${run.spec.copyDrills} short chats in which the user lists 1-4 fresh ids, emails, names or numbers${run.spec.drillAllKinds ? ' (in the last stage also user ids and amounts: `--drill-all-kinds`)' : ''} after 0-5 sentences of other users' requests, and the assistant repeats the list (${run.data.rows.copy ?? 0} kept).`);
   if ((run.spec.actOnlyTasks ?? 0) > 0)
     out.push(`- **More Act turns**: the Act rows of ${run.spec.actOnlyTasks} more generated train tasks (another seed stream), and Act response tokens weighted ${run.spec.actLossWeight ?? 1}× (src/pretrain/trainer.ts roleWeights): the few tokens of a call that decide which user, order or item weigh as little as any memorised character of a long observation otherwise.`);
   if ((run.spec.rehearseOnlyTasks ?? 0) > 0)

@@ -49,6 +49,8 @@ export interface PretrainSpec {
   swapShare: number;
   /** Synthetic copy drills added to the data (src/pretrain/augment.ts copyDrills); 0 = none. */
   copyDrills: number;
+  /** The drills also list user ids and amounts (the copy probe's two extra kinds); default off. */
+  drillAllKinds?: boolean;
   /**
    * Induction warm-up: the first this-many steps train only on text-span copies (augment.ts spanCopies:
    * `<|endoftext|> span <|endoftext|> span`, spans cut from the encoded data, loss on the second copy), so
@@ -236,7 +238,7 @@ export async function pretrain(
   if (spec.swapShare > 0) log(`identity swap: ${swapTaskShare(tasks, examples, spec.swapShare, new Rng(seed * 31337 + 1))} of ${tasks.length} tasks`);
   const rv = spec.reviewTasks > 0 ? reviewRows(domain, tasks, { tasks: spec.reviewTasks, seed, memoryTokens: DEFAULT_MEMORY_TOKENS, countTokens: (t) => bpe.encode(t).length }) : { reviews: [], memoryActs: [] };
   // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
-  const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages));
+  const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages), { probeKinds: spec.drillAllKinds });
   const extraActs = spec.actOnlyTasks > 0
     ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp))
     : [];

@@ -13,6 +13,8 @@ import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { FinishReason } from '../../src/model/generate';
 import { probeCopying, type Complete } from '../../src/pretrain/copy-probe';
+import { expertRows, rowToExample } from '../../src/pretrain/data';
+import type { ToolDefinition } from '../../src/rollout/chat';
 
 const domain = retailDomain(loadRetailBase());
 const o = { tasks: 12, drills: 12, seed: 5 };
@@ -24,8 +26,10 @@ function copied(prompt: string): string {
   const user = prompt.slice(prompt.lastIndexOf('<|im_start|>user\n'));
   const email = /[\w.]+@example\.com/.exec(user);
   if (email) return formatCall({ name: 'find_user_id_by_email', arguments: { email: email[0] } });
-  const name = /\b([A-Z][a-z]+) ([A-Z][a-z]+)\b/.exec(user)!;
-  const zip = /\b\d{5}\b/.exec(user)!;
+  const name = /\b([A-Z][a-z]+) ([A-Z][a-z]+)\b/.exec(user);
+  const zip = /\b\d{5}\b/.exec(user);
+  // A later Act turn of the in-context probe: this copier answers only identity lookups.
+  if (!name || !zip) return '';
   return formatCall({ name: 'find_user_id_by_name_zip', arguments: { first_name: name[1], last_name: name[2], zip: zip[0] } });
 }
 const policy = (answer: (prompts: string[], i: number) => string, finishReason: FinishReason = 'eos'): Complete =>
@@ -62,6 +66,21 @@ describe('copy probe', () => {
       expect(e.got).not.toBe(e.want);
       if (e.probe === 'first-call') expect(e.got).toMatch(/^<tool_call>\n\{"name": "find_user_id_by_/);
     }
+  });
+
+  it('in context: the reference turns score every value they copy, by kind; turns of another prompt score almost none', async () => {
+    // The oracle answers each Act prompt with the expert's own turn (the probe's reference).
+    const { rows } = expertRows(domain, { split: 'test', tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
+    const tools = domain.definitions() as unknown as ToolDefinition[];
+    const answer = new Map(rows.filter((r) => r.role === 'act').map((r) => [rowToExample(r, domain.policy, tools).prompt, r.target]));
+    const r = await probeCopying(policy((p, i) => answer.get(p[i]) ?? ''), domain, o);
+    const kinds = r.inContext!;
+    for (const k of ['user id', 'order id', 'amount (in a reply)']) expect(kinds[k]?.n, k).toBeGreaterThan(0);
+    for (const [k, g] of Object.entries(kinds)) expect(g.exact, k).toBe(g.n);
+    const shifted = await probeCopying(policy((p, i) => answer.get(p[(i + 1) % p.length]) ?? ''), domain, o);
+    const all = Object.values(shifted.inContext!).reduce((a, g) => ({ n: a.n + g.n, exact: a.exact + g.exact }), { n: 0, exact: 0 });
+    expect(all.n).toBe(Object.values(kinds).reduce((a, g) => a + g.n, 0));
+    expect(all.exact / all.n).toBeLessThan(0.2);
   });
 
   it('a copy that does not stop (no end of turn) is not counted', async () => {
