@@ -12,6 +12,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   quant: async () => (await import('./suites/quant')).default,
   serve: async () => (await import('./suites/serve')).default,
   gpu: async () => (await import('./suites/gpu')).default,
+  decoding: async () => (await import('./suites/decoding')).default,
 };
 
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */

@@ -172,6 +172,21 @@ function gpuTable(): string | null {
   return `${rows.join('\n')}\n\n${provenance('gpu', rs)}`;
 }
 
+function decodingTable(): string | null {
+  const rs = load('decoding');
+  if (!rs.length) return null;
+  const rows = ['| rehearsal decoding | rehearsals | generated tok/s | ms per rehearsal | ratio to free (tok/s) | parse |', '|---|---|---|---|---|---|'];
+  const get = (d: string, metric: string) => rs.find((r) => r.case.startsWith(`rehearse ${d} `) && r.metric === metric);
+  const free = get('free', 'rehearse_tok_s');
+  for (const d of ['free', 'structured']) {
+    const tps = get(d, 'rehearse_tok_s');
+    if (!tps) continue;
+    const calls = /calls=(\d+)/.exec(tps.shape ?? '')?.[1] ?? '–';
+    rows.push(`| ${d} | ${calls} | ${fmt(tps.value)} | ${fmt(get(d, 'ms_per_rehearsal')?.value)} | ${free ? (tps.value / free.value).toFixed(2) : '–'} | ${(100 * (get(d, 'parsed_share')?.value ?? NaN)).toFixed(1)} % |`);
+  }
+  return `${rows.join('\n')}\n\n${provenance('decoding', rs)}`;
+}
+
 export const TABLES: Record<string, () => string | null> = {
   matmul: matmulTable,
   tiny: tinyTable,
@@ -179,6 +194,7 @@ export const TABLES: Record<string, () => string | null> = {
   memory: memoryTable,
   quant: quantTable,
   gpu: gpuTable,
+  decoding: decodingTable,
 };
 
 /** README text with every bench block regenerated. */
