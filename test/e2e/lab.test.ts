@@ -416,6 +416,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await page.goto(`${s.url}?steps=2&evalEvery=2&evalTasks=4`);
     await ready();
     expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
+    // Rehearsals are decoded structured by default (src/rollout/rehearse-constraint.ts).
+    expect(await page.inputValue('[data-testid=rehearse-decoding]')).toBe('structured');
     const tasks = (await page.locator('[data-testid=task-select] option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).slice(0, 8);
     // (1) Policy-played rehearse rollouts until one shows a call the real environment ran without an error
     // and a rehearsed observation equal to the real one.
