@@ -49,8 +49,16 @@ export function domainStringLimits(domain: object): Record<string, number> {
   if (!l) {
     const d = domain as Partial<Domain>;
     l = {};
-    if (typeof d.tasks?.generate === 'function' && typeof d.expert === 'function' && typeof d.createEnv === 'function')
-      for (const [tool, n] of Object.entries(observationStringLimits(d as Domain, { tasks: LIMIT_TASKS }))) l[tool] = Math.ceil(n * STRING_MARGIN);
+    if (typeof d.tasks?.generate === 'function' && typeof d.expert === 'function' && typeof d.createEnv === 'function') {
+      let longest: Record<string, number> = {};
+      try {
+        longest = observationStringLimits(d as Domain, { tasks: LIMIT_TASKS });
+      } catch {
+        // A domain that cannot generate tasks of its own (a generator that refuses) gets no limits,
+        // like a bare environment: the grammar and the loop guard still apply.
+      }
+      for (const [tool, n] of Object.entries(longest)) l[tool] = Math.ceil(n * STRING_MARGIN);
+    }
     limitsByDomain.set(domain, l);
   }
   return l;

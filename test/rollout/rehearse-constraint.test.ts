@@ -101,5 +101,8 @@ describe('rehearse constraint', () => {
     expect(l.get_order_details).toBeGreaterThanOrEqual(Math.ceil(26 * 1.5));
     expect(l.list_all_product_types).toBeGreaterThan(500);
     expect(domainStringLimits({})).toEqual({});
+    // A generator that refuses leaves the limits out, not the rollout.
+    const refusing = { tasks: { generate: () => { throw new Error('no generator'); } }, expert: () => ({}), createEnv: () => ({}) };
+    expect(domainStringLimits(refusing)).toEqual({});
   });
 });
