@@ -64,7 +64,7 @@ export async function removeKept(id: string): Promise<void> {
 
 /**
  * Train a comparison run: the kept run's settings (seed, steps, K, prompts, learning rate, rank, limits,
- * budgets, held-out evaluation, grouping) in `mode`, from the base policy. The current run must be kept (or
+ * budgets, rehearsal decoding, held-out evaluation, grouping) in `mode`, from the base policy. The current run must be kept (or
  * empty) first: it is reset.
  */
 export async function startComparison(fromId: string, mode: TrainMode): Promise<void> {
@@ -79,6 +79,8 @@ export async function startComparison(fromId: string, mode: TrainMode): Promise<
   // The kept run's budgets were the measured ones when they equal today's measurement: keep "measured" (0).
   settings.maxNew = c.maxNewTokens === lab.budget?.act ? 0 : c.maxNewTokens;
   settings.reh = c.rehearseTokens === lab.budget?.rehearse ? 0 : c.rehearseTokens;
+  // Runs kept before rehearsal decoding was a setting decoded free.
+  settings.rdec = c.rehearseDecoding ?? 'free';
   Object.assign(settings, {
     tmode: mode, grouping: c.grouping, baseline: c.baseline, steps: k.points.length ? k.points[k.points.length - 1].step : c.steps,
     lr: c.lr, k: c.k, prompts: c.promptsPerStep, rank: c.rank, seed: c.seed, turns: c.maxTurns, evalEvery: c.evalEvery, evalTasks: c.evalTasks ?? 100,
