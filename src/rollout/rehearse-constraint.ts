@@ -16,22 +16,24 @@ import type { Domain } from '../env/domain';
 import type { TokenConstraint } from '../model/generate';
 import type { Tokenizer } from '../model/tokenizer';
 import { observationStringLimits } from './budget';
+import type { RehearseDecoding } from './rehearse-prompt';
 import { feedText, grammarComplete, grammarKey, initialGrammarState, type GrammarState } from './observation-grammar';
 
 export interface RehearseConstraintOptions {
   /** Loop guard n-gram length in tokens; 0 = no guard. */
   ngram: number;
   /**
-   * Per tool, the most characters a JSON string of its observation may hold (the longest in the world's
-   * real observations: src/rollout/budget.ts observationStringLimits); a tool not listed has no limit.
+   * Per tool, the most characters a JSON string of its result may hold (error messages are not limited); a
+   * tool not listed has no limit. The defaults: domainStringLimits.
    */
   maxStringChars?: Readonly<Record<string, number>>;
 }
 
 /**
- * The guard's n-gram and the strings' margin over the longest real one, chosen on models/retail's held-out
- * rehearsals (models/retail/structured-rehearsal.json: n 8-32, margins 1-2): n 12 breaks every loop without
- * costing an exact rehearsal, and a margin of 1.5 lets every held-out value through.
+ * The guard's n-gram and the strings' margin over the longest real one, chosen on the held-out rehearsals
+ * of models/retail's stage 6 (models/retail/structured-rehearsal-stage6-sweep.json: n 8-32, margins 1-2):
+ * n 12 breaks every loop without costing an exact rehearsal, and a margin of 1.5 lets every held-out value
+ * through; other held-out tasks and the later stage agree (the -seed2 records).
  */
 export const REHEARSE_NGRAM = 12;
 export const STRING_MARGIN = 1.5;
@@ -66,7 +68,7 @@ export function domainStringLimits(domain: object): Record<string, number> {
 
 /** The constraint a rollout or an evaluation uses for a Rehearse request, or undefined for free decoding. */
 export function rehearseConstraintFor(
-  decoding: 'structured' | 'free' | undefined,
+  decoding: RehearseDecoding | undefined,
   domain: object,
   tok: Tokenizer,
   prompt: readonly number[],
@@ -86,7 +88,8 @@ interface Vocab {
 }
 
 const vocabs = new WeakMap<Tokenizer, Vocab>();
-const MASK_CACHE = 4096;
+/** Masks kept per tokenizer: 64 MiB of them (16,384 for the bundled 4,096-token vocabulary, 440 for Qwen3's). */
+const maskCacheSize = (vocab: number) => Math.max(64, Math.floor(2 ** 26 / vocab));
 
 function vocabOf(tok: Tokenizer): Vocab {
   let v = vocabs.get(tok);
@@ -117,7 +120,7 @@ function grammarMask(v: Vocab, s: GrammarState): Uint8Array | null {
     // No token of this vocabulary continues the text (a vocabulary without some character the grammar
     // needs): the generation goes on unconstrained rather than stopping.
     m = any ? mask : null;
-    if (v.masks.size >= MASK_CACHE) v.masks.clear();
+    if (v.masks.size >= maskCacheSize(mask.length)) v.masks.clear();
     v.masks.set(key, m);
   }
   return m;
