@@ -8,16 +8,21 @@
 import { uniform } from '../util/rng';
 import type { SampleParams } from './backend';
 
-export function sampleRow(row: ArrayLike<number>, p: SampleParams): { token: number; logprob: number } {
-  const V = row.length;
-  const t = p.temperature > 0 ? p.temperature : 1;
+/** log_softmax(row / t) at any index (t = temperature, 1 when greedy), and the argmax (lowest index on ties). */
+function logSoftmax(row: ArrayLike<number>, temperature: number): { logp: (i: number) => number; arg: number } {
+  const t = temperature > 0 ? temperature : 1;
   let max = -Infinity;
   let arg = 0;
-  for (let i = 0; i < V; i++) if (row[i] > max) ((max = row[i]), (arg = i));
+  for (let i = 0; i < row.length; i++) if (row[i] > max) ((max = row[i]), (arg = i));
   let sum = 0;
-  for (let i = 0; i < V; i++) sum += Math.exp((row[i] - max) / t);
+  for (let i = 0; i < row.length; i++) sum += Math.exp((row[i] - max) / t);
   const logZ = Math.log(sum);
-  const logp = (i: number) => (row[i] - max) / t - logZ;
+  return { logp: (i) => (row[i] - max) / t - logZ, arg };
+}
+
+export function sampleRow(row: ArrayLike<number>, p: SampleParams): { token: number; logprob: number } {
+  const V = row.length;
+  const { logp, arg } = logSoftmax(row, p.temperature);
   if (p.temperature <= 0) return { token: arg, logprob: logp(arg) };
 
   const probs = new Float64Array(V);
@@ -48,10 +53,5 @@ export function sampleRow(row: ArrayLike<number>, p: SampleParams): { token: num
 
 /** log p(token) under softmax(row / t), t = temperature (1 when greedy): the logprob sampleRow reports. */
 export function tokenLogprob(row: ArrayLike<number>, token: number, temperature: number): number {
-  const t = temperature > 0 ? temperature : 1;
-  let max = -Infinity;
-  for (let i = 0; i < row.length; i++) if (row[i] > max) max = row[i];
-  let sum = 0;
-  for (let i = 0; i < row.length; i++) sum += Math.exp((row[i] - max) / t);
-  return (row[token] - max) / t - Math.log(sum);
+  return logSoftmax(row, temperature).logp(token);
 }

@@ -8,7 +8,7 @@
 //     its reply states), by kind of value: user and order ids from observations, item ids, amounts, ...
 // A policy that writes well-formed calls with someone else's values scores near 0 on both.
 import { Rng } from '../util/rng';
-import type { Domain } from '../env/domain';
+import type { Domain, Row } from '../env/domain';
 import { generate, GREEDY, type FinishReason } from '../model/generate';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
@@ -50,8 +50,8 @@ export async function copyProbe(policy: { model: Qwen3Model; tokenizer: Tokenize
 /** The probe on any policy: builds both probes' examples, asks for completions and scores them. */
 export async function probeCopying(complete: Complete, domain: Domain, o: { tasks: number; drills: number; seed: number; actTokens?: number }): Promise<CopyProbe> {
   const tools = domain.definitions() as unknown as ToolDefinition[];
-  const firstActs = (split: 'train' | 'test') => {
-    const { rows, tasks } = expertRows(domain, { split, tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
+  const [train, test] = (['train', 'test'] as const).map((split) => expertRows(domain, { split, tasks: o.tasks, seed: o.seed, mistakeRate: 0 }));
+  const firstActs = ({ rows, tasks }: typeof train) => {
     const seen = new Set<string>();
     const first: Example[] = [];
     for (const r of rows)
@@ -61,7 +61,7 @@ export async function probeCopying(complete: Complete, domain: Domain, o: { task
       }
     return { first, tasks };
   };
-  const { first, tasks } = firstActs('train');
+  const { first, tasks } = firstActs(train);
   // Filler: the same tasks' requests, as in the pretraining drills.
   const drills = copyDrills(o.drills, new Rng(o.seed * 13 + 7), tasks.flatMap((t) => t.userMessages), { probeKinds: true });
   const score = async (ex: Example[], probe: CopyProbe['examples'][number]['probe']) => {
@@ -85,9 +85,9 @@ export async function probeCopying(complete: Complete, domain: Domain, o: { task
     });
     return { n: ex.length, exact, examples, values };
   };
-  const inContext = await scoreInContext(complete, domain, tools, { ...o, split: 'test', actTokens: o.actTokens ?? 256 });
+  const inContext = await scoreInContext(complete, domain, tools, test.rows, o.actTokens ?? 256);
   const a = await score(first, 'first-call');
-  const h = await score(firstActs('test').first, 'first-call');
+  const h = await score(firstActs(test).first, 'first-call');
   const b = await score(drills, 'drill');
   return {
     firstCalls: { n: a.n, exact: a.exact },
@@ -129,16 +129,15 @@ function argumentKind(name: string): string {
 const AMOUNT = /\d+\.\d{2}/g;
 
 /**
- * The in-context probe: every Act turn of the split's tasks (the expert without mistakes), given the real
+ * The in-context probe: every Act turn of the expert's rows (held-out tasks, no mistakes), given the real
  * history. A value counts when the reference turn writes it and the history holds it (so it must be copied,
  * not known): each argument value of a reference call (one per list element), and each amount a reference
  * reply states. It is exact when the policy's turn calls the same tool with the same value in that argument
  * (the same list position), or its reply contains the amount.
  */
-async function scoreInContext(complete: Complete, domain: Domain, tools: ToolDefinition[], o: { tasks: number; seed: number; split: 'train' | 'test'; actTokens: number }): Promise<Record<string, { n: number; exact: number }>> {
-  const { rows } = expertRows(domain, { split: o.split, tasks: o.tasks, seed: o.seed, mistakeRate: 0 });
+async function scoreInContext(complete: Complete, domain: Domain, tools: ToolDefinition[], rows: readonly Row[], actTokens: number): Promise<Record<string, { n: number; exact: number }>> {
   const acts = rows.filter((r) => r.role === 'act');
-  const res = await complete(acts.map((r) => rowToExample(r, domain.policy, tools).prompt), o.actTokens);
+  const res = await complete(acts.map((r) => rowToExample(r, domain.policy, tools).prompt), actTokens);
   const out: Record<string, { n: number; exact: number }> = {};
   const count = (kind: string, hit: boolean) => {
     const g = (out[kind] ??= { n: 0, exact: 0 });

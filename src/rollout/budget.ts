@@ -4,7 +4,7 @@
 // observation JSON between its <execution_result> tags, closing tag included, since generation stops on
 // it), over every call of the scripted expert's trajectories of a sample of the domain's tasks. The same
 // measurement gives the Act budget (a call with its <tool_call> tags, or a final reply).
-import type { Domain } from '../env/domain';
+import type { Domain, Step } from '../env/domain';
 import { formatCall, formatObservation } from '../env/toolcall';
 
 export interface LengthStats {
@@ -49,31 +49,38 @@ function stats(xs: number[], q: number): LengthStats {
   return { count: xs.length, p50: quantile(xs, 0.5), quantile: q, atQuantile: quantile(xs, q), max: Math.max(...xs) };
 }
 
+type ExpertDomain = Pick<Domain, 'tasks' | 'expert' | 'createEnv'>;
+
+/** Every step of the expert's trajectories of the sampled tasks (each task on a fresh environment). */
+function expertSteps(domain: ExpertDomain, o: Omit<BudgetOptions, 'quantile'>): { tasks: number; steps: Step[] } {
+  const tasks = domain.tasks.generate({ split: o.split ?? 'train', count: o.tasks ?? 100, seed: o.seed ?? 0 });
+  return { tasks: tasks.length, steps: tasks.flatMap((task) => domain.expert(task, domain.createEnv()).steps) };
+}
+
 /** Budgets measured on the expert's real trajectories of `tasks` tasks of the domain (see the file comment). */
-export function tokenBudgets(domain: Pick<Domain, 'tasks' | 'expert' | 'createEnv'>, tokenizer: { encode(text: string): number[] }, o: BudgetOptions = {}): TokenBudgets {
+export function tokenBudgets(domain: ExpertDomain, tokenizer: { encode(text: string): number[] }, o: BudgetOptions = {}): TokenBudgets {
   const q = o.quantile ?? 0.99;
   const split = o.split ?? 'train';
-  const tasks = domain.tasks.generate({ split, count: o.tasks ?? 100, seed: o.seed ?? 0 });
+  const { tasks, steps } = expertSteps(domain, o);
   const obs: number[] = [];
   const acts: number[] = [];
-  for (const task of tasks)
-    for (const s of domain.expert(task, domain.createEnv()).steps) {
-      if (s.kind === 'call') {
-        obs.push(tokenizer.encode(formatObservation(s.observation)).length);
-        acts.push(tokenizer.encode(formatCall(s.call)).length);
-      } else acts.push(tokenizer.encode(s.text).length);
-    }
+  for (const s of steps) {
+    if (s.kind === 'call') {
+      obs.push(tokenizer.encode(formatObservation(s.observation)).length);
+      acts.push(tokenizer.encode(formatCall(s.call)).length);
+    } else acts.push(tokenizer.encode(s.text).length);
+  }
   if (obs.length === 0) throw new Error('tokenBudgets: the expert made no call on the sampled tasks');
   const o1 = stats(obs, q);
   const a1 = stats(acts, q);
-  return { rehearse: o1.atQuantile, act: a1.atQuantile, observations: o1, acts: a1, tasks: tasks.length, split };
+  return { rehearse: o1.atQuantile, act: a1.atQuantile, observations: o1, acts: a1, tasks, split };
 }
 
 /**
  * Per tool, the longest JSON string (key or value, in characters) in the real observations of the expert's
  * trajectories of `tasks` tasks: what a rehearsed observation of that tool may need (src/rollout/rehearse-constraint.ts).
  */
-export function observationStringLimits(domain: Pick<Domain, 'tasks' | 'expert' | 'createEnv'>, o: Omit<BudgetOptions, 'quantile'> = {}): Record<string, number> {
+export function observationStringLimits(domain: ExpertDomain, o: Omit<BudgetOptions, 'quantile'> = {}): Record<string, number> {
   const out: Record<string, number> = {};
   const note = (tool: string, n: number) => (out[tool] = Math.max(out[tool] ?? 0, n));
   const walk = (tool: string, v: unknown): void => {
@@ -85,8 +92,6 @@ export function observationStringLimits(domain: Pick<Domain, 'tasks' | 'expert' 
         walk(tool, x);
       }
   };
-  for (const task of domain.tasks.generate({ split: o.split ?? 'train', count: o.tasks ?? 100, seed: o.seed ?? 0 }))
-    for (const s of domain.expert(task, domain.createEnv()).steps)
-      if (s.kind === 'call' && s.observation.ok) walk(s.call.name, s.observation.result);
+  for (const s of expertSteps(domain, o).steps) if (s.kind === 'call' && s.observation.ok) walk(s.call.name, s.observation.result);
   return out;
 }

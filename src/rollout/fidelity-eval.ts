@@ -17,7 +17,7 @@ import type { Tokenizer } from '../model/tokenizer';
 import { REHEARSE_STOP } from './act-prompt';
 import type { ChatMessage } from './chat';
 import { compareObservations, summarizeFidelity, type FidelitySummary, type StepFidelity } from './fidelity';
-import { rehearseConstraint, rehearseConstraintFor, type RehearseConstraintOptions } from './rehearse-constraint';
+import { rehearseConstraintFor, type RehearseConstraintOptions } from './rehearse-constraint';
 import { buildRehearsePrompt, parseExecutionResult, type RehearseParseFailure, type RehearsePromptOptions } from './rehearse-prompt';
 import { referenceGrounding, type RolloutDomain } from './rollout';
 
@@ -122,10 +122,7 @@ export async function evalRehearsalFidelityVariants(
             prompt,
             maxNewTokens: opts.maxRehearseTokens,
             stop: [REHEARSE_STOP],
-            constraint:
-              opts.constraint && variant.decoding !== 'free'
-                ? rehearseConstraint(tok, prompt, call.name, opts.constraint)
-                : rehearseConstraintFor(variant.decoding, domain, tok, prompt, call.name),
+            constraint: rehearseConstraintFor(variant.decoding, domain, tok, prompt, call.name, opts.constraint),
             // The seed of the item's place in its own variant: each variant samples as it would alone.
             sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + mine.items.length) >>> 0 },
           });

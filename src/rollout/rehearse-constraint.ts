@@ -66,16 +66,20 @@ export function domainStringLimits(domain: object): Record<string, number> {
   return l;
 }
 
-/** The constraint a rollout or an evaluation uses for a Rehearse request, or undefined for free decoding. */
+/**
+ * The constraint a rollout or an evaluation uses for a Rehearse request, or undefined for free decoding.
+ * `settings` replaces the defaults (to measure them: scripts/structured-rehearsal.ts).
+ */
 export function rehearseConstraintFor(
   decoding: RehearseDecoding | undefined,
   domain: object,
   tok: Tokenizer,
   prompt: readonly number[],
   tool: string,
+  settings?: RehearseConstraintOptions,
 ): TokenConstraint | undefined {
   if (decoding === 'free') return undefined;
-  return rehearseConstraint(tok, prompt, tool, { ngram: REHEARSE_NGRAM, maxStringChars: domainStringLimits(domain) });
+  return rehearseConstraint(tok, prompt, tool, settings ?? { ngram: REHEARSE_NGRAM, maxStringChars: domainStringLimits(domain) });
 }
 
 interface Vocab {
