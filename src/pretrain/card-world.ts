@@ -4,6 +4,7 @@
 // a record file in the model folder; the prose only explains them.
 import type { AttentionRecord } from './attention-probe';
 import type { RehearsalProbe, RehearsalProbeGroup } from './rehearsal-probe';
+import type { RehearseDecoding } from '../rollout/rehearse-prompt';
 
 export interface WorldRecord {
   name: string;
@@ -37,7 +38,7 @@ export interface HeldOutRecord {
   byFamily: Record<string, { tasks: number; success: number }>;
   wallS: number;
   /** How rehearsals were decoded (records before it existed: free). */
-  rehearseDecoding?: 'structured' | 'free';
+  rehearseDecoding?: RehearseDecoding;
 }
 
 /** scripts/structured-rehearsal.ts: free vs structured rehearsal decoding on the held-out reference calls. */
