@@ -78,6 +78,20 @@ export function grammarKey(s: GrammarState, longestToken: number): string {
   return `${s.phase}|${s.lit}|${s.mode}|${s.stack}|${s.isKey ? 1 : 0}|${s.stack.length === 1 ? s.key : ''}|${s.aux}|${s.word}|${room}|${cap}|${s.tag}`;
 }
 
+/** Whether a character is written into a string as itself, with no effect but its count (see plainStringRoom). */
+export const isPlainStringChar = (c: string) => c >= ' ' && c !== '"' && c !== '\\' && c !== RESULT_CLOSE[0];
+
+/**
+ * In a string whose characters are written as themselves (a result's string, outside an escape, with no part
+ * of the closing tag matched): how many more plain characters it may take (Infinity without a limit); -1 in
+ * any other state. A token of plain characters only (isPlainStringChar) is accepted here exactly when its
+ * length is at most this, which lets a mask skip feeding such tokens one character at a time.
+ */
+export function plainStringRoom(s: GrammarState): number {
+  if (s.phase !== Phase.Json || s.mode !== Mode.Str || s.tag !== 0 || (s.isKey && s.stack.length === 1)) return -1;
+  return s.key === 'error' ? Infinity : Math.max(0, s.maxStr - s.strLen);
+}
+
 /** A value ended: back to the container (or, at the top, to the closing tag). */
 function valueEnded(s: GrammarState): void {
   if (s.stack.length === 0) s.phase = Phase.Post;

@@ -17,7 +17,7 @@ import type { TokenConstraint } from '../model/generate';
 import type { Tokenizer } from '../model/tokenizer';
 import { observationStringLimits } from './budget';
 import type { RehearseDecoding } from './rehearse-prompt';
-import { feedText, grammarComplete, grammarKey, initialGrammarState, type GrammarState } from './observation-grammar';
+import { feedText, grammarComplete, grammarKey, initialGrammarState, isPlainStringChar, plainStringRoom, type GrammarState } from './observation-grammar';
 
 export interface RehearseConstraintOptions {
   /** Loop guard n-gram length in tokens; 0 = no guard. */
@@ -87,6 +87,10 @@ interface Vocab {
   text: (string | null)[];
   stop: Set<number>;
   longest: number;
+  /** Each id's length in characters when all are plain string characters (isPlainStringChar), else -1. */
+  plainLen: Int32Array;
+  /** The ids a mask must feed character by character in a plain string (plainLen -1, text not null). */
+  fed: Int32Array;
   /** Allowed-token masks by grammar state (grammarKey), null where no token is allowed; bounded. */
   masks: Map<string, Uint8Array | null>;
 }
@@ -104,7 +108,13 @@ function vocabOf(tok: Tokenizer): Vocab {
       const s = tok.decode([id]);
       return s === '' ? null : s;
     });
-    v = { text, stop: new Set(tok.stopIds), longest: Math.max(...text.map((t) => t?.length ?? 0)), masks: new Map() };
+    const plainLen = Int32Array.from(text, (t) => {
+      if (t === null) return -1;
+      const cs = [...t];
+      return cs.every(isPlainStringChar) ? cs.length : -1;
+    });
+    const fed = Int32Array.from(text.flatMap((t, id) => (t !== null && plainLen[id] < 0 ? [id] : [])));
+    v = { text, stop: new Set(tok.stopIds), longest: Math.max(...text.map((t) => t?.length ?? 0)), plainLen, fed, masks: new Map() };
     vocabs.set(tok, v);
   }
   return v;
@@ -117,9 +127,17 @@ function grammarMask(v: Vocab, s: GrammarState): Uint8Array | null {
     const mask = new Uint8Array(v.text.length);
     const done = grammarComplete(s);
     let any = 0;
-    for (let id = 0; id < mask.length; id++) {
-      const t = v.text[id];
-      any |= mask[id] = v.stop.has(id) ? (done ? 1 : 0) : t !== null && feedText(s, t) !== null ? 1 : 0;
+    const room = plainStringRoom(s);
+    if (room >= 0) {
+      // Inside a string most tokens are plain text: accepted exactly when they fit. Only the rest (quotes,
+      // escapes, '<', control characters) are fed; the stop ids are never plain, and grammarComplete is false.
+      for (let id = 0; id < mask.length; id++) any |= mask[id] = v.plainLen[id] >= 0 && v.plainLen[id] <= room ? 1 : 0;
+      for (const id of v.fed) if (!v.stop.has(id)) any |= mask[id] = feedText(s, v.text[id]!) !== null ? 1 : 0;
+    } else {
+      for (let id = 0; id < mask.length; id++) {
+        const t = v.text[id];
+        any |= mask[id] = v.stop.has(id) ? (done ? 1 : 0) : t !== null && feedText(s, t) !== null ? 1 : 0;
+      }
     }
     // No token of this vocabulary continues the text (a vocabulary without some character the grammar
     // needs): the generation goes on unconstrained rather than stopping.

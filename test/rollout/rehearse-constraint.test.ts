@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { formatObservation } from '../../src/env/toolcall';
 import { parseExecutionResult } from '../../src/rollout/rehearse-prompt';
+import { feedText, grammarComplete, initialGrammarState, plainStringRoom, type GrammarState } from '../../src/rollout/observation-grammar';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { domainStringLimits, REHEARSE_NGRAM, rehearseConstraint, rehearseConstraintFor } from '../../src/rollout/rehearse-constraint';
@@ -42,6 +43,41 @@ describe('rehearse constraint', () => {
     expect(n).toBeGreaterThan(50);
     const fresh = rehearseConstraint(tok, [], 'get_order_details', { ngram: 0 });
     expect(fresh.allowed()![tok.stopIds[0]]).toBe(0);
+  });
+
+  it('computes each mask as feeding every token would, inside strings (where plain tokens are only measured) and out', () => {
+    // The reference: every token of the vocabulary fed through the grammar from the state the text has reached.
+    const d = loadWorldDomain('retail');
+    const limits = domainStringLimits(d);
+    const special = new Set(tok.specialIds);
+    const texts = Array.from({ length: tok.size }, (_, id) => (special.has(id) ? '' : tok.decode([id])));
+    let checked = 0;
+    let inString = 0;
+    for (const task of d.tasks.generate({ split: 'test', count: 2, seed: 5 }))
+      for (const s of d.expert(task, d.createEnv()).steps) {
+        if (s.kind !== 'call') continue;
+        const target = tok.encode(formatObservation(s.observation));
+        // A limit tighter than the world's, so that strings also run out of room.
+        for (const maxStr of [limits[s.call.name] ?? Infinity, 12]) {
+          const c = rehearseConstraint(tok, [], s.call.name, { ngram: 0, maxStringChars: { [s.call.name]: maxStr } });
+          let state: GrammarState | null = initialGrammarState(maxStr);
+          for (let i = 0; i < target.length && state; i++) {
+            const m = c.allowed();
+            if (i % 5 === 0 && m) {
+              const want = texts.map((t, id) =>
+                tok.stopIds.includes(id) ? (grammarComplete(state!) ? 1 : 0) : t !== '' && feedText(state!, t) !== null ? 1 : 0,
+              );
+              expect([...m]).toEqual(want);
+              checked++;
+              if (plainStringRoom(state) >= 0) inString++;
+            }
+            c.push(target[i]);
+            state = feedText(state, tok.decode([target[i]]));
+          }
+        }
+      }
+    expect(checked).toBeGreaterThan(40);
+    expect(inString).toBeGreaterThan(10);
   });
 
   it('stops a copy that starts the record over, where a free decoder would loop', () => {
