@@ -3,6 +3,7 @@
 // Strings coming back (model output, tool results, imported files) are untrusted: the page renders
 // them as text only.
 import type { RolloutMode as TrainMode } from './method/modes';
+import type { GroupSuccess } from './eval/evaluate';
 
 export type { TrainMode };
 export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
@@ -279,6 +280,8 @@ export interface TrainPoint {
   /** Held-out rehearsal fidelity measured with that evaluation (null: none this step): exact-match rate, mean field F1. */
   heldOutFidelityExact: number | null;
   heldOutFidelityF1: number | null;
+  /** Held-out success per task family with that evaluation (null or absent: none this step, tasks without families, or a run kept before the field existed). */
+  heldOutByFamily?: Record<string, GroupSuccess> | null;
   /** Groups (prompt × role) of the step, and how many had a non-zero reward spread (the only ones that teach). */
   groups: number;
   groupsWithSpread: number;
@@ -296,6 +299,8 @@ export interface HeldOutEval {
   success: number;
   /** Share of the held-out tasks' reference calls rehearsed exactly (null: not measured). */
   fidelityExact: number | null;
+  /** Success per task family (null: the tasks name none). */
+  byFamily: Record<string, GroupSuccess> | null;
 }
 
 export interface TrainStatus {

@@ -162,9 +162,10 @@ export function taskResult(taskId: string, family: string | null, r: { reward: n
   return { taskId, family, tier: familyTier(family ?? undefined), reward: r.reward, end: r.end, turns: r.turns, calls: m.calls, callsOk, matched: m.matched, references: m.references };
 }
 
-function groupSuccess(perTask: readonly TaskResult[], key: (t: TaskResult) => string | null): Record<string, GroupSuccess> {
+/** Success (reward 1) per group of results, groups sorted by name; a result whose key is null is left out. */
+export function groupSuccess<T extends { reward: number }>(results: readonly T[], key: (t: T) => string | null): Record<string, GroupSuccess> {
   const out: Record<string, GroupSuccess> = {};
-  for (const t of perTask) {
+  for (const t of results) {
     const k = key(t);
     if (k === null) continue;
     const g = (out[k] ??= { tasks: 0, success: 0 });

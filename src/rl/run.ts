@@ -21,6 +21,7 @@ import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
 import type { Advantages, Baseline, GroupMode } from '../method/advantage';
 import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
+import { groupSuccess, type GroupSuccess } from '../eval/evaluate';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
@@ -105,6 +106,8 @@ export interface EvalMetrics {
   toolRecall: number;
   ends: RolloutSummary['ends'];
   fidelity?: { exact: number; f1: number; errorAgree: number; invalid: number; steps: number };
+  /** Success per task family (src/env/retail/tiers.ts); absent when no held-out task names one (a user's task file). */
+  byFamily?: Record<string, GroupSuccess>;
 }
 
 interface RunState {
@@ -328,6 +331,9 @@ export class GrpoRun {
     });
     const s = summarizeRollouts(batch, (id) => this.evalTasks.find((t) => t.id === id)?.referenceActions ?? []);
     const m: EvalMetrics = { step: this.state.step, success: s.success, meanReward: s.meanReward, toolPrecision: s.toolPrecision, toolRecall: s.toolRecall, ends: s.ends };
+    const family = new Map(this.evalTasks.map((t) => [t.id, t.family ?? null]));
+    const byFamily = groupSuccess(batch.rollouts, (r) => family.get(r.taskId) ?? null);
+    if (Object.keys(byFamily).length > 0) m.byFamily = byFamily;
     if (c.evalFidelityTokens) {
       this.hooks.onPhase?.('held-out fidelity');
       const f = await evalRehearsalFidelity(this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, this.evalTasks, {

@@ -233,6 +233,15 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.getAttribute('[data-testid=loss-plot]', 'data-points')).toBe('2');
     expect(await page.textContent('[data-testid=heldout-summary]')).toMatch(/: \d\.\d\d before training → \d\.\d\d after step 2 \([+−±]\d+ points?\)\.$/);
     expect(await page.textContent('[data-testid=spread-start]')).toContain('before training');
+    // The same two evaluations per task family: the families of the 4 held-out tasks, solved before and after.
+    const families = await page.locator('[data-testid=family-row]').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+    expect(families.length).toBeGreaterThan(0);
+    expect(families.reduce((a, r) => a + Number(r[1]), 0)).toBe(4);
+    for (const [, tasks, before, after, change] of families) {
+      expect(Number(before)).toBeLessThanOrEqual(Number(tasks));
+      expect(Number(after)).toBeLessThanOrEqual(Number(tasks));
+      expect(change).toMatch(/^[+−±]\d+$/);
+    }
     expect(await page.textContent('[data-testid=train-line]')).toMatch(/^step 2\/2 +reward/);
     // The run's own logs (src/rl/run.ts files in OPFS) download as JSONL.
     const got: Record<string, string> = {};

@@ -89,8 +89,22 @@ describe('GrpoRun', () => {
     const evals = a.text('eval.jsonl').trim().split('\n').map((l) => JSON.parse(l));
     expect(evals.map((e) => e.step)).toEqual([2]);
     expect(evals[0].fidelity).toMatchObject({ steps: 1, invalid: 1 });
+    // These held-out tasks name no family: no per-family breakdown is written.
+    expect(evals[0].byFamily).toBeUndefined();
     const run = JSON.parse(a.text('run.json'));
     expect(run).toMatchObject({ step: 2, checkpoint: 'ckpt/2' });
+  });
+
+  it('breaks held-out success down per task family when the tasks name one', async () => {
+    const fam = (id: string, family: string): Task => ({ ...evalTasks[0], id, family });
+    const store = new MemoryStore();
+    const run = await GrpoRun.open(model, tok, domain, { train, eval: [fam('e0', 'lookup'), fam('e1', 'lookup'), fam('e2', 'cancel')] }, store, { ...config, evalFidelityTokens: 0 }, hooks);
+    const m = await run.evaluate();
+    run.free();
+    expect(m.byFamily).toEqual({ cancel: { tasks: 1, success: expect.any(Number) }, lookup: { tasks: 2, success: expect.any(Number) } });
+    const solved = Object.values(m.byFamily!).reduce((a, g) => a + g.success * g.tasks, 0);
+    expect(solved / 3).toBeCloseTo(m.success, 9);
+    expect(JSON.parse(store.text('eval.jsonl').trim()).byFamily).toEqual(m.byFamily);
   });
 
   it('per-role: two adapters and two optimizer states are checkpointed and restored', async () => {

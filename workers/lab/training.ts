@@ -62,6 +62,7 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
     heldOutSuccess: ev ? ev.success : null,
     heldOutFidelityExact: ev?.fidelity ? finite(ev.fidelity.exact) : null,
     heldOutFidelityF1: ev?.fidelity ? finite(ev.fidelity.f1) : null,
+    heldOutByFamily: ev?.byFamily ?? null,
     ...spread,
     gradNorm: mean(m.updates.map((u) => u.gradNorm)),
     line: stepLine(m, total),
@@ -69,7 +70,7 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
   };
 }
 
-const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e.success, fidelityExact: e.fidelity ? finite(e.fidelity.exact) : null });
+const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e.success, fidelityExact: e.fidelity ? finite(e.fidelity.exact) : null, byFamily: e.byFamily ?? null });
 
 /** Groups per prompt in a mode and grouping (role-wise: one per trained role). */
 function groupsPerPrompt(req: TrainRequest): number {
