@@ -1,0 +1,76 @@
+// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--out FILE]
+// Does the mini policy read the cancellation reason from the request? Teacher-forced on the scripted expert's
+// cancel turns of N training tasks (mini world), the policy scores the call it should write against the same
+// call with the other reason; P(right) is the share of the two. Three contexts: the history as it is, the
+// order record shortened to its status (less distance, less distraction), and the request alone (no
+// distance at all). It also shows how the bundled tokenizer cuts the request and the call: a value the
+// tokenizer fuses with the request's wording ("…, the reason is: ordered by mistake" as one token) is not
+// the token the call needs, so the policy cannot copy it, only learn the pairing token by token.
+import { writeFile } from 'node:fs/promises';
+import { relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openBackend, openModel } from '../src/cli/args';
+import { loadWorldDomain } from '../src/env/retail/node';
+import { rowsFromEpisode } from '../src/env/rows';
+import { logprobs } from '../src/model/generate';
+import { buildActPrompt } from '../src/rollout/act-prompt';
+import type { ChatMessage } from '../src/rollout/chat';
+
+const REASONS = ['ordered by mistake', 'no longer needed'] as const;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, out: { type: 'string' } } });
+  const count = Number(values.count);
+  if (!(Number.isInteger(count) && count >= 1)) throw new Error(`--count must be a positive integer, got ${values.count}`);
+  const domain = loadWorldDomain('mini');
+  const tasks = domain.tasks.generate({ split: 'train', count: 40 * count, seed: 1 }).filter((t) => t.family === 'cancel').slice(0, count);
+  const backend = await openBackend('cpu-fast');
+  const policy = await openModel(values.model, backend, { world: 'mini' });
+  const tok = policy.tokenizer;
+  const defs = domain.definitions();
+  const contexts: Record<string, { tasks: number; greedyRight: number; meanPRight: number }> = {};
+  const pieces = (s: string) => tok.encode(s).map((i) => tok.decode([i]));
+  let example: { request: string[]; call: string[] } | null = null;
+  try {
+    for (const task of tasks) {
+      const row = rowsFromEpisode(task, domain.expert(task, domain.createEnv()).steps).find((r) => r.role === 'act' && r.target.includes('"cancel_pending_order"'));
+      const asked = REASONS.find((x) => task.userMessages.join(' ').includes(x));
+      if (!row || !asked || !row.target.includes(asked)) continue;
+      example ??= { request: pieces(task.userMessages.join('\n')), call: pieces(row.target) };
+      const history = row.messages;
+      const shortened = history.map((m): ChatMessage => (m.role === 'tool' && m.content.includes('"items"') ? { ...m, content: m.content.replace(/"address".*?"status"/s, '"status"') } : m));
+      const requestOnly = history.filter((m) => m.role === 'user');
+      for (const [name, msgs] of [['history as it is', history], ['order record shortened to its status', shortened], ['the request alone', requestOnly]] as const) {
+        const prompt = tok.encode(buildActPrompt(domain.policy, defs, msgs));
+        const [right, wrong] = await logprobs(policy.model, [asked, REASONS.find((r) => r !== asked)!].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
+        const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
+        const p = 1 / (1 + Math.exp(sum(wrong) - sum(right)));
+        const c = (contexts[name] ??= { tasks: 0, greedyRight: 0, meanPRight: 0 });
+        c.meanPRight = (c.meanPRight * c.tasks + p) / (c.tasks + 1);
+        c.tasks++;
+        if (p > 0.5) c.greedyRight++;
+      }
+    }
+  } finally {
+    policy.model.free();
+    backend.dispose();
+  }
+  const fused: string[] = [];
+  for (let id = 0; id < tok.size; id++) {
+    const t = tok.decode([id]);
+    if (REASONS.some((r) => t.includes(r)) && !(REASONS as readonly string[]).includes(t)) fused.push(t);
+  }
+  const record = {
+    command: `node --import tsx scripts/reason-probe.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    model: relative(process.cwd(), policy.dir) || '.', contexts, example,
+    tokensFusingAReason: { count: fused.length, shortest: fused.sort((a, b) => a.length - b.length).slice(0, 12) },
+  };
+  const text = JSON.stringify(record, null, 1) + '\n';
+  if (values.out) await writeFile(values.out, text);
+  process.stdout.write(text);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`reason-probe failed: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
