@@ -3,7 +3,8 @@
 // cancel turns of N training tasks (mini world), the policy scores the call it should write against the same
 // call with the other reason; P(right) is the share of the two. Three contexts: the history as it is, the
 // order record shortened to its status (less distance, less distraction), and the request alone (no
-// distance at all). It also shows how the bundled tokenizer cuts the request and the call: a value the
+// distance at all), and a control: the history as it is but the request spelling the reason as the call
+// does, so that the tokenizer cuts the same bare value token out of both. It also shows how the bundled tokenizer cuts the request and the call: a value the
 // tokenizer fuses with the request's wording ("…, the reason is: ordered by mistake" as one token) is not
 // the token the call needs, so the policy cannot copy it, only learn the pairing token by token.
 import { writeFile } from 'node:fs/promises';
@@ -40,7 +41,10 @@ async function main(): Promise<void> {
       const history = row.messages;
       const shortened = history.map((m): ChatMessage => (m.role === 'tool' && m.content.includes('"items"') ? { ...m, content: m.content.replace(/"address".*?"status"/s, '"status"') } : m));
       const requestOnly = history.filter((m) => m.role === 'user');
-      for (const [name, msgs] of [['history as it is', history], ['order record shortened to its status', shortened], ['the request alone', requestOnly]] as const) {
+      // The control: the same history, but the request spells the reason as the call does, so the tokenizer
+      // cuts out the bare value token the call needs ({"reason": "ordered by mistake"}).
+      const spelled = history.map((m): ChatMessage => (m.role === 'user' ? { ...m, content: m.content.replace(asked, `{"reason": "${asked}"}`) } : m));
+      for (const [name, msgs] of [['history as it is', history], ['order record shortened to its status', shortened], ['the request alone', requestOnly], ['reason spelled as in the call', spelled]] as const) {
         const prompt = tok.encode(buildActPrompt(domain.policy, defs, msgs));
         const [right, wrong] = await logprobs(policy.model, [asked, REASONS.find((r) => r !== asked)!].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
         const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
