@@ -3,7 +3,6 @@
 // Strings coming back (model output, tool results, imported files) are untrusted: the page renders
 // them as text only.
 import type { RolloutMode as TrainMode } from './method/modes';
-import type { GroupSuccess } from './eval/evaluate';
 
 export type { TrainMode };
 export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
@@ -262,6 +261,12 @@ export interface TrainRequest {
   evalEvery: number;
   /** Held-out tasks of that evaluation (the world's test split, task seed 1, as `npm run eval`). */
   evalTasks: number;
+}
+
+/** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */
+export interface GroupSuccess {
+  tasks: number;
+  success: number;
 }
 
 /** One training step as the dashboard plots it (from src/rl/run.ts StepMetrics and EvalMetrics). */

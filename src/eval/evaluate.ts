@@ -12,7 +12,7 @@ import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelityVariants, type FidelityEvalResult } from '../rollout/fidelity-eval';
-import { matchToolCalls, summarizeRollouts, type RolloutSummary } from '../rollout/metrics';
+import { groupSuccess, matchToolCalls, summarizeRollouts, type GroupSuccess, type RolloutSummary } from '../rollout/metrics';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { runRollouts, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
 
@@ -49,12 +49,6 @@ export interface TaskResult {
   callsOk: number;
   matched: number;
   references: number;
-}
-
-/** Success over a subset of the tasks (a tier or a family). */
-export interface GroupSuccess {
-  tasks: number;
-  success: number;
 }
 
 export interface HeldOutFidelity {
@@ -160,17 +154,4 @@ export function taskResult(taskId: string, family: string | null, r: { reward: n
   const m = matchToolCalls(r.steps, references);
   const callsOk = r.steps.filter((s) => s.kind === 'call' && s.call.name !== '' && s.observation.ok).length;
   return { taskId, family, tier: familyTier(family ?? undefined), reward: r.reward, end: r.end, turns: r.turns, calls: m.calls, callsOk, matched: m.matched, references: m.references };
-}
-
-/** Success (reward 1) per group of results, groups sorted by name; a result whose key is null is left out. */
-export function groupSuccess<T extends { reward: number }>(results: readonly T[], key: (t: T) => string | null): Record<string, GroupSuccess> {
-  const out: Record<string, GroupSuccess> = {};
-  for (const t of results) {
-    const k = key(t);
-    if (k === null) continue;
-    const g = (out[k] ??= { tasks: 0, success: 0 });
-    g.success = (g.success * g.tasks + (t.reward === 1 ? 1 : 0)) / (g.tasks + 1);
-    g.tasks++;
-  }
-  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }

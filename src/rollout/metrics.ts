@@ -88,3 +88,22 @@ export function summarizeRollouts(batch: RolloutBatch, references: (taskId: stri
     tokens: { generated: batch.stats.generatedTokens, prompt: batch.stats.promptTokens },
   };
 }
+
+/** Success over a subset of the tasks (a tier or a family). */
+export interface GroupSuccess {
+  tasks: number;
+  success: number;
+}
+
+/** Success (reward 1) per group of results, groups sorted by name; a result whose key is null is left out. */
+export function groupSuccess<T extends { reward: number }>(results: readonly T[], key: (t: T) => string | null): Record<string, GroupSuccess> {
+  const out: Record<string, GroupSuccess> = {};
+  for (const t of results) {
+    const k = key(t);
+    if (k === null) continue;
+    const g = (out[k] ??= { tasks: 0, success: 0 });
+    g.success = (g.success * g.tasks + (t.reward === 1 ? 1 : 0)) / (g.tasks + 1);
+    g.tasks++;
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

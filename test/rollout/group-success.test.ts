@@ -1,7 +1,7 @@
-// Success per group of held-out results (src/eval/evaluate.ts groupSuccess): only reward 1 counts as a
+// Success per group of held-out results (src/rollout/metrics.ts groupSuccess): only reward 1 counts as a
 // success (a partial reward does not), results without a group are left out, groups come sorted by name.
 import { describe, expect, it } from 'vitest';
-import { groupSuccess } from '../../src/eval/evaluate';
+import { groupSuccess } from '../../src/rollout/metrics';
 
 describe('groupSuccess', () => {
   it('counts reward-1 results per group, skips results without one, sorts the groups', () => {
