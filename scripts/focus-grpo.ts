@@ -17,8 +17,6 @@ import { DEFAULT_LIMITS, grpoRunConfig } from '../src/rl/grpo-config';
 import { GrpoRun } from '../src/rl/run';
 import { DirStore } from '../src/rl/store-node';
 import { tokenBudgets } from '../src/rollout/budget';
-import { runRollouts } from '../src/rollout/rollout';
-import type { LoraAdapter } from '../src/model/lora';
 
 const REASONS = ['ordered by mistake', 'no longer needed'] as const;
 
@@ -58,29 +56,25 @@ async function main(): Promise<void> {
   });
   const store = new DirStore(values.out);
   if (await store.read('run.json')) throw new Error(`${values.out} already holds a run`);
-  const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, { train, eval: [] }, store, config);
+  // The run evaluates on the held-out tasks only when asked (evalEvery 0): at the start (the adapter is fresh,
+  // its LoRA delta zero, so this is the base policy), halfway and at the end.
+  const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, { train, eval: heldOut }, store, config);
   const t0 = performance.now();
 
-  const evaluate = async (adapter: LoraAdapter | null, step: number) => {
-    const b = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter }, domain, heldOut, { mode: 'real', k: 1, seed, limits, temperature: 0, kvReuse: true });
-    const byFamily: Record<string, { tasks: number; solved: number }> = {};
-    for (const r of b.rollouts) {
-      const f = (byFamily[heldOut.find((t) => t.id === r.taskId)!.family ?? '?'] ??= { tasks: 0, solved: 0 });
-      f.tasks++;
-      f.solved += r.reward === 1 ? 1 : 0;
-    }
-    const solved = Object.values(byFamily).reduce((a, f) => a + f.solved, 0);
-    const trained = families.reduce((a, f) => a + (byFamily[f]?.solved ?? 0), 0);
-    log(`held-out @ ${step}: ${solved}/100 solved (${families.join('+')}: ${trained}/${families.reduce((a, f) => a + (byFamily[f]?.tasks ?? 0), 0)})`);
-    return { step, success: solved / b.rollouts.length, byFamily, wallS: (performance.now() - t0) / 1000 };
+  const evaluate = async () => {
+    const e = await run.evaluate();
+    const byFamily = Object.fromEntries(Object.entries(e.byFamily ?? {}).map(([f, g]) => [f, { tasks: g.tasks, solved: Math.round(g.success * g.tasks) }]));
+    const count = (k: 'tasks' | 'solved', fs: readonly string[]) => fs.reduce((a, f) => a + (byFamily[f]?.[k] ?? 0), 0);
+    log(`held-out @ ${e.step}: ${Math.round(e.success * heldOut.length)}/${heldOut.length} solved (${families.join('+')}: ${count('solved', families)}/${count('tasks', families)})`);
+    return { step: e.step, success: e.success, byFamily, wallS: (performance.now() - t0) / 1000 };
   };
 
-  const evals = [await evaluate(null, 0)];
+  const evals = [await evaluate()];
   try {
     while (!run.done) {
       const m = await run.trainStep();
       log(`step ${m.step}/${steps}: reward ${m.rollouts.meanReward.toFixed(2)}, groups with a spread ${(100 * m.advantage.spread).toFixed(0)} %, ${(m.wallMs / 1000).toFixed(1)} s`);
-      if (m.step === Math.floor(steps / 2) || run.done) evals.push(await evaluate(run.actAdapter, m.step));
+      if (m.step === Math.floor(steps / 2) || run.done) evals.push(await evaluate());
     }
   } finally {
     run.free();

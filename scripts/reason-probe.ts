@@ -18,6 +18,7 @@ import { buildActPrompt } from '../src/rollout/act-prompt';
 import type { ChatMessage } from '../src/rollout/chat';
 
 const REASONS = ['ordered by mistake', 'no longer needed'] as const;
+const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, out: { type: 'string' } } });
@@ -47,7 +48,6 @@ async function main(): Promise<void> {
       for (const [name, msgs] of [['history as it is', history], ['order record shortened to its status', shortened], ['the request alone', requestOnly], ['reason spelled as in the call', spelled]] as const) {
         const prompt = tok.encode(buildActPrompt(domain.policy, defs, msgs));
         const [right, wrong] = await logprobs(policy.model, [asked, REASONS.find((r) => r !== asked)!].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
-        const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0);
         const p = 1 / (1 + Math.exp(sum(wrong) - sum(right)));
         const c = (contexts[name] ??= { tasks: 0, greedyRight: 0, meanPRight: 0 });
         c.meanPRight = (c.meanPRight * c.tasks + p) / (c.tasks + 1);

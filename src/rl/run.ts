@@ -328,10 +328,10 @@ export class GrpoRun {
       mode: 'real', k: 1, seed: c.seed, limits: c.limits, temperature: 0, kvReuse: c.kvReuse, signal: this.hooks.signal,
       onProgress: this.hooks.onRolloutProgress, onStep: this.hooks.onRolloutStep,
     });
-    const s = summarizeRollouts(batch, (id) => this.evalTasks.find((t) => t.id === id)?.referenceActions ?? []);
+    const byId = new Map(this.evalTasks.map((t) => [t.id, t]));
+    const s = summarizeRollouts(batch, (id) => byId.get(id)?.referenceActions ?? []);
     const m: EvalMetrics = { step: this.state.step, success: s.success, meanReward: s.meanReward, toolPrecision: s.toolPrecision, toolRecall: s.toolRecall, ends: s.ends };
-    const family = new Map(this.evalTasks.map((t) => [t.id, t.family ?? null]));
-    const byFamily = groupSuccess(batch.rollouts, (r) => family.get(r.taskId) ?? null);
+    const byFamily = groupSuccess(batch.rollouts, (r) => byId.get(r.taskId)?.family ?? null);
     if (Object.keys(byFamily).length > 0) m.byFamily = byFamily;
     if (c.evalFidelityTokens) {
       this.hooks.onPhase?.('held-out fidelity');
