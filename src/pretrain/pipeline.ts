@@ -13,13 +13,13 @@ import { hostWeights } from '../train/params';
 import type { StepReport } from '../train/trainer';
 import type { Qwen3Model } from '../model/qwen3';
 import type { ToolDefinition } from '../rollout/chat';
-import { trainBpe, type PreTokenizerName } from '../model/bpe';
+import { Bpe, trainBpe, type PreTokenizerName } from '../model/bpe';
 import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
 import { copyDrills, recordCopies, spanCopies, swapRecordValues, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
-import { qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
+import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
 import { grownWeights } from './grow';
 
@@ -32,6 +32,12 @@ export interface PretrainSpec {
    * Records written before the field existed carry `splitLongNumbers: true` instead.
    */
   preTokenizer: PreTokenizerName;
+  /**
+   * Keep the --init folder's vocabulary and merges and cut the text with this spec's pre-tokenizer instead
+   * of training a new BPE: a checkpoint continues on the same token ids while the new split keeps apart
+   * what its old tokens fused (tokens that only a fusion built are no longer produced).
+   */
+  retokenize?: boolean;
   /** Train-split tasks whose expert episodes are the training data. */
   trainTasks: number;
   /** The first this-many of them also train the tokenizer (BPE cost grows with the text). */
@@ -204,6 +210,13 @@ export interface PretrainResult {
   machine?: string;
 }
 
+/** The stated values a `stated-values` tokenizer isolates: the domain's own list. */
+export function statedLexicon(domain: Domain): string[] {
+  const values = domain.statedValues?.();
+  if (!values?.length) throw new Error(`the ${domain.name} domain lists no stated values for the stated-values pre-tokenizer`);
+  return [...values];
+}
+
 /** The machine a run trains on, as the card names it. */
 export function machineDescription(): string {
   return `${cpus().length} CPU cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}`;
@@ -229,9 +242,16 @@ export async function pretrain(
   const forTokenizer = (taskId: string) => order.get(taskId)! < spec.tokenizerTasks;
   const tokExamples = spec.groundingChars !== undefined ? rows.filter((r) => forTokenizer(r.taskId)).map((r) => rowToExample(r, domain.policy, tools)) : examples.filter((e) => forTokenizer(e.taskId));
   const tokTexts = tokExamples.flatMap((e) => [e.prompt, e.response]);
-  const bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, preTokenizer: spec.preTokenizer });
+  const lexicon = spec.preTokenizer === 'stated-values' ? statedLexicon(domain) : [];
+  let bpe: Bpe;
+  if (spec.retokenize) {
+    if (!o.init) throw new Error('retokenize keeps the --init folder\'s vocabulary: it needs --init');
+    const theirs = fromTokenizerJson(JSON.parse(new TextDecoder().decode(await new DirSource(o.init).read('tokenizer.json'))));
+    if (theirs.size !== spec.vocabSize) throw new Error(`--init ${o.init}: its tokenizer has ${theirs.size} tokens, the spec ${spec.vocabSize}`);
+    bpe = new Bpe(theirs.tokens, theirs.merges, theirs.specials, { preTokenizer: spec.preTokenizer, lexicon });
+  } else bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, preTokenizer: spec.preTokenizer, lexicon });
   const tokenizerSeconds = (performance.now() - t0) / 1000;
-  log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges in ${tokenizerSeconds.toFixed(1)} s`);
+  log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges ${spec.retokenize ? `kept from ${o.init}, cut by the ${spec.preTokenizer} pre-tokenizer` : `in ${tokenizerSeconds.toFixed(1)} s`}${lexicon.length ? ` (lexicon of ${lexicon.length} stated values)` : ''}`);
 
   // Swapped identities replace the rows of a seeded share of the tasks; review and memory-conditioned rows
   // and the drills come after the expert rows. With all of them off the data is the expert rows alone.
@@ -297,7 +317,7 @@ export async function pretrain(
     // Second stage: same seed -> same data and the same tokenizer, which must equal the folder's.
     const src = new DirSource(o.init);
     const theirs = new TextDecoder().decode(await src.read('tokenizer.json'));
-    if (theirs !== JSON.stringify(toTokenizerJson(bpe)) + '\n') throw new Error(`--init ${o.init}: its tokenizer.json differs from the one this seed trains`);
+    if (!spec.retokenize && theirs !== JSON.stringify(toTokenizerJson(bpe)) + '\n') throw new Error(`--init ${o.init}: its tokenizer.json differs from the one this seed trains`);
     // The context length is a config field only (RoPE has no learned positions): a stage may extend it.
     const cfgText = JSON.parse(new TextDecoder().decode(await src.read('config.json'))) as Record<string, unknown>;
     const from = cfgText.max_position_embeddings;

@@ -23,12 +23,12 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; widthFactor?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number } = {}) {
+async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; widthFactor?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number; statedValues?: boolean } = {}) {
   const out = await mkdtemp(join(tmpdir(), 'pretrain-'));
   dirs.push(out);
   const b = await createBackend('cpu-fast', { threads: 2 });
   try {
-    const spec = { ...QUICK_SPEC, steps, model: widenShape({ ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, o.widthFactor ?? 1), ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}), ...(o.expertRehearse !== undefined ? { expertRehearse: o.expertRehearse } : {}), ...(o.rehearseOnlyTasks !== undefined ? { rehearseOnlyTasks: o.rehearseOnlyTasks } : {}) };
+    const spec = { ...QUICK_SPEC, steps, model: widenShape({ ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, o.widthFactor ?? 1), ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}), ...(o.expertRehearse !== undefined ? { expertRehearse: o.expertRehearse } : {}), ...(o.rehearseOnlyTasks !== undefined ? { rehearseOnlyTasks: o.rehearseOnlyTasks } : {}), ...(o.statedValues ? { preTokenizer: 'stated-values' as const, retokenize: true } : {}) };
     const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}) });
     return { r, out, weights: await readFile(join(out, 'model.safetensors')) };
   } finally {
@@ -82,6 +82,24 @@ describe('pretrain (quick)', () => {
     const wider = await quickRun(5, 2, { init: first.out, groundingChars: 6000 });
     expect(await readFile(join(wider.out, 'tokenizer.json'), 'utf8')).toBe(await readFile(join(first.out, 'tokenizer.json'), 'utf8'));
     expect(wider.r.data.tokens.total).toBeGreaterThan(same.r.data.tokens.total);
+  }, 120_000);
+
+  it('a stage may re-cut its --init tokenizer with stated values: same token ids, values kept apart, transformers.js agrees', async () => {
+    const first = await quickRun(5, 2);
+    const recut = await quickRun(5, 2, { init: first.out, statedValues: true });
+    const before = fromTokenizerJson(JSON.parse(await readFile(join(first.out, 'tokenizer.json'), 'utf8')));
+    const after = fromTokenizerJson(JSON.parse(await readFile(join(recut.out, 'tokenizer.json'), 'utf8')));
+    expect(after.merges).toEqual(before.merges);
+    expect(after.preTokenizer).toBe('stated-values');
+    expect(after.lexicon).toContain('ordered by mistake');
+    const text = 'Cancel order #W1234567, the reason is: ordered by mistake.';
+    const tok = await Tokenizer.load(new DirSource(recut.out));
+    expect(tok.encode(text)).toEqual(after.encode(text));
+    expect(after.decode(after.encode(text))).toBe(text);
+    expect(after.encode(text)).toEqual(expect.arrayContaining(after.encode('ordered by mistake')));
+    // Re-cutting needs a vocabulary to keep.
+    const b = await createBackend('cpu-ref');
+    await expect(pretrain(b, domain, { ...QUICK_SPEC, steps: 1, preTokenizer: 'stated-values', retokenize: true }, { seed: 5, out: first.out, log: () => {} })).rejects.toThrow(/needs --init/);
   }, 120_000);
 
   it('without the expert Rehearse rows, the only Rehearse rows are the grounded extra ones', async () => {

@@ -1,10 +1,12 @@
 // The BPE trainer and its Hugging Face files: merges in rank order, lossless round trip, and transformers.js
 // (the runtime tokenizer) agreeing token for token with our own encoder on held-out text.
+import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { Bpe, BpeError, PRE_TOKENIZER_NAMES, preTokens, splitSpecials, trainBpe } from '../../src/model/bpe';
+import { Bpe, BpeError, lexiconOfPattern, PRE_TOKENIZER_NAMES, preTokenizerPattern, preTokens, splitSpecials, trainBpe } from '../../src/model/bpe';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
-import { loadRetailBase } from '../../src/env/retail/node';
+import { loadRetailBase, loadWorldDomain } from '../../src/env/retail/node';
+import { rowsFromEpisode } from '../../src/env/rows';
 import { retailDomain } from '../../src/env/retail/index';
 import { Tokenizer } from '../../src/model/tokenizer';
 import type { ToolDefinition } from '../../src/rollout/chat';
@@ -74,6 +76,66 @@ describe('BPE trainer (hand-worked)', () => {
   });
 });
 
+describe('stated values: a lexicon of values stated in words, each matched whole', () => {
+  const lexicon = ['ordered by mistake', 'no longer needed', 'blue', 'S', 'Wi-Fi + Cellular', '1.5L', '60%', 'Running Shoes'];
+  const cut = (t: string) => preTokens(t, 'stated-values', lexicon);
+
+  it('cuts a value out of the wording around it, in prose and in JSON alike, and only whole', () => {
+    expect(cut('Cancel order #W2378156, the reason is: ordered by mistake.')).toEqual(['Cancel order #W', '2', '3', '7', '8', '1', '5', '6', ', the reason is: ', 'ordered by mistake', '.']);
+    expect(cut('{"order_id": "#W1", "reason": "ordered by mistake"}')).toEqual(['{"order_id": "#W1", "reason": "', 'ordered by mistake', '"}']);
+    expect(cut('size S, color blue')).toEqual(['size ', 'S', ', color ', 'blue']);
+    expect(cut('{"size":"S","color":"blue"}')).toEqual(['{"size":"', 'S', '","color":"', 'blue', '"}']);
+    // Not inside a longer word or number: "Sophia", "bluetooth", "S1", "11.5L".
+    expect(cut('Sophia bluetooth S1 11.5L')).toEqual(['Sophia bluetooth S1 11.5L']);
+    // Regex characters in values are literal; the longer of two overlapping values wins.
+    expect(cut('with Wi-Fi + Cellular or 1.5L or 1x5L, 60%')).toEqual(['with ', 'Wi-Fi + Cellular', ' or ', '1.5L', ' or 1x5L, ', '60%']);
+    expect(cut('Running Shoes')).toEqual(['Running Shoes']);
+  });
+
+  it('the pattern reads back to its lexicon; a malformed lexicon or pattern is refused', () => {
+    const pattern = preTokenizerPattern('stated-values', lexicon)!;
+    expect(lexiconOfPattern(pattern)!.sort()).toEqual([...lexicon].sort());
+    expect(lexiconOfPattern(pattern.replace('blue', 'bl(ue'))).toBeNull();
+    expect(lexiconOfPattern('[0-9]')).toBeNull();
+    expect(() => preTokenizerPattern('stated-values', [])).toThrow(BpeError);
+    expect(() => preTokenizerPattern('stated-values', ['a|b'])).toThrow(/holds \|/);
+    expect(() => preTokenizerPattern('stated-values', ['x', 'x'])).toThrow(/twice/);
+    expect(() => preTokenizerPattern('stated-values', [''])).toThrow(BpeError);
+    expect(() => preTokenizerPattern('long-numbers', ['x'])).toThrow(/takes no lexicon/);
+  });
+
+  it('on the mini world, a stated reason, product or option is the same tokens in the request and in the calls and records after it; with the bundled long-numbers tokenizer it mostly is not', () => {
+    const d = loadWorldDomain('mini');
+    const defs = d.definitions() as unknown as ToolDefinition[];
+    const texts = expertRows(d, { split: 'train', tasks: 40, seed: 3, mistakeRate: 0 }).rows.map((r) => rowToExample(r, d.policy, defs)).flatMap((e) => [e.prompt, e.response]);
+    const stated = trainBpe(texts, { vocabSize: 1200, specials: SPECIAL_STRINGS, preTokenizer: 'stated-values', lexicon: d.statedValues!() });
+    // The bundled policy's own tokenizer (long-numbers), and the same vocabulary and merges re-cut with the lexicon.
+    const bundled = fromTokenizerJson(JSON.parse(readFileSync('models/default/tokenizer.json', 'utf8')));
+    const recut = new Bpe(bundled.tokens, bundled.merges, bundled.specials, { preTokenizer: 'stated-values', lexicon: d.statedValues!() });
+    const contains = (a: number[], b: number[]) => a.some((_, i) => i + b.length <= a.length && b.every((x, j) => a[i + j] === x));
+    const tasks = d.tasks.generate({ split: 'test', count: 200, seed: 9 }).filter((t) => t.family === 'cancel' || t.family === 'exchange' || t.family === 'modify_items');
+    const share = (bpe: Bpe) => {
+      let n = 0, ok = 0;
+      for (const t of tasks) {
+        const request = t.userMessages.join('\n');
+        // What follows the request: the expert's calls and the records that came back, as rendered rows.
+        const later = rowsFromEpisode(t, d.expert(t, d.createEnv()).steps).map((r) => r.target).join('\n');
+        for (const v of d.statedValues!()) {
+          if (v.length < 3 || !new RegExp(`(?<![A-Za-z0-9])${v.replace(/[.*+?^${}()[\]/]/g, '\\$&')}(?![A-Za-z0-9])`).test(request) || !later.includes(v)) continue;
+          n++;
+          if (contains(bpe.encode(request), bpe.encode(v)) && contains(bpe.encode(later), bpe.encode(v))) ok++;
+        }
+      }
+      return { n, ok };
+    };
+    const a = share(stated), b = share(recut), c = share(bundled);
+    expect(a.n).toBeGreaterThan(40);
+    expect(a.ok).toBe(a.n);
+    expect(b.ok).toBe(b.n);
+    expect(c.ok / c.n).toBeLessThan(0.5);
+  });
+});
+
 describe('copyable values on held-out users of the full retail world', () => {
   // What the pre-tokenizer is for: a value a call copies (email, name, zip, order or user id, payment id) must
   // be the same token string in the prompt that shows it and in the call that repeats it.
@@ -117,7 +179,7 @@ describe.each(PRE_TOKENIZER_NAMES)('BPE on the retail expert data, through trans
     const ex = (split: 'train' | 'test', n: number) =>
       expertRows(d, { split, tasks: n, seed: 3, mistakeRate: 0.2 }).rows.map((r) => rowToExample(r, d.policy, defs));
     const train = ex('train', 6);
-    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS, preTokenizer });
+    bpe = trainBpe(train.flatMap((e) => [e.prompt, e.response]), { vocabSize: 700, specials: SPECIAL_STRINGS, preTokenizer, lexicon: preTokenizer === 'stated-values' ? d.statedValues!() : [] });
     heldOut = ex('test', 2).flatMap((e) => [e.prompt, e.response]);
     heldOut.push('digits ٣ ½ 0123456789 #W2378156 "12.50" unicode: café — 東京 🚀, "quotes" \\ and\ttabs\n<tool_call>\n{"name": "nope"}\n</tool_call>', '', ' ');
     const json = JSON.parse(JSON.stringify(toTokenizerJson(bpe)));
@@ -148,6 +210,7 @@ describe.each(PRE_TOKENIZER_NAMES)('BPE on the retail expert data, through trans
     const back = fromTokenizerJson(JSON.parse(JSON.stringify(toTokenizerJson(bpe))));
     expect(back.merges).toEqual(bpe.merges);
     expect(back.preTokenizer).toBe(preTokenizer);
+    expect([...back.lexicon].sort()).toEqual([...bpe.lexicon].sort());
     expect(back.encode(heldOut[1])).toEqual(bpe.encode(heldOut[1]));
     const text = tok.chat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, templateArgs: { enable_thinking: false } });
     expect(text).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');

@@ -7,13 +7,13 @@ import { Environment } from '../env';
 import { judge } from '../judge';
 import { realReward } from '../reward';
 import type { BaseData } from '../store';
-import { RETAIL_WRITE_TOOLS } from './tools';
+import { CANCEL_REASONS, RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
 import { RetailTaskGenerator } from './generator';
 import { WORLDS, worldBase, type WorldName } from './worlds';
 import type { RetailTask } from './intent';
 import { RETAIL_TOOLS } from './tools';
-import { RETAIL_FLOAT_KEYS } from './types';
+import { RETAIL_FLOAT_KEYS, type Product } from './types';
 
 export { RETAIL_TOOLS, RETAIL_WRITE_TOOLS } from './tools';
 export { RETAIL_FLOAT_KEYS, retailBase } from './types';
@@ -71,10 +71,25 @@ export function retailDomain(base: BaseData, world: WorldName = 'retail'): Domai
     tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
     expert: (task, env, opts) => runRetailExpert(task, env, opts),
     normaliseArgs: retailNormaliseArgs,
+    statedValues: () => retailStatedValues(base),
     floatKeys: RETAIL_FLOAT_KEYS,
     realReward: (task, steps, opts) => realReward(fresh, task, steps, opts).reward,
     judge: (task, steps) => judge(task.checklist, steps, { isWrite, normaliseArgs: retailNormaliseArgs }).reward,
   };
+}
+
+/**
+ * What a user names in words and a call or a record must match: the cancellation reasons, and every
+ * product name and option value of the world's catalogue (sorted, without duplicates).
+ */
+export function retailStatedValues(base: BaseData): string[] {
+  const out = new Set<string>(CANCEL_REASONS);
+  for (const p of base.tables.get('products')!.values() as Iterable<unknown>) {
+    const product = p as Product;
+    out.add(product.name);
+    for (const v of Object.values(product.variants)) for (const o of Object.values(v.options)) out.add(o);
+  }
+  return [...out].sort();
 }
 
 /** The domain of a named world, built from the full retail database (the compact world is its subset). */

@@ -14,6 +14,9 @@ import type { Address, Order, PaymentMethod, Product, User, Variant } from './ty
 
 const getOrder = (tx: StoreTx, id: string) => tx.get('orders', id) as Order | undefined;
 const getUser = (tx: StoreTx, id: string) => tx.get('users', id) as User | undefined;
+/** The reasons cancel_pending_order accepts, as τ²-bench spells them. */
+export const CANCEL_REASONS = ['no longer needed', 'ordered by mistake'] as const;
+
 const getProduct = (tx: StoreTx, id: string) => tx.get('products', id) as Product | undefined;
 
 function mustOrder(tx: StoreTx, id: string): Order {
@@ -113,7 +116,7 @@ const run: Record<string, Run> = {
     const order = mustOrder(tx, a.order_id as string);
     if (order.status !== 'pending') throw new ToolError('Non-pending order cannot be cancelled');
     const reason = a.reason as string;
-    if (reason !== 'no longer needed' && reason !== 'ordered by mistake') throw new ToolError('Invalid reason');
+    if (!(CANCEL_REASONS as readonly string[]).includes(reason)) throw new ToolError('Invalid reason');
     const user = cloneJson(mustUser(tx, order.user_id));
     const o = cloneJson(order);
     // Every existing entry is refunded, whatever its type (a release quirk kept on purpose).
