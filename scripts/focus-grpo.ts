@@ -1,5 +1,5 @@
 // node --import tsx scripts/focus-grpo.ts --out DIR [--families cancel,...] [--seed S] [--steps N] [--lr LR]
-//                                         [--k K] [--prompts P] [--temperature T] [--threads T]
+//                                         [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR]
 // Can GRPO teach one skill at all in the lesson's budget? The lesson's run (real environment, the lab's
 // defaults) but every training prompt is a task of the chosen families (from the mini world's training
 // split), and the held-out evaluation (the same 100 tasks as `npm run eval -- --world mini --tasks test`)
@@ -26,6 +26,7 @@ async function main(): Promise<void> {
       out: { type: 'string' }, families: { type: 'string', default: 'cancel' }, seed: { type: 'string', default: '1' },
       steps: { type: 'string', default: '40' }, lr: { type: 'string', default: '0.001' }, k: { type: 'string', default: '4' },
       prompts: { type: 'string', default: '4' }, temperature: { type: 'string', default: '1' }, threads: { type: 'string' },
+      model: { type: 'string' },
     },
   });
   if (!values.out) throw new Error('--out DIR is required');
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
   if (train.length === 0) throw new Error(`no training task of families ${families.join(', ')}`);
   const heldOut = domain.tasks.generate({ split: 'test', count: 100, seed: HELD_OUT_TASK_SEED });
   const backend = await openBackend('cpu-fast', values.threads ? num('threads', values.threads, posInt) : undefined);
-  const policy = await openModel(undefined, backend, { world: 'mini' });
+  const policy = await openModel(values.model, backend, { world: 'mini' });
   const limits = { ...DEFAULT_LIMITS, maxRehearseTokens: tokenBudgets(domain, policy.tokenizer).rehearse };
   const config = grpoRunConfig({
     mode: 'real', steps, seed, k: num('k', values.k, posInt), promptsPerStep: num('prompts', values.prompts, posInt),

@@ -7,7 +7,8 @@
 # and seed), metrics.jsonl (per step) and eval.jsonl (per held-out evaluation), and done.json its wall-clock
 # (training and evaluations together). base-s0/curve.jsonl is the base policy's evaluation on the same 100
 # held-out tasks (`npm run eval`), the curves' step 0. Plot: npm run plots -- OUT_DIR --out docs/figures/lesson-curves.png
-# usage: bash scripts/lesson-grpo.sh OUT_DIR [SEEDS...]   (default seeds 1 2 3; finished seeds are skipped)
+# usage: bash scripts/lesson-grpo.sh OUT_DIR [SEEDS...]   (default seeds 1 2 3; finished seeds are skipped;
+#        MODEL=DIR runs another policy folder than the bundled one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: lesson-grpo.sh OUT_DIR [SEEDS...]}
@@ -15,7 +16,7 @@ shift || true
 seeds=${*:-1 2 3}
 mkdir -p "$out/base-s0"
 if [ ! -f "$out/base-s0/curve.jsonl" ]; then
-  node --import tsx src/cli/eval.ts --world mini --tasks test --count 100 > "$out/base-s0/eval.json" 2> "$out/base-s0/eval.log"
+  node --import tsx src/cli/eval.ts --world mini --tasks test --count 100 ${MODEL:+--model "$MODEL"} > "$out/base-s0/eval.json" 2> "$out/base-s0/eval.log"
   node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));process.stdout.write(JSON.stringify({step:0,tasks:r.tasks,success:r.success,meanReward:r.meanReward,fidelity:r.fidelity,s:r.wallS})+"\n")' "$out/base-s0/eval.json" > "$out/base-s0/curve.jsonl"
 fi
 for s in $seeds; do
@@ -23,7 +24,7 @@ for s in $seeds; do
   if [ -f "$d/done.json" ]; then echo "seed $s: done already" >&2; continue; fi
   rm -rf "$d"
   t0=$(date +%s)
-  node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-40}" --seed "$s" \
+  node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-40}" --seed "$s" ${MODEL:+--model "$MODEL"} \
     --k 4 --prompts 4 --lr "${LR:-0.001}" --rank 8 \
     --eval-every "${EVAL_EVERY:-20}" --eval-tasks 100 --train-tasks 200 \
     --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-570}" --fidelity-tokens "${REH_TOKENS:-570}" \

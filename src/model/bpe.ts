@@ -264,6 +264,28 @@ export class Bpe {
     return out;
   }
 
+  /**
+   * Text -> ids, and per id whether it spells a lexicon value (a whole `stated-values` pre-token): what a
+   * loss weight on stated values marks. Same ids as encode.
+   */
+  encodeMarkingValues(text: string): { ids: number[]; value: Uint8Array } {
+    const ids: number[] = [];
+    const value: number[] = [];
+    const lexicon = new Set(this.lexicon);
+    for (const seg of splitSpecials(text, this.specials)) {
+      if (seg.special) {
+        ids.push(this.specialIds.get(seg.text)!);
+        value.push(0);
+      } else
+        for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon))
+          for (const id of this.encodeSegment(piece)) {
+            ids.push(id);
+            value.push(lexicon.has(piece) ? 1 : 0);
+          }
+    }
+    return { ids, value: Uint8Array.from(value) };
+  }
+
   private encodeSegment(text: string): number[] {
     const hit = this.cache.get(text);
     if (hit) return hit;

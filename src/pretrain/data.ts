@@ -63,20 +63,28 @@ export interface Encoded {
   ids: Int32Array;
   /** Number of prompt tokens: tokens [promptLen, T) are the response and carry the loss. */
   promptLen: number;
+  /** (T) 1 where a response token spells a stated value (a lexicon entry), for a loss weight on them; absent = none. */
+  valueMask?: Uint8Array;
 }
 
 export interface Encoder {
   encode(text: string): number[];
+  /** With it, encodeExample can mark the response tokens that spell stated values. */
+  encodeMarkingValues?(text: string): { ids: number[]; value: Uint8Array };
 }
 
 /** Prompt and response encoded separately (the boundary is a token boundary, as at generation time). */
-export function encodeExample(tok: Encoder, ex: Example): Encoded {
+export function encodeExample(tok: Encoder, ex: Example, o: { markValues?: boolean } = {}): Encoded {
   const p = tok.encode(ex.prompt);
-  const r = tok.encode(ex.response);
+  const marked = o.markValues && tok.encodeMarkingValues ? tok.encodeMarkingValues(ex.response) : null;
+  const r = marked?.ids ?? tok.encode(ex.response);
   const ids = new Int32Array(p.length + r.length);
   ids.set(p);
   ids.set(r, p.length);
-  return { role: ex.role, ids, promptLen: p.length };
+  if (!marked?.value.some((v) => v === 1)) return { role: ex.role, ids, promptLen: p.length };
+  const valueMask = new Uint8Array(ids.length);
+  valueMask.set(marked.value, p.length);
+  return { role: ex.role, ids, promptLen: p.length, valueMask };
 }
 
 /** Sequence indices grouped into micro-batches of at most maxTokens tokens, in a seeded order. */

@@ -82,6 +82,11 @@ export interface PretrainSpec {
   /** Loss weight of Act response tokens relative to other responses (1 = equal). */
   actLossWeight: number;
   /**
+   * With the stated-values pre-tokenizer: a further factor on the Act response tokens that spell a stated
+   * value (a reason, a product name, an option value: one token of a call among dozens); absent = 1.
+   */
+  valueLossWeight?: number;
+  /**
    * Extra train-split tasks (another seed stream) of which only the Act rows are used: more of the few
    * decisive tokens an Act turn carries (which user, which order, which item) per step; 0 = none.
    */
@@ -289,7 +294,10 @@ export async function pretrain(
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
   const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
-  const all = [...expert, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e));
+  const markValues = (spec.valueLossWeight ?? 1) !== 1;
+  if (markValues && spec.preTokenizer !== 'stated-values') throw new Error('a stated-value loss weight needs the stated-values pre-tokenizer');
+  const all = [...expert, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
+  if (markValues) log(`stated-value tokens weighted ${spec.valueLossWeight}x: ${all.reduce((a, e) => a + (e.valueMask?.reduce((x, v) => x + v, 0) ?? 0), 0)} in ${all.filter((e) => e.valueMask).length} Act responses`);
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
   const count = (f: (e: Encoded, src: string) => boolean) => all.filter((e, i) => keep[i] && f(e, sources[i])).length;
@@ -363,7 +371,7 @@ export async function pretrain(
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
       seqs = queue.shift()!.map((i) => kept[i]);
     }
-    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight })]);
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight }, spec.valueLossWeight ?? 1)]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });

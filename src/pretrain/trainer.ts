@@ -75,17 +75,19 @@ export function pretrainer(model: Qwen3Model, h: TrainHyper): Trainer {
  * every third prompt token (positions t with (t-1) % 3 == 0, i.e. targets of rows 0, 3, 6, ...: the LM
  * head is the costly part of a loss row, so a sample of the prompt is enough).
  */
-export function pretrainSequence(e: Encoded, promptLossWeight: number, responseWeight = 1): TrainSequence {
+export function pretrainSequence(e: Encoded, promptLossWeight: number, responseWeight = 1, valueWeight = 1): TrainSequence {
   const mask = new Float32Array(e.ids.length);
-  for (let t = 1; t < e.ids.length; t++) mask[t] = t >= e.promptLen ? responseWeight : promptLossWeight > 0 && (t - 1) % 3 === 0 ? promptLossWeight : 0;
+  for (let t = 1; t < e.ids.length; t++)
+    mask[t] = t >= e.promptLen ? responseWeight * (e.valueMask?.[t] ? valueWeight : 1) : promptLossWeight > 0 && (t - 1) % 3 === 0 ? promptLossWeight : 0;
   return { tokens: e.ids, mask };
 }
 
 /**
  * One micro-batch of whole sequences (each its own KV slot); weights sum to 1 (token mean). `roleWeights`
  * scales the response tokens of a role (default 1): a few decisive tokens of an Act turn (which user, which
- * order) otherwise weigh as little as any memorised character of a long observation.
+ * order) otherwise weigh as little as any memorised character of a long observation. `valueWeight` further
+ * scales the response tokens a sequence's valueMask marks (the stated values a call copies from the request).
  */
-export function pretrainBatch(seqs: readonly Encoded[], promptLossWeight: number, roleWeights: Readonly<Partial<Record<Encoded['role'], number>>> = {}): TrainBatch {
-  return packBatch(seqs.map((e) => pretrainSequence(e, promptLossWeight, roleWeights[e.role] ?? 1)), 'token-mean');
+export function pretrainBatch(seqs: readonly Encoded[], promptLossWeight: number, roleWeights: Readonly<Partial<Record<Encoded['role'], number>>> = {}, valueWeight = 1): TrainBatch {
+  return packBatch(seqs.map((e) => pretrainSequence(e, promptLossWeight, roleWeights[e.role] ?? 1, valueWeight)), 'token-mean');
 }

@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Bpe, BpeError, lexiconOfPattern, PRE_TOKENIZER_NAMES, preTokenizerPattern, preTokens, splitSpecials, trainBpe } from '../../src/model/bpe';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
-import { expertRows, rowToExample } from '../../src/pretrain/data';
+import { encodeExample, expertRows, rowToExample } from '../../src/pretrain/data';
+import { pretrainSequence } from '../../src/pretrain/trainer';
 import { loadRetailBase, loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
 import { retailDomain } from '../../src/env/retail/index';
@@ -90,6 +91,20 @@ describe('stated values: a lexicon of values stated in words, each matched whole
     // Regex characters in values are literal; the longer of two overlapping values wins.
     expect(cut('with Wi-Fi + Cellular or 1.5L or 1x5L, 60%')).toEqual(['with ', 'Wi-Fi + Cellular', ' or ', '1.5L', ' or 1x5L, ', '60%']);
     expect(cut('Running Shoes')).toEqual(['Running Shoes']);
+  });
+
+  it('marks the tokens that spell a stated value (same ids as encode), and a loss weight scales only those', () => {
+    const bpe = trainBpe(Array(4).fill('{"reason": "ordered by mistake"} size S, color blue #W1234567'), { vocabSize: 320, specials: SPECIAL_STRINGS, preTokenizer: 'stated-values', lexicon });
+    const text = '<tool_call>{"order_id": "#W7654321", "reason": "ordered by mistake"}</tool_call>';
+    const { ids, value } = bpe.encodeMarkingValues(text);
+    expect(ids).toEqual(bpe.encode(text));
+    expect(bpe.decode(ids.filter((_, i) => value[i] === 1))).toBe('ordered by mistake');
+    const e = encodeExample(bpe, { role: 'act', taskId: 't', prompt: 'Cancel it, reason: ordered by mistake.', response: text }, { markValues: true });
+    const seq = pretrainSequence(e, 0, 2, 5);
+    for (let t = e.promptLen; t < e.ids.length; t++) expect(seq.mask[t]).toBe(e.valueMask![t] ? 10 : 2);
+    expect(e.valueMask!.subarray(0, e.promptLen).every((v) => v === 0)).toBe(true);
+    // Unmarked (the default), nothing is weighted.
+    expect(encodeExample(bpe, { role: 'act', taskId: 't', prompt: 'x', response: text }).valueMask).toBeUndefined();
   });
 
   it('the pattern reads back to its lexicon; a malformed lexicon or pattern is refused', () => {
