@@ -2,8 +2,8 @@
 # The lab's default training run, in Node on the CPU fast path with the lab's own code (src/rl/run.ts GrpoRun
 # through `npm run train`), once per seed: does held-out success rise within 10 minutes? The settings below
 # are the lab's defaults (src/ui/settings.svelte.ts DEFAULTS: GRPO in the real environment, 4 prompts x K 4,
-# LoRA rank 8, lr 1e-3, 40 steps, held-out evaluation of 100 tasks every 20 steps, the measured token budgets of
-# the mini world); only the seed changes (MODE=rehearse etc. override for other runs). Each run folder keeps run.json (its whole configuration
+# LoRA rank 8, lr 1e-3, 40 steps, held-out evaluation of 100 tasks every 20 steps, the token budgets the lab measures
+# for the bundled policy on the mini world: 96 Act, 641 Rehearse tokens; the previous bundled policy's tokenizer gave 570); only the seed changes (MODE=rehearse etc. override for other runs). Each run folder keeps run.json (its whole configuration
 # and seed), metrics.jsonl (per step) and eval.jsonl (per held-out evaluation), and done.json its wall-clock
 # (training and evaluations together). base-s0/curve.jsonl is the base policy's evaluation on the same 100
 # held-out tasks (`npm run eval`), the curves' step 0. Plot: npm run plots -- OUT_DIR --out docs/figures/lesson-curves.png
@@ -27,7 +27,7 @@ for s in $seeds; do
   node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-40}" --seed "$s" ${MODEL:+--model "$MODEL"} \
     --k 4 --prompts 4 --lr "${LR:-0.001}" --rank 8 \
     --eval-every "${EVAL_EVERY:-20}" --eval-tasks 100 --train-tasks 200 \
-    --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-570}" --fidelity-tokens "${REH_TOKENS:-570}" \
+    --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-641}" --fidelity-tokens "${REH_TOKENS:-641}" \
     --out "$d" > "$d.json" 2> "$d.log"
   t1=$(date +%s)
   echo "{\"seed\": $s, \"wallS\": $((t1 - t0))}" > "$d/done.json"

@@ -1,4 +1,4 @@
-// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--out FILE]
+// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--out FILE]
 // Does the mini policy read the cancellation reason from the request? Teacher-forced on the scripted expert's
 // cancel turns of N training tasks (mini world), the policy scores the call it should write against the same
 // call with the other reason; P(right) is the share of the two. Three contexts: the history as it is, the
@@ -7,6 +7,10 @@
 // does, so that the tokenizer cuts the same bare value token out of both. It also shows how the bundled tokenizer cuts the request and the call: a value the
 // tokenizer fuses with the request's wording ("…, the reason is: ordered by mistake" as one token) is not
 // the token the call needs, so the policy cannot copy it, only learn the pairing token by token.
+// Where it looks: on the first --attention-tasks of them (history as it is), at the position that writes the
+// reason, each head's attention mass on the tokens that spell a reason in the request, and on those that
+// spell one in the constant tool block (its description lists both reasons), from a plain forward over the
+// checkpoint (src/pretrain/attention-probe.ts PlainQwen3, tested against the engine).
 import { writeFile } from 'node:fs/promises';
 import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -14,6 +18,9 @@ import { openBackend, openModel } from '../src/cli/args';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { rowsFromEpisode } from '../src/env/rows';
 import { logprobs } from '../src/model/generate';
+import { DirSource } from '../src/model/source-node';
+import { readHostWeights } from '../src/model/weights';
+import { PlainQwen3 } from '../src/pretrain/attention-probe';
 import { buildActPrompt } from '../src/rollout/act-prompt';
 import type { ChatMessage } from '../src/rollout/chat';
 
@@ -21,9 +28,11 @@ const REASONS = ['ordered by mistake', 'no longer needed'] as const;
 const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, 'attention-tasks': { type: 'string', default: '20' }, out: { type: 'string' } } });
   const count = Number(values.count);
   if (!(Number.isInteger(count) && count >= 1)) throw new Error(`--count must be a positive integer, got ${values.count}`);
+  const attentionTasks = Number(values['attention-tasks']);
+  if (!(Number.isInteger(attentionTasks) && attentionTasks >= 0)) throw new Error(`--attention-tasks must be an integer >= 0, got ${values['attention-tasks']}`);
   const domain = loadWorldDomain('mini');
   const tasks = domain.tasks.generate({ split: 'train', count: 40 * count, seed: 1 }).filter((t) => t.family === 'cancel').slice(0, count);
   const backend = await openBackend('cpu-fast');
@@ -33,6 +42,8 @@ async function main(): Promise<void> {
   const contexts: Record<string, { tasks: number; greedyRight: number; meanPRight: number }> = {};
   const pieces = (s: string) => tok.encode(s).map((i) => tok.decode([i]));
   let example: { request: string[]; call: string[] } | null = null;
+  const plain = attentionTasks > 0 ? await readHostWeights(new DirSource(policy.dir)).then(({ config, host }) => new PlainQwen3(config, host)) : null;
+  const attention = { tasks: 0, heads: [] as { layer: number; head: number; request: number; toolBlock: number }[] };
   try {
     for (const task of tasks) {
       const row = rowsFromEpisode(task, domain.expert(task, domain.createEnv()).steps).find((r) => r.role === 'act' && r.target.includes('"cancel_pending_order"'));
@@ -45,6 +56,19 @@ async function main(): Promise<void> {
       // The control: the same history, but the request spells the reason as the call does, so the tokenizer
       // cuts out the bare value token the call needs ({"reason": "ordered by mistake"}).
       const spelled = history.map((m): ChatMessage => (m.role === 'user' ? { ...m, content: m.content.replace(asked, `{"reason": "${asked}"}`) } : m));
+      if (plain && attention.tasks < attentionTasks) {
+        const text = buildActPrompt(domain.policy, defs, history) + row.target.slice(0, row.target.indexOf(asked));
+        const ids = tok.encode(text);
+        const m = reasonMass(plain, ids, ids.map((i) => tok.decode([i])), text);
+        if (m) {
+          m.forEach((h, i) => {
+            const a = (attention.heads[i] ??= { layer: h.layer, head: h.head, request: 0, toolBlock: 0 });
+            a.request = (a.request * attention.tasks + h.request) / (attention.tasks + 1);
+            a.toolBlock = (a.toolBlock * attention.tasks + h.toolBlock) / (attention.tasks + 1);
+          });
+          attention.tasks++;
+        }
+      }
       for (const [name, msgs] of [['history as it is', history], ['order record shortened to its status', shortened], ['the request alone', requestOnly], ['reason spelled as in the call', spelled]] as const) {
         const prompt = tok.encode(buildActPrompt(domain.policy, defs, msgs));
         const [right, wrong] = await logprobs(policy.model, [asked, REASONS.find((r) => r !== asked)!].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
@@ -66,12 +90,44 @@ async function main(): Promise<void> {
   }
   const record = {
     command: `node --import tsx scripts/reason-probe.ts ${process.argv.slice(2).join(' ')}`.trim(),
-    model: relative(process.cwd(), policy.dir) || '.', contexts, example,
+    model: relative(process.cwd(), policy.dir) || '.', contexts, example, attentionAtTheReason: attention,
     tokensFusingAReason: { count: fused.length, shortest: fused.sort((a, b) => a.length - b.length).slice(0, 12) },
   };
   const text = JSON.stringify(record, null, 1) + '\n';
   if (values.out) await writeFile(values.out, text);
   process.stdout.write(text);
+}
+
+/**
+ * Per head, the attention mass of the last position (the one that writes the reason) on the tokens that
+ * spell a reason (any part of one) in the user turns and in the text before them (the tool block); null when
+ * the decoded pieces do not line up with the text (multi-byte characters cut between tokens).
+ */
+function reasonMass(model: PlainQwen3, ids: number[], pieces: string[], text: string): { layer: number; head: number; request: number; toolBlock: number }[] | null {
+  const userStart = text.indexOf('<|im_start|>user');
+  if (pieces.join('') !== text || userStart < 0) return null;
+  const spans: [number, number][] = [];
+  for (const r of REASONS) for (let i = text.indexOf(r); i >= 0; i = text.indexOf(r, i + 1)) spans.push([i, i + r.length]);
+  const where: ('request' | 'toolBlock' | null)[] = [];
+  let at = 0;
+  for (const p of pieces) {
+    const hit = spans.find(([a, b]) => at < b && at + p.length > a);
+    where.push(hit ? (hit[0] >= userStart ? 'request' : 'toolBlock') : null);
+    at += p.length;
+  }
+  if (!where.includes('request')) return null;
+  const { probs } = model.forward(ids);
+  const last = ids.length - 1;
+  return probs.flatMap((layer, l) =>
+    layer.map((rows, h) => {
+      let request = 0, toolBlock = 0;
+      rows[last].forEach((p, j) => {
+        if (where[j] === 'request') request += p;
+        else if (where[j] === 'toolBlock') toolBlock += p;
+      });
+      return { layer: l, head: h, request, toolBlock };
+    }),
+  );
 }
 
 main().catch((e: unknown) => {

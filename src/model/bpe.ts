@@ -276,12 +276,18 @@ export class Bpe {
       if (seg.special) {
         ids.push(this.specialIds.get(seg.text)!);
         value.push(0);
-      } else
-        for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon))
+      } else {
+        let at = 0;
+        for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon)) {
+          // Whole, as the lexicon rule matches it: not a digit the long-number rule cut out of an id.
+          const whole = lexicon.has(piece) && !/[A-Za-z0-9]/.test(seg.text[at - 1] ?? '') && !/[A-Za-z0-9]/.test(seg.text[at + piece.length] ?? '');
           for (const id of this.encodeSegment(piece)) {
             ids.push(id);
-            value.push(lexicon.has(piece) ? 1 : 0);
+            value.push(whole ? 1 : 0);
           }
+          at += piece.length;
+        }
+      }
     }
     return { ids, value: Uint8Array.from(value) };
   }

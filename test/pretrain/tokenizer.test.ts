@@ -78,7 +78,7 @@ describe('BPE trainer (hand-worked)', () => {
 });
 
 describe('stated values: a lexicon of values stated in words, each matched whole', () => {
-  const lexicon = ['ordered by mistake', 'no longer needed', 'blue', 'S', 'Wi-Fi + Cellular', '1.5L', '60%', 'Running Shoes'];
+  const lexicon = ['ordered by mistake', 'no longer needed', 'blue', 'S', 'Wi-Fi + Cellular', '1.5L', '60%', 'Running Shoes', '7'];
   const cut = (t: string) => preTokens(t, 'stated-values', lexicon);
 
   it('cuts a value out of the wording around it, in prose and in JSON alike, and only whole', () => {
@@ -95,10 +95,11 @@ describe('stated values: a lexicon of values stated in words, each matched whole
 
   it('marks the tokens that spell a stated value (same ids as encode), and a loss weight scales only those', () => {
     const bpe = trainBpe(Array(4).fill('{"reason": "ordered by mistake"} size S, color blue #W1234567'), { vocabSize: 320, specials: SPECIAL_STRINGS, preTokenizer: 'stated-values', lexicon });
-    const text = '<tool_call>{"order_id": "#W7654321", "reason": "ordered by mistake"}</tool_call>';
+    // "7" is a stated value too (a size), but not as a digit of an order id.
+    const text = '<tool_call>{"order_id": "#W7654321", "reason": "ordered by mistake", "size": "7"}</tool_call>';
     const { ids, value } = bpe.encodeMarkingValues(text);
     expect(ids).toEqual(bpe.encode(text));
-    expect(bpe.decode(ids.filter((_, i) => value[i] === 1))).toBe('ordered by mistake');
+    expect(bpe.decode(ids.filter((_, i) => value[i] === 1))).toBe('ordered by mistake7');
     const e = encodeExample(bpe, { role: 'act', taskId: 't', prompt: 'Cancel it, reason: ordered by mistake.', response: text }, { markValues: true });
     const seq = pretrainSequence(e, 0, 2, 5);
     for (let t = e.promptLen; t < e.ids.length; t++) expect(seq.mask[t]).toBe(e.valueMask![t] ? 10 : 2);
@@ -119,14 +120,17 @@ describe('stated values: a lexicon of values stated in words, each matched whole
     expect(() => preTokenizerPattern('long-numbers', ['x'])).toThrow(/takes no lexicon/);
   });
 
-  it('on the mini world, a stated reason, product or option is the same tokens in the request and in the calls and records after it; with the bundled long-numbers tokenizer it mostly is not', () => {
+  it('on the mini world, a stated reason, product or option is the same tokens in the request and in the calls and records after it; with the same vocabulary cut by long-numbers (the previous bundled tokenizer) it mostly is not', () => {
     const d = loadWorldDomain('mini');
     const defs = d.definitions() as unknown as ToolDefinition[];
     const texts = expertRows(d, { split: 'train', tasks: 40, seed: 3, mistakeRate: 0 }).rows.map((r) => rowToExample(r, d.policy, defs)).flatMap((e) => [e.prompt, e.response]);
     const stated = trainBpe(texts, { vocabSize: 1200, specials: SPECIAL_STRINGS, preTokenizer: 'stated-values', lexicon: d.statedValues!() });
-    // The bundled policy's own tokenizer (long-numbers), and the same vocabulary and merges re-cut with the lexicon.
+    // The bundled policy's tokenizer (its vocabulary re-cut with this world's lexicon), and the same vocabulary
+    // and merges cut by long-numbers alone, as the previous bundled policy cut them.
     const bundled = fromTokenizerJson(JSON.parse(readFileSync('models/default/tokenizer.json', 'utf8')));
-    const recut = new Bpe(bundled.tokens, bundled.merges, bundled.specials, { preTokenizer: 'stated-values', lexicon: d.statedValues!() });
+    expect(bundled.preTokenizer).toBe('stated-values');
+    expect([...bundled.lexicon].sort()).toEqual([...d.statedValues!()].sort());
+    const previous = new Bpe(bundled.tokens, bundled.merges, bundled.specials, { preTokenizer: 'long-numbers' });
     const contains = (a: number[], b: number[]) => a.some((_, i) => i + b.length <= a.length && b.every((x, j) => a[i + j] === x));
     const tasks = d.tasks.generate({ split: 'test', count: 200, seed: 9 }).filter((t) => t.family === 'cancel' || t.family === 'exchange' || t.family === 'modify_items');
     const share = (bpe: Bpe) => {
@@ -143,7 +147,7 @@ describe('stated values: a lexicon of values stated in words, each matched whole
       }
       return { n, ok };
     };
-    const a = share(stated), b = share(recut), c = share(bundled);
+    const a = share(stated), b = share(bundled), c = share(previous);
     expect(a.n).toBeGreaterThan(40);
     expect(a.ok).toBe(a.n);
     expect(b.ok).toBe(b.n);
