@@ -95,8 +95,10 @@ export type PreTokenizerName = keyof typeof PRE_TOKENIZERS;
 export const PRE_TOKENIZER_NAMES = Object.keys(PRE_TOKENIZERS) as PreTokenizerName[];
 
 // A lexicon entry matches whole: not inside a longer word or number.
-const LEXICON_OPEN = '(?<![A-Za-z0-9])(?:';
-const LEXICON_CLOSE = ')(?![A-Za-z0-9])';
+const WORD_CHAR = '[A-Za-z0-9]';
+const LEXICON_OPEN = `(?<!${WORD_CHAR})(?:`;
+const LEXICON_CLOSE = `)(?!${WORD_CHAR})`;
+const WORD_CHAR_RE = new RegExp(WORD_CHAR);
 // Syntax characters and `/` only: the escapes a `u`-flag RegExp (transformers.js) also accepts.
 const escapeRegex = (v: string) => v.replace(/[.*+?^${}()[\]/]/g, '\\$&');
 
@@ -221,6 +223,7 @@ export class Bpe {
   readonly preTokenizer: PreTokenizerName;
   /** The stated values isolated by the `stated-values` pre-tokenizer (empty for the others). */
   readonly lexicon: readonly string[];
+  private readonly lexiconSet: ReadonlySet<string>;
   private readonly rank = new Map<number, number>();
   private readonly mergedId = new Map<number, number>();
   private readonly specialIds = new Map<string, number>();
@@ -233,6 +236,7 @@ export class Bpe {
     this.preTokenizer = opts.preTokenizer ?? 'none';
     this.lexicon = [...(opts.lexicon ?? [])];
     checkLexicon(this.preTokenizer, this.lexicon);
+    this.lexiconSet = new Set(this.lexicon);
     const byBytes = new Map<string, number>();
     tokens.forEach((t, id) => byBytes.set(bytesKey(t), id));
     merges.forEach(([a, b], r) => {
@@ -257,11 +261,30 @@ export class Bpe {
   /** Text -> ids: specials split first, then each segment's bytes merged lowest rank first, leftmost first. */
   encode(text: string): number[] {
     const out: number[] = [];
-    for (const seg of splitSpecials(text, this.specials)) {
-      if (seg.special) out.push(this.specialIds.get(seg.text)!);
-      else for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon)) for (const id of this.encodeSegment(piece)) out.push(id);
-    }
+    this.walk(text, (ids) => {
+      for (const id of ids) out.push(id);
+    });
     return out;
+  }
+
+  /**
+   * The one encoding walk: each special's id, then each pre-token's ids, with whether that pre-token is a
+   * lexicon value matched whole (the lexicon rule's own boundaries; not a digit the long-number rule cut out
+   * of an id that happens to equal a value such as the size "7").
+   */
+  private walk(text: string, emit: (ids: readonly number[], value: boolean) => void): void {
+    for (const seg of splitSpecials(text, this.specials)) {
+      if (seg.special) {
+        emit([this.specialIds.get(seg.text)!], false);
+        continue;
+      }
+      let at = 0;
+      for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon)) {
+        const value = this.lexiconSet.has(piece) && !WORD_CHAR_RE.test(seg.text[at - 1] ?? '') && !WORD_CHAR_RE.test(seg.text[at + piece.length] ?? '');
+        emit(this.encodeSegment(piece), value);
+        at += piece.length;
+      }
+    }
   }
 
   /**
@@ -271,24 +294,12 @@ export class Bpe {
   encodeMarkingValues(text: string): { ids: number[]; value: Uint8Array } {
     const ids: number[] = [];
     const value: number[] = [];
-    const lexicon = new Set(this.lexicon);
-    for (const seg of splitSpecials(text, this.specials)) {
-      if (seg.special) {
-        ids.push(this.specialIds.get(seg.text)!);
-        value.push(0);
-      } else {
-        let at = 0;
-        for (const piece of preTokens(seg.text, this.preTokenizer, this.lexicon)) {
-          // Whole, as the lexicon rule matches it: not a digit the long-number rule cut out of an id.
-          const whole = lexicon.has(piece) && !/[A-Za-z0-9]/.test(seg.text[at - 1] ?? '') && !/[A-Za-z0-9]/.test(seg.text[at + piece.length] ?? '');
-          for (const id of this.encodeSegment(piece)) {
-            ids.push(id);
-            value.push(whole ? 1 : 0);
-          }
-          at += piece.length;
-        }
+    this.walk(text, (piece, isValue) => {
+      for (const id of piece) {
+        ids.push(id);
+        value.push(isValue ? 1 : 0);
       }
-    }
+    });
     return { ids, value: Uint8Array.from(value) };
   }
 

@@ -71,8 +71,8 @@ export function modelCard(i: CardInputs): string {
   out.push('## Tokenizer');
   out.push('');
   // Records from before the pre-tokenizer field carry splitLongNumbers instead.
-  const legacy = run.spec as { splitLongNumbers?: boolean };
-  const scheme = run.spec.preTokenizer ?? (legacy.splitLongNumbers ? 'long-numbers' : 'none');
+  const schemeOf = (r: typeof run) => r.spec.preTokenizer ?? ((r.spec as { splitLongNumbers?: boolean }).splitLongNumbers ? 'long-numbers' : 'none');
+  const scheme = schemeOf(run);
   const pre = {
     none: 'byte-level pre-tokenizer, `use_regex: false`',
     'long-numbers': 'a Split pre-tokenizer that isolates every digit of a number of 4 or more digits, then byte-level with `use_regex: false`',
@@ -88,7 +88,7 @@ export function modelCard(i: CardInputs): string {
   // A re-cut stage keeps the vocabulary and merges an earlier stage trained (with that stage's pre-tokenizer).
   const trainedBy = run.spec.retokenize ? [...(i.stage1 ? [i.stage1] : []), ...(i.laterStages ?? [])].find((r) => !r.spec.retokenize) : run;
   const trained = run.spec.retokenize
-    ? `whose vocabulary and merges our own trainer (src/model/bpe.ts) learned for the first stage (${trainedBy?.spec.preTokenizer ?? 'long-numbers'} pre-tokenizer, first ${trainedBy?.spec.tokenizerTasks ?? run.spec.tokenizerTasks} training tasks' rendered rows); the last stage kept them and re-cut the text with the ${scheme} pre-tokenizer (\`--retokenize\`), so the token ids are the earlier stages' and tokens that only a fusion across a value built are no longer produced`
+    ? `whose vocabulary and merges our own trainer (src/model/bpe.ts) learned for ${trainedBy ? `the first stage (${schemeOf(trainedBy)} pre-tokenizer, first ${trainedBy.spec.tokenizerTasks} training tasks' rendered rows)` : 'an earlier stage (its record is not in the folder)'}; the last stage kept them and re-cut the text with the ${scheme} pre-tokenizer (\`--retokenize\`), so the token ids are the earlier stages' and tokens that only a fusion across a value built are no longer produced`
     : `trained by our own trainer (src/model/bpe.ts) on the first ${run.spec.tokenizerTasks} training tasks' rendered rows in ${f(run.tokenizerSeconds, 1)} s`;
   out.push(`\`tokenizer.json\` is a Hugging Face BPE (${pre}; byte-level decoder) ${trained}; transformers.js loads it and encodes exactly as our encoder does (test/pretrain/tokenizer.test.ts). \`tokenizer_config.json\` carries the real Qwen3 chat template, so the format is genuinely Qwen3's. Merges are allowed across spaces and punctuation: the context length is the main cost of a policy this small, and the prompts of one domain repeat long strings, so tool names and JSON scaffolding are whole tokens and the constant system + tools block of the Act prompt (about 9.5 K characters) ends up as ${run.data.actPrefixTokens} tokens (the first turn of an Act prompt, up to its first \`<|im_end|>\`).${why} The price: a prompt whose system text or tool list differs by even one byte from the bundled domain's tokenizes into much smaller pieces (still losslessly), and the model has never seen those.`);
   out.push('');
