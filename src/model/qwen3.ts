@@ -162,7 +162,21 @@ function linear(b: Backend, x: Tensor, w: Tensor, pair: LoraPair | undefined, sc
 }
 
 /** x (T,d) -> x + o_proj(attention(...)) (T,d); writes this batch's k, v into the cache. */
-export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: TokenLayout, cache: KvCache, adapter: LoraAdapter | null, s: Scratch): { out: Tensor; saved: AttentionSaved | null } {
+/**
+ * A prefix-shared training batch's extra KV writes (src/train/batch.ts KvCopyPlan) on the backend: token
+ * src[i]'s key/value also go to cache[layout.slot[i], layout.pos[i]]; rounds[r] are the copies (idx, into
+ * the copies) of round r and their distinct tokens (src), for the backward's scatter-add.
+ */
+export interface KvCopies {
+  src: Tensor;
+  layout: TokenLayout;
+  rounds: { idx: Tensor; src: Tensor }[];
+}
+
+/** A token layout, with the KV copies of a prefix-shared batch when it is one. */
+export type SharedLayout = TokenLayout & { copies?: KvCopies };
+
+export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: SharedLayout, cache: KvCache, adapter: LoraAdapter | null, s: Scratch): { out: Tensor; saved: AttentionSaved | null } {
   const b = m.backend;
   const c = m.config;
   const w = m.weights.layers[l];
@@ -181,6 +195,16 @@ export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: Toke
   const qr = s.tmp(b.rope(qn, layout.pos, c.ropeTheta)); // (T,Hq,D)
   const kr = s.tmp(b.rope(kn, layout.pos, c.ropeTheta)); // (T,Hkv,D)
   b.kvWrite(cache.k[l], cache.v[l], kr, v, layout);
+  if (layout.copies) {
+    // Shared tokens' keys/values into the slots of the other sequences through them: (C,Hkv,D).
+    const cp = layout.copies;
+    const C = cp.src.shape[0];
+    const kc = b.gatherRows(b.reshape(kr, [T, Hkv * D]), cp.src);
+    const vc = b.gatherRows(b.reshape(v, [T, Hkv * D]), cp.src);
+    b.kvWrite(cache.k[l], cache.v[l], b.reshape(kc, [C, Hkv, D]), b.reshape(vc, [C, Hkv, D]), cp.layout);
+    b.free(kc);
+    b.free(vc);
+  }
   const attn = s.tmp(b.reshape(b.attention(qr, cache.k[l], cache.v[l], layout), [T, Hq * D])); // (T,Hq*D)
   const o = linear(b, attn, w.o, adapter?.pair(l, 'o'), sc, s, lora, 'o'); // (T,d)
   s.drop(o);
@@ -225,7 +249,7 @@ export interface TrunkResult {
  * `cache`. `afterLayer` runs once each layer's dead intermediates are freed (training flushes the GPU
  * queue there so they can be reused).
  */
-export function trunk(m: Qwen3Model, cache: KvCache, layout: TokenLayout, ids: Int32Array, adapter: LoraAdapter | null, keep: TrunkKeep, afterLayer?: () => void): TrunkResult {
+export function trunk(m: Qwen3Model, cache: KvCache, layout: SharedLayout, ids: Int32Array, adapter: LoraAdapter | null, keep: TrunkKeep, afterLayer?: () => void): TrunkResult {
   const b = m.backend;
   const T = ids.length;
   const idt = b.tensor(ids, [T]);

@@ -10,7 +10,7 @@
 import type { Aggregation } from '../train/batch';
 import { logprobs } from '../model/generate';
 import type { RolloutBatch } from '../rollout/rollout';
-import { packBatch, type TrainBatch, type TrainSequence } from '../train/batch';
+import { commonPrefix, packBatch, packShared, sortForSharing, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';
 import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
 import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
@@ -27,6 +27,8 @@ export interface GrpoUpdateOptions {
   maxBatchTokens?: number;
   /** Compute reference log-probs (adapter off) for the KL term: set when the trainer's klCoef > 0. */
   withReference?: boolean;
+  /** Feed the tokens rows share once (packShared; default true). Off: every row whole (packBatch). */
+  sharePrefixes?: boolean;
 }
 
 export interface GrpoUpdateReport {
@@ -61,24 +63,39 @@ export function rowToSequence(row: TrainingRow, advantage: number, refLogp?: Arr
   return seq;
 }
 
+/** KV-cache positions (slots x longest sequence) a micro-batch may hold per token of its budget. */
+export const CACHE_PER_TOKEN = 4;
+
 /**
- * Packs sequences in order into micro-batches of at most maxTokens tokens each. Each batch's weights are
- * scaled by its share of the whole step (its loss tokens for token-mean, its loss-carrying sequences for
- * the sequence means), so the summed micro-batch losses equal the loss of one batch of everything.
+ * Packs sequences into micro-batches of at most maxTokens fed tokens and CACHE_PER_TOKEN x maxTokens KV-cache
+ * positions each. Each batch's weights are scaled
+ * by its share of the whole step (its loss tokens for token-mean, its loss-carrying sequences for the
+ * sequence means), so the summed micro-batch losses equal the loss of one batch of everything.
+ * With `share` (the default) sequences are sorted so that shared prefixes sit together and each micro-batch
+ * feeds its trie of tokens once (packShared): the rows of one task share the system prompt, the request and
+ * the turns before they differ, several times fewer tokens. Without it, sequences go in order, whole.
  */
-export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, aggregation: Aggregation): TrainBatch[] {
+export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, aggregation: Aggregation, share = true): TrainBatch[] {
   if (!(maxTokens >= 1)) throw new GrpoError(`maxBatchTokens must be >= 1, got ${maxTokens}`);
+  // Every sequence keeps a KV slot of the batch's longest length, fed or shared: bound the cache too.
+  const maxCache = CACHE_PER_TOKEN * maxTokens;
   const groups: TrainSequence[][] = [];
   let cur: TrainSequence[] = [];
   let used = 0;
-  for (const s of seqs) {
-    if (cur.length > 0 && used + s.tokens.length > maxTokens) {
+  let longest = 0;
+  for (const s of share ? sortForSharing(seqs) : seqs) {
+    // Tokens this sequence adds to the micro-batch: what it does not share with the one before it.
+    const fed = s.tokens.length - (share && cur.length > 0 ? commonPrefix(cur[cur.length - 1].tokens, s.tokens) : 0);
+    const cache = (cur.length + 1) * Math.max(longest, s.tokens.length);
+    if (cur.length > 0 && (used + fed > maxTokens || cache > maxCache)) {
       groups.push(cur);
       cur = [];
       used = 0;
+      longest = 0;
     }
+    used += cur.length > 0 ? fed : s.tokens.length;
+    longest = Math.max(longest, s.tokens.length);
     cur.push(s);
-    used += s.tokens.length;
   }
   if (cur.length > 0) groups.push(cur);
   // Loss-carrying tokens of a sequence: mask entries 1..n-1 (token 0 is never a target).
@@ -87,10 +104,11 @@ export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, 
     for (let i = 1; i < q.mask.length; i++) if (q.mask[i]) n++;
     return n;
   };
-  const share = (g: TrainSequence[]) =>
+  const shareOf = (g: TrainSequence[]) =>
     aggregation === 'token-mean' ? g.reduce((n, q) => n + lossTok(q), 0) : g.filter((q) => lossTok(q) > 0).length;
-  const total = groups.reduce((n, g) => n + share(g), 0);
-  return groups.map((g) => packBatch(g, aggregation, total > 0 ? share(g) / total : 1 / groups.length));
+  const total = groups.reduce((n, g) => n + shareOf(g), 0);
+  const pack = share ? packShared : packBatch;
+  return groups.map((g) => pack(g, aggregation, total > 0 ? shareOf(g) / total : 1 / groups.length));
 }
 
 /**
@@ -134,7 +152,7 @@ export async function grpoUpdate(
       }
       return rowToSequence(r, r.advantage!, ref);
     });
-    const micro = microBatches(seqs, opts.maxBatchTokens ?? 4096, aggregation);
+    const micro = microBatches(seqs, opts.maxBatchTokens ?? 4096, aggregation, opts.sharePrefixes ?? true);
     const report = await trainer.trainStep(micro);
     steps.push({ target, rows: chosen.length, microBatches: micro.length, report });
   }

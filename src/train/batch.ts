@@ -47,6 +47,26 @@ export interface TrainBatch {
   weight: Float32Array;
   /** GRPO inputs per row, aligned with targets (the values of the predicted token). */
   grpo?: { advantage: Float32Array; oldLogp: Float32Array; refLogp?: Float32Array };
+  /**
+   * Prefix sharing (packShared): the tokens several sequences share are fed once. targets, weight and grpo
+   * are then (R) loss rows, not (T), and `at` (R) names the token whose hidden state each row reads (a
+   * shared token can carry several rows: one per sequence through it). `copies` are the extra KV-cache
+   * writes that let every sequence through a shared token attend to it.
+   */
+  share?: { at: Int32Array; copies: KvCopyPlan };
+}
+
+/**
+ * Extra KV-cache writes: token src[i]'s key and value also go to cache[slot[i], pos[i]]. Copies are ordered
+ * in rounds (round r is [roundStart[r], roundStart[r+1])) whose src are distinct, because the backward adds
+ * each copy's gradient back into its token with a scatter-add that needs distinct rows.
+ */
+export interface KvCopyPlan {
+  src: Int32Array;
+  slot: Int32Array;
+  pos: Int32Array;
+  /** (rounds + 1) offsets into the copies. */
+  roundStart: Int32Array;
 }
 
 export interface TrainSequence {
@@ -104,5 +124,106 @@ export function packBatch(seqs: readonly TrainSequence[], mode: Aggregation = 't
   return {
     ids, slot, pos, slots: seqs.length, maxT, targets, weight,
     grpo: grpo ? { advantage: adv, oldLogp: old, refLogp: hasRef ? ref : undefined } : undefined,
+  };
+}
+
+/** Length of the common prefix of two token sequences. */
+export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Sequences in lexicographic token order (ties keep their order), so shared prefixes sit together. */
+export function sortForSharing<S extends TrainSequence>(seqs: readonly S[]): S[] {
+  const cmp = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+    const i = commonPrefix(a, b);
+    if (i < a.length && i < b.length) return a[i] - b[i];
+    return a.length - b.length;
+  };
+  return seqs.map((s, i) => ({ s, i })).sort((x, y) => cmp(x.s.tokens, y.s.tokens) || x.i - y.i).map((x) => x.s);
+}
+
+/**
+ * Pack sequences with prefix sharing: the sequences form a trie of tokens, and each trie node (a token at
+ * a position after the same prefix) is fed once. A causal transformer gives a token the same hidden state
+ * in every sequence that shares its prefix, so the loss and its gradients equal packBatch's on the same
+ * sequences (up to float summation order) for fewer tokens: GRPO rows of one task share the system prompt,
+ * the request and every turn before they branch.
+ *
+ * Layout: sequence i owns KV slot i; a node is fed in the slot of the first sequence through it and its
+ * key/value are copied into the slots of the others (batch.share.copies). Loss rows are one per
+ * (sequence, position) with a non-zero mask, weighted exactly as packBatch weights them.
+ */
+export function packShared(seqs: readonly TrainSequence[], mode: Aggregation = 'token-mean', scale = 1): TrainBatch {
+  if (seqs.length === 0) throw new EngineError('shape', 'packShared: no sequences');
+  const grpo = seqs.some((s) => s.advantage !== undefined);
+  const hasRef = grpo && seqs.every((s) => s.refLogp);
+  // Trie: children keyed by token id; node index = position in the flat batch.
+  const ids: number[] = [];
+  const slot: number[] = [];
+  const pos: number[] = [];
+  const children: Map<number, number>[] = [];
+  const roots = new Map<number, number>();
+  const copies: { src: number; slot: number; pos: number; round: number }[] = [];
+  const copiesOf: number[] = []; // copies made so far of each node (its next copy's round)
+  const rowAt: number[] = [];
+  const rowSeq: number[] = [];
+  const rowTarget: number[] = [];
+  const rowMask: number[] = [];
+  const rowAdv: number[] = [];
+  const rowOld: number[] = [];
+  const rowRef: number[] = [];
+  let maxT = 1;
+  seqs.forEach((s, si) => {
+    const n = s.tokens.length;
+    if (n === 0 || s.mask.length !== n) throw new EngineError('shape', `packShared: sequence ${si} has ${n} tokens and ${s.mask.length} mask entries`);
+    if (grpo && (s.advantage === undefined || !s.oldLogp || s.oldLogp.length !== n))
+      throw new EngineError('shape', `packShared: sequence ${si} lacks advantage/oldLogp (GRPO batches need them on every sequence)`);
+    maxT = Math.max(maxT, n);
+    let level = roots;
+    for (let i = 0; i < n; i++) {
+      const tok = s.tokens[i];
+      let node = level.get(tok);
+      if (node === undefined) {
+        node = ids.length;
+        ids.push(tok);
+        slot.push(si);
+        pos.push(i);
+        children.push(new Map());
+        copiesOf.push(0);
+        level.set(tok, node);
+      } else {
+        copies.push({ src: node, slot: si, pos: i, round: copiesOf[node]++ });
+      }
+      level = children[node];
+      if (i + 1 < n && Number(s.mask[i + 1]) !== 0) {
+        rowAt.push(node);
+        rowSeq.push(si);
+        rowTarget.push(s.tokens[i + 1]);
+        rowMask.push(Number(s.mask[i + 1]));
+        if (grpo) {
+          rowAdv.push(s.advantage!);
+          rowOld.push(s.oldLogp![i + 1]);
+          if (hasRef) rowRef.push(s.refLogp![i + 1]);
+        }
+      }
+    }
+  });
+  copies.sort((a, b) => a.round - b.round || a.slot - b.slot || a.pos - b.pos);
+  const rounds = copies.length ? copies[copies.length - 1].round + 1 : 0;
+  const roundStart = new Int32Array(rounds + 1);
+  for (const c of copies) roundStart[c.round + 1]++;
+  for (let r = 0; r < rounds; r++) roundStart[r + 1] += roundStart[r];
+  const weight = tokenWeights(rowMask, rowSeq, mode, scale);
+  return {
+    ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos), slots: seqs.length, maxT,
+    targets: Int32Array.from(rowTarget), weight,
+    grpo: grpo ? { advantage: Float32Array.from(rowAdv), oldLogp: Float32Array.from(rowOld), refLogp: hasRef ? Float32Array.from(rowRef) : undefined } : undefined,
+    share: {
+      at: Int32Array.from(rowAt),
+      copies: { src: Int32Array.from(copies, (c) => c.src), slot: Int32Array.from(copies, (c) => c.slot), pos: Int32Array.from(copies, (c) => c.pos), roundStart },
+    },
   };
 }

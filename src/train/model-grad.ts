@@ -4,14 +4,15 @@
 //
 // With `recompute`, the forward keeps only each layer's input (T,d) and the backward re-runs that
 // layer's forward with saved activations right before its backward (checkpoint per block).
-import type { Backend, Tensor, TokenLayout } from '../engine/backend';
+import type { Backend, Tensor } from '../engine/backend';
+import type { KvCopyPlan } from './batch';
 import type { TrainOps } from '../engine/train';
 import type { LoraAdapter, LoraPair, LoraTarget } from '../model/lora';
-import { attentionBlock, KvCache, mlpBlock, Scratch, trunk, type AttentionSaved, type LoraSaved, type MlpSaved, type Qwen3Model } from '../model/qwen3';
+import { attentionBlock, KvCache, mlpBlock, Scratch, trunk, type AttentionSaved, type KvCopies, type LoraSaved, type MlpSaved, type Qwen3Model, type SharedLayout } from '../model/qwen3';
 import type { ParamSet } from './params';
 
 export interface TrainActivations {
-  layout: TokenLayout;
+  layout: SharedLayout;
   cache: KvCache;
   /** Per layer: the saved block records, or null when they will be recomputed. */
   layers: ({ attention: AttentionSaved; mlp: MlpSaved } | null)[];
@@ -23,15 +24,35 @@ export interface TrainActivations {
   normed: Tensor;
 }
 
-/** Run the decoder trunk (everything before lm_head, the same driver as inference) keeping what the backward needs. */
-export function trainForward(m: Qwen3Model, ids: Int32Array, slot: Int32Array, pos: Int32Array, slots: number, maxT: number, adapter: LoraAdapter | null, recompute: boolean): TrainActivations {
+/**
+ * Run the decoder trunk (everything before lm_head, the same driver as inference) keeping what the backward
+ * needs. `copies`: the extra KV writes of a prefix-shared batch (src/train/batch.ts packShared).
+ */
+export function trainForward(m: Qwen3Model, ids: Int32Array, slot: Int32Array, pos: Int32Array, slots: number, maxT: number, adapter: LoraAdapter | null, recompute: boolean, copies?: KvCopyPlan): TrainActivations {
   const b = m.backend;
   const T = ids.length;
-  const layout: TokenLayout = { slot: b.tensor(slot, [T]), pos: b.tensor(pos, [T]) };
+  const layout: SharedLayout = { slot: b.tensor(slot, [T]), pos: b.tensor(pos, [T]) };
+  if (copies && copies.src.length > 0) layout.copies = uploadCopies(b, copies);
   const cache = new KvCache(m, slots, maxT);
   const t = trunk(m, cache, layout, ids, adapter, recompute ? 'inputs' : 'blocks', () => b.train.flush());
   const normed = b.rmsnorm(t.last, m.weights.finalNorm, m.config.rmsNormEps);
   return { layout, cache, layers: t.layers, inputs: t.inputs, last: t.last, normed };
+}
+
+function uploadCopies(b: Backend, p: KvCopyPlan): KvCopies {
+  const C = p.src.length;
+  const rounds: KvCopies['rounds'] = [];
+  for (let r = 0; r + 1 < p.roundStart.length; r++) {
+    const [a, z] = [p.roundStart[r], p.roundStart[r + 1]];
+    const idx = new Int32Array(z - a);
+    for (let i = 0; i < idx.length; i++) idx[i] = a + i;
+    rounds.push({ idx: b.tensor(idx, [idx.length]), src: b.tensor(p.src.slice(a, z), [idx.length]) });
+  }
+  return { src: b.tensor(p.src, [C]), layout: { slot: b.tensor(p.slot, [C]), pos: b.tensor(p.pos, [C]) }, rounds };
+}
+
+function freeCopies(b: Backend, c: KvCopies): void {
+  for (const t of [c.src, c.layout.slot, c.layout.pos, ...c.rounds.flatMap((r) => [r.idx, r.src])]) b.free(t);
 }
 
 /** x (M,K) -> y = x W^T + s (x A^T) B^T; backward: returns dx (M,K), accumulates dW, dA, dB. */
@@ -88,6 +109,23 @@ function attentionBackward(m: Qwen3Model, ops: TrainOps, ps: ParamSet, l: number
   const dAttn = lin(dOut, s.attn, 'o'); // (T,Hq*D)
   const g = ops.attentionBackward(b.reshape(dAttn, [T, Hq, D]), s.qr, act.cache.k[l], act.cache.v[l], act.layout);
   const { dk, dv } = ops.kvWriteBackward(g.dkCache, g.dvCache, act.layout); // (T,Hkv,D) w.r.t. kr and v
+  const cp = act.layout.copies;
+  if (cp) {
+    // A shared token's key/value were read in every slot it was copied to: add those gradients back.
+    const C = cp.src.shape[0];
+    const e = ops.kvWriteBackward(g.dkCache, g.dvCache, cp.layout); // (C,Hkv,D)
+    for (const [dst, src] of [[dk, e.dk], [dv, e.dv]] as const) {
+      const dst2 = b.reshape(dst, [T, Hkv * D]);
+      const src2 = b.reshape(src, [C, Hkv * D]);
+      for (const r of cp.rounds) {
+        const part = b.gatherRows(src2, r.idx);
+        ops.scatterAddRows(dst2, part, r.src);
+        b.free(part);
+      }
+    }
+    b.free(e.dk);
+    b.free(e.dv);
+  }
   const dqn = ops.ropeBackward(g.dq, act.layout.pos, c.ropeTheta); // (T,Hq,D)
   const dkn = ops.ropeBackward(dk, act.layout.pos, c.ropeTheta); // (T,Hkv,D)
   const dq = ops.rmsnormBackward(b.reshape(dqn, [T * Hq, D]), b.reshape(s.q, [T * Hq, D]), w.qNorm, c.rmsNormEps, ps.grad(w.qNorm));
@@ -151,5 +189,6 @@ export function modelBackward(m: Qwen3Model, ps: ParamSet, act: TrainActivations
 /** Free what the forward kept that modelBackward does not free itself. */
 export function freeActivations(b: Backend, act: TrainActivations): void {
   for (const t of new Set([act.inputs[0], act.last, act.normed, act.layout.slot, act.layout.pos])) b.free(t);
+  if (act.layout.copies) freeCopies(b, act.layout.copies);
   act.cache.free();
 }

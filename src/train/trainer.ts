@@ -73,6 +73,37 @@ export interface StepReport {
   tokens: number;
 }
 
+/**
+ * Loss rows in chunks of at most `size` whose tokens are distinct (the backward scatter-adds into the
+ * tokens' hidden states); a packShared token that carries several rows spreads them over chunks.
+ */
+export function headChunks(rows: readonly number[], at: Int32Array | undefined, size: number): number[][] {
+  const out: number[][] = [];
+  let pending = rows;
+  while (pending.length > 0) {
+    const later: number[] = [];
+    let cur: number[] = [];
+    let seen = new Set<number>();
+    for (const r of pending) {
+      const t = at ? at[r] : r;
+      if (seen.has(t)) {
+        later.push(r);
+        continue;
+      }
+      cur.push(r);
+      seen.add(t);
+      if (cur.length === size) {
+        out.push(cur);
+        cur = [];
+        seen = new Set();
+      }
+    }
+    if (cur.length > 0) out.push(cur);
+    pending = later;
+  }
+  return out;
+}
+
 export class Trainer {
   readonly params: ParamSet;
   /** Completed optimizer steps. */
@@ -105,12 +136,16 @@ export class Trainer {
     const b = m.backend;
     const ops = b.train;
     const T = batch.ids.length;
-    if (batch.targets.length !== T || batch.weight.length !== T) throw new EngineError('shape', `train batch: ${T} ids, ${batch.targets.length} targets, ${batch.weight.length} weights`);
+    if (batch.slot.length !== T || batch.pos.length !== T) throw new EngineError('shape', `train batch: ${T} ids, ${batch.slot.length} slots, ${batch.pos.length} positions`);
+    // Loss rows: one per token, or packShared's (R) rows each reading token at[r].
+    const at = batch.share?.at;
+    const R = at ? at.length : T;
+    if (batch.targets.length !== R || batch.weight.length !== R) throw new EngineError('shape', `train batch: ${R} loss rows, ${batch.targets.length} targets, ${batch.weight.length} weights`);
     if (this.o.loss.kind === 'grpo') {
       const g = batch.grpo;
       if (!g) throw new EngineError('shape', 'train batch: a GRPO loss needs batch.grpo');
-      if (g.advantage.length !== T || g.oldLogp.length !== T || (g.refLogp && g.refLogp.length !== T))
-        throw new EngineError('shape', `train batch: GRPO advantage/oldLogp/refLogp must have ${T} rows`);
+      if (g.advantage.length !== R || g.oldLogp.length !== R || (g.refLogp && g.refLogp.length !== R))
+        throw new EngineError('shape', `train batch: GRPO advantage/oldLogp/refLogp must have ${R} rows`);
       if (this.o.loss.klCoef > 0 && !g.refLogp) throw new EngineError('shape', 'train batch: klCoef > 0 needs refLogp (see src/train/reference.ts)');
     }
     for (let t = 0; t < T; t++) {
@@ -118,25 +153,42 @@ export class Trainer {
       if (batch.slot[t] < 0 || batch.slot[t] >= batch.slots || batch.pos[t] < 0 || batch.pos[t] >= batch.maxT)
         throw new EngineError('shape', `train batch: slot ${batch.slot[t]} pos ${batch.pos[t]} outside (${batch.slots},${batch.maxT})`);
     }
+    const cp = batch.share?.copies;
+    if (cp) {
+      const C = cp.src.length;
+      if (cp.slot.length !== C || cp.pos.length !== C || cp.roundStart[0] !== 0 || cp.roundStart[cp.roundStart.length - 1] !== C)
+        throw new EngineError('shape', `train batch: ${C} KV copies with ${cp.slot.length} slots, ${cp.pos.length} positions, rounds ending at ${cp.roundStart[cp.roundStart.length - 1]}`);
+      for (let i = 0; i < C; i++)
+        if (cp.src[i] < 0 || cp.src[i] >= T || cp.slot[i] < 0 || cp.slot[i] >= batch.slots || cp.pos[i] !== batch.pos[cp.src[i]])
+          throw new EngineError('shape', `train batch: KV copy ${i} of token ${cp.src[i]} to slot ${cp.slot[i]} pos ${cp.pos[i]} is not that token's position`);
+      for (let r = 0; r + 1 < cp.roundStart.length; r++) {
+        const seen = new Set<number>();
+        for (let i = cp.roundStart[r]; i < cp.roundStart[r + 1]; i++) {
+          if (seen.has(cp.src[i])) throw new EngineError('shape', `train batch: token ${cp.src[i]} copied twice in round ${r}`);
+          seen.add(cp.src[i]);
+        }
+      }
+    }
+    if (at) for (let r = 0; r < R; r++) if (!(at[r] >= 0 && at[r] < T)) throw new EngineError('shape', `train batch: loss row ${r} reads token ${at[r]}, outside [0,${T})`);
     const rows: number[] = [];
-    for (let t = 0; t < T; t++) if (batch.weight[t] !== 0) rows.push(t);
+    for (let r = 0; r < R; r++) if (batch.weight[r] !== 0) rows.push(r);
     if (rows.length === 0) return null;
 
-    const act = trainForward(m, batch.ids, batch.slot, batch.pos, batch.slots, batch.maxT, this.o.adapter, this.o.recompute);
+    const act = trainForward(m, batch.ids, batch.slot, batch.pos, batch.slots, batch.maxT, this.o.adapter, this.o.recompute, cp);
     const d = m.config.hiddenSize;
     const dNormed = b.zeros([T, d]);
     const lmGrad = this.params.grad(m.weights.lmHead);
     const sum = b.zeros([4]);
     const weighted = b.zeros([4]);
-    for (let r0 = 0; r0 < rows.length; r0 += this.o.headChunk) {
-      const idx = Int32Array.from(rows.slice(r0, r0 + this.o.headChunk));
+    for (const chunk of headChunks(rows, at, this.o.headChunk)) {
+      const idx = Int32Array.from(chunk);
       const n = idx.length;
       const pick = <A extends Float32Array | Int32Array>(a: A) => {
         const out = new (a.constructor as { new (n: number): A })(n);
         for (let i = 0; i < n; i++) out[i] = a[idx[i]];
         return b.tensor(out, [n]);
       };
-      const rowT = b.tensor(idx, [n]);
+      const rowT = b.tensor(at ? idx.map((r) => at[r]) : idx, [n]); // the tokens these rows read
       const h = b.gatherRows(act.normed, rowT); // (n,d)
       const logits = b.matmul(h, m.weights.lmHead); // (n,V)
       const tg = pick(batch.targets);

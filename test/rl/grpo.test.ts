@@ -82,14 +82,18 @@ describe('GRPO update', () => {
     expect(Array.from(s.tokens)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(Array.from(s.mask)).toEqual([0, 0, 0, 1, 1, 0]);
     expect(Array.from(s.oldLogp!)).toEqual([0, 0, 0, -0.5, -1.5, 0]);
-    const mb = microBatches([s, s, s], 13, 'token-mean');
+    const mb = microBatches([s, s, s], 13, 'token-mean', false);
     expect(mb.map((b) => b.ids.length)).toEqual([12, 6]);
+    // Shared (the default): three copies of one row are one trie of 6 tokens with three loss rows per target.
+    const sh = microBatches([s, s, s], 13, 'token-mean');
+    expect(sh.map((b) => b.ids.length)).toEqual([6]);
+    expect(sh[0].targets.length).toBe(3 * 2);
     // Split or not, every token carries the weight it has in one batch of everything.
     const short = rowToSequence(makeRow({ role: 'act', promptId: 'p', rolloutId: 'q', turn: 0, promptTokens: [1], generated: { tokens: [7], logprobs: [-1] } }), -0.5);
     for (const agg of ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum'] as const) {
       const seqs = [s, short, s, s]; // budget 8: [s, short], [s], [s] (uneven sequence counts)
       const whole = packBatch(seqs, agg).weight;
-      const parts = microBatches(seqs, 8, agg);
+      const parts = microBatches(seqs, 8, agg, false);
       expect(parts.map((b) => b.slots)).toEqual([2, 1, 1]);
       const joined = parts.flatMap((b) => Array.from(b.weight));
       joined.forEach((w, i) => expect(w, agg).toBeCloseTo(whole[i], 7));
