@@ -21,6 +21,12 @@ export interface ChatOptions {
   templateArgs?: Record<string, unknown>;
 }
 
+/** Segments the encode memo keeps (oldest dropped first), and the shortest worth keeping. */
+const MEMO_ENTRIES = 4096;
+const MEMO_MIN_CHARS = 64;
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 export class Tokenizer {
   /** Token ids that end a generation (eos + the chat turn end). */
   readonly stopIds: number[];
@@ -33,6 +39,7 @@ export class Tokenizer {
     size: number,
     /** The added tokens (chat markup, eos, tool-call tags): never part of a value written in JSON. */
     readonly specialIds: readonly number[] = [],
+    specialSplit: RegExp | null = null,
   ) {
     const ids = new Set<number>();
     for (const t of ['<|im_end|>', '<|endoftext|>', tok.eos_token]) {
@@ -42,7 +49,16 @@ export class Tokenizer {
     }
     this.stopIds = [...ids];
     this.size = size;
+    this.specialSplit = specialSplit;
   }
+
+  /**
+   * Splits text at its special tokens (capturing them), or null when encoding cannot be split there: then
+   * every encode goes to transformers.js whole.
+   */
+  private readonly specialSplit: RegExp | null;
+  /** Segment -> ids (see encode). */
+  private readonly memo = new Map<string, number[]>();
 
   /** From parsed tokenizer.json and tokenizer_config.json objects. */
   static fromJSON(tokenizerJson: unknown, tokenizerConfig: unknown): Tokenizer {
@@ -61,7 +77,7 @@ export class Tokenizer {
     if (j.model.vocab && typeof j.model.vocab === 'object') for (const id of Object.values(j.model.vocab)) if (typeof id === 'number') max = Math.max(max, id);
     const added: number[] = [];
     for (const t of j.added_tokens ?? []) if (typeof t.id === 'number') (max = Math.max(max, t.id)), added.push(t.id);
-    return new Tokenizer(tok, typeof (tokenizerConfig as { chat_template?: unknown }).chat_template === 'string', max + 1, added);
+    return new Tokenizer(tok, typeof (tokenizerConfig as { chat_template?: unknown }).chat_template === 'string', max + 1, added, specialSplitOf(j.added_tokens ?? []));
   }
 
   static async load(src: ModelSource): Promise<Tokenizer> {
@@ -69,8 +85,35 @@ export class Tokenizer {
     return Tokenizer.fromJSON(json, config);
   }
 
-  /** Special tokens written in the text (e.g. <|im_start|>) become their single ids. */
+  /**
+   * Special tokens written in the text (e.g. <|im_start|>) become their single ids.
+   * A rollout re-encodes its whole conversation every turn, and transformers.js caches BPE only for pieces
+   * under 256 characters, while a pre-tokenizer that splits at few places (long numbers, stated values)
+   * leaves pieces of thousands. Text is cut at special tokens, which tokenization never crosses (they are
+   * split off before normalization and pre-tokenization, see specialSplitOf), and each segment's ids are
+   * memoized, so a system prompt or a turn already seen costs a lookup.
+   */
   encode(text: string): number[] {
+    if (!this.specialSplit) return this.encodeSegment(text);
+    const out: number[] = [];
+    for (const part of text.split(this.specialSplit)) {
+      if (part === '') continue;
+      if (part.length < MEMO_MIN_CHARS) {
+        for (const id of this.encodeSegment(part)) out.push(id);
+        continue;
+      }
+      let ids = this.memo.get(part);
+      if (!ids) {
+        ids = this.encodeSegment(part);
+        if (this.memo.size >= MEMO_ENTRIES) this.memo.delete(this.memo.keys().next().value!);
+        this.memo.set(part, ids);
+      }
+      for (const id of ids) out.push(id);
+    }
+    return out;
+  }
+
+  private encodeSegment(text: string): number[] {
     return this.tok.encode(text, { add_special_tokens: false });
   }
 
@@ -102,4 +145,21 @@ export class Tokenizer {
 export function checkTokenizerFits(tok: Tokenizer, vocabSize: number): void {
   if (tok.size > vocabSize)
     throw new ModelFormatError(TOKENIZER_FILE, `has token ids up to ${tok.size - 1} but config.json vocab_size is ${vocabSize}`);
+}
+
+/**
+ * A regex that cuts text at the added tokens, when transformers.js splits them off the same way: matched
+ * literally, with no whitespace stripped around them, not normalized, not single-word. Otherwise null.
+ */
+function specialSplitOf(added: readonly unknown[]): RegExp | null {
+  const contents: string[] = [];
+  for (const t of added) {
+    const a = t as { content?: unknown; lstrip?: unknown; rstrip?: unknown; normalized?: unknown; single_word?: unknown };
+    if (typeof a.content !== 'string' || a.content === '') return null;
+    if (a.lstrip === true || a.rstrip === true || a.normalized === true || a.single_word === true) return null;
+    contents.push(a.content);
+  }
+  if (contents.length === 0) return null;
+  contents.sort((x, y) => y.length - x.length); // longest first, as the added-token splitter matches
+  return new RegExp(`(${contents.map(escapeRegex).join('|')})`);
 }
