@@ -13,6 +13,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   serve: async () => (await import('./suites/serve')).default,
   gpu: async () => (await import('./suites/gpu')).default,
   decoding: async () => (await import('./suites/decoding')).default,
+  grpo: async () => (await import('./suites/grpo')).default,
 };
 
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */

@@ -81,6 +81,47 @@ export interface TrainSequence {
   refLogp?: ArrayLike<number>;
 }
 
+/**
+ * Refuses a batch the trainer cannot run, before any work: shapes, token ids and cache positions, GRPO
+ * inputs (`grpo`: the loss is GRPO, with its KL coefficient), and a shared batch's loss rows and KV copies.
+ */
+export function checkTrainBatch(batch: TrainBatch, vocabSize: number, grpo: { klCoef: number } | null): void {
+  const T = batch.ids.length;
+  const bad = (m: string) => new EngineError('shape', `train batch: ${m}`);
+  if (batch.slot.length !== T || batch.pos.length !== T) throw bad(`${T} ids, ${batch.slot.length} slots, ${batch.pos.length} positions`);
+  // Loss rows: one per token, or packShared's (R) rows each reading token at[r].
+  const at = batch.share?.at;
+  const R = at ? at.length : T;
+  if (batch.targets.length !== R || batch.weight.length !== R) throw bad(`${R} loss rows, ${batch.targets.length} targets, ${batch.weight.length} weights`);
+  if (grpo) {
+    const g = batch.grpo;
+    if (!g) throw bad('a GRPO loss needs batch.grpo');
+    if (g.advantage.length !== R || g.oldLogp.length !== R || (g.refLogp && g.refLogp.length !== R)) throw bad(`GRPO advantage/oldLogp/refLogp must have ${R} rows`);
+    if (grpo.klCoef > 0 && !g.refLogp) throw bad('klCoef > 0 needs refLogp (see src/train/reference.ts)');
+  }
+  for (let t = 0; t < T; t++) {
+    if (batch.ids[t] < 0 || batch.ids[t] >= vocabSize) throw bad(`token id ${batch.ids[t]} outside the vocabulary`);
+    if (batch.slot[t] < 0 || batch.slot[t] >= batch.slots || batch.pos[t] < 0 || batch.pos[t] >= batch.maxT)
+      throw bad(`slot ${batch.slot[t]} pos ${batch.pos[t]} outside (${batch.slots},${batch.maxT})`);
+  }
+  if (at) for (let r = 0; r < R; r++) if (!(at[r] >= 0 && at[r] < T)) throw bad(`loss row ${r} reads token ${at[r]}, outside [0,${T})`);
+  const cp = batch.share?.copies;
+  if (!cp) return;
+  const C = cp.src.length;
+  if (cp.slot.length !== C || cp.pos.length !== C || cp.roundStart[0] !== 0 || cp.roundStart[cp.roundStart.length - 1] !== C)
+    throw bad(`${C} KV copies with ${cp.slot.length} slots, ${cp.pos.length} positions, rounds ending at ${cp.roundStart[cp.roundStart.length - 1]}`);
+  for (let i = 0; i < C; i++)
+    if (cp.src[i] < 0 || cp.src[i] >= T || cp.slot[i] < 0 || cp.slot[i] >= batch.slots || cp.pos[i] !== batch.pos[cp.src[i]])
+      throw bad(`KV copy ${i} of token ${cp.src[i]} to slot ${cp.slot[i]} pos ${cp.pos[i]} is not that token's position`);
+  for (let r = 0; r + 1 < cp.roundStart.length; r++) {
+    const seen = new Set<number>();
+    for (let i = cp.roundStart[r]; i < cp.roundStart[r + 1]; i++) {
+      if (seen.has(cp.src[i])) throw bad(`token ${cp.src[i]} copied twice in round ${r}`);
+      seen.add(cp.src[i]);
+    }
+  }
+}
+
 /** Pack sequences (one KV slot each). `scale` multiplies every weight (1/micro-batches). */
 export function packBatch(seqs: readonly TrainSequence[], mode: Aggregation = 'token-mean', scale = 1): TrainBatch {
   if (seqs.length === 0) throw new EngineError('shape', 'packBatch: no sequences');

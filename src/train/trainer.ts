@@ -11,7 +11,7 @@ import type { GrpoOptions } from '../engine/train';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import { writeSafetensors, parseSafetensors, type TensorToWrite } from '../model/safetensors';
-import type { TrainBatch } from './batch';
+import { checkTrainBatch, type TrainBatch } from './batch';
 import { freeActivations, modelBackward, trainForward } from './model-grad';
 import { fullParams, loraParams, type ParamSet } from './params';
 
@@ -136,40 +136,10 @@ export class Trainer {
     const b = m.backend;
     const ops = b.train;
     const T = batch.ids.length;
-    if (batch.slot.length !== T || batch.pos.length !== T) throw new EngineError('shape', `train batch: ${T} ids, ${batch.slot.length} slots, ${batch.pos.length} positions`);
-    // Loss rows: one per token, or packShared's (R) rows each reading token at[r].
+    checkTrainBatch(batch, m.config.vocabSize, this.o.loss.kind === 'grpo' ? { klCoef: this.o.loss.klCoef } : null);
     const at = batch.share?.at;
-    const R = at ? at.length : T;
-    if (batch.targets.length !== R || batch.weight.length !== R) throw new EngineError('shape', `train batch: ${R} loss rows, ${batch.targets.length} targets, ${batch.weight.length} weights`);
-    if (this.o.loss.kind === 'grpo') {
-      const g = batch.grpo;
-      if (!g) throw new EngineError('shape', 'train batch: a GRPO loss needs batch.grpo');
-      if (g.advantage.length !== R || g.oldLogp.length !== R || (g.refLogp && g.refLogp.length !== R))
-        throw new EngineError('shape', `train batch: GRPO advantage/oldLogp/refLogp must have ${R} rows`);
-      if (this.o.loss.klCoef > 0 && !g.refLogp) throw new EngineError('shape', 'train batch: klCoef > 0 needs refLogp (see src/train/reference.ts)');
-    }
-    for (let t = 0; t < T; t++) {
-      if (batch.ids[t] < 0 || batch.ids[t] >= m.config.vocabSize) throw new EngineError('shape', `train batch: token id ${batch.ids[t]} outside the vocabulary`);
-      if (batch.slot[t] < 0 || batch.slot[t] >= batch.slots || batch.pos[t] < 0 || batch.pos[t] >= batch.maxT)
-        throw new EngineError('shape', `train batch: slot ${batch.slot[t]} pos ${batch.pos[t]} outside (${batch.slots},${batch.maxT})`);
-    }
+    const R = batch.targets.length;
     const cp = batch.share?.copies;
-    if (cp) {
-      const C = cp.src.length;
-      if (cp.slot.length !== C || cp.pos.length !== C || cp.roundStart[0] !== 0 || cp.roundStart[cp.roundStart.length - 1] !== C)
-        throw new EngineError('shape', `train batch: ${C} KV copies with ${cp.slot.length} slots, ${cp.pos.length} positions, rounds ending at ${cp.roundStart[cp.roundStart.length - 1]}`);
-      for (let i = 0; i < C; i++)
-        if (cp.src[i] < 0 || cp.src[i] >= T || cp.slot[i] < 0 || cp.slot[i] >= batch.slots || cp.pos[i] !== batch.pos[cp.src[i]])
-          throw new EngineError('shape', `train batch: KV copy ${i} of token ${cp.src[i]} to slot ${cp.slot[i]} pos ${cp.pos[i]} is not that token's position`);
-      for (let r = 0; r + 1 < cp.roundStart.length; r++) {
-        const seen = new Set<number>();
-        for (let i = cp.roundStart[r]; i < cp.roundStart[r + 1]; i++) {
-          if (seen.has(cp.src[i])) throw new EngineError('shape', `train batch: token ${cp.src[i]} copied twice in round ${r}`);
-          seen.add(cp.src[i]);
-        }
-      }
-    }
-    if (at) for (let r = 0; r < R; r++) if (!(at[r] >= 0 && at[r] < T)) throw new EngineError('shape', `train batch: loss row ${r} reads token ${at[r]}, outside [0,${T})`);
     const rows: number[] = [];
     for (let r = 0; r < R; r++) if (batch.weight[r] !== 0) rows.push(r);
     if (rows.length === 0) return null;
