@@ -161,7 +161,6 @@ function linear(b: Backend, x: Tensor, w: Tensor, pair: LoraPair | undefined, sc
   return out;
 }
 
-/** x (T,d) -> x + o_proj(attention(...)) (T,d); writes this batch's k, v into the cache. */
 /**
  * A prefix-shared training batch's extra KV writes (src/train/batch.ts KvCopyPlan) on the backend: token
  * src[i]'s key/value also go to cache[layout.slot[i], layout.pos[i]]; rounds[r] are the copies (idx, into
@@ -176,6 +175,7 @@ export interface KvCopies {
 /** A token layout, with the KV copies of a prefix-shared batch when it is one. */
 export type SharedLayout = TokenLayout & { copies?: KvCopies };
 
+/** x (T,d) -> x + o_proj(attention(...)) (T,d); writes this batch's k, v into the cache (and their copies). */
 export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: SharedLayout, cache: KvCache, adapter: LoraAdapter | null, s: Scratch): { out: Tensor; saved: AttentionSaved | null } {
   const b = m.backend;
   const c = m.config;
