@@ -122,6 +122,14 @@ export function checkTrainBatch(batch: TrainBatch, vocabSize: number, grpo: { kl
   }
 }
 
+/** A sequence a batch can hold: tokens, a mask entry per token, and GRPO inputs when the batch is GRPO's. */
+function checkSequence(s: TrainSequence, si: number, grpo: boolean, who: string): void {
+  const n = s.tokens.length;
+  if (n === 0 || s.mask.length !== n) throw new EngineError('shape', `${who}: sequence ${si} has ${n} tokens and ${s.mask.length} mask entries`);
+  if (grpo && (s.advantage === undefined || !s.oldLogp || s.oldLogp.length !== n))
+    throw new EngineError('shape', `${who}: sequence ${si} lacks advantage/oldLogp (GRPO batches need them on every sequence)`);
+}
+
 /** Pack sequences (one KV slot each). `scale` multiplies every weight (1/micro-batches). */
 export function packBatch(seqs: readonly TrainSequence[], mode: Aggregation = 'token-mean', scale = 1): TrainBatch {
   if (seqs.length === 0) throw new EngineError('shape', 'packBatch: no sequences');
@@ -141,9 +149,7 @@ export function packBatch(seqs: readonly TrainSequence[], mode: Aggregation = 't
   let maxT = 1;
   seqs.forEach((s, si) => {
     const n = s.tokens.length;
-    if (n === 0 || s.mask.length !== n) throw new EngineError('shape', `packBatch: sequence ${si} has ${n} tokens and ${s.mask.length} mask entries`);
-    if (grpo && (s.advantage === undefined || !s.oldLogp || s.oldLogp.length !== n))
-      throw new EngineError('shape', `packBatch: sequence ${si} lacks advantage/oldLogp (GRPO batches need them on every sequence)`);
+    checkSequence(s, si, grpo, 'packBatch');
     maxT = Math.max(maxT, n);
     for (let i = 0; i < n; i++, t++) {
       ids[t] = s.tokens[i];
@@ -219,9 +225,7 @@ export function packShared(seqs: readonly TrainSequence[], mode: Aggregation = '
   let maxT = 1;
   seqs.forEach((s, si) => {
     const n = s.tokens.length;
-    if (n === 0 || s.mask.length !== n) throw new EngineError('shape', `packShared: sequence ${si} has ${n} tokens and ${s.mask.length} mask entries`);
-    if (grpo && (s.advantage === undefined || !s.oldLogp || s.oldLogp.length !== n))
-      throw new EngineError('shape', `packShared: sequence ${si} lacks advantage/oldLogp (GRPO batches need them on every sequence)`);
+    checkSequence(s, si, grpo, 'packShared');
     maxT = Math.max(maxT, n);
     let level = roots;
     for (let i = 0; i < n; i++) {
