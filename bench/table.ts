@@ -187,6 +187,22 @@ function decodingTable(): string | null {
   return `${rows.join('\n')}\n\n${provenance('decoding', rs)}`;
 }
 
+function grpoTable(): string | null {
+  const rs = load('grpo');
+  if (!rs.length) return null;
+  const rows = ['| step part | batch | whole rows | prefix-shared / memoized | speed-up |', '|---|---|---|---|---|'];
+  for (const shape of uniq(rs.filter((r) => r.metric === 'update_s').map((r) => r.shape!))) {
+    const get = (layout: string, metric: string) => find(rs, { case: `grpo update, ${layout}`, metric, shape })?.value;
+    const [a, b] = [get('whole rows', 'update_s'), get('shared prefixes', 'update_s')];
+    const [fa, fb] = [get('whole rows', 'fed_tokens'), get('shared prefixes', 'fed_tokens')];
+    rows.push(`| GRPO update | ${shape} | ${fmt(a)} s (${fmt(fa)} tokens) | ${fmt(b)} s (${fmt(fb)} tokens) | ${a && b ? (a / b).toFixed(1) : '–'}× |`);
+  }
+  const enc = (name: string) => rs.find((r) => r.metric === 'encode_s' && r.case.endsWith(name));
+  const [plain, memo] = [enc('transformers.js'), enc('memoized segments')];
+  if (plain && memo) rows.push(`| encode Act prompts | ${plain.shape} | ${fmt(plain.value)} s | ${fmt(memo.value)} s | ${(plain.value / memo.value).toFixed(1)}× |`);
+  return `${rows.join('\n')}\n\n${provenance('grpo', rs)}`;
+}
+
 export const TABLES: Record<string, () => string | null> = {
   matmul: matmulTable,
   tiny: tinyTable,
@@ -195,6 +211,7 @@ export const TABLES: Record<string, () => string | null> = {
   quant: quantTable,
   gpu: gpuTable,
   decoding: decodingTable,
+  grpo: grpoTable,
 };
 
 /** README text with every bench block regenerated. */
