@@ -56,6 +56,16 @@ const ci = meanCI(deltas);
 out.push('');
 out.push(`Mean change over ${seeds.length} seeds: **${pts(ci.mean)} points** of held-out success (95 % t-interval over seeds ${pts(ci.lo)} to ${pts(ci.hi)}); base fidelity exact ${pct(base.fidelity?.exact ?? NaN)}. Every seed's wall-clock includes its held-out evaluations.`);
 out.push('');
+if (steps.length > 1) {
+  // The same runs read at every evaluation: what a shorter run (same constant learning rate) would have reached.
+  const at = steps.map((st) => {
+    const d = seeds.map((s) => s.evals.find((e) => e.step === st)?.success).filter((x): x is number => x !== undefined).map((x) => x - base.success);
+    const m = meanCI(d);
+    return `step ${st}: ${pts(m.mean)} (${pts(m.lo)} to ${pts(m.hi)}, ${d.length} seeds)`;
+  });
+  out.push(`Mean change at each evaluation (95 % t-interval): ${at.join('; ')}.`);
+  out.push('');
+}
 if (values.figure) {
   out.push(`![Learning curves of the lesson run](${values.figure})`);
   out.push('');
