@@ -64,7 +64,7 @@ export function rowToSequence(row: TrainingRow, advantage: number, refLogp?: Arr
 }
 
 /** KV-cache positions (slots x longest sequence) a micro-batch may hold per token of its budget. */
-export const CACHE_PER_TOKEN = 4;
+export const CACHE_PER_TOKEN = 2;
 
 /**
  * Packs sequences into micro-batches of at most maxTokens fed tokens and CACHE_PER_TOKEN x maxTokens KV-cache
