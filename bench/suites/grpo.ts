@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { PreTrainedTokenizer } from '@huggingface/transformers';
-import { DEFAULT_MODEL_DIR, openBackend, openModel } from '../../src/cli/args';
+import { createBackend } from '../../src/engine/index';
+import { loadModel } from '../../src/model/load';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { createLoraAdapter } from '../../src/model/lora';
 import { grpoUpdate, microBatches, rowToSequence } from '../../src/rl/grpo';
@@ -19,13 +20,16 @@ import { Tokenizer } from '../../src/model/tokenizer';
 import { Trainer } from '../../src/train/trainer';
 import { timeIt, type BenchSuite } from '../lib';
 
+/** The bundled mini-world policy (npm run bench runs from the repository root). */
+const MODEL_DIR = 'models/default';
+
 const suite: BenchSuite = {
   name: 'grpo',
   async run(ctx) {
     const threads = Number(process.env.BENCH_THREADS ?? Math.min(os.cpus().length, 4));
-    const backend = await openBackend('cpu-fast', threads);
+    const backend = await createBackend('cpu-fast', { threads });
     try {
-      const { model, tokenizer } = await openModel(undefined, backend, { world: 'mini' });
+      const { model, tokenizer } = await loadModel(new DirSource(MODEL_DIR), backend, { format: 'f32' });
       const domain = loadWorldDomain('mini');
       const tasks = domain.tasks.generate({ split: 'train', count: 200, seed: 1 });
       const picked = [tasks[5], tasks[50], tasks[99], tasks[150]];
@@ -51,10 +55,10 @@ const suite: BenchSuite = {
         if (mode !== 'real') continue;
         // The Act prompts as the rollouts saw them: each row's prompt, in row order (turn by turn).
         const prompts = batch.rows.filter((r) => r.role === 'act').map((r) => tokenizer.decode([...r.promptTokens]));
-        const json = JSON.parse(readFileSync(join(DEFAULT_MODEL_DIR, 'tokenizer.json'), 'utf8'));
-        const config = JSON.parse(readFileSync(join(DEFAULT_MODEL_DIR, 'tokenizer_config.json'), 'utf8'));
+        const json = JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer.json'), 'utf8'));
+        const config = JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8'));
         const plain = new PreTrainedTokenizer(json, config);
-        const fresh = () => Tokenizer.load(new DirSource(DEFAULT_MODEL_DIR));
+        const fresh = () => Tokenizer.load(new DirSource(MODEL_DIR));
         for (const [name, make] of [['transformers.js', async () => (t: string) => plain.encode(t, { add_special_tokens: false })], ['memoized segments', async () => { const t = await fresh(); return (x: string) => t.encode(x); }]] as const) {
           const enc = await make();
           const s = await timeIt(() => void prompts.forEach((p) => enc(p)), 1, 0);
