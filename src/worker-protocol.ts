@@ -123,6 +123,7 @@ export interface EnvInfo {
 /** Token budgets measured on the world's real observations under the loaded tokenizer (src/rollout/budget.ts). */
 export interface BudgetInfo {
   rehearse: number;
+  /** The p99 of the expert's Act turns, at least 96 (src/rollout/budget.ts MIN_ACT_TOKENS); acts.atQuantile is the p99 itself. */
   act: number;
   observations: { count: number; p50: number; quantile: number; atQuantile: number; max: number };
   acts: { count: number; p50: number; quantile: number; atQuantile: number; max: number };

@@ -124,7 +124,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       const policy = await openModel(strFlag(v, 'model'), backend, { world });
       if (limits.maxActTokens === 0 || limits.maxRehearseTokens === 0) {
         const measured = tokenBudgets(domain, policy.tokenizer);
-        if (limits.maxActTokens === 0) limits.maxActTokens = Math.max(DEFAULT_LIMITS.maxActTokens, measured.act);
+        if (limits.maxActTokens === 0) limits.maxActTokens = measured.act;
         if (limits.maxRehearseTokens === 0) limits.maxRehearseTokens = measured.rehearse;
         log(`budgets: Act ${limits.maxActTokens}, Rehearse ${limits.maxRehearseTokens} tokens (p99 of the world's real turns and observations)`);
       }

@@ -3,7 +3,7 @@
 // policy, a complete run configuration from a few options, the task split, and a one-line progress summary
 // of a step. Browser-safe: no Node imports.
 import type { Domain, Task } from '../env/domain';
-import { tokenBudgets } from '../rollout/budget';
+import { MIN_ACT_TOKENS, tokenBudgets } from '../rollout/budget';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import type { RolloutLimits } from '../rollout/rollout';
 import type { Baseline } from '../method/advantage';
@@ -18,7 +18,7 @@ export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
  * retail tasks need up to ~8 calls; a rehearsed observation (an order with its items) can run to a few
  * hundred tokens of the domain tokenizer.
  */
-export const DEFAULT_LIMITS: RolloutLimits = { maxTurns: 12, maxActTokens: 96, maxRehearseTokens: 640 };
+export const DEFAULT_LIMITS: RolloutLimits = { maxTurns: 12, maxActTokens: MIN_ACT_TOKENS, maxRehearseTokens: 640 };
 
 /**
  * DEFAULT_LIMITS with the Rehearse budget measured on the domain's real observations under the policy's

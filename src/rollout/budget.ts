@@ -17,10 +17,18 @@ export interface LengthStats {
   max: number;
 }
 
+/**
+ * The Act budget no measurement goes below: the policy's own call or reply may run past the expert's p99 (a
+ * longer id, a reply that lists more), and a constant this size is what every run used before budgets were
+ * measured. With a tokenizer that writes the expert's turns in fewer tokens (the bundled mini policy: p99 52),
+ * the measured quantile alone would cut the policy's longer turns that a run of the CLIs lets through.
+ */
+export const MIN_ACT_TOKENS = 96;
+
 export interface TokenBudgets {
   /** Rehearse budget: the quantile of the formatted real observations' token lengths (tags included). */
   rehearse: number;
-  /** Act budget: the quantile of the expert's Act turns (a call with its tags, or the reply). */
+  /** Act budget: the quantile of the expert's Act turns (a call with its tags, or the reply), at least MIN_ACT_TOKENS. */
   act: number;
   observations: LengthStats;
   acts: LengthStats;
@@ -73,7 +81,7 @@ export function tokenBudgets(domain: ExpertDomain, tokenizer: { encode(text: str
   if (obs.length === 0) throw new Error('tokenBudgets: the expert made no call on the sampled tasks');
   const o1 = stats(obs, q);
   const a1 = stats(acts, q);
-  return { rehearse: o1.atQuantile, act: a1.atQuantile, observations: o1, acts: a1, tasks, split };
+  return { rehearse: o1.atQuantile, act: Math.max(MIN_ACT_TOKENS, a1.atQuantile), observations: o1, acts: a1, tasks, split };
 }
 
 /**

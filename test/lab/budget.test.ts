@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { formatObservation } from '../../src/env/toolcall';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { DEFAULT_LIMITS, defaultLimits } from '../../src/rl/grpo-config';
-import { quantile, tokenBudgets } from '../../src/rollout/budget';
+import { MIN_ACT_TOKENS, quantile, tokenBudgets } from '../../src/rollout/budget';
+import { DirSource } from '../../src/model/source-node';
+import { Tokenizer } from '../../src/model/tokenizer';
 
 /** One token per character: lengths are easy to check by hand. */
 const chars = { encode: (t: string) => [...t].map((c) => c.codePointAt(0)!) };
@@ -31,7 +33,18 @@ describe('token budgets measured on the domain', () => {
     expect(b.observations.max).toBe(Math.max(...lens));
     // The tags are part of what the role writes: every budget exceeds the bare JSON of the shortest observation.
     expect(b.observations.p50).toBeGreaterThan('<execution_result>\n\n</execution_result>'.length);
-    expect(b.act).toBeGreaterThan(0);
+    // The Act budget is the p99 of the expert's Act turns, never below MIN_ACT_TOKENS (what every CLI run uses):
+    // character-level, the mini world's p99 is above it; the bundled tokenizer's (52) is below.
+    expect(b.act).toBe(Math.max(MIN_ACT_TOKENS, b.acts.atQuantile));
+    expect(b.acts.atQuantile).toBeGreaterThan(MIN_ACT_TOKENS);
+  });
+
+  it('with the bundled tokenizer the Act budget is MIN_ACT_TOKENS, not the smaller p99: the lab and the CLIs cut the same turns', async () => {
+    const tok = await Tokenizer.load(new DirSource('models/default'));
+    const b = tokenBudgets(loadWorldDomain('mini'), tok, { tasks: 100 });
+    expect(b.acts.atQuantile).toBeLessThan(MIN_ACT_TOKENS);
+    expect(b.act).toBe(MIN_ACT_TOKENS);
+    expect(DEFAULT_LIMITS.maxActTokens).toBe(MIN_ACT_TOKENS);
   });
 
   it('defaultLimits keeps DEFAULT_LIMITS and measures the Rehearse budget', () => {
