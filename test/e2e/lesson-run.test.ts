@@ -1,7 +1,7 @@
 // The lesson's whole training run in the browser, at the lab's default settings (40 GRPO steps in the real
 // environment, 4 prompts × K 4, LoRA rank 8, lr 1e-3, held-out evaluation of 100 tasks before training and
 // every 20 steps, seed 1): does held-out success end above the starting policy's, and how long does it take
-// on this machine? About ten minutes on the 2-core development machine, so it is not part of `npm test`:
+// on this machine? About four minutes on the 2-core development machine (ten before prefix-shared updates), so it is not part of `npm test`:
 //
 //   LAB_LESSON_RUN=1 npx vitest run test/e2e/lesson-run.test.ts
 //   LAB_LESSON_RUN=1 LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e/lesson-run.test.ts   (the README's image and record)
