@@ -68,9 +68,9 @@ export const CACHE_PER_TOKEN = 2;
 
 /**
  * Packs sequences into micro-batches of at most maxTokens fed tokens and CACHE_PER_TOKEN x maxTokens KV-cache
- * positions each. Each batch's weights are scaled
- * by its share of the whole step (its loss tokens for token-mean, its loss-carrying sequences for the
- * sequence means), so the summed micro-batch losses equal the loss of one batch of everything.
+ * positions each. Each batch's weights are scaled by its share of the whole step (its loss tokens for
+ * token-mean, its loss-carrying sequences for the sequence means), so the summed micro-batch losses equal the
+ * loss of one batch of everything.
  * With `share` (the default) sequences are sorted so that shared prefixes sit together and each micro-batch
  * feeds its trie of tokens once (packShared): the rows of one task share the system prompt, the request and
  * the turns before they differ, several times fewer tokens. Without it, sequences go in order, whole.

@@ -38,3 +38,17 @@ export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, ato
   }
   if (worst >= 0) expect.fail(`${what}: element ${worst} is ${got[worst]}, expected ${want[worst]} (atol ${atol}, rtol ${rtol})`);
 }
+
+/**
+ * Each tensor's worst element error, relative to that tensor's largest |expected| value (at least `floor`),
+ * below `tol`: for whole parameter or gradient sets, where small entries next to large ones need no rtol.
+ */
+export function expectCloseToScale(got: Float32Array[], want: Float32Array[], tol: number, what: string, floor: number): void {
+  want.forEach((w, i) => {
+    let scale = floor;
+    let worst = 0;
+    for (let j = 0; j < w.length; j++) scale = Math.max(scale, Math.abs(w[j]));
+    for (let j = 0; j < w.length; j++) worst = Math.max(worst, Math.abs(got[i][j] - w[j]));
+    expect(worst / scale, `${what} ${i}`).toBeLessThan(tol);
+  });
+}

@@ -10,7 +10,7 @@ import { randomWeights } from '../../src/model/random';
 import { buildQwen3 } from '../../src/model/weights';
 import { packBatch, type TrainSequence } from '../../src/train/batch';
 import { Trainer, type TrainerOptions } from '../../src/train/trainer';
-import { cpu, gpuBackend } from '../engine/webgpu-helpers';
+import { cpu, expectCloseToScale, gpuBackend } from '../engine/webgpu-helpers';
 import { tinyConfig } from '../fixtures/tiny-model';
 import { gpuAvailable } from '../helpers/gpu';
 
@@ -32,15 +32,7 @@ async function runSteps(b: Backend, format: 'f32' | 'q4', opts: Omit<TrainerOpti
   return { reports, params };
 }
 
-function close(got: Float32Array[], want: Float32Array[], tol: number): void {
-  want.forEach((w, i) => {
-    let scale = 1e-6;
-    let worst = 0;
-    for (let j = 0; j < w.length; j++) scale = Math.max(scale, Math.abs(w[j]));
-    for (let j = 0; j < w.length; j++) worst = Math.max(worst, Math.abs(got[i][j] - w[j]));
-    expect(worst / scale, `parameter ${i}`).toBeLessThan(tol);
-  });
-}
+const close = (got: Float32Array[], want: Float32Array[], tol: number) => expectCloseToScale(got, want, tol, 'parameter', 1e-6);
 
 describe.skipIf(!run)('training on WebGPU matches the CPU reference', () => {
   let gpu: WebGpuBackend;

@@ -15,7 +15,7 @@ import { microBatches } from '../../src/rl/grpo';
 import { packBatch, packShared, sortForSharing, type TrainBatch, type TrainSequence } from '../../src/train/batch';
 import { headChunks, Trainer, type TrainerOptions } from '../../src/train/trainer';
 import { Rng } from '../../src/util/rng';
-import { gpuBackend } from '../engine/webgpu-helpers';
+import { expectCloseToScale, gpuBackend } from '../engine/webgpu-helpers';
 import { tinyConfig } from '../fixtures/tiny-model';
 import { gpuAvailable } from '../helpers/gpu';
 
@@ -130,15 +130,7 @@ async function gradients(b: Backend, format: 'f32' | 'q4', opts: Omit<TrainerOpt
   return { report, grads };
 }
 
-function expectSameGrads(got: Float32Array[], want: Float32Array[], tol: number): void {
-  want.forEach((w, i) => {
-    let scale = 1e-8;
-    let worst = 0;
-    for (let j = 0; j < w.length; j++) scale = Math.max(scale, Math.abs(w[j]));
-    for (let j = 0; j < w.length; j++) worst = Math.max(worst, Math.abs(got[i][j] - w[j]));
-    expect(worst / scale, `gradient ${i}`).toBeLessThan(tol);
-  });
-}
+const expectSameGrads = (got: Float32Array[], want: Float32Array[], tol: number) => expectCloseToScale(got, want, tol, 'gradient', 1e-8);
 
 const GRPO = { kind: 'grpo' as const, clipEps: 0.2, dualClip: 3, klCoef: 0 };
 const cases: { name: string; format: 'f32' | 'q4'; opts: Omit<TrainerOptions, 'adapter'> }[] = [
