@@ -1,10 +1,11 @@
-// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--out FILE]
+// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--split train|test] [--out FILE]
 // Does the mini policy read the cancellation reason from the request? Teacher-forced on the scripted expert's
 // cancel turns of N training tasks (mini world), the policy scores the call it should write against the same
 // call with the other reason; P(right) is the share of the two. Three contexts: the history as it is, the
 // order record shortened to its status (less distance, less distraction), and the request alone (no
-// distance at all), and a control: the history as it is but the request spelling the reason as the call
-// does, so that the tokenizer cuts the same bare value token out of both. It also shows how the bundled tokenizer cuts the request and the call: a value the
+// distance at all), and two controls: the history as it is but the request spelling the reason as the call
+// does, so that the tokenizer cuts the same bare value token out of both; and the request alone without the
+// system turn (whose cancel tool description spells both reasons, a distractor for any lookup). It also shows how the bundled tokenizer cuts the request and the call: a value the
 // tokenizer fuses with the request's wording ("…, the reason is: ordered by mistake" as one token) is not
 // the token the call needs, so the policy cannot copy it, only learn the pairing token by token.
 // Where it looks: on the first --attention-tasks of them (history as it is), at the position that writes the
@@ -28,13 +29,16 @@ const REASONS = ['ordered by mistake', 'no longer needed'] as const;
 const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, 'attention-tasks': { type: 'string', default: '20' }, out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, 'attention-tasks': { type: 'string', default: '20' }, split: { type: 'string', default: 'train' }, out: { type: 'string' } } });
+  const split = values.split;
+  if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
   const count = Number(values.count);
   if (!(Number.isInteger(count) && count >= 1)) throw new Error(`--count must be a positive integer, got ${values.count}`);
   const attentionTasks = Number(values['attention-tasks']);
   if (!(Number.isInteger(attentionTasks) && attentionTasks >= 0)) throw new Error(`--attention-tasks must be an integer >= 0, got ${values['attention-tasks']}`);
   const domain = loadWorldDomain('mini');
-  const tasks = domain.tasks.generate({ split: 'train', count: 40 * count, seed: 1 }).filter((t) => t.family === 'cancel').slice(0, count);
+  // Training tasks of seed 1 (the lesson's GRPO stream), or the held-out split of `npm run eval` (seed 1 as well).
+  const tasks = domain.tasks.generate({ split, count: 40 * count, seed: 1 }).filter((t) => t.family === 'cancel').slice(0, count);
   const backend = await openBackend('cpu-fast');
   const policy = await openModel(values.model, backend, { world: 'mini' });
   const tok = policy.tokenizer;
@@ -69,8 +73,12 @@ async function main(): Promise<void> {
           attention.tasks++;
         }
       }
-      for (const [name, msgs] of [['history as it is', history], ['order record shortened to its status', shortened], ['the request alone', requestOnly], ['reason spelled as in the call', spelled]] as const) {
-        const prompt = tok.encode(buildActPrompt(domain.policy, defs, msgs));
+      const act = (msgs: readonly ChatMessage[]) => buildActPrompt(domain.policy, defs, msgs);
+      // Without the system turn, whose cancel tool description spells both reasons: is the lookup there but
+      // misled by the tool block's reasons?
+      const bare = `<|im_start|>user\n${requestOnly.map((m) => m.content).join('\n')}<|im_end|>\n<|im_start|>assistant\n`;
+      for (const [name, text] of [['history as it is', act(history)], ['order record shortened to its status', act(shortened)], ['the request alone', act(requestOnly)], ['reason spelled as in the call', act(spelled)], ['the request alone, without the system turn', bare]] as const) {
+        const prompt = tok.encode(text);
         const [right, wrong] = await logprobs(policy.model, [asked, REASONS.find((r) => r !== asked)!].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
         const p = 1 / (1 + Math.exp(sum(wrong) - sum(right)));
         const c = (contexts[name] ??= { tasks: 0, greedyRight: 0, meanPRight: 0 });

@@ -77,12 +77,29 @@ async function main(): Promise<void> {
       const mixed = [...byPrompt.values()].filter((rs) => rs.some((x) => x !== rs[0])).length;
       const rewards = batch.rollouts.map((r) => r.reward);
       const solved = [...byPrompt.values()].filter((rs) => rs.some((x) => x === 1)).length;
+      // Per task family: where the samples succeed that greedy decoding may miss (what sharpening can reach).
+      const familyOf = new Map(tasks.map((t) => [t.id, t.family ?? 'other']));
+      const byFamily: Record<string, { tasks: number; successRate: number; passAtK: number }> = {};
+      for (const r of batch.rollouts) {
+        const f = (byFamily[familyOf.get(r.taskId) ?? 'other'] ??= { tasks: 0, successRate: 0, passAtK: 0 });
+        f.successRate += r.reward === 1 ? 1 / k : 0;
+      }
+      for (const [pid, rs] of byPrompt) {
+        const f = byFamily[familyOf.get(batch.rollouts.find((r) => r.promptId === pid)!.taskId) ?? 'other'];
+        f.tasks++;
+        f.passAtK += rs.some((x) => x === 1) ? 1 : 0;
+      }
+      for (const f of Object.values(byFamily)) {
+        f.successRate /= f.tasks;
+        f.passAtK /= f.tasks;
+      }
       const m = {
         mixedShare: mixed / byPrompt.size,
         mixedCi95: wilson(mixed, byPrompt.size),
         meanReward: rewards.reduce((a, x) => a + x, 0) / rewards.length,
         successRate: rewards.filter((x) => x === 1).length / rewards.length,
         passAtK: solved / byPrompt.size,
+        byFamily,
         wallS: (performance.now() - t0) / 1000,
       };
       log(`${mode}: ${mixed}/${byPrompt.size} prompts with mixed rewards (${(100 * m.mixedShare).toFixed(1)} %), mean reward ${m.meanReward.toFixed(3)}, success ${(100 * m.successRate).toFixed(1)} %, pass@${k} ${(100 * m.passAtK).toFixed(1)} %`);

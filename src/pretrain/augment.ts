@@ -214,3 +214,62 @@ export function recordCopies(n: number, rng: Rng, groups: readonly (readonly str
   }
   return out;
 }
+
+const escapeForRegex = (v: string) => v.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+/** A stated value matched whole, as the stated-values pre-tokenizer matches it (src/model/bpe.ts). */
+const wholeValue = (v: string) => new RegExp(`(?<![A-Za-z0-9])${escapeForRegex(v)}(?![A-Za-z0-9])`, 'g');
+
+/**
+ * Stated-value swaps: twins of Act rows whose call spells, as a JSON string, a value the user stated in the
+ * conversation (in retail: a cancellation reason), with that value replaced by another value of the lexicon
+ * wherever the conversation spells it — the request, the call, later observations — except in the system turn,
+ * whose tool descriptions stay the domain's.
+ *
+ * Why: with two possible reasons a small policy lowers its loss as far as the marginal takes it (P(right)
+ * 0.5 whatever the request says) and never forms the lookup (docs/lesson.md: no head attends to the request's
+ * reason). With the lexicon's ~150 values in the reason's place only looking the value up lowers the loss, and
+ * every lexicon value is one token of the stated-values tokenizer, as a reason is: the same one-token lookup.
+ * The twins are consistent within themselves, not with the database (the call would be refused): they teach
+ * reading, not facts. `n` twins are drawn with replacement from the rows that qualify.
+ */
+export function statedValueSwaps(examples: readonly Example[], lexicon: readonly string[], n: number, rng: Rng, o: { short?: boolean } = {}): Example[] {
+  if (n === 0) return [];
+  if (lexicon.length < 2) throw new Error('stated-value swaps need a lexicon of at least two values');
+  const candidates: { e: Example; v: string; head: number }[] = [];
+  for (const e of examples) {
+    if (e.role !== 'act') continue;
+    const end = e.prompt.indexOf('<|im_end|>'); // the system turn (policy and tools) ends at its first <|im_end|>
+    const head = end < 0 ? 0 : end;
+    for (const v of lexicon) {
+      if (!e.response.includes(JSON.stringify(v))) continue;
+      if (wholeValue(v).test(e.prompt.slice(head))) candidates.push({ e, v, head });
+    }
+  }
+  if (candidates.length === 0) throw new Error('stated-value swaps: no Act row spells a value the user stated');
+  const stated = [...new Set(candidates.map((c) => c.v))];
+  const others = lexicon.filter((x) => !stated.includes(x));
+  if (others.length === 0) throw new Error('stated-value swaps need lexicon values that no call spells');
+  const out: Example[] = [];
+  for (let i = 0; i < n; i++) {
+    const { e, v, head } = candidates[rng.int(candidates.length)];
+    // Half the twins state one of the values the calls really take (a real reason: kept or exchanged for the
+    // other), half any other value of the lexicon. Without the first half the policy copies any value but
+    // the two real reasons, for which its prior from the real rows (0.5 each) wins.
+    const w = rng.next() < 0.5 ? stated[rng.int(stated.length)] : others[rng.int(others.length)];
+    const re = wholeValue(v);
+    if (o.short) {
+      // The request alone (the first user turn) and the call: ~60 tokens instead of ~400, the same lookup.
+      const at = e.prompt.indexOf('<|im_start|>user\n');
+      const request = e.prompt.slice(at, e.prompt.indexOf('<|im_end|>', at) + '<|im_end|>'.length).replace(re, () => w);
+      out.push({ role: 'copy', taskId: `${e.taskId}:swap-${i}`, prompt: `${request}\n<|im_start|>assistant\n`, response: e.response.replace(re, () => w) });
+      continue;
+    }
+    out.push({
+      ...e,
+      taskId: `${e.taskId}:swap-${i}`,
+      prompt: e.prompt.slice(0, head) + e.prompt.slice(head).replace(re, () => w),
+      response: e.response.replace(re, () => w),
+    });
+  }
+  return out;
+}

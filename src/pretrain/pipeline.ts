@@ -16,7 +16,7 @@ import type { ToolDefinition } from '../rollout/chat';
 import { Bpe, trainBpe, type PreTokenizerName } from '../model/bpe';
 import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
-import { copyDrills, recordCopies, spanCopies, swapRecordValues, swapTaskShare } from './augment';
+import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
@@ -120,6 +120,13 @@ export interface PretrainSpec {
    * characters) of the grounded Rehearse rows; absent: none.
    */
   recordCopies?: number;
+  /**
+   * Twins of Act rows (the training and act-only tasks') whose call spells a value the user stated, with that
+   * value swapped for another of the stated-values lexicon (augment.ts statedValueSwaps); absent: none.
+   */
+  valueSwaps?: number;
+  /** The same twins cut to the request and the call (short drills, augment.ts statedValueSwaps short); absent: none. */
+  valueSwapDrills?: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -268,6 +275,12 @@ export async function pretrain(
     ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp))
     : [];
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
+  if ((spec.valueSwaps ?? 0) + (spec.valueSwapDrills ?? 0) > 0 && spec.preTokenizer !== 'stated-values') throw new Error('stated-value swaps need the stated-values pre-tokenizer');
+  const valueSwaps = [
+    ...statedValueSwaps([...examples, ...extraActs], lexicon, spec.valueSwaps ?? 0, new Rng(seed * 4441 + 7)),
+    ...statedValueSwaps([...examples, ...extraActs], lexicon, spec.valueSwapDrills ?? 0, new Rng(seed * 4441 + 8), { short: true }),
+  ];
+  if (valueSwaps.length) log(`stated-value swaps: ${spec.valueSwaps ?? 0} Act rows, ${spec.valueSwapDrills ?? 0} short drills`);
   const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
   if ((spec.rehearseSwapShare ?? 0) > 0) {
@@ -293,10 +306,10 @@ export async function pretrain(
   if (recordDrills.length) log(`record-copy drills: ${recordDrills.length} from ${[...records].map(([k, g]) => `${g.size} ${k}`).join(', ')} records`);
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
-  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
+  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
   const markValues = (spec.valueLossWeight ?? 1) !== 1;
   if (markValues && spec.preTokenizer !== 'stated-values') throw new Error('a stated-value loss weight needs the stated-values pre-tokenizer');
-  const all = [...expert, ...extraActs, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
+  const all = [...expert, ...extraActs, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
   if (markValues) log(`stated-value tokens weighted ${spec.valueLossWeight}x: ${all.reduce((a, e) => a + (e.valueMask?.reduce((x, v) => x + v, 0) ?? 0), 0)} in ${all.filter((e) => e.valueMask).length} Act responses`);
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyDrills, copyTargets, recordCopies, spanCopies, swapIdentities, swapRecordValues } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, recordCopies, spanCopies, statedValueSwaps, swapIdentities, swapRecordValues } from '../../src/pretrain/augment';
+import { loadWorldDomain } from '../../src/env/retail/node';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 
 const d = retailDomain(loadRetailBase());
@@ -118,5 +119,60 @@ describe('record-copy drills', () => {
       expect(new Set(listed).size).toBe(listed.length);
     }
     expect(() => recordCopies(1, new Rng(1), [['{"result":{}}']])).toThrow(/two records/);
+  });
+});
+
+describe('stated-value swaps (Act rows that write a value the user stated)', () => {
+  const mini = loadWorldDomain('mini');
+  const lexicon = [...mini.statedValues!()];
+  const { rows } = expertRows(mini, { split: 'train', tasks: 150, seed: 3, mistakeRate: 0 });
+  const acts = rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, mini.policy, mini.definitions() as never));
+  const reasonOf = (s: string) => /"reason": "([^"]+)"/.exec(s)?.[1];
+  const REASONS = ['ordered by mistake', 'no longer needed'];
+
+  it('swaps the reason of a cancel call in the request and the call alike, never in the system turn', () => {
+    const twins = statedValueSwaps(acts, lexicon, 60, new Rng(5));
+    expect(twins).toHaveLength(60);
+    const reasons = new Set<string>();
+    let real = 0;
+    for (const t of twins) {
+      const src = acts.find((e) => t.taskId.startsWith(`${e.taskId}:swap-`) && e.prompt.length > 0 && t.prompt.slice(0, t.prompt.indexOf('<|im_end|>')) === e.prompt.slice(0, e.prompt.indexOf('<|im_end|>')))!;
+      expect(src).toBeDefined();
+      const w = reasonOf(t.response)!;
+      expect(w).toBeDefined();
+      expect(lexicon).toContain(w);
+      reasons.add(w);
+      if (REASONS.includes(w)) real++;
+      const head = t.prompt.indexOf('<|im_end|>');
+      // The system turn (tool descriptions name both real reasons) is the domain's; the request states the new value.
+      expect(t.prompt.slice(0, head)).toBe(src.prompt.slice(0, src.prompt.indexOf('<|im_end|>')));
+      const user = t.prompt.slice(t.prompt.indexOf('<|im_start|>user\n'));
+      expect(user).toContain(w);
+      if (w !== reasonOf(src.response)) expect(user).not.toMatch(new RegExp(`(?<![A-Za-z0-9])${reasonOf(src.response)}(?![A-Za-z0-9])`));
+    }
+    expect(reasons.size).toBeGreaterThan(20); // many values in the reason's place, not two
+    // About half state a real reason (kept or exchanged for the other), so those are copied too.
+    expect(real).toBeGreaterThan(15);
+    expect(real).toBeLessThan(45);
+  });
+
+  it('cuts the short drills to the request and the call', () => {
+    const full = statedValueSwaps(acts, lexicon, 20, new Rng(6));
+    const short = statedValueSwaps(acts, lexicon, 20, new Rng(6), { short: true });
+    short.forEach((d, i) => {
+      expect(d.role).toBe('copy');
+      expect(d.response).toBe(full[i].response);
+      expect(d.prompt).toMatch(/^<\|im_start\|>user\n[^<]+<\|im_end\|>\n<\|im_start\|>assistant\n$/);
+      expect(d.prompt).toContain(reasonOf(d.response)!);
+      expect(full[i].prompt).toContain(d.prompt.slice(0, d.prompt.indexOf('<|im_end|>')));
+    });
+  });
+
+  it('is seeded, and refuses what it cannot do', () => {
+    expect(statedValueSwaps(acts, lexicon, 10, new Rng(9))).toEqual(statedValueSwaps(acts, lexicon, 10, new Rng(9)));
+    expect(statedValueSwaps(acts, lexicon, 0, new Rng(9))).toEqual([]);
+    expect(() => statedValueSwaps(acts, ['ordered by mistake'], 3, new Rng(1))).toThrow(/two values/);
+    expect(() => statedValueSwaps(acts, REASONS, 3, new Rng(1))).toThrow(/no call spells/);
+    expect(() => statedValueSwaps(acts.filter((e) => !reasonOf(e.response)), lexicon, 3, new Rng(1))).toThrow(/no Act row/);
   });
 });
