@@ -5,7 +5,8 @@
 // order record shortened to its status (less distance, less distraction), and the request alone (no
 // distance at all), and two controls: the history as it is but the request spelling the reason as the call
 // does, so that the tokenizer cuts the same bare value token out of both; and the request alone without the
-// system turn (whose cancel tool description spells both reasons, a distractor for any lookup). It also shows how the bundled tokenizer cuts the request and the call: a value the
+// system turn (whose cancel tool description spells both reasons, a distractor for any lookup). And the lookup
+// in general: another value of the lexicon (a product name, an option) in the reason's place, against a second. It also shows how the bundled tokenizer cuts the request and the call: a value the
 // tokenizer fuses with the request's wording ("…, the reason is: ordered by mistake" as one token) is not
 // the token the call needs, so the policy cannot copy it, only learn the pairing token by token.
 // Where it looks: on the first --attention-tasks of them (history as it is), at the position that writes the
@@ -24,6 +25,7 @@ import { readHostWeights } from '../src/model/weights';
 import { PlainQwen3 } from '../src/pretrain/attention-probe';
 import { buildActPrompt } from '../src/rollout/act-prompt';
 import type { ChatMessage } from '../src/rollout/chat';
+import { Rng } from '../src/util/rng';
 
 const REASONS = ['ordered by mistake', 'no longer needed'] as const;
 const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
@@ -43,6 +45,8 @@ async function main(): Promise<void> {
   const policy = await openModel(values.model, backend, { world: 'mini' });
   const tok = policy.tokenizer;
   const defs = domain.definitions();
+  const others = (domain.statedValues?.() ?? []).filter((v) => !(REASONS as readonly string[]).includes(v));
+  const rng = new Rng(17);
   const contexts: Record<string, { tasks: number; greedyRight: number; meanPRight: number }> = {};
   const pieces = (s: string) => tok.encode(s).map((i) => tok.decode([i]));
   let example: { request: string[]; call: string[] } | null = null;
@@ -77,9 +81,21 @@ async function main(): Promise<void> {
       // Without the system turn, whose cancel tool description spells both reasons: is the lookup there but
       // misled by the tool block's reasons?
       const bare = `<|im_start|>user\n${requestOnly.map((m) => m.content).join('\n')}<|im_end|>\n<|im_start|>assistant\n`;
-      for (const [name, text] of [['history as it is', act(history)], ['order record shortened to its status', act(shortened)], ['the request alone', act(requestOnly)], ['reason spelled as in the call', act(spelled)], ['the request alone, without the system turn', bare]] as const) {
+      // The lookup in general: the history as it is, but the request states another value of the lexicon in the
+      // reason's place (as pretraining's --value-swaps twins do); scored against a second such value.
+      const [w, w2] = [0, 1].map(() => others[rng.int(others.length)]);
+      const swapped = history.map((m): ChatMessage => (m.role === 'user' ? { ...m, content: m.content.replace(asked, w) } : m));
+      const cases: [string, string, string, string][] = [
+        ['history as it is', act(history), asked, REASONS.find((r) => r !== asked)!],
+        ['order record shortened to its status', act(shortened), asked, REASONS.find((r) => r !== asked)!],
+        ['the request alone', act(requestOnly), asked, REASONS.find((r) => r !== asked)!],
+        ['reason spelled as in the call', act(spelled), asked, REASONS.find((r) => r !== asked)!],
+        ['the request alone, without the system turn', bare, asked, REASONS.find((r) => r !== asked)!],
+      ];
+      if (w !== w2) cases.push(['another lexicon value in the reason\'s place (against a second one)', act(swapped), w, w2]);
+      for (const [name, text, good, bad] of cases) {
         const prompt = tok.encode(text);
-        const [right, wrong] = await logprobs(policy.model, [asked, REASONS.find((r) => r !== asked)!].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
+        const [right, wrong] = await logprobs(policy.model, [good, bad].map((r) => ({ tokens: [...prompt, ...tok.encode(row.target.replace(asked, r))], start: prompt.length })), { adapter: null });
         const p = 1 / (1 + Math.exp(sum(wrong) - sum(right)));
         const c = (contexts[name] ??= { tasks: 0, greedyRight: 0, meanPRight: 0 });
         c.meanPRight = (c.meanPRight * c.tasks + p) / (c.tasks + 1);
