@@ -3,6 +3,7 @@
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { ModelFormatError } from '../engine/errors';
 import { readJson, type ModelSource } from './source';
+import { escapeRegExp } from '../util/regex';
 
 export const TOKENIZER_FILE = 'tokenizer.json';
 export const TOKENIZER_CONFIG_FILE = 'tokenizer_config.json';
@@ -25,7 +26,6 @@ export interface ChatOptions {
 const MEMO_ENTRIES = 4096;
 const MEMO_MIN_CHARS = 64;
 
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export class Tokenizer {
   /** Token ids that end a generation (eos + the chat turn end). */
@@ -161,5 +161,5 @@ function specialSplitOf(added: readonly unknown[]): RegExp | null {
   }
   if (contents.length === 0) return null;
   contents.sort((x, y) => y.length - x.length); // longest first, as the added-token splitter matches
-  return new RegExp(`(${contents.map(escapeRegex).join('|')})`);
+  return new RegExp(`(${contents.map(escapeRegExp).join('|')})`);
 }

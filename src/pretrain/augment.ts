@@ -15,6 +15,7 @@
 // The rows stay internally consistent (the same new id everywhere), not consistent with the database:
 // they teach copying, not facts.
 import { Rng } from '../util/rng';
+import { escapeRegExp } from '../util/regex';
 import type { Task } from '../env/domain';
 import type { Encoded, Example } from './data';
 
@@ -215,9 +216,8 @@ export function recordCopies(n: number, rng: Rng, groups: readonly (readonly str
   return out;
 }
 
-const escapeForRegex = (v: string) => v.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 /** A stated value matched whole, as the stated-values pre-tokenizer matches it (src/model/bpe.ts). */
-const wholeValue = (v: string) => new RegExp(`(?<![A-Za-z0-9])${escapeForRegex(v)}(?![A-Za-z0-9])`, 'g');
+const wholeValue = (v: string) => new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(v)}(?![A-Za-z0-9])`, 'g');
 
 /**
  * Stated-value swaps: twins of Act rows whose call spells, as a JSON string, a value the user stated in the
