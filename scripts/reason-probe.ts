@@ -85,12 +85,13 @@ async function main(): Promise<void> {
       // reason's place (as pretraining's --value-swaps twins do); scored against a second such value.
       const [w, w2] = [0, 1].map(() => others[rng.int(others.length)]);
       const swapped = history.map((m): ChatMessage => (m.role === 'user' ? { ...m, content: m.content.replace(asked, w) } : m));
+      const other = REASONS.find((r) => r !== asked)!;
       const cases: [string, string, string, string][] = [
-        ['history as it is', act(history), asked, REASONS.find((r) => r !== asked)!],
-        ['order record shortened to its status', act(shortened), asked, REASONS.find((r) => r !== asked)!],
-        ['the request alone', act(requestOnly), asked, REASONS.find((r) => r !== asked)!],
-        ['reason spelled as in the call', act(spelled), asked, REASONS.find((r) => r !== asked)!],
-        ['the request alone, without the system turn', bare, asked, REASONS.find((r) => r !== asked)!],
+        ['history as it is', act(history), asked, other],
+        ['order record shortened to its status', act(shortened), asked, other],
+        ['the request alone', act(requestOnly), asked, other],
+        ['reason spelled as in the call', act(spelled), asked, other],
+        ['the request alone, without the system turn', bare, asked, other],
       ];
       if (w !== w2) cases.push(['another lexicon value in the reason\'s place (against a second one)', act(swapped), w, w2]);
       for (const [name, text, good, bad] of cases) {

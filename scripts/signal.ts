@@ -84,8 +84,9 @@ async function main(): Promise<void> {
         const f = (byFamily[familyOf.get(r.taskId) ?? 'other'] ??= { tasks: 0, successRate: 0, passAtK: 0 });
         f.successRate += r.reward === 1 ? 1 / k : 0;
       }
+      const taskOf = new Map(batch.rollouts.map((r) => [r.promptId, r.taskId]));
       for (const [pid, rs] of byPrompt) {
-        const f = byFamily[familyOf.get(batch.rollouts.find((r) => r.promptId === pid)!.taskId) ?? 'other'];
+        const f = byFamily[familyOf.get(taskOf.get(pid)!) ?? 'other'];
         f.tasks++;
         f.passAtK += rs.some((x) => x === 1) ? 1 : 0;
       }

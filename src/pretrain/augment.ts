@@ -219,23 +219,19 @@ export function recordCopies(n: number, rng: Rng, groups: readonly (readonly str
 /** A stated value matched whole, as the stated-values pre-tokenizer matches it (src/model/bpe.ts). */
 const wholeValue = (v: string) => new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(v)}(?![A-Za-z0-9])`, 'g');
 
-/**
- * Stated-value swaps: twins of Act rows whose call spells, as a JSON string, a value the user stated in the
- * conversation (in retail: a cancellation reason), with that value replaced by another value of the lexicon
- * wherever the conversation spells it — the request, the call, later observations — except in the system turn,
- * whose tool descriptions stay the domain's.
- *
- * Why: with two possible reasons a small policy lowers its loss as far as the marginal takes it (P(right)
- * 0.5 whatever the request says) and never forms the lookup (docs/lesson.md: no head attends to the request's
- * reason). With the lexicon's ~150 values in the reason's place only looking the value up lowers the loss, and
- * every lexicon value is one token of the stated-values tokenizer, as a reason is: the same one-token lookup.
- * The twins are consistent within themselves, not with the database (the call would be refused): they teach
- * reading, not facts. `n` twins are drawn with replacement from the rows that qualify.
- */
-export function statedValueSwaps(examples: readonly Example[], lexicon: readonly string[], n: number, rng: Rng, o: { short?: boolean } = {}): Example[] {
-  if (n === 0) return [];
+export interface ValueSwapSource {
+  /** Act rows whose call spells, as a JSON string, the lexicon value `v` the conversation after the system turn (from `head`) states. */
+  candidates: { e: Example; v: string; head: number }[];
+  /** The values the calls spell (in retail: the two reasons). */
+  stated: string[];
+  /** The rest of the lexicon. */
+  others: string[];
+}
+
+/** The rows stated-value swaps are drawn from (one scan, shared by the full twins and the short drills). */
+export function valueSwapSource(examples: readonly Example[], lexicon: readonly string[]): ValueSwapSource {
   if (lexicon.length < 2) throw new Error('stated-value swaps need a lexicon of at least two values');
-  const candidates: { e: Example; v: string; head: number }[] = [];
+  const candidates: ValueSwapSource['candidates'] = [];
   for (const e of examples) {
     if (e.role !== 'act') continue;
     const end = e.prompt.indexOf('<|im_end|>'); // the system turn (policy and tools) ends at its first <|im_end|>
@@ -249,6 +245,24 @@ export function statedValueSwaps(examples: readonly Example[], lexicon: readonly
   const stated = [...new Set(candidates.map((c) => c.v))];
   const others = lexicon.filter((x) => !stated.includes(x));
   if (others.length === 0) throw new Error('stated-value swaps need lexicon values that no call spells');
+  return { candidates, stated, others };
+}
+
+/**
+ * Stated-value swaps: twins of Act rows whose call spells, as a JSON string, a value the user stated in the
+ * conversation (in retail: a cancellation reason), with that value replaced by another value of the lexicon
+ * wherever the conversation spells it — the request, the call, later observations — except in the system turn,
+ * whose tool descriptions stay the domain's.
+ *
+ * Why: with two possible reasons a small policy lowers its loss as far as the marginal takes it (P(right)
+ * 0.5 whatever the request says) and never forms the lookup (docs/lesson.md: no head attends to the request's
+ * reason). With the lexicon's ~150 values in the reason's place only looking the value up lowers the loss, and
+ * every lexicon value is one token of the stated-values tokenizer, as a reason is: the same one-token lookup.
+ * The twins are consistent within themselves, not with the database (the call would be refused): they teach
+ * reading, not facts. `n` twins are drawn with replacement from the rows that qualify (valueSwapSource).
+ */
+export function statedValueSwaps(src: ValueSwapSource, n: number, rng: Rng, o: { short?: boolean } = {}): Example[] {
+  const { candidates, stated, others } = src;
   const out: Example[] = [];
   for (let i = 0; i < n; i++) {
     const { e, v, head } = candidates[rng.int(candidates.length)];

@@ -16,7 +16,7 @@ import type { ToolDefinition } from '../rollout/chat';
 import { Bpe, trainBpe, type PreTokenizerName } from '../model/bpe';
 import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
-import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare } from './augment';
+import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare, valueSwapSource } from './augment';
 import { reviewRows } from './review-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
@@ -276,10 +276,13 @@ export async function pretrain(
     : [];
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
   if ((spec.valueSwaps ?? 0) + (spec.valueSwapDrills ?? 0) > 0 && spec.preTokenizer !== 'stated-values') throw new Error('stated-value swaps need the stated-values pre-tokenizer');
-  const valueSwaps = [
-    ...statedValueSwaps([...examples, ...extraActs], lexicon, spec.valueSwaps ?? 0, new Rng(seed * 4441 + 7)),
-    ...statedValueSwaps([...examples, ...extraActs], lexicon, spec.valueSwapDrills ?? 0, new Rng(seed * 4441 + 8), { short: true }),
-  ];
+  const swapSource = (spec.valueSwaps ?? 0) + (spec.valueSwapDrills ?? 0) > 0 ? valueSwapSource([...examples, ...extraActs], lexicon) : null;
+  const valueSwaps = swapSource
+    ? [
+        ...statedValueSwaps(swapSource, spec.valueSwaps ?? 0, new Rng(seed * 4441 + 7)),
+        ...statedValueSwaps(swapSource, spec.valueSwapDrills ?? 0, new Rng(seed * 4441 + 8), { short: true }),
+      ]
+    : [];
   if (valueSwaps.length) log(`stated-value swaps: ${spec.valueSwaps ?? 0} Act rows, ${spec.valueSwapDrills ?? 0} short drills`);
   const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyDrills, copyTargets, recordCopies, spanCopies, statedValueSwaps, swapIdentities, swapRecordValues } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, recordCopies, spanCopies, statedValueSwaps, swapIdentities, swapRecordValues, valueSwapSource } from '../../src/pretrain/augment';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { expertRows, rowToExample } from '../../src/pretrain/data';
 
@@ -127,11 +127,12 @@ describe('stated-value swaps (Act rows that write a value the user stated)', () 
   const lexicon = [...mini.statedValues!()];
   const { rows } = expertRows(mini, { split: 'train', tasks: 150, seed: 3, mistakeRate: 0 });
   const acts = rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, mini.policy, mini.definitions() as never));
+  const source = valueSwapSource(acts, lexicon);
   const reasonOf = (s: string) => /"reason": "([^"]+)"/.exec(s)?.[1];
   const REASONS = ['ordered by mistake', 'no longer needed'];
 
   it('swaps the reason of a cancel call in the request and the call alike, never in the system turn', () => {
-    const twins = statedValueSwaps(acts, lexicon, 60, new Rng(5));
+    const twins = statedValueSwaps(source, 60, new Rng(5));
     expect(twins).toHaveLength(60);
     const reasons = new Set<string>();
     let real = 0;
@@ -157,8 +158,8 @@ describe('stated-value swaps (Act rows that write a value the user stated)', () 
   });
 
   it('cuts the short drills to the request and the call', () => {
-    const full = statedValueSwaps(acts, lexicon, 20, new Rng(6));
-    const short = statedValueSwaps(acts, lexicon, 20, new Rng(6), { short: true });
+    const full = statedValueSwaps(source, 20, new Rng(6));
+    const short = statedValueSwaps(source, 20, new Rng(6), { short: true });
     short.forEach((d, i) => {
       expect(d.role).toBe('copy');
       expect(d.response).toBe(full[i].response);
@@ -169,10 +170,10 @@ describe('stated-value swaps (Act rows that write a value the user stated)', () 
   });
 
   it('is seeded, and refuses what it cannot do', () => {
-    expect(statedValueSwaps(acts, lexicon, 10, new Rng(9))).toEqual(statedValueSwaps(acts, lexicon, 10, new Rng(9)));
-    expect(statedValueSwaps(acts, lexicon, 0, new Rng(9))).toEqual([]);
-    expect(() => statedValueSwaps(acts, ['ordered by mistake'], 3, new Rng(1))).toThrow(/two values/);
-    expect(() => statedValueSwaps(acts, REASONS, 3, new Rng(1))).toThrow(/no call spells/);
-    expect(() => statedValueSwaps(acts.filter((e) => !reasonOf(e.response)), lexicon, 3, new Rng(1))).toThrow(/no Act row/);
+    expect(statedValueSwaps(source, 10, new Rng(9))).toEqual(statedValueSwaps(source, 10, new Rng(9)));
+    expect(statedValueSwaps(source, 0, new Rng(9))).toEqual([]);
+    expect(() => valueSwapSource(acts, ['ordered by mistake'])).toThrow(/two values/);
+    expect(() => valueSwapSource(acts, REASONS)).toThrow(/no call spells/);
+    expect(() => valueSwapSource(acts.filter((e) => !reasonOf(e.response)), lexicon)).toThrow(/no Act row/);
   });
 });
