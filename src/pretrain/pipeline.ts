@@ -18,6 +18,7 @@ import { Rng } from '../util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../eval/private-rehearsal';
 import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare, valueSwapSource } from './augment';
 import { reviewRows } from './review-rows';
+import { amountSwapSource, amountSwaps, changeCallDrills, changeRows } from './change-drills';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
@@ -127,6 +128,17 @@ export interface PretrainSpec {
   valueSwaps?: number;
   /** The same twins cut to the request and the call (short drills, augment.ts statedValueSwaps short); absent: none. */
   valueSwapDrills?: number;
+  /**
+   * Extra train-split tasks (a fourth seed stream) of which only the Act rows around an item-changing call
+   * are used (the call and the reply after its result, change-drills.ts changeRows); absent: none.
+   */
+  changeTasks?: number;
+  /** Item-changing calls (of all the data's tasks) cut to the request and the call (changeCallDrills); absent: none. */
+  changeCallDrills?: number;
+  /** Twins of reply rows stating an amount of the last observation, the amount random (amountSwaps); absent: none. */
+  amountSwaps?: number;
+  /** The same twins cut to the request, the last call, its result and the reply; absent: none. */
+  amountSwapDrills?: number;
 }
 
 /** Rows per step at most (each is its own KV slot). */
@@ -284,6 +296,19 @@ export async function pretrain(
       ]
     : [];
   if (valueSwaps.length) log(`stated-value swaps: ${spec.valueSwaps ?? 0} Act rows, ${spec.valueSwapDrills ?? 0} short drills`);
+  const changeExtra = (spec.changeTasks ?? 0) > 0
+    ? changeRows(expertRows(domain, { split: 'train', tasks: spec.changeTasks!, seed: seed + 3_000_003, mistakeRate: spec.mistakeRate }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp)))
+    : { calls: [], replies: [] };
+  const changeActs = [...changeExtra.calls, ...changeExtra.replies];
+  if (changeActs.length) log(`item-change rows: ${changeExtra.calls.length} calls, ${changeExtra.replies.length} replies from ${spec.changeTasks} more tasks`);
+  const actRows = [...examples, ...extraActs, ...changeActs];
+  const changeDrills = [
+    ...changeCallDrills(changeRows(actRows).calls, spec.changeCallDrills ?? 0, new Rng(seed * 5501 + 1)),
+    ...((spec.amountSwaps ?? 0) + (spec.amountSwapDrills ?? 0) > 0
+      ? ((src) => [...amountSwaps(src, spec.amountSwaps ?? 0, new Rng(seed * 5501 + 2)), ...amountSwaps(src, spec.amountSwapDrills ?? 0, new Rng(seed * 5501 + 3), { short: true })])(amountSwapSource(actRows))
+      : []),
+  ];
+  if (changeDrills.length) log(`item-change drills: ${spec.changeCallDrills ?? 0} calls; amount swaps: ${spec.amountSwaps ?? 0} rows, ${spec.amountSwapDrills ?? 0} short`);
   const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
   if ((spec.rehearseSwapShare ?? 0) > 0) {
@@ -309,10 +334,10 @@ export async function pretrain(
   if (recordDrills.length) log(`record-copy drills: ${recordDrills.length} from ${[...records].map(([k, g]) => `${g.size} ${k}`).join(', ')} records`);
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
-  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
+  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...changeActs.map(() => 'expert'), ...changeDrills.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
   const markValues = (spec.valueLossWeight ?? 1) !== 1;
   if (markValues && spec.preTokenizer !== 'stated-values') throw new Error('a stated-value loss weight needs the stated-values pre-tokenizer');
-  const all = [...expert, ...extraActs, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
+  const all = [...expert, ...extraActs, ...changeActs, ...changeDrills, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
   if (markValues) log(`stated-value tokens weighted ${spec.valueLossWeight}x: ${all.reduce((a, e) => a + (e.valueMask?.reduce((x, v) => x + v, 0) ?? 0), 0)} in ${all.filter((e) => e.valueMask).length} Act responses`);
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);

@@ -110,6 +110,20 @@ describe('pretrain (quick)', () => {
     expect(grounded.r.data.rows.rehearse).toBeGreaterThan(0);
   }, 120_000);
 
+  it('item-change rows and drills join the data: the calls and replies as Act rows, the drills as copies', async () => {
+    const b = await createBackend('cpu-fast', { threads: 2 });
+    try {
+      const run = (extra: object) => pretrain(b, domain, { ...QUICK_SPEC, steps: 1, ...extra }, { seed: 5, out: join(tmpdir(), 'pretrain-change'), log: () => {} });
+      const plain = await run({});
+      const more = await run({ changeTasks: 80, changeCallDrills: 7, amountSwaps: 3, amountSwapDrills: 5 });
+      expect(more.data.rows.act + more.data.dropped).toBeGreaterThan(plain.data.rows.act + 3 + 8); // 80 tasks give a dozen item changes
+      expect((more.data.rows.copy ?? 0) + more.data.dropped).toBeGreaterThanOrEqual((plain.data.rows.copy ?? 0) + 7 + 5);
+    } finally {
+      b.dispose();
+      await rm(join(tmpdir(), 'pretrain-change'), { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('the CLI exits non-zero with a clear message on bad options', async () => {
     const run = promisify(execFile);
     const err = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--backend', 'tpu'], { cwd: process.cwd() }).then(
@@ -124,5 +138,11 @@ describe('pretrain (quick)', () => {
     );
     expect(before?.code).toBe(2);
     expect(before?.stderr).toContain('--before wants LABEL=DIR[;LABEL=DIR...], got "models/default"');
+    const change = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--change-call-drills', 'many'], { cwd: process.cwd() }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(change?.code).toBe(2);
+    expect(change?.stderr).toContain('--change-call-drills must be an integer');
   }, 60_000);
 });

@@ -1,0 +1,107 @@
+// node --import tsx scripts/item-probe.ts [--model DIR] [--count N] [--split train|test] [--out FILE]
+// Does the mini policy pick the variant the user asks for, and state what the change costs? On the scripted
+// expert's episodes of N item-change tasks (exchanges and item modifications of the mini world; seed 1, the
+// split of `npm run eval` or the lesson's training stream), two turns, each with the expert's history before it:
+//   - the item call: the policy writes it greedily; counted are the calls that parse, the right order, the
+//     right old items, the right new items (the variant matched by its options: the skill tier 3 lacks) and the
+//     whole call as the reference; and, teacher-forced, the mean probability of the reference's new item ids
+//     given the call up to them;
+//   - the reply after the real result: does the greedy reply state the price difference (the task's fact)?
+import { writeFile } from 'node:fs/promises';
+import { relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openBackend, openModel } from '../src/cli/args';
+import { loadWorldDomain } from '../src/env/retail/node';
+import { rowsFromEpisode } from '../src/env/rows';
+import { parse } from '../src/env/toolcall';
+import { generate, GREEDY, logprobs } from '../src/model/generate';
+import { buildActPrompt } from '../src/rollout/act-prompt';
+
+const ITEM_TOOLS = ['exchange_delivered_order_items', 'modify_pending_order_items'];
+const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, split: { type: 'string', default: 'test' }, out: { type: 'string' } } });
+  const split = values.split;
+  if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
+  const count = Number(values.count);
+  if (!(Number.isInteger(count) && count >= 1)) throw new Error(`--count must be a positive integer, got ${values.count}`);
+  const domain = loadWorldDomain('mini');
+  const tasks = domain.tasks
+    .generate({ split, count: 30 * count, seed: 1 })
+    .filter((t) => t.family === 'exchange' || t.family === 'modify_items')
+    .slice(0, count);
+  const backend = await openBackend('cpu-fast');
+  const policy = await openModel(values.model, backend, { world: 'mini' });
+  const tok = policy.tokenizer;
+  const defs = domain.definitions();
+  const n = { tasks: 0, twoItems: 0, parsed: 0, order: 0, oldItems: 0, newItems: 0, newItemsOneItem: 0, oneItem: 0, whole: 0, replyStatesDiff: 0 };
+  let pNew = 0;
+  let tooLong = 0;
+  const examples: { task: string; want: unknown; got: string; reply: string; fact: string }[] = [];
+  try {
+    for (const task of tasks) {
+      const rows = rowsFromEpisode(task, domain.expert(task, domain.createEnv()).steps);
+      const at = rows.findIndex((r) => r.role === 'act' && ITEM_TOOLS.some((t) => r.target.includes(`"${t}"`)));
+      const reply = rows.slice(at + 1).find((r) => r.role === 'act');
+      const ref = task.referenceActions.find((a) => ITEM_TOOLS.includes(a.name));
+      if (at < 0 || !reply || !ref) continue;
+      const row = rows[at];
+      // A history with two product records can pass the context (2,048 tokens): such a task cannot be solved.
+      if (tok.encode(buildActPrompt(domain.policy, defs, reply.messages)).length + 96 > policy.model.config.maxPositionEmbeddings) {
+        tooLong++;
+        continue;
+      }
+      const want = ref.arguments as { order_id: string; item_ids: string[]; new_item_ids: string[] };
+      n.tasks++;
+      const one = want.new_item_ids.length === 1;
+      if (one) n.oneItem++;
+      else n.twoItems++;
+      const prompt = buildActPrompt(domain.policy, defs, row.messages);
+      const [gen] = await generate(policy.model, tok, [{ prompt, maxNewTokens: 128, sampling: GREEDY }]);
+      const call = parse(gen.text).calls[0];
+      if (call) {
+        n.parsed++;
+        const a = call.arguments as Record<string, unknown>;
+        if (a.order_id === want.order_id) n.order++;
+        if (same(a.item_ids, want.item_ids)) n.oldItems++;
+        if (same(a.new_item_ids, want.new_item_ids)) {
+          n.newItems++;
+          if (one) n.newItemsOneItem++;
+        }
+        if (call.name === ref.name && same(a, ref.arguments)) n.whole++;
+      }
+      // Teacher-forced: P(the new ids | the call up to them).
+      const cut = row.target.indexOf('"new_item_ids"');
+      const head = tok.encode(prompt + row.target.slice(0, cut + '"new_item_ids": ['.length));
+      const full = tok.encode(prompt + row.target.slice(0, row.target.indexOf(']', cut) + 1));
+      const [lp] = await logprobs(policy.model, [{ tokens: full, start: head.length }], { adapter: null });
+      pNew += Math.exp(sum(lp));
+      const fact = task.facts[0];
+      const [r] = await generate(policy.model, tok, [{ prompt: buildActPrompt(domain.policy, defs, reply.messages), maxNewTokens: 96, sampling: GREEDY }]);
+      if (fact && r.text.includes(fact)) n.replyStatesDiff++;
+      if (examples.length < 6) examples.push({ task: task.id, want: want.new_item_ids, got: gen.text, reply: r.text, fact });
+    }
+  } finally {
+    policy.model.free();
+    backend.dispose();
+  }
+  const record = {
+    command: `node --import tsx scripts/item-probe.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    model: relative(process.cwd(), policy.dir) || '.',
+    split,
+    counts: n,
+    tooLongForTheContext: tooLong,
+    meanPNewItems: n.tasks ? pNew / n.tasks : 0,
+    examples,
+  };
+  const text = JSON.stringify(record, null, 1) + '\n';
+  if (values.out) await writeFile(values.out, text);
+  process.stdout.write(text);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`item-probe failed: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});
