@@ -61,12 +61,24 @@ export function changeRows(examples: readonly Example[], key = 'new_item_ids'): 
   return { calls, replies };
 }
 
-/** `n` item-change calls cut to the request and the call, drawn with replacement. */
-export function changeCallDrills(calls: readonly Example[], n: number, rng: Rng): Example[] {
+/**
+ * `n` item-change calls cut to the request and the call, drawn with replacement: first the new items (each set
+ * of them equally often, so a variant the task mix rarely asks for is drilled as often as a common one), then one
+ * of the calls that ask for them.
+ */
+export function changeCallDrills(calls: readonly Example[], n: number, rng: Rng, key = 'new_item_ids'): Example[] {
   if (n > 0 && calls.length === 0) throw new Error('change-call drills: no Act row writes an item-changing call');
+  const byTarget = new Map<string, Example[]>();
+  const target = new RegExp(`"${key}": (\\[[^\\]]*\\])`);
+  for (const e of calls) {
+    const k = target.exec(e.response)?.[1] ?? '';
+    byTarget.set(k, [...(byTarget.get(k) ?? []), e]);
+  }
+  const groups = [...byTarget.values()];
   const out: Example[] = [];
   for (let i = 0; i < n; i++) {
-    const e = calls[rng.int(calls.length)];
+    const g = groups[rng.int(groups.length)];
+    const e = g[rng.int(g.length)];
     out.push({ role: 'copy', taskId: `${e.taskId}:call-${i}`, prompt: `${request(e.prompt)}\n${START_ASSISTANT}`, response: e.response });
   }
   return out;

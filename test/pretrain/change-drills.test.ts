@@ -39,6 +39,13 @@ describe('item-change rows', () => {
       // The request is the source's own, and it names the product whose variant the call picks.
       expect(src.prompt).toContain(d.prompt.slice(0, d.prompt.indexOf('<|im_end|>')));
     }
+    // Each set of new items equally often, however often the task mix asks for it.
+    const targetOf = (e: Example) => JSON.stringify(callOf(e).arguments.new_item_ids);
+    const targets = new Set(calls.map(targetOf));
+    const counts = new Map<string, number>();
+    for (const d of changeCallDrills(calls, 200 * targets.size, new Rng(3))) counts.set(targetOf(d), (counts.get(targetOf(d)) ?? 0) + 1);
+    expect(counts.size).toBe(targets.size);
+    for (const c of counts.values()) expect(Math.abs(c - 200)).toBeLessThan(60);
     expect(changeCallDrills(calls, 10, new Rng(2))).toEqual(changeCallDrills(calls, 10, new Rng(2)));
     expect(() => changeCallDrills([], 1, new Rng(2))).toThrow(/no Act row/);
     expect(changeCallDrills([], 0, new Rng(2))).toEqual([]);
