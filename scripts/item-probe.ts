@@ -5,7 +5,7 @@
 //   - the item call: the policy writes it greedily; counted are the calls that parse, the right order, the
 //     right old items, the right new items (the variant matched by its options: the skill tier 3 lacks) and the
 //     whole call as the reference; and, teacher-forced, the mean probability of the reference's new item ids
-//     given the call up to them;
+//     given the call up to them, after the history as it is and after the request alone;
 //   - the reply after the real result: does the greedy reply state the price difference (the task's fact)?
 import { writeFile } from 'node:fs/promises';
 import { relative } from 'node:path';
@@ -38,8 +38,25 @@ async function main(): Promise<void> {
   const defs = domain.definitions();
   const n = { tasks: 0, twoItems: 0, parsed: 0, order: 0, oldItems: 0, newItems: 0, newItemsOneItem: 0, oneItem: 0, whole: 0, replyStatesDiff: 0 };
   let pNew = 0;
+  let pNewBare = 0;
   let tooLong = 0;
   const examples: { task: string; want: unknown; got: string; reply: string; fact: string }[] = [];
+  // log P of the new ids' tokens: prompt and call are encoded as the policy sees them (a prompt ends at a
+  // special token, so the call's tokens are its own), and the tokens that spell the ids are found by offset.
+  const idsLogprob = async (prompt: string, target: string): Promise<number> => {
+    const head = tok.encode(prompt);
+    const call = tok.encode(target);
+    const from = target.indexOf('"new_item_ids": [') + '"new_item_ids": ['.length;
+    const to = target.indexOf(']', from);
+    const [lp] = await logprobs(policy.model, [{ tokens: [...head, ...call], start: head.length }], { adapter: null });
+    let at = 0, total = 0;
+    call.forEach((id, i) => {
+      const len = tok.decode([id]).length;
+      if (at + len > from && at < to) total += lp[i];
+      at += len;
+    });
+    return total;
+  };
   try {
     for (const task of tasks) {
       const rows = rowsFromEpisode(task, domain.expert(task, domain.createEnv()).steps);
@@ -72,12 +89,12 @@ async function main(): Promise<void> {
         }
         if (call.name === ref.name && same(a, ref.arguments)) n.whole++;
       }
-      // Teacher-forced: P(the new ids | the call up to them).
-      const cut = row.target.indexOf('"new_item_ids"');
-      const head = tok.encode(prompt + row.target.slice(0, cut + '"new_item_ids": ['.length));
-      const full = tok.encode(prompt + row.target.slice(0, row.target.indexOf(']', cut) + 1));
-      const [lp] = await logprobs(policy.model, [{ tokens: full, start: head.length }], { adapter: null });
-      pNew += Math.exp(sum(lp));
+      // Teacher-forced: P(the new ids | the call up to them), after the history as it is and after the request
+      // alone (the form of pretraining's --change-call-drills: is the catalogue known by heart, whatever the
+      // full history does with it?).
+      const bare = `<|im_start|>user\n${task.userMessages.join('\n')}<|im_end|>\n<|im_start|>assistant\n`;
+      pNew += Math.exp(await idsLogprob(prompt, row.target));
+      pNewBare += Math.exp(await idsLogprob(bare, row.target));
       const fact = task.facts[0];
       const [r] = await generate(policy.model, tok, [{ prompt: buildActPrompt(domain.policy, defs, reply.messages), maxNewTokens: 96, sampling: GREEDY }]);
       if (fact && r.text.includes(fact)) n.replyStatesDiff++;
@@ -94,6 +111,7 @@ async function main(): Promise<void> {
     counts: n,
     tooLongForTheContext: tooLong,
     meanPNewItems: n.tasks ? pNew / n.tasks : 0,
+    meanPNewItemsAfterTheRequestAlone: n.tasks ? pNewBare / n.tasks : 0,
     examples,
   };
   const text = JSON.stringify(record, null, 1) + '\n';
