@@ -40,22 +40,26 @@ async function main(): Promise<void> {
   let pNew = 0;
   let pNewBare = 0;
   let tooLong = 0;
-  const examples: { task: string; want: unknown; got: string; reply: string; fact: string }[] = [];
+  const examples: { task: string; want: unknown; got: string; perTokenP: { history: string; requestAlone: string }; reply: string; fact: string }[] = [];
   // log P of the new ids' tokens: prompt and call are encoded as the policy sees them (a prompt ends at a
   // special token, so the call's tokens are its own), and the tokens that spell the ids are found by offset.
-  const idsLogprob = async (prompt: string, target: string): Promise<number> => {
+  const idsLogprob = async (prompt: string, target: string): Promise<{ total: number; pieces: string[] }> => {
     const head = tok.encode(prompt);
     const call = tok.encode(target);
     const from = target.indexOf('"new_item_ids": [') + '"new_item_ids": ['.length;
     const to = target.indexOf(']', from);
     const [lp] = await logprobs(policy.model, [{ tokens: [...head, ...call], start: head.length }], { adapter: null });
     let at = 0, total = 0;
+    const pieces: string[] = [];
     call.forEach((id, i) => {
-      const len = tok.decode([id]).length;
-      if (at + len > from && at < to) total += lp[i];
-      at += len;
+      const piece = tok.decode([id]);
+      if (at + piece.length > from && at < to) {
+        total += lp[i];
+        pieces.push(`${piece}:${Math.exp(lp[i]).toFixed(2)}`);
+      }
+      at += piece.length;
     });
-    return total;
+    return { total, pieces };
   };
   try {
     for (const task of tasks) {
@@ -93,12 +97,14 @@ async function main(): Promise<void> {
       // alone (the form of pretraining's --change-call-drills: is the catalogue known by heart, whatever the
       // full history does with it?).
       const bare = `<|im_start|>user\n${task.userMessages.join('\n')}<|im_end|>\n<|im_start|>assistant\n`;
-      pNew += Math.exp(await idsLogprob(prompt, row.target));
-      pNewBare += Math.exp(await idsLogprob(bare, row.target));
+      const inHistory = await idsLogprob(prompt, row.target);
+      const afterRequest = await idsLogprob(bare, row.target);
+      pNew += Math.exp(inHistory.total);
+      pNewBare += Math.exp(afterRequest.total);
       const fact = task.facts[0];
       const [r] = await generate(policy.model, tok, [{ prompt: buildActPrompt(domain.policy, defs, reply.messages), maxNewTokens: 96, sampling: GREEDY }]);
       if (fact && r.text.includes(fact)) n.replyStatesDiff++;
-      if (examples.length < 6) examples.push({ task: task.id, want: want.new_item_ids, got: gen.text, reply: r.text, fact });
+      if (examples.length < 6) examples.push({ task: task.id, want: want.new_item_ids, got: gen.text, perTokenP: { history: inHistory.pieces.join(' '), requestAlone: afterRequest.pieces.join(' ') }, reply: r.text, fact });
     }
   } finally {
     policy.model.free();
