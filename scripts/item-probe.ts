@@ -18,7 +18,6 @@ import { generate, GREEDY, logprobs } from '../src/model/generate';
 import { buildActPrompt } from '../src/rollout/act-prompt';
 
 const ITEM_TOOLS = ['exchange_delivered_order_items', 'modify_pending_order_items'];
-const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 async function main(): Promise<void> {

@@ -216,6 +216,13 @@ export function recordCopies(n: number, rng: Rng, groups: readonly (readonly str
   return out;
 }
 
+/** The first user turn of a chat prompt (the request), with its markers: what the short drills keep. */
+export function requestTurn(prompt: string): string {
+  const at = prompt.indexOf('<|im_start|>user\n');
+  if (at < 0) throw new Error('a row without a user turn');
+  return prompt.slice(at, prompt.indexOf('<|im_end|>', at) + '<|im_end|>'.length);
+}
+
 /** A stated value matched whole, as the stated-values pre-tokenizer matches it (src/model/bpe.ts). */
 const wholeValue = (v: string) => new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(v)}(?![A-Za-z0-9])`, 'g');
 
@@ -273,8 +280,7 @@ export function statedValueSwaps(src: ValueSwapSource, n: number, rng: Rng, o: {
     const re = wholeValue(v);
     if (o.short) {
       // The request alone (the first user turn) and the call: ~60 tokens instead of ~400, the same lookup.
-      const at = e.prompt.indexOf('<|im_start|>user\n');
-      const request = e.prompt.slice(at, e.prompt.indexOf('<|im_end|>', at) + '<|im_end|>'.length).replace(re, () => w);
+      const request = requestTurn(e.prompt).replace(re, () => w);
       out.push({ role: 'copy', taskId: `${e.taskId}:swap-${i}`, prompt: `${request}\n<|im_start|>assistant\n`, response: e.response.replace(re, () => w) });
       continue;
     }

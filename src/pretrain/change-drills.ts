@@ -18,18 +18,10 @@
 //     predicts the reply; `short` cuts them to the request, the last call, its result and the reply. The twins
 //     agree with themselves, not with the database: they teach copying, not facts.
 import { Rng } from '../util/rng';
+import { requestTurn } from './augment';
 import type { Example } from './data';
 
-const START_USER = '<|im_start|>user\n';
 const START_ASSISTANT = '<|im_start|>assistant\n';
-const END = '<|im_end|>';
-
-/** The text of the first user turn (the request), with its markers. */
-function request(prompt: string): string {
-  const at = prompt.indexOf(START_USER);
-  if (at < 0) throw new Error('change drills: a row without a user turn');
-  return prompt.slice(at, prompt.indexOf(END, at) + END.length);
-}
 
 /** Start of the prompt's last `n` turns (n = 1: the open assistant turn the response completes). */
 function lastTurns(prompt: string, n: number): number {
@@ -72,14 +64,16 @@ export function changeCallDrills(calls: readonly Example[], n: number, rng: Rng,
   const target = new RegExp(`"${key}": (\\[[^\\]]*\\])`);
   for (const e of calls) {
     const k = target.exec(e.response)?.[1] ?? '';
-    byTarget.set(k, [...(byTarget.get(k) ?? []), e]);
+    const g = byTarget.get(k);
+    if (g) g.push(e);
+    else byTarget.set(k, [e]);
   }
   const groups = [...byTarget.values()];
   const out: Example[] = [];
   for (let i = 0; i < n; i++) {
     const g = groups[rng.int(groups.length)];
     const e = g[rng.int(g.length)];
-    out.push({ role: 'copy', taskId: `${e.taskId}:call-${i}`, prompt: `${request(e.prompt)}\n${START_ASSISTANT}`, response: e.response });
+    out.push({ role: 'copy', taskId: `${e.taskId}:call-${i}`, prompt: `${requestTurn(e.prompt)}\n${START_ASSISTANT}`, response: e.response });
   }
   return out;
 }
@@ -126,7 +120,7 @@ export function amountSwaps(source: readonly Example[], n: number, rng: Rng, o: 
       return to === undefined ? x : (x.startsWith('-') ? '-' : '') + to;
     });
     const response = e.response.replace(MONEY, (all, a: string) => '$' + (map.get(a) ?? a));
-    const head = o.short ? `${request(e.prompt)}\n${e.prompt.slice(lastTurns(e.prompt, 3), cut)}` : e.prompt.slice(0, cut);
+    const head = o.short ? `${requestTurn(e.prompt)}\n${e.prompt.slice(lastTurns(e.prompt, 3), cut)}` : e.prompt.slice(0, cut);
     out.push({ role: o.short ? 'copy' : e.role, taskId: `${e.taskId}:amount-${i}`, prompt: head + obs, response });
   }
   return out;

@@ -302,11 +302,11 @@ export async function pretrain(
   const changeActs = [...changeExtra.calls, ...changeExtra.replies];
   if (changeActs.length) log(`item-change rows: ${changeExtra.calls.length} calls, ${changeExtra.replies.length} replies from ${spec.changeTasks} more tasks`);
   const actRows = [...examples, ...extraActs, ...changeActs];
+  const amountSource = (spec.amountSwaps ?? 0) + (spec.amountSwapDrills ?? 0) > 0 ? amountSwapSource(actRows) : [];
   const changeDrills = [
-    ...changeCallDrills(changeRows(actRows).calls, spec.changeCallDrills ?? 0, new Rng(seed * 5501 + 1)),
-    ...((spec.amountSwaps ?? 0) + (spec.amountSwapDrills ?? 0) > 0
-      ? ((src) => [...amountSwaps(src, spec.amountSwaps ?? 0, new Rng(seed * 5501 + 2)), ...amountSwaps(src, spec.amountSwapDrills ?? 0, new Rng(seed * 5501 + 3), { short: true })])(amountSwapSource(actRows))
-      : []),
+    ...((spec.changeCallDrills ?? 0) > 0 ? changeCallDrills(changeRows(actRows).calls, spec.changeCallDrills!, new Rng(seed * 5501 + 1)) : []),
+    ...amountSwaps(amountSource, spec.amountSwaps ?? 0, new Rng(seed * 5501 + 2)),
+    ...amountSwaps(amountSource, spec.amountSwapDrills ?? 0, new Rng(seed * 5501 + 3), { short: true }),
   ];
   if (changeDrills.length) log(`item-change drills: ${spec.changeCallDrills ?? 0} calls; amount swaps: ${spec.amountSwaps ?? 0} rows, ${spec.amountSwapDrills ?? 0} short`);
   const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
