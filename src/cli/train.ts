@@ -12,6 +12,7 @@ import { MODES, ROLLOUT_MODES } from '../method/modes';
 import { ADVANTAGES, BASELINES, defaultLoraAlpha, evalLine, grpoRunConfig, splitTasks, stepLine, DEFAULT_LIMITS } from '../rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../rl/run';
 import { DirStore } from '../rl/store-node';
+import { TASK_SAMPLINGS } from '../rl/task-sampler';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
@@ -42,6 +43,8 @@ export const TRAIN_FLAGS: FlagSpec = {
   k: { type: 'string', arg: 'K', help: 'rollouts per prompt (group size), 1..64', default: '4' },
   prompts: { type: 'string', arg: 'P', help: 'prompts (tasks) per step, 1..256', default: '4' },
   lr: { type: 'string', arg: 'LR', help: 'AdamW learning rate, > 0', default: '1e-3' },
+  'task-sampling': { type: 'string', arg: 'S', help: 'how a step draws its tasks: uniform, or signal (each task in proportion to the chance a group of its family has rewards that differ, estimated from the run\'s rollouts)', default: 'uniform' },
+  epochs: { type: 'string', arg: 'E', help: 'optimizer steps per batch of rollouts (PPO epochs, clipped against the sampling policy), 1..16', default: '1' },
   rank: { type: 'string', arg: 'R', help: 'LoRA rank, 1..256', default: '8' },
   alpha: { type: 'string', arg: 'A', help: 'LoRA alpha, > 0', default: '2 × rank' },
   kl: { type: 'string', arg: 'C', help: 'KL coefficient to the base policy (adapter off), >= 0', default: '0' },
@@ -67,7 +70,7 @@ One process at a time may write a run folder (it holds DIR/.lock).`;
 
 /** Flags that change a saved run, and where each lives in run.json's config (or train-cli.json). */
 const RESUME_KEYS: Record<string, string> = {
-  mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr',
+  mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr', epochs: 'updateEpochs', 'task-sampling': 'taskSampling',
   rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
   'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
@@ -169,6 +172,8 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       k: intFlag(v, 'k', 4, 1, 64),
       promptsPerStep: intFlag(v, 'prompts', 4, 1, 256),
       lr: numFlag(v, 'lr', 1e-3),
+      epochs: intFlag(v, 'epochs', 1, 1, 16),
+      taskSampling: enumFlag(v, 'task-sampling', TASK_SAMPLINGS, 'uniform'),
       rank,
       alpha: numFlag(v, 'alpha', defaultLoraAlpha(rank)),
       evalEvery: intFlag(v, 'eval-every', steps, 0, MAX_STEPS),

@@ -11,6 +11,7 @@ import { hasRehearseAdapter, ROLLOUT_MODES, type RolloutMode } from '../method/m
 import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
+import { TASK_SAMPLINGS } from './task-sampler';
 
 export class CheckpointError extends Error {
   override readonly name = 'CheckpointError';
@@ -54,6 +55,8 @@ const ConfigSchema = z.looseObject({
   evalEvery: int(0).optional(),
   evalFidelityTokens: int(0).optional(),
   checkpointEvery: int(1).optional(),
+  taskSampling: z.enum(TASK_SAMPLINGS).optional(),
+  updateEpochs: int(1).optional(),
 });
 
 const RunStateSchema = z
@@ -63,6 +66,7 @@ const RunStateSchema = z
     step: int(0),
     rng: z.object({ seed: int(0, 0xffffffff), step: int(0) }),
     checkpoint: z.string().regex(/^ckpt\/\d+$/, 'must name a checkpoint folder ckpt/<step>').nullable(),
+    familyStats: z.record(z.string(), z.object({ episodes: int(0), reward: nonNeg })).optional(),
   })
   .refine((r) => r.step <= r.config.steps, { message: 'is past config.steps', path: ['step'] });
 

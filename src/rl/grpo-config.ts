@@ -9,6 +9,7 @@ import type { RolloutLimits } from '../rollout/rollout';
 import type { Baseline } from '../method/advantage';
 import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
+import { TASK_SAMPLINGS, type TaskSampling } from './task-sampler';
 
 export const ADVANTAGES = ['role-wise', 'pooled'] as const;
 export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
@@ -38,6 +39,10 @@ export interface TrainOptions {
   k?: number;
   promptsPerStep?: number;
   lr?: number;
+  /** Optimizer steps per batch of rollouts (PPO epochs); default 1. */
+  epochs?: number;
+  /** How a step's tasks are drawn (src/rl/task-sampler.ts); default 'uniform'. */
+  taskSampling?: TaskSampling;
   rank?: number;
   alpha?: number;
   evalEvery?: number;
@@ -67,6 +72,8 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
   if (!BASELINES.includes(baseline)) throw new TrainOptionsError(`baseline must be one of ${BASELINES.join(', ')}, got ${String(baseline)}`);
   const limits = { ...DEFAULT_LIMITS, ...o.limits };
   const rank = o.rank ?? 8;
+  if (o.taskSampling !== undefined && !TASK_SAMPLINGS.includes(o.taskSampling)) throw new TrainOptionsError(`task sampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(o.taskSampling)}`);
+  if (o.epochs !== undefined && !(Number.isInteger(o.epochs) && o.epochs >= 1)) throw new TrainOptionsError(`epochs must be a positive integer, got ${o.epochs}`);
   return {
     mode: o.mode,
     // Recorded as used (run.json keeps the config), not as asked.
@@ -82,6 +89,8 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     kvReuse: true,
     lora: { rank, alpha: o.alpha ?? defaultLoraAlpha(rank) },
     lr: o.lr ?? 1e-3,
+    updateEpochs: o.epochs ?? 1,
+    taskSampling: o.taskSampling ?? 'uniform',
     klCoef: o.klCoef ?? 0,
     maxBatchTokens: o.maxBatchTokens ?? 4096,
     evalEvery: o.evalEvery ?? 0,

@@ -29,6 +29,11 @@ export interface GrpoUpdateOptions {
   withReference?: boolean;
   /** Feed the tokens rows share once (packShared; default true). Off: every row whole (packBatch). */
   sharePrefixes?: boolean;
+  /**
+   * Optimizer steps on the same rollouts (PPO's epochs; default 1). From the second on, the policy has moved
+   * off the one that sampled, so the clipped ratio to the sampling log-probs bounds how far each goes.
+   */
+  epochs?: number;
 }
 
 export interface GrpoUpdateReport {
@@ -36,8 +41,8 @@ export interface GrpoUpdateReport {
   groups: GroupMode;
   baseline: Baseline;
   advantages: Advantages;
-  /** One report per trained parameter set that had rows ('shared' in rehearse mode). */
-  steps: { target: UpdateTarget; rows: number; microBatches: number; report: StepReport }[];
+  /** One report per trained parameter set that had rows ('shared' in rehearse mode): its last epoch's. */
+  steps: { target: UpdateTarget; rows: number; microBatches: number; report: StepReport; epochs: StepReport[] }[];
 }
 
 export class GrpoError extends Error {
@@ -126,6 +131,8 @@ export async function grpoUpdate(
   const groups = effectiveGroups(mode, opts.groups ?? 'role-wise');
   const baseline = opts.baseline ?? 'row-weighted';
   const aggregation = opts.aggregation ?? 'seq-mean-token-mean';
+  const epochs = opts.epochs ?? 1;
+  if (!(Number.isInteger(epochs) && epochs >= 1)) throw new GrpoError(`epochs must be a positive integer, got ${epochs}`);
   const rows = batch.rows;
   const advantages = computeAdvantages(rows, groups, baseline);
   rows.forEach((r, i) => (r.advantage = advantages.advantage[i]));
@@ -153,8 +160,9 @@ export async function grpoUpdate(
       return rowToSequence(r, r.advantage!, ref);
     });
     const micro = microBatches(seqs, opts.maxBatchTokens ?? 4096, aggregation, opts.sharePrefixes ?? true);
-    const report = await trainer.trainStep(micro);
-    steps.push({ target, rows: chosen.length, microBatches: micro.length, report });
+    const reports: StepReport[] = [];
+    for (let e = 0; e < epochs; e++) reports.push(await trainer.trainStep(micro));
+    steps.push({ target, rows: chosen.length, microBatches: micro.length, report: reports[epochs - 1], epochs: reports });
   }
   return { mode, groups, baseline, advantages, steps };
 }

@@ -24,6 +24,7 @@ import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
+import { addEpisodes, familyOf, familyWeights, sampleTaskIndices, TASK_SAMPLINGS, type FamilyStats, type TaskSampling } from './task-sampler';
 
 export interface GrpoRunConfig {
   mode: RolloutMode;
@@ -45,6 +46,10 @@ export interface GrpoRunConfig {
   maxGradNorm?: number;
   clipEps?: number;
   dualClip?: number;
+  /** How a step's tasks are drawn (src/rl/task-sampler.ts); default 'uniform'. */
+  taskSampling?: TaskSampling;
+  /** Optimizer steps per batch of rollouts (PPO epochs, clipped against the sampling policy); default 1. */
+  updateEpochs?: number;
   klCoef?: number;
   maxBatchTokens?: number;
   /** Evaluate every N steps (and after the last); 0 = never. */
@@ -78,6 +83,8 @@ export interface StepMetrics {
   updates: { target: string; rows: number; loss: number; clipFrac: number; kl: number; gradNorm: number; tokens: number; applied: boolean; lr: number }[];
   /** spread: fraction of the advantage groups whose rewards are not all equal (the others carry no gradient). */
   advantage: { groups: number; meanAbs: number; spread: number };
+  /** With taskSampling 'signal': each family's weight when this step's tasks were drawn. */
+  familyWeights?: Record<string, number>;
   wallMs: number;
 }
 
@@ -116,6 +123,8 @@ interface RunState {
   step: number;
   rng: { seed: number; step: number };
   checkpoint: string | null;
+  /** With taskSampling 'signal': the per-family success estimates the next draw uses. */
+  familyStats?: FamilyStats;
 }
 
 export class RunConfigError extends Error {
@@ -136,6 +145,8 @@ const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o, null, 1))
 function checkConfig(c: GrpoRunConfig): void {
   const posInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
   if (!posInt(c.steps) || !posInt(c.promptsPerStep) || !posInt(c.k)) throw new RunConfigError('steps, promptsPerStep and k must be positive integers');
+  if (c.taskSampling !== undefined && !TASK_SAMPLINGS.includes(c.taskSampling)) throw new RunConfigError(`taskSampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(c.taskSampling)}`);
+  if (c.updateEpochs !== undefined && !posInt(c.updateEpochs)) throw new RunConfigError(`updateEpochs must be a positive integer, got ${c.updateEpochs}`);
   if (!(c.lr > 0)) throw new RunConfigError(`lr must be > 0, got ${c.lr}`);
   if (!posInt(c.lora?.rank) || !(c.lora.alpha > 0)) throw new RunConfigError('lora.rank must be a positive integer and lora.alpha > 0');
 }
@@ -240,18 +251,9 @@ export class GrpoRun {
 
   /** Distinct training tasks for one step (with replacement across steps). */
   private sampleTasks(): Task[] {
-    const n = this.trainTasks.length;
-    const picked = new Set<number>();
-    const want = Math.min(this.config.promptsPerStep, n);
-    // A sound stream fills the set in about n·ln(n) draws; the bound turns a broken one into an error.
-    const maxDraws = 1000 + 100 * n * Math.ceil(Math.log2(n + 1));
-    for (let draws = 0; picked.size < want; draws++) {
-      if (draws >= maxDraws) throw new RunConfigError(`task sampling drew ${draws} times without finding ${want} distinct tasks of ${n} (RNG state ${JSON.stringify(this.rng.state)})`);
-      const i = this.rng.int(n);
-      if (!(i >= 0 && i < n)) throw new RunConfigError(`task sampling drew index ${i}, outside [0, ${n}) (RNG state ${JSON.stringify(this.rng.state)})`);
-      picked.add(i);
-    }
-    return [...picked].map((i) => this.trainTasks[i]);
+    const c = this.config;
+    const idx = sampleTaskIndices(this.rng, this.trainTasks, c.promptsPerStep, c.taskSampling ?? 'uniform', this.state.familyStats ?? {}, c.k);
+    return idx.map((i) => this.trainTasks[i]);
   }
 
   /** One GRPO step: rollouts, update, logs; checkpoint and evaluation when due. */
@@ -260,6 +262,8 @@ export class GrpoRun {
     const t0 = performance.now();
     const c = this.config;
     const step = this.state.step + 1;
+    const signal = c.taskSampling === 'signal';
+    const weights = signal ? familyWeights(this.state.familyStats ?? {}, this.trainTasks, c.k) : undefined;
     const tasks = this.sampleTasks();
     const h = this.hooks;
     h.onPhase?.('rollouts');
@@ -275,7 +279,7 @@ export class GrpoRun {
     );
     h.onPhase?.('update');
     const upd = await grpoUpdate(this.trainers, batch, c.mode, {
-      groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0,
+      groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0, epochs: c.updateEpochs,
     });
     const adv = upd.advantages.advantage.filter((a): a is number => a !== null);
     const metrics: StepMetrics = {
@@ -287,8 +291,13 @@ export class GrpoRun {
         gradNorm: s.report.gradNorm, tokens: s.report.tokens, applied: s.report.applied, lr: s.report.lr,
       })),
       advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0, spread: spreadFraction(batch.rows, upd.advantages) },
+      ...(weights ? { familyWeights: weights } : {}),
       wallMs: performance.now() - t0,
     };
+    if (signal) {
+      const fam = new Map(tasks.map((t) => [t.id, familyOf(t)]));
+      this.state.familyStats = addEpisodes(this.state.familyStats ?? {}, batch.rollouts, (id) => fam.get(id));
+    }
     this.state.step = step;
     this.state.rng = this.rng.state;
     await this.store.append('metrics.jsonl', JSON.stringify(metrics));

@@ -127,6 +127,20 @@ describe('GRPO update', () => {
     expect(gain).toBeGreaterThan(0);
   });
 
+  it('epochs: later optimizer steps on the same rollouts start from the moved adapter, clipped against the sampler', async () => {
+    const a = adapter(4, true);
+    const batch = await rollouts('rehearse', a);
+    await expect(grpoUpdate({ act: trainer(a) }, batch, 'rehearse', { epochs: 0 })).rejects.toThrow(GrpoError);
+    const rep = await grpoUpdate({ act: trainer(a) }, batch, 'rehearse', { epochs: 3 });
+    const [st] = rep.steps;
+    expect(st.epochs).toHaveLength(3);
+    expect(st.report).toBe(st.epochs[2]);
+    expect(st.epochs.map((e) => e.step)).toEqual([1, 2, 3]);
+    // The first epoch's ratios are all 1; after two steps the policy has moved, so the loss differs.
+    expect(st.epochs[0].clipFrac).toBe(0);
+    expect(st.epochs[2].loss).not.toBe(st.epochs[0].loss);
+  });
+
   it('per-role trains two adapters on their own rows; frozen-simulator trains only Act', async () => {
     const [a, b] = [adapter(2, true), adapter(3, true)];
     const batch = await rollouts('per-role', a, b);

@@ -95,6 +95,38 @@ describe('GrpoRun', () => {
     expect(run).toMatchObject({ step: 2, checkpoint: 'ckpt/2' });
   });
 
+  it('signal task sampling and two epochs per batch: saved in run.json, resumed bit for bit', async () => {
+    const fams = ['lookup', 'lookup', 'cancel'];
+    const famTrain = train.map((t, i) => ({ ...t, family: fams[i] }));
+    const c: GrpoRunConfig = { ...config, steps: 3, taskSampling: 'signal', updateEpochs: 2, evalEvery: 0 };
+    const openF = (store: MemoryStore) => GrpoRun.open(model, tok, domain, { train: famTrain, eval: evalTasks }, store, c, hooks);
+    const a = new MemoryStore();
+    const runA = await openF(a);
+    await runA.run();
+    runA.free();
+    const b = new MemoryStore();
+    const first = await openF(b);
+    await first.trainStep();
+    first.free();
+    const resumed = await openF(b);
+    await resumed.run();
+    resumed.free();
+    expect(b.files.get('ckpt/3/adapter/adapter_model.safetensors')).toEqual(a.files.get('ckpt/3/adapter/adapter_model.safetensors'));
+    expect(withoutTime(b.text('metrics.jsonl'))).toEqual(withoutTime(a.text('metrics.jsonl')));
+
+    const metrics = withoutTime(a.text('metrics.jsonl'));
+    // Before any episode every family counts as p = 1/2: weight floor + 1 - 2 (1/2)^k with k = 2.
+    expect(metrics[0].familyWeights).toEqual({ lookup: 0.05 + 0.5, cancel: 0.05 + 0.5 });
+    // The counts in run.json are this run's episodes: k = 2 rollouts of 2 tasks per step, 3 steps.
+    const state = JSON.parse(a.text('run.json'));
+    const stats = state.familyStats as Record<string, { episodes: number; reward: number }>;
+    expect(Object.values(stats).reduce((n, s) => n + s.episodes, 0)).toBe(12);
+    const drawn = metrics.flatMap((m) => m.tasks as string[]);
+    for (const f of ['lookup', 'cancel']) expect(stats[f]?.episodes ?? 0).toBe(2 * drawn.filter((id) => fams[Number(id.slice(1))] === f).length);
+    expect(state.config).toMatchObject({ taskSampling: 'signal', updateEpochs: 2 });
+    for (const m of metrics) expect(m.updates).toEqual([expect.objectContaining({ applied: true })]);
+  });
+
   it('breaks held-out success down per task family when the tasks name one', async () => {
     const fam = (id: string, family: string): Task => ({ ...evalTasks[0], id, family });
     const store = new MemoryStore();
