@@ -49,6 +49,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   alpha: { type: 'string', arg: 'A', help: 'LoRA alpha, > 0', default: '2 × rank' },
   kl: { type: 'string', arg: 'C', help: 'KL coefficient to the base policy (adapter off), >= 0', default: '0' },
   temperature: { type: 'string', arg: 'T', help: 'sampling temperature of training rollouts, > 0', default: '1' },
+  'top-p': { type: 'string', arg: 'P', help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P, in (0, 1]', default: '1 (off)' },
   'eval-every': { type: 'string', arg: 'N', help: 'held-out evaluation every N steps and after the last; 0 = never', default: '--steps' },
   'eval-tasks': { type: 'string', arg: 'N', help: `held-out tasks, 0..${MAX_TASKS}`, default: '20' },
   'train-tasks': { type: 'string', arg: 'N', help: `training tasks, 1..${MAX_TASKS}`, default: '200' },
@@ -62,6 +63,12 @@ export const TRAIN_FLAGS: FlagSpec = {
   help: HELP_FLAG,
 };
 
+function topPFlag(v: Parameters<typeof numFlag>[0]): number {
+  const p = numFlag(v, 'top-p', 1);
+  if (p > 1) throw new ArgError(`--top-p must be in (0, 1], got ${p}`);
+  return p;
+}
+
 const TRAIN_NOTES = `rollout modes:
 ${ROLLOUT_MODES.map((m) => `  ${m.padEnd(18)}${MODES[m].description}`).join('\n')}
 exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file), 130 interrupted
@@ -71,7 +78,7 @@ One process at a time may write a run folder (it holds DIR/.lock).`;
 /** Flags that change a saved run, and where each lives in run.json's config (or train-cli.json). */
 const RESUME_KEYS: Record<string, string> = {
   mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr', epochs: 'updateEpochs', 'task-sampling': 'taskSampling',
-  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'eval-every': 'evalEvery',
+  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'top-p': 'topP', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
   'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
   world: 'cli.world', 'train-tasks': 'cli.trainTasks', 'eval-tasks': 'cli.evalTasks', model: 'cli.model',
@@ -189,6 +196,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
         ...(v['rehearse-decoding'] !== undefined ? { decoding: enumFlag(v, 'rehearse-decoding', REHEARSE_DECODINGS, 'structured') } : {}),
       },
       temperature: numFlag(v, 'temperature', 1),
+      topP: topPFlag(v),
       klCoef: numFlag(v, 'kl', 0, 0, true),
     };
     const modelFlag = strFlag(v, 'model');

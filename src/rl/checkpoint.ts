@@ -57,6 +57,7 @@ const ConfigSchema = z.looseObject({
   checkpointEvery: int(1).optional(),
   taskSampling: z.enum(TASK_SAMPLINGS).optional(),
   updateEpochs: int(1).optional(),
+  topP: z.number().gt(0).max(1).optional(),
 });
 
 const RunStateSchema = z

@@ -51,6 +51,8 @@ export interface TrainOptions {
   limits?: Partial<RolloutLimits>;
   rehearsePrompt?: RehearsePromptOptions;
   temperature?: number;
+  /** Nucleus sampling of training rollouts; default 1 (none). */
+  topP?: number;
   klCoef?: number;
   maxBatchTokens?: number;
   checkpointEvery?: number;
@@ -73,6 +75,7 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
   const limits = { ...DEFAULT_LIMITS, ...o.limits };
   const rank = o.rank ?? 8;
   if (o.taskSampling !== undefined && !TASK_SAMPLINGS.includes(o.taskSampling)) throw new TrainOptionsError(`task sampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(o.taskSampling)}`);
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new TrainOptionsError(`top-p must be in (0, 1], got ${o.topP}`);
   if (o.epochs !== undefined && !(Number.isInteger(o.epochs) && o.epochs >= 1)) throw new TrainOptionsError(`epochs must be a positive integer, got ${o.epochs}`);
   return {
     mode: o.mode,
@@ -86,6 +89,7 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     limits,
     ...(o.rehearsePrompt ? { rehearsePrompt: o.rehearsePrompt } : {}),
     temperature: o.temperature ?? 1,
+    ...(o.topP !== undefined && o.topP !== 1 ? { topP: o.topP } : {}),
     kvReuse: true,
     lora: { rank, alpha: o.alpha ?? defaultLoraAlpha(rank) },
     lr: o.lr ?? 1e-3,

@@ -36,6 +36,8 @@ export interface GrpoRunConfig {
   seed: number;
   limits: RolloutLimits;
   temperature?: number;
+  /** Nucleus sampling of training rollouts: the fewest tokens whose probability reaches topP (default 1: all). */
+  topP?: number;
   rehearsePrompt?: RehearsePromptOptions;
   kvReuse?: boolean;
   lora: { rank: number; alpha: number; targets?: LoraTarget[] };
@@ -146,6 +148,7 @@ function checkConfig(c: GrpoRunConfig): void {
   const posInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
   if (!posInt(c.steps) || !posInt(c.promptsPerStep) || !posInt(c.k)) throw new RunConfigError('steps, promptsPerStep and k must be positive integers');
   if (c.taskSampling !== undefined && !TASK_SAMPLINGS.includes(c.taskSampling)) throw new RunConfigError(`taskSampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(c.taskSampling)}`);
+  if (c.topP !== undefined && !(c.topP > 0 && c.topP <= 1)) throw new RunConfigError(`topP must be in (0, 1], got ${c.topP}`);
   if (c.updateEpochs !== undefined && !posInt(c.updateEpochs)) throw new RunConfigError(`updateEpochs must be a positive integer, got ${c.updateEpochs}`);
   if (!(c.lr > 0)) throw new RunConfigError(`lr must be > 0, got ${c.lr}`);
   if (!posInt(c.lora?.rank) || !(c.lora.alpha > 0)) throw new RunConfigError('lora.rank must be a positive integer and lora.alpha > 0');
@@ -272,7 +275,7 @@ export class GrpoRun {
       this.domain,
       tasks,
       {
-        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature,
+        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature, topP: c.topP,
         rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward, actScript: this.hooks.actScript, signal: this.hooks.signal,
         onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
       },

@@ -127,6 +127,25 @@ describe('GrpoRun', () => {
     for (const m of metrics) expect(m.updates).toEqual([expect.objectContaining({ applied: true })]);
   });
 
+  it('topP reaches the training rollouts: a nucleus of one token makes the K samples of a prompt alike', async () => {
+    const texts = async (topP: number) => {
+      const store = new MemoryStore();
+      const run = await open(store, { ...config, mode: 'real', steps: 1, k: 3, evalEvery: 0, topP });
+      await run.trainStep();
+      run.free();
+      const byTask = new Map<string, Set<string>>();
+      for (const l of store.text('rollouts.jsonl').trim().split('\n')) {
+        const r = JSON.parse(l);
+        const set = byTask.get(r.taskId) ?? new Set<string>();
+        set.add(JSON.stringify(r.steps ?? r.turns ?? r));
+        byTask.set(r.taskId, set);
+      }
+      return [...byTask.values()].map((v) => v.size);
+    };
+    expect(await texts(1e-6)).toEqual([1, 1]);
+    expect(Math.max(...(await texts(1)))).toBeGreaterThan(1);
+  });
+
   it('breaks held-out success down per task family when the tasks name one', async () => {
     const fam = (id: string, family: string): Task => ({ ...evalTasks[0], id, family });
     const store = new MemoryStore();
@@ -178,6 +197,9 @@ describe('GrpoRun', () => {
   it('refuses bad configurations and steps past the end', async () => {
     await expect(open(new MemoryStore(), { ...config, k: 0 })).rejects.toThrow(RunConfigError);
     await expect(open(new MemoryStore(), { ...config, lr: 0 })).rejects.toThrow(RunConfigError);
+    await expect(open(new MemoryStore(), { ...config, topP: 1.5 })).rejects.toThrow(/topP/);
+    await expect(open(new MemoryStore(), { ...config, updateEpochs: 0 })).rejects.toThrow(/updateEpochs/);
+    await expect(open(new MemoryStore(), { ...config, taskSampling: 'hardest' as never })).rejects.toThrow(/taskSampling/);
     await expect(GrpoRun.open(model, tok, domain, { train: [] }, new MemoryStore(), config)).rejects.toThrow(RunConfigError);
     const s = new MemoryStore();
     const r = await open(s, { ...config, steps: 1, evalEvery: 0 });
