@@ -1,5 +1,6 @@
-// node --import tsx scripts/focus-grpo.ts --out DIR [--families cancel,...] [--seed S] [--steps N] [--lr LR]
+// node --import tsx scripts/focus-grpo.ts --out DIR [--families cancel,...|all] [--seed S] [--steps N] [--lr LR]
 //                                         [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR]
+//                                         [--train-on held-out]
 // Can GRPO teach one skill at all in the lesson's budget? The lesson's run (real environment, the lab's
 // defaults) but every training prompt is a task of the chosen families (from the mini world's training
 // split), and the held-out evaluation (the same 100 tasks as `npm run eval -- --world mini --tasks test`)
@@ -7,6 +8,8 @@
 // tasks, and what happens to the others?
 // For cancellations it also reads the decision that fails most (docs/lesson.md): which reason the policy writes
 // in cancel_pending_order against the reason the user gave, per quarter of the run, from the training rollouts.
+// `--train-on held-out` is a diagnostic, not a result: GRPO then trains on the very held-out tasks it is
+// evaluated on, which bounds what any run of these settings can show on them in the same number of steps.
 // The run folder is a normal run (run.json, metrics.jsonl, rollouts.jsonl, ckpt/); focus.json holds the record.
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -26,7 +29,7 @@ async function main(): Promise<void> {
       out: { type: 'string' }, families: { type: 'string', default: 'cancel' }, seed: { type: 'string', default: '1' },
       steps: { type: 'string', default: '40' }, lr: { type: 'string', default: '0.001' }, k: { type: 'string', default: '4' },
       prompts: { type: 'string', default: '4' }, temperature: { type: 'string', default: '1' }, threads: { type: 'string' },
-      model: { type: 'string' },
+      model: { type: 'string' }, 'train-on': { type: 'string', default: 'train' },
     },
   });
   if (!values.out) throw new Error('--out DIR is required');
@@ -38,15 +41,19 @@ async function main(): Promise<void> {
   const posInt = (n: number) => Number.isInteger(n) && n >= 1;
   const seed = num('seed', values.seed, (n) => Number.isInteger(n) && n >= 0);
   const steps = num('steps', values.steps, posInt);
+  const all = values.families === 'all';
   const families = values.families!.split(',');
+  const trainOn = values['train-on'];
+  if (trainOn !== 'train' && trainOn !== 'held-out') throw new Error(`--train-on must be train or held-out, got ${JSON.stringify(trainOn)}`);
   const log = (s: string) => process.stderr.write(`[focus ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
   const domain = loadWorldDomain('mini');
   // The lesson's 200 training tasks come from a stream of the training split; here the first 200 of the
   // chosen families from a longer stream of the same split (held-out intents never appear in it).
-  const train = domain.tasks.generate({ split: 'train', count: 4000, seed }).filter((t) => families.includes(t.family ?? '')).slice(0, 200);
-  if (train.length === 0) throw new Error(`no training task of families ${families.join(', ')}`);
   const heldOut = domain.tasks.generate({ split: 'test', count: 100, seed: HELD_OUT_TASK_SEED });
+  const pool = trainOn === 'held-out' ? heldOut : domain.tasks.generate({ split: 'train', count: 4000, seed });
+  const train = pool.filter((t) => all || families.includes(t.family ?? '')).slice(0, 200);
+  if (train.length === 0) throw new Error(`no training task of families ${families.join(', ')}`);
   const backend = await openBackend('cpu-fast', values.threads ? num('threads', values.threads, posInt) : undefined);
   const policy = await openModel(values.model, backend, { world: 'mini' });
   const limits = { ...DEFAULT_LIMITS, maxRehearseTokens: tokenBudgets(domain, policy.tokenizer).rehearse };
@@ -66,7 +73,7 @@ async function main(): Promise<void> {
     const e = await run.evaluate();
     const byFamily = Object.fromEntries(Object.entries(e.byFamily ?? {}).map(([f, g]) => [f, { tasks: g.tasks, solved: Math.round(g.success * g.tasks) }]));
     const count = (k: 'tasks' | 'solved', fs: readonly string[]) => fs.reduce((a, f) => a + (byFamily[f]?.[k] ?? 0), 0);
-    log(`held-out @ ${e.step}: ${Math.round(e.success * heldOut.length)}/${heldOut.length} solved (${families.join('+')}: ${count('solved', families)}/${count('tasks', families)})`);
+    log(`held-out @ ${e.step}: ${Math.round(e.success * heldOut.length)}/${heldOut.length} solved${all ? '' : ` (${families.join('+')}: ${count('solved', families)}/${count('tasks', families)})`}`);
     return { step: e.step, success: e.success, byFamily, wallS: (performance.now() - t0) / 1000 };
   };
 
@@ -103,7 +110,7 @@ async function main(): Promise<void> {
   });
   const record = {
     command: `node --import tsx scripts/focus-grpo.ts ${process.argv.slice(2).join(' ')}`,
-    families, trainTasks: train.length, config, evals, cancelReasons: quarters, wallS: (performance.now() - t0) / 1000,
+    families, trainOn, trainTasks: train.length, config, evals, cancelReasons: quarters, wallS: (performance.now() - t0) / 1000,
   };
   await writeFile(`${values.out}/focus.json`, JSON.stringify(record, null, 1) + '\n');
   process.stdout.write(JSON.stringify(record.evals.map((e) => ({ step: e.step, success: e.success }))) + '\n');
