@@ -262,6 +262,12 @@ export interface TrainRequest {
   evalEvery: number;
   /** Held-out tasks of that evaluation (the world's test split, task seed 1, as `npm run eval`). */
   evalTasks: number;
+  /** Optimizer steps per batch of rollouts (PPO epochs); absent = 1. */
+  epochs?: number;
+  /** How a step draws its tasks (src/rl/task-sampler.ts); absent = 'uniform'. */
+  taskSampling?: 'uniform' | 'signal';
+  /** Nucleus sampling of training rollouts; absent = 1 (off). */
+  topP?: number;
 }
 
 /** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */

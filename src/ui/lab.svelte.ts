@@ -214,6 +214,9 @@ export async function startTraining(extend = 0): Promise<void> {
     rehearseDecoding: settings.rdec,
     evalEvery: settings.evalEvery,
     evalTasks: settings.evalTasks,
+    epochs: settings.epochs,
+    taskSampling: settings.tsamp,
+    topP: settings.topP,
   };
   if (!lab.train) await refreshTraining();
   if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };

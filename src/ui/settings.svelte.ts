@@ -34,6 +34,12 @@ export interface Settings {
   evalEvery: number;
   evalTasks: number;
   prompts: number;
+  /** Optimizer steps per batch of rollouts (PPO epochs). */
+  epochs: number;
+  /** How a training step draws its tasks: uniform, or signal-seeking (src/rl/task-sampler.ts). */
+  tsamp: 'uniform' | 'signal';
+  /** Nucleus sampling of training rollouts (1 = off). */
+  topP: number;
 }
 
 export const DEFAULTS: Settings = {
@@ -66,6 +72,10 @@ export const DEFAULTS: Settings = {
   evalEvery: 20,
   evalTasks: 100,
   prompts: 4,
+  // Measured on the lesson's run and not better than these (docs/lesson.md, session 16); here to try.
+  epochs: 1,
+  tsamp: 'uniform',
+  topP: 1,
 };
 
 const int = (v: string, lo: number, hi: number, d: number) => {
@@ -130,6 +140,15 @@ export function parseSettings(query: string): Settings {
         break;
       case 'prompts':
         s.prompts = int(v, 1, 16, DEFAULTS.prompts);
+        break;
+      case 'epochs':
+        s.epochs = int(v, 1, 16, DEFAULTS.epochs);
+        break;
+      case 'tsamp':
+        s.tsamp = oneOf(v, ['uniform', 'signal'] as const, DEFAULTS.tsamp);
+        break;
+      case 'topP':
+        s.topP = num(v, 0.01, 1, DEFAULTS.topP);
         break;
       case 'ttsMode':
         s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);

@@ -207,6 +207,11 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
         if (e) w.__eta.push(e);
       }).observe(document.querySelector('.statusbar')!, { subtree: true, childList: true, characterData: true });
     });
+    // Two of the settings beyond the lesson's defaults, to see that they reach the run (run.json below).
+    await page.click('[data-testid=train-advanced] summary');
+    await page.selectOption('[data-testid=train-sampling]', 'signal');
+    await page.fill('[data-testid=train-top-p]', '0.9');
+    expect(new URL(page.url()).searchParams.get('tsamp')).toBe('signal');
     await page.click('[data-testid=train-start]');
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 360_000, interval: 500 }).toBe('2 of 2 training steps');
     await idle();
@@ -251,6 +256,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => Object.keys(got).sort().join(',')).toBe('eval.jsonl,metrics.jsonl,rollouts.jsonl,run.json');
     page.off('download', onDl);
     expect(got['metrics.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2]);
+    expect(JSON.parse(got['run.json']).config).toMatchObject({ taskSampling: 'signal', topP: 0.9, updateEpochs: 1 });
+    expect(JSON.parse(got['metrics.jsonl'].split('\n')[0]).familyWeights).toBeTruthy();
     expect(JSON.parse(got['rollouts.jsonl'].split('\n')[0])).toMatchObject({ step: 1, mode: 'rehearse' });
     expect(got['eval.jsonl'].trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([0, 2]); // the starting policy, then every 2nd step (and after the last)
     // The finished run goes on by one more step, without a reset.
@@ -323,6 +330,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.inputValue('[data-testid=seed]')).toBe('7');
     expect(await page.inputValue('[data-testid=act-source]')).toBe('policy');
     expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
+    expect(await page.inputValue('[data-testid=train-sampling]')).toBe('signal');
     await expect.poll(() => page.textContent('[data-testid=run-count]')).toBe(runs);
     await expect.poll(() => page.textContent('[data-testid=train-step-count]')).toBe('3 of 3 training steps');
     expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('4');

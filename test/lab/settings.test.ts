@@ -31,4 +31,13 @@ describe('lab URL settings', () => {
     expect(s.backend).toBe('');
     expect(s.maxNew).toBe(1); // parseInt('1e9') = 1
   });
+
+  it('the GRPO options beyond the lesson defaults: off by default, kept when set, clamped when bad', () => {
+    expect(DEFAULTS).toMatchObject({ epochs: 1, tsamp: 'uniform', topP: 1 });
+    const s = { ...DEFAULTS, epochs: 2, tsamp: 'signal' as const, topP: 0.8 };
+    expect(settingsQuery(s)).toBe('?epochs=2&tsamp=signal&topP=0.8');
+    expect(parseSettings(settingsQuery(s))).toEqual(s);
+    expect(parseSettings('?epochs=0&tsamp=hardest&topP=7')).toMatchObject({ epochs: 1, tsamp: 'uniform', topP: 1 });
+    expect(parseSettings('?topP=0')).toMatchObject({ topP: 0.01 });
+  });
 });
