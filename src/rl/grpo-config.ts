@@ -9,7 +9,7 @@ import type { RolloutLimits } from '../rollout/rollout';
 import type { Baseline } from '../method/advantage';
 import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
-import { TASK_SAMPLINGS, type TaskSampling } from './task-sampler';
+import type { TaskSampling } from './task-sampler';
 
 export const ADVANTAGES = ['role-wise', 'pooled'] as const;
 export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
@@ -74,9 +74,6 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
   if (!BASELINES.includes(baseline)) throw new TrainOptionsError(`baseline must be one of ${BASELINES.join(', ')}, got ${String(baseline)}`);
   const limits = { ...DEFAULT_LIMITS, ...o.limits };
   const rank = o.rank ?? 8;
-  if (o.taskSampling !== undefined && !TASK_SAMPLINGS.includes(o.taskSampling)) throw new TrainOptionsError(`task sampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(o.taskSampling)}`);
-  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new TrainOptionsError(`top-p must be in (0, 1], got ${o.topP}`);
-  if (o.epochs !== undefined && !(Number.isInteger(o.epochs) && o.epochs >= 1)) throw new TrainOptionsError(`epochs must be a positive integer, got ${o.epochs}`);
   return {
     mode: o.mode,
     // Recorded as used (run.json keeps the config), not as asked.

@@ -252,10 +252,10 @@ export class GrpoRun {
     return new GrpoRun(model, tokenizer, domain, tasks.train, tasks.eval ?? [], store, state, act, reh, trainers, Rng.restore(state.rng), hooks);
   }
 
-  /** Distinct training tasks for one step (with replacement across steps). */
-  private sampleTasks(): Task[] {
+  /** Distinct training tasks for one step (with replacement across steps); `weights` per family with 'signal'. */
+  private sampleTasks(weights?: Record<string, number>): Task[] {
     const c = this.config;
-    const idx = sampleTaskIndices(this.rng, this.trainTasks, c.promptsPerStep, c.taskSampling ?? 'uniform', this.state.familyStats ?? {}, c.k);
+    const idx = sampleTaskIndices(this.rng, this.trainTasks, c.promptsPerStep, c.taskSampling ?? 'uniform', weights);
     return idx.map((i) => this.trainTasks[i]);
   }
 
@@ -267,7 +267,7 @@ export class GrpoRun {
     const step = this.state.step + 1;
     const signal = c.taskSampling === 'signal';
     const weights = signal ? familyWeights(this.state.familyStats ?? {}, this.trainTasks, c.k) : undefined;
-    const tasks = this.sampleTasks();
+    const tasks = this.sampleTasks(weights);
     const h = this.hooks;
     h.onPhase?.('rollouts');
     const batch = await runRollouts(

@@ -43,9 +43,10 @@ export function familyWeights(stats: FamilyStats, tasks: readonly Pick<Task, 'fa
 
 /**
  * `want` distinct task indices of `tasks` (all of them when the pool is smaller). 'uniform' is the draw the
- * run has always made (the same RNG calls, so earlier runs replay bit for bit).
+ * run has always made (the same RNG calls, so earlier runs replay bit for bit); 'signal' draws each task with
+ * its family's weight in `weights` (familyWeights).
  */
-export function sampleTaskIndices(rng: Rng, tasks: readonly Pick<Task, 'family'>[], want: number, how: TaskSampling = 'uniform', stats: FamilyStats = {}, k = 4): number[] {
+export function sampleTaskIndices(rng: Rng, tasks: readonly Pick<Task, 'family'>[], want: number, how: TaskSampling = 'uniform', weights: Record<string, number> = {}): number[] {
   const n = tasks.length;
   const m = Math.min(want, n);
   if (how === 'uniform') {
@@ -61,8 +62,11 @@ export function sampleTaskIndices(rng: Rng, tasks: readonly Pick<Task, 'family'>
     return [...picked];
   }
   if (how !== 'signal') throw new TaskSamplingError(`task sampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(how)}`);
-  const fw = familyWeights(stats, tasks, k);
-  const w = tasks.map((t) => fw[familyOf(t)]);
+  const w = tasks.map((t) => {
+    const x = weights[familyOf(t)];
+    if (!(x >= 0)) throw new TaskSamplingError(`no sampling weight for task family ${JSON.stringify(familyOf(t))} (got ${x})`);
+    return x;
+  });
   const picked: number[] = [];
   for (let j = 0; j < m; j++) {
     let total = 0;

@@ -24,11 +24,11 @@ describe('task sampling', () => {
     const rng = new Rng(5);
     const tasks = pool(['a', 'b', 'b', 'c']);
     for (let i = 0; i < 100; i++) {
-      const got = sampleTaskIndices(rng, tasks, 3, 'signal', { a: { episodes: 40, reward: 40 } });
+      const got = sampleTaskIndices(rng, tasks, 3, 'signal', familyWeights({ a: { episodes: 40, reward: 40 } }, tasks, 4));
       expect(new Set(got).size).toBe(3);
       for (const j of got) expect(j >= 0 && j < 4).toBe(true);
     }
-    expect(sampleTaskIndices(rng, tasks, 9, 'signal').sort()).toEqual([0, 1, 2, 3]);
+    expect(sampleTaskIndices(rng, tasks, 9, 'signal', familyWeights({}, tasks, 4)).sort()).toEqual([0, 1, 2, 3]);
     expect(() => sampleTaskIndices(rng, tasks, 2, 'greedy' as never)).toThrow(TaskSamplingError);
   });
 
@@ -44,7 +44,7 @@ describe('task sampling', () => {
     const rng = new Rng(99);
     const n = 40_000;
     const count = [0, 0, 0, 0];
-    for (let i = 0; i < n; i++) count[sampleTaskIndices(rng, tasks, 1, 'signal', stats)[0]]++;
+    for (let i = 0; i < n; i++) count[sampleTaskIndices(rng, tasks, 1, 'signal', w)[0]]++;
     const tw = tasks.map((t) => w[t.family]);
     const total = tw.reduce((a, b) => a + b, 0);
     tw.forEach((x, i) => {
@@ -60,7 +60,7 @@ describe('task sampling', () => {
     const stats: FamilyStats = { a: { episodes: 8, reward: 2 }, b: { episodes: 4, reward: 4 } };
     const draw = () => {
       const rng = new Rng(7);
-      return Array.from({ length: 20 }, () => sampleTaskIndices(rng, tasks, 3, 'signal', stats));
+      return Array.from({ length: 20 }, () => sampleTaskIndices(rng, tasks, 3, 'signal', familyWeights(stats, tasks, 4)));
     };
     expect(draw()).toEqual(draw());
   });

@@ -185,10 +185,10 @@ export class Training {
       limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens },
       ...(req.rehearseDecoding ? { rehearsePrompt: { decoding: req.rehearseDecoding } } : {}),
       checkpointEvery: 1,
-      // Runs saved before these were settings have none: the defaults they ran with.
-      epochs: req.epochs ?? 1,
-      taskSampling: req.taskSampling ?? 'uniform',
-      topP: req.topP ?? 1,
+      // Absent in runs saved before these were settings: grpoRunConfig's defaults, which they ran with.
+      epochs: req.epochs,
+      taskSampling: req.taskSampling,
+      topP: req.topP,
     });
     // The training prompts are drawn from 200 train-split tasks; the held-out set is the CLI's (`npm run eval
     // --tasks test`, task seed 1), so the dashboard's success is the same measurement as the command line's.
