@@ -51,6 +51,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   quick: { type: 'boolean', help: 'a seconds-long tiny configuration for smoke runs' },
   eval: { type: 'string', arg: 'N', help: 'held-out test tasks to evaluate after training (eval.json); 0 = skip, at most 10000', default: '40; 0 with --quick' },
   init: { type: 'string', arg: 'DIR', help: 'start from this model folder\'s weights and tokenizer (stage 2)' },
+  'snapshot-every': { type: 'string', arg: 'N', help: 'also write the weights every N steps as a model folder of their own, OUT/snapshots/step-N (intermediate policies to evaluate), 1..1000000', default: 'none' },
   'value-weight': { type: 'string', arg: 'W', help: 'with --pre-tokenizer stated-values: loss weight factor on Act response tokens that spell a stated value, >= 1', default: '1' },
   retokenize: { type: 'boolean', help: 'with --init: keep its vocabulary and merges but cut text with --pre-tokenizer (a checkpoint moves to a new split on the same token ids)' },
   lr: { type: 'string', arg: 'LR', help: 'peak learning rate, in (0, 1)', default: `${MINI_SPEC.lr}` },
@@ -160,6 +161,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
     const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
     const initFlag = strFlag(v, 'init');
+    const snapshotEvery = v['snapshot-every'] === undefined ? undefined : intFlag(v, 'snapshot-every', 1, 1, 1_000_000);
     const out = resolve(strFlag(v, 'out') ?? (quick ? 'models/quick' : 'models/default'));
     const log = progress(io, 'pretrain');
     const write = (name: string, text: string) => writeFileAtomic(join(out, name), text);
@@ -266,7 +268,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const t0 = performance.now();
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
-      const result = await pretrain(b, domain, spec, { seed, out, log, init });
+      const result = await pretrain(b, domain, spec, { seed, out, log, init, snapshotEvery });
       const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.model.numLayers !== base.model.numLayers ? ` --layers ${spec.model.numLayers}` : ''}${spec.model.hiddenSize !== base.model.hiddenSize ? ` --width-factor ${spec.model.hiddenSize / base.model.hiddenSize}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.retokenize ? ' --retokenize' : ''}${spec.valueLossWeight !== undefined ? ` --value-weight ${spec.valueLossWeight}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.rehearseOnlyTasks !== base.rehearseOnlyTasks ? ` --rehearse-only-tasks ${spec.rehearseOnlyTasks}` : ''}${spec.rehearseLossWeight !== base.rehearseLossWeight ? ` --rehearse-weight ${spec.rehearseLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}${spec.expertRehearse === false ? ' --no-expert-rehearse' : ''}${spec.rehearseSwapShare !== undefined ? ` --rehearse-swap-share ${spec.rehearseSwapShare}` : ''}${spec.recordCopies !== undefined ? ` --record-copies ${spec.recordCopies}` : ''}${spec.valueSwaps !== undefined ? ` --value-swaps ${spec.valueSwaps}` : ''}${spec.valueSwapDrills !== undefined ? ` --value-swap-drills ${spec.valueSwapDrills}` : ''}${spec.drillAllKinds ? ' --drill-all-kinds' : ''}${spec.changeTasks ? ` --change-tasks ${spec.changeTasks}` : ''}${spec.changeCallDrills ? ` --change-call-drills ${spec.changeCallDrills}` : ''}${spec.amountSwaps ? ` --amount-swaps ${spec.amountSwaps}` : ''}${spec.amountSwapDrills ? ` --amount-swap-drills ${spec.amountSwapDrills}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;

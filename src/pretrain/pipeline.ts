@@ -250,7 +250,16 @@ export async function pretrain(
   b: Backend,
   domain: Domain,
   spec: PretrainSpec,
-  o: { seed: number; out: string; log: (s: string) => void; onStep?: (s: StepReport) => void; init?: string },
+  o: {
+    seed: number;
+    out: string;
+    log: (s: string) => void;
+    onStep?: (s: StepReport) => void;
+    init?: string;
+    /** Every this many steps (before the last) the weights are also written as a model folder of their own,
+     *  OUT/snapshots/step-N: a run's intermediate policies, for choosing a stopping point by measurement. */
+    snapshotEvery?: number;
+  },
 ): Promise<PretrainResult> {
   const { seed, log } = o;
   const tools = domain.definitions() as unknown as ToolDefinition[];
@@ -385,6 +394,16 @@ export async function pretrain(
   } else ({ model } = await buildQwen3(b, config, initWeights(config, seed), { format: 'f32' }));
   const tr = pretrainer(model, hyper);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
+  const imEnd = bpe.tokenId('<|im_end|>');
+  // A Hugging Face folder of the weights as they stand: the run's result, or a snapshot on the way.
+  const writeModelFolder = async (dir: string) => {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'model.safetensors'), toSafetensors(config, await hostWeights(tr.params)));
+    await writeFile(join(dir, 'config.json'), JSON.stringify({ ...toHfConfig(config), bos_token_id: null, eos_token_id: imEnd, pad_token_id: eot }, null, 2) + '\n');
+    await writeFile(join(dir, 'generation_config.json'), JSON.stringify({ eos_token_id: [imEnd, eot], pad_token_id: eot, do_sample: true, temperature: 1.0, top_p: 1.0 }, null, 2) + '\n');
+    await writeFile(join(dir, 'tokenizer.json'), JSON.stringify(toTokenizerJson(bpe)) + '\n');
+    await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify(toTokenizerConfig(bpe, await qwen3ChatTemplate(), config.maxPositionEmbeddings), null, 2) + '\n');
+  };
 
   t0 = performance.now();
   const losses: { step: number; loss: number }[] = [];
@@ -418,20 +437,18 @@ export async function pretrain(
     losses.push({ step: st.step, loss: st.loss });
     ema = Number.isNaN(ema) ? st.loss : 0.9 * ema + 0.1 * st.loss;
     o.onStep?.(st);
+    if (o.snapshotEvery && st.step % o.snapshotEvery === 0 && st.step < spec.steps) {
+      const dir = join(o.out, 'snapshots', `step-${st.step}`);
+      await writeModelFolder(dir);
+      log(`snapshot: ${dir}`);
+    }
     const el = (performance.now() - t0) / 1000;
     if (st.step % 5 === 0 || st.step === spec.steps)
       log(`step ${st.step}/${spec.steps} epoch ${epoch} loss ${st.loss.toFixed(4)} (ema ${ema.toFixed(4)}) lr ${st.lr.toExponential(2)} |g| ${st.gradNorm.toFixed(2)} ${(tokens / el).toFixed(0)} tok/s, ${el.toFixed(0)} s, eta ${((el / st.step) * (spec.steps - st.step)).toFixed(0)} s`);
   }
   const trainSeconds = (performance.now() - t0) / 1000;
 
-  await mkdir(o.out, { recursive: true });
-  const weights = toSafetensors(config, await hostWeights(tr.params));
-  const imEnd = bpe.tokenId('<|im_end|>');
-  await writeFile(join(o.out, 'model.safetensors'), weights);
-  await writeFile(join(o.out, 'config.json'), JSON.stringify({ ...toHfConfig(config), bos_token_id: null, eos_token_id: imEnd, pad_token_id: eot }, null, 2) + '\n');
-  await writeFile(join(o.out, 'generation_config.json'), JSON.stringify({ eos_token_id: [imEnd, eot], pad_token_id: eot, do_sample: true, temperature: 1.0, top_p: 1.0 }, null, 2) + '\n');
-  await writeFile(join(o.out, 'tokenizer.json'), JSON.stringify(toTokenizerJson(bpe)) + '\n');
-  await writeFile(join(o.out, 'tokenizer_config.json'), JSON.stringify(toTokenizerConfig(bpe, await qwen3ChatTemplate(), config.maxPositionEmbeddings), null, 2) + '\n');
+  await writeModelFolder(o.out);
   const tail = losses.slice(-20);
   return {
     out: o.out,

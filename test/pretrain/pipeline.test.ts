@@ -2,7 +2,7 @@
 // and tokenizer read back, a falling loss, byte-identical weights from the same seed, and a CLI that fails
 // loudly on bad input.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,13 +23,13 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; widthFactor?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number; statedValues?: boolean } = {}) {
+async function quickRun(seed: number, steps: number, o: { init?: string; layers?: number; widthFactor?: number; groundingChars?: number; expertRehearse?: boolean; rehearseOnlyTasks?: number; statedValues?: boolean; snapshotEvery?: number } = {}) {
   const out = await mkdtemp(join(tmpdir(), 'pretrain-'));
   dirs.push(out);
   const b = await createBackend('cpu-fast', { threads: 2 });
   try {
     const spec = { ...QUICK_SPEC, steps, model: widenShape({ ...QUICK_SPEC.model, numLayers: o.layers ?? QUICK_SPEC.model.numLayers }, o.widthFactor ?? 1), ...(o.groundingChars !== undefined ? { groundingChars: o.groundingChars } : {}), ...(o.expertRehearse !== undefined ? { expertRehearse: o.expertRehearse } : {}), ...(o.rehearseOnlyTasks !== undefined ? { rehearseOnlyTasks: o.rehearseOnlyTasks } : {}), ...(o.statedValues ? { preTokenizer: 'stated-values' as const, retokenize: true } : {}) };
-    const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}) });
+    const r = await pretrain(b, domain, spec, { seed, out, log: () => {}, ...(o.init ? { init: o.init } : {}), ...(o.snapshotEvery ? { snapshotEvery: o.snapshotEvery } : {}) });
     return { r, out, weights: await readFile(join(out, 'model.safetensors')) };
   } finally {
     b.dispose();
@@ -58,10 +58,19 @@ describe('pretrain (quick)', () => {
     expect(gen.eos_token_id).toContain(tok.tokenId('<|im_end|>'));
   }, 120_000);
 
-  it('is reproducible: the same seed gives the same model.safetensors bytes', async () => {
+  it('is reproducible: the same seed gives the same model.safetensors bytes, with or without snapshots on the way', async () => {
     const a = await quickRun(5, 3);
-    const b = await quickRun(5, 3);
+    const b = await quickRun(5, 3, { snapshotEvery: 2 });
     expect(Buffer.compare(a.weights, b.weights)).toBe(0);
+    // The snapshot is a loadable folder of the step-2 weights; the last step is the run's own folder, not a snapshot.
+    const snap = join(b.out, 'snapshots', 'step-2');
+    expect((await readdir(join(b.out, 'snapshots'))).sort()).toEqual(['step-2']);
+    const snapWeights = await readFile(join(snap, 'model.safetensors'));
+    expect(snapWeights.length).toBe(a.weights.length);
+    expect(Buffer.compare(snapWeights, a.weights)).not.toBe(0);
+    const { model } = await loadQwen3(new DirSource(snap), await createBackend('cpu-ref'), { format: 'f32' });
+    expect(model.config.vocabSize).toBe(a.r.config.vocabSize);
+    expect(await readFile(join(snap, 'tokenizer.json'), 'utf8')).toBe(await readFile(join(a.out, 'tokenizer.json'), 'utf8'));
   }, 120_000);
 
   it('a stage may grow the layer count: it starts from the same function and writes the larger config', async () => {
