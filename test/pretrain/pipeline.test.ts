@@ -153,5 +153,11 @@ describe('pretrain (quick)', () => {
     );
     expect(change?.code).toBe(2);
     expect(change?.stderr).toContain('--change-call-drills must be an integer');
+    const snap = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--snapshot-every', '0'], { cwd: process.cwd() }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(snap?.code).toBe(2);
+    expect(snap?.stderr).toContain('--snapshot-every must be an integer');
   }, 60_000);
 });
