@@ -134,29 +134,22 @@ describe('pretrain (quick)', () => {
   }, 120_000);
 
   it('the CLI exits non-zero with a clear message on bad options', async () => {
-    const run = promisify(execFile);
-    const err = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--backend', 'tpu'], { cwd: process.cwd() }).then(
-      () => null,
-      (e: { code: number; stderr: string }) => e,
-    );
+    // The CLI's exit status and stderr (null when it exits 0).
+    const fails = (args: string[]) =>
+      promisify(execFile)('node', ['--import', 'tsx', 'src/cli/pretrain.ts', ...args], { cwd: process.cwd() }).then(
+        () => null,
+        (e: { code: number; stderr: string }) => e,
+      );
+    const err = await fails(['--backend', 'tpu']);
     expect(err?.code).toBe(2); // a usage error (src/cli/args.ts runCli)
     expect(err?.stderr).toContain('--backend must be one of');
-    const before = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--probe-attention', '--out', 'models/retail', '--before', 'models/default'], { cwd: process.cwd() }).then(
-      () => null,
-      (e: { code: number; stderr: string }) => e,
-    );
+    const before = await fails(['--probe-attention', '--out', 'models/retail', '--before', 'models/default']);
     expect(before?.code).toBe(2);
     expect(before?.stderr).toContain('--before wants LABEL=DIR[;LABEL=DIR...], got "models/default"');
-    const change = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--change-call-drills', 'many'], { cwd: process.cwd() }).then(
-      () => null,
-      (e: { code: number; stderr: string }) => e,
-    );
+    const change = await fails(['--change-call-drills', 'many']);
     expect(change?.code).toBe(2);
     expect(change?.stderr).toContain('--change-call-drills must be an integer');
-    const snap = await run('node', ['--import', 'tsx', 'src/cli/pretrain.ts', '--snapshot-every', '0'], { cwd: process.cwd() }).then(
-      () => null,
-      (e: { code: number; stderr: string }) => e,
-    );
+    const snap = await fails(['--snapshot-every', '0']);
     expect(snap?.code).toBe(2);
     expect(snap?.stderr).toContain('--snapshot-every must be an integer');
   }, 60_000);
