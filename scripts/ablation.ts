@@ -46,7 +46,7 @@ export const ABLATION_USAGE = `usage: npm run ablation -- [--world ${WORLD_NAMES
   [--grounding-chars N] [--history-chars N] [--fidelity-tokens N] [--eval-limits card|train] [--eval-every N] [--curve-tasks M]
   [--checkpoint-every N] [--boot-reps N] [--pilot] [--estimate] [--table-only] [--figures a.png,b.png]
   [--reduced "why"] [--note "findings"] [--no-write] [--results FILE]
-  Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (envace-kl only when named).`;
+  Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (envace-kl and real-checklist only when named).`;
 
 const FLAGS: FlagSpec = {
   world: { type: 'string' }, model: { type: 'string' }, steps: { type: 'string' }, seeds: { type: 'string' }, tasks: { type: 'string' },
@@ -161,7 +161,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       const openRun = async (c: AblationConfig, seed: number, steps: number, store: DirStore | MemoryStore) => {
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
-          mode: c.mode!, advantage: c.advantage, baseline: c.baseline, klCoef: c.kl, steps, seed, k: budget.k, promptsPerStep: budget.prompts, lr: budget.lr,
+          mode: c.mode!, advantage: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: budget.prompts, lr: budget.lr,
           rank: budget.rank, limits, rehearsePrompt: Object.keys(rehearsePrompt).length ? rehearsePrompt : undefined, evalEvery: 0, checkpointEvery,
         });
         return GrpoRun.open(model, tokenizer, domain, tasks, store, config);

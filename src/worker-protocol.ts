@@ -268,6 +268,8 @@ export interface TrainRequest {
   taskSampling?: 'uniform' | 'signal';
   /** Nucleus sampling of training rollouts; absent = 1 (off). */
   topP?: number;
+  /** How training rollouts are scored (src/rollout/rollout.ts REWARD_RULES); absent = the mode's own rule. */
+  reward?: 'verifier' | 'checklist';
 }
 
 /** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */

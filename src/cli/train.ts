@@ -14,6 +14,7 @@ import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../r
 import { DirStore } from '../rl/store-node';
 import { TASK_SAMPLINGS } from '../rl/task-sampler';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
+import { REWARD_RULES } from '../rollout/rollout';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
   ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
@@ -50,6 +51,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   kl: { type: 'string', arg: 'C', help: 'KL coefficient to the base policy (adapter off), >= 0', default: '0' },
   temperature: { type: 'string', arg: 'T', help: 'sampling temperature of training rollouts, > 0', default: '1' },
   'top-p': { type: 'string', arg: 'P', help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P, in (0, 1]', default: '1 (off)' },
+  reward: { type: 'string', arg: 'R', help: 'how training rollouts are scored: verifier (τ²-bench\'s DB × communicate on the calls replayed against the real database, 0 or 1) or checklist (the rule-based judge\'s partial credit); held-out evaluation always uses the verifier', default: 'the mode\'s: verifier for real, checklist when rehearsing' },
   'eval-every': { type: 'string', arg: 'N', help: 'held-out evaluation every N steps and after the last; 0 = never', default: '--steps' },
   'eval-tasks': { type: 'string', arg: 'N', help: `held-out tasks, 0..${MAX_TASKS}`, default: '20' },
   'train-tasks': { type: 'string', arg: 'N', help: `training tasks, 1..${MAX_TASKS}`, default: '200' },
@@ -78,7 +80,7 @@ One process at a time may write a run folder (it holds DIR/.lock).`;
 /** Flags that change a saved run, and where each lives in run.json's config (or train-cli.json). */
 const RESUME_KEYS: Record<string, string> = {
   mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr', epochs: 'updateEpochs', 'task-sampling': 'taskSampling',
-  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'top-p': 'topP', 'eval-every': 'evalEvery',
+  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'top-p': 'topP', reward: 'reward', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
   'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
   world: 'cli.world', 'train-tasks': 'cli.trainTasks', 'eval-tasks': 'cli.evalTasks', model: 'cli.model',
@@ -197,6 +199,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       },
       temperature: numFlag(v, 'temperature', 1),
       topP: topPFlag(v),
+      ...(v.reward !== undefined ? { reward: enumFlag(v, 'reward', REWARD_RULES, 'verifier') } : {}),
       klCoef: numFlag(v, 'kl', 0, 0, true),
     };
     const modelFlag = strFlag(v, 'model');

@@ -11,6 +11,7 @@ import { hasRehearseAdapter, ROLLOUT_MODES, type RolloutMode } from '../method/m
 import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
+import { REWARD_RULES } from '../rollout/rollout';
 import { TASK_SAMPLINGS } from './task-sampler';
 
 export class CheckpointError extends Error {
@@ -58,6 +59,7 @@ const ConfigSchema = z.looseObject({
   taskSampling: z.enum(TASK_SAMPLINGS).optional(),
   updateEpochs: int(1).optional(),
   topP: z.number().gt(0).max(1).optional(),
+  reward: z.enum(REWARD_RULES).optional(),
 });
 
 const RunStateSchema = z

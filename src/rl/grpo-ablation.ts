@@ -4,6 +4,7 @@
 // functions; scripts/ablation.ts runs the experiments.
 import type { RolloutMode } from '../method/modes';
 import type { Baseline } from '../method/advantage';
+import type { RewardRule } from '../rollout/rollout';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
 export interface AblationConfig {
@@ -15,6 +16,8 @@ export interface AblationConfig {
   baseline: Baseline;
   /** k3 KL coefficient to the base policy (0: off, as in the reference launcher). */
   kl: number;
+  /** How training rollouts are scored; absent: the mode's own rule (src/rollout/rollout.ts defaultRewardRule). */
+  reward?: RewardRule;
   /** Not run unless named in --configs. */
   optional?: boolean;
   /** The paper's τ²-Bench overall success (%) for the matching configuration, where it reports one. */
@@ -31,6 +34,8 @@ const NO_PAPER = { b8: null, b1_7: null };
 export const ABLATION_CONFIGS: readonly AblationConfig[] = [
   { id: 'base', label: 'base policy', mode: null, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 30.0, b1_7: null } },
   { id: 'real', label: 'GRPO, real environment', mode: 'real', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
+  // The real environment scored by the rehearsed runs' checklist judge: tells the judge's effect from the rehearsal's.
+  { id: 'real-checklist', label: 'GRPO, real environment, checklist reward', mode: 'real', reward: 'checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
   { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 31.2, b1_7: 14.7 } },
   { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 35.5, b1_7: 14.0 } },
   { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 36.7, b1_7: 15.3 } },
@@ -198,6 +203,9 @@ export const KEY_PAIRS: readonly [string, string][] = [
   ['envace', 'envace-pooled'],
   ['envace', 'envace-rollout-mean'],
   ['envace-kl', 'envace'],
+  // The judge alone (no rehearsal): against the verifier-scored real run, and against the rehearsed run it shares a reward with.
+  ['real-checklist', 'real'],
+  ['envace', 'real-checklist'],
 ];
 
 /** Per configuration: bootstrap intervals, the paired difference to the base; then the paired differences between configurations. */

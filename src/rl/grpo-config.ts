@@ -5,7 +5,7 @@
 import type { Domain, Task } from '../env/domain';
 import { MIN_ACT_TOKENS, tokenBudgets } from '../rollout/budget';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
-import type { RolloutLimits } from '../rollout/rollout';
+import { defaultRewardRule, REWARD_RULES, type RewardRule, type RolloutLimits } from '../rollout/rollout';
 import type { Baseline } from '../method/advantage';
 import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
@@ -53,6 +53,8 @@ export interface TrainOptions {
   temperature?: number;
   /** Nucleus sampling of training rollouts; default 1 (none). */
   topP?: number;
+  /** How training rollouts are scored; default: the mode's own rule (verifier for real, checklist when rehearsing). */
+  reward?: RewardRule;
   klCoef?: number;
   maxBatchTokens?: number;
   checkpointEvery?: number;
@@ -73,6 +75,7 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
   const baseline = o.baseline ?? 'row-weighted';
   if (!BASELINES.includes(baseline)) throw new TrainOptionsError(`baseline must be one of ${BASELINES.join(', ')}, got ${String(baseline)}`);
   const limits = { ...DEFAULT_LIMITS, ...o.limits };
+  if (o.reward !== undefined && !REWARD_RULES.includes(o.reward)) throw new TrainOptionsError(`reward must be one of ${REWARD_RULES.join(', ')}, got ${String(o.reward)}`);
   const rank = o.rank ?? 8;
   return {
     mode: o.mode,
@@ -87,6 +90,8 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     ...(o.rehearsePrompt ? { rehearsePrompt: o.rehearsePrompt } : {}),
     temperature: o.temperature ?? 1,
     ...(o.topP !== undefined && o.topP !== 1 ? { topP: o.topP } : {}),
+    // Recorded only when it differs from the mode's rule, so a run.json from before the option reads the same.
+    ...(o.reward !== undefined && o.reward !== defaultRewardRule(o.mode) ? { reward: o.reward } : {}),
     kvReuse: true,
     lora: { rank, alpha: o.alpha ?? defaultLoraAlpha(rank) },
     lr: o.lr ?? 1e-3,

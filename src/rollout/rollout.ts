@@ -139,13 +139,30 @@ export function referenceGrounding(domain: RolloutDomain, task: Task): Grounding
   return task.referenceActions.map((a) => ({ name: a.name, arguments: a.arguments, result: serializeObservation(env.execute(a)) }));
 }
 
-export function defaultReward(ep: Episode, domain: RolloutDomain): number {
+/**
+ * How a finished rollout is scored. `verifier`: τ²-bench's DB × COMMUNICATE on the rollout's calls replayed
+ * against a fresh real database, 0 or 1. `checklist`: the rule-based judge (src/env/judge.ts), partial credit
+ * in [0, 1] per satisfied item. A real-mode run defaults to the verifier, a rehearsing run to the checklist
+ * (it must not touch the real database); either can be chosen for either mode, so the judge's effect can be
+ * told apart from the rehearsal's. Both give an empty response −0.1 and a cut or invalid episode 0.
+ */
+export const REWARD_RULES = ['verifier', 'checklist'] as const;
+export type RewardRule = (typeof REWARD_RULES)[number];
+
+/** The rule a mode uses when none is chosen. */
+export const defaultRewardRule = (mode: RolloutMode): RewardRule => (rehearses(mode) ? 'checklist' : 'verifier');
+
+/** The reward of a finished episode under `rule` (default: the mode's, defaultRewardRule). */
+export function rewardBy(rule: RewardRule | undefined, ep: Episode, domain: RolloutDomain): number {
   if (ep.end === 'empty') return EMPTY_RESPONSE_REWARD;
   if (ep.end === 'rehearse-invalid' || ep.terminated) return 0;
-  if (!rehearses(ep.mode)) return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
+  if ((rule ?? defaultRewardRule(ep.mode)) === 'verifier') return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
   const env = ep.env;
   return judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
 }
+
+/** The lab's reward: the mode's own rule. */
+export const defaultReward = (ep: Episode, domain: RolloutDomain): number => rewardBy(undefined, ep, domain);
 
 /** The sampling seed of one generation: slot 0 is the turn's Act generation, 1 + i the Rehearse one of call i. */
 export function generationSeed(seed: number, episode: number, turn: number, slot: number): number {

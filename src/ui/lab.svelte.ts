@@ -217,6 +217,7 @@ export async function startTraining(extend = 0): Promise<void> {
     epochs: settings.epochs,
     taskSampling: settings.tsamp,
     topP: settings.topP,
+    ...(settings.reward !== 'auto' ? { reward: settings.reward } : {}),
   };
   if (!lab.train) await refreshTraining();
   if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };

@@ -40,6 +40,8 @@ export interface Settings {
   tsamp: 'uniform' | 'signal';
   /** Nucleus sampling of training rollouts (1 = off). */
   topP: number;
+  /** How training rollouts are scored: the mode's own rule (auto), the verifier or the checklist judge. */
+  reward: 'auto' | 'verifier' | 'checklist';
 }
 
 export const DEFAULTS: Settings = {
@@ -76,6 +78,7 @@ export const DEFAULTS: Settings = {
   epochs: 1,
   tsamp: 'uniform',
   topP: 1,
+  reward: 'auto',
 };
 
 const int = (v: string, lo: number, hi: number, d: number) => {
@@ -149,6 +152,9 @@ export function parseSettings(query: string): Settings {
         break;
       case 'topP':
         s.topP = num(v, 0.01, 1, DEFAULTS.topP);
+        break;
+      case 'reward':
+        s.reward = oneOf(v, ['auto', 'verifier', 'checklist'] as const, DEFAULTS.reward);
         break;
       case 'ttsMode':
         s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);

@@ -39,5 +39,9 @@ describe('lab URL settings', () => {
     expect(parseSettings(settingsQuery(s))).toEqual(s);
     expect(parseSettings('?epochs=0&tsamp=hardest&topP=7')).toMatchObject({ epochs: 1, tsamp: 'uniform', topP: 1 });
     expect(parseSettings('?topP=0')).toMatchObject({ topP: 0.01 });
+    expect(DEFAULTS.reward).toBe('auto');
+    expect(settingsQuery({ ...DEFAULTS, reward: 'checklist' })).toBe('?reward=checklist');
+    expect(parseSettings('?reward=checklist').reward).toBe('checklist');
+    expect(parseSettings('?reward=judge').reward).toBe('auto');
   });
 });

@@ -146,6 +146,21 @@ describe('GrpoRun', () => {
     expect(Math.max(...(await texts(1)))).toBeGreaterThan(1);
   });
 
+  it('the reward rule reaches the training rollouts: the same reply scores 0 under the verifier and partial credit under the checklist', async () => {
+    // Every Act turn is the same scripted reply: no write (the database is right), the fact unstated.
+    const factTrain: Task[] = train.map((t) => ({ ...t, facts: ['zebra'], checklist: [{ kind: 'fact', text: 'zebra', weight: 1 }, { kind: 'no_forbidden_writes', weight: 1 }] }));
+    const rewards = async (reward: GrpoRunConfig['reward']) => {
+      const store = new MemoryStore();
+      const run = await GrpoRun.open(model, tok, domain, { train: factTrain, eval: [] }, store, { ...config, mode: 'real', steps: 1, evalEvery: 0, ...(reward ? { reward } : {}) }, { actScript: () => 'Hello, how can I help?' });
+      await run.trainStep();
+      run.free();
+      expect(JSON.parse(store.text('run.json')).config.reward).toBe(reward);
+      return store.text('rollouts.jsonl').trim().split('\n').map((l) => JSON.parse(l).reward as number);
+    };
+    expect(await rewards(undefined)).toEqual([0, 0, 0, 0]);
+    expect(await rewards('checklist')).toEqual([0.5, 0.5, 0.5, 0.5]);
+  });
+
   it('breaks held-out success down per task family when the tasks name one', async () => {
     const fam = (id: string, family: string): Task => ({ ...evalTasks[0], id, family });
     const store = new MemoryStore();
