@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { cpus, hostname } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
+  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
   type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import type { Domain, Task } from '../src/env/domain';
@@ -48,15 +48,42 @@ export const ABLATION_USAGE = `usage: npm run ablation -- [--world ${WORLD_NAMES
   [--reduced "why"] [--note "findings"] [--no-write] [--results FILE]
   Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (envace-kl and real-checklist only when named).`;
 
-const FLAGS: FlagSpec = {
-  world: { type: 'string' }, model: { type: 'string' }, steps: { type: 'string' }, seeds: { type: 'string' }, tasks: { type: 'string' },
-  'train-tasks': { type: 'string' }, k: { type: 'string' }, prompts: { type: 'string' }, lr: { type: 'string' }, rank: { type: 'string' },
-  configs: { type: 'string' }, out: { type: 'string' }, 'only-seeds': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
-  'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' },
-  'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, 'fidelity-tokens': { type: 'string' }, 'eval-limits': { type: 'string' },
-  'eval-every': { type: 'string' }, 'curve-tasks': { type: 'string' }, 'checkpoint-every': { type: 'string' }, 'boot-reps': { type: 'string' },
-  pilot: { type: 'boolean' }, estimate: { type: 'boolean' }, 'table-only': { type: 'boolean' }, figures: { type: 'string' },
-  note: { type: 'string' }, reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, results: { type: 'string' },
+export const ABLATION_FLAGS: FlagSpec = {
+  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy" },
+  steps: { type: 'string', arg: 'N', help: 'GRPO steps per trained run', default: '8 (--pilot: 24)' },
+  seeds: { type: 'string', arg: 'N', help: 'seeds 0..N-1 per configuration (seeds run outermost)', default: '5 (--pilot: 1)' },
+  tasks: { type: 'string', arg: 'N', help: 'held-out test tasks of the final evaluation', default: '100' },
+  'train-tasks': { type: 'string', arg: 'N', help: 'training tasks a run draws its prompts from', default: '200' },
+  k: { type: 'string', arg: 'K', help: 'rollouts per prompt (group size), 1..64', default: '4' },
+  prompts: { type: 'string', arg: 'P', help: 'prompts per step, 1..64', default: '3' },
+  lr: { type: 'string', arg: 'LR', help: 'AdamW learning rate', default: '2e-3' },
+  rank: { type: 'string', arg: 'R', help: 'LoRA rank, 1..256 (alpha 2 × rank)', default: '8' },
+  configs: { type: 'string', arg: 'IDS', help: `configurations to run, comma-separated: ${ABLATION_CONFIGS.map((c) => c.id).join(', ')}`, default: `${DEFAULT_CONFIG_IDS.join(',')} (--pilot: real,envace)` },
+  out: { type: 'string', arg: 'DIR', help: 'records folder: one <config>-s<seed>/ per run; finished runs are skipped, unfinished ones resumed', default: '/tmp/envace-ablation (--pilot: /tmp/envace-pilot)' },
+  'only-seeds': { type: 'string', arg: 'LIST', help: 'run only these seeds (comma-separated), so two processes or machines can share an ablation', default: 'all' },
+  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
+  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  'max-turns': { type: 'string', arg: 'N', help: 'turns per training episode', default: '8' },
+  'max-act-tokens': { type: 'string', arg: 'N', help: 'tokens per Act generation in training', default: String(DEFAULT_LIMITS.maxActTokens) },
+  'max-rehearse-tokens': { type: 'string', arg: 'N', help: 'tokens per Rehearse generation in training', default: '320' },
+  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: "the rehearse prompt's own" },
+  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: "the rehearse prompt's own" },
+  'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', default: "the evaluation's Rehearse budget" },
+  'eval-limits': { type: 'string', arg: 'L', help: "episode limits of the held-out evaluation: card (the model card's) or train (the training ones above)", default: 'card' },
+  'eval-every': { type: 'string', arg: 'N', help: 'learning-curve evaluation every N steps; 0 = only before and after', default: '0 (--pilot: about steps/6)' },
+  'curve-tasks': { type: 'string', arg: 'M', help: "the learning curve's tasks: the first M held-out tasks", default: 'min(--tasks, 50)' },
+  'checkpoint-every': { type: 'string', arg: 'N', help: 'checkpoint every N steps (a stopped run resumes from the last)', default: '1' },
+  'boot-reps': { type: 'string', arg: 'N', help: 'bootstrap replicates of the intervals, 100..100000', default: '2000' },
+  pilot: { type: 'boolean', help: 'a learning-curve run to size budgets: prints success against step and minutes per run; writes no docs' },
+  estimate: { type: 'boolean', help: 'one step of each trained mode and one evaluation, then the projected wall-clock' },
+  'table-only': { type: 'boolean', help: 'run nothing: write the tables from the finished records' },
+  figures: { type: 'string', arg: 'LIST', help: 'figure files (relative to docs/) the results section links, comma-separated', default: 'figures/ablation-curves.png when it exists' },
+  note: { type: 'string', arg: 'TEXT', help: 'findings written under the tables', default: 'none' },
+  reduced: { type: 'string', arg: 'WHY', help: 'states why the budget is smaller than the full one, above the tables', default: 'none' },
+  'no-write': { type: 'boolean', help: 'print the tables instead of writing the results file' },
+  results: { type: 'string', arg: 'FILE', help: 'the results file whose ablation section is replaced', default: 'docs/results.md' },
+  help: HELP_FLAG,
 };
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -87,7 +114,8 @@ export function readRuns(out: string, key: string | null): AblationRun[] {
 
 export async function ablationCli(argv: readonly string[], io: CliIo = processIo, deps: AblationDeps = {}): Promise<number> {
   return runCli(io, ABLATION_USAGE, async () => {
-    const v = parseFlags(argv, FLAGS);
+    const v = parseFlags(argv, ABLATION_FLAGS);
+    if (v.help) return void io.out(helpText(ABLATION_USAGE, ABLATION_FLAGS));
     const log = progress(io, 'ablation');
     const pilot = !!v.pilot;
     const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');

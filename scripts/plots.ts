@@ -12,16 +12,21 @@
 // /usr/bin/chromium; no native Node dependencies). Prints {png, svg, panels} as JSON.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { ArgError, isEntry, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec, type FlagValues } from '../src/cli/args';
+import { ArgError, HELP_FLAG, helpText, isEntry, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec } from '../src/cli/args';
 import { ABLATION_CONFIGS, type CurvePoint } from '../src/rl/grpo-ablation';
 import type { StepMetrics } from '../src/rl/run';
 import { meanCI } from '../src/rl/stats';
 
 export const PLOTS_USAGE = 'usage: npm run plots -- <records dir> [--out FILE.png] [--configs id,id,..] [--title "..."] [--chromium PATH]';
-const FLAGS: FlagSpec = { out: { type: 'string' }, configs: { type: 'string' }, title: { type: 'string' }, chromium: { type: 'string' } };
 const ROOT = resolve(import.meta.dirname, '..');
 export const CHROMIUM = '/usr/bin/chromium';
+export const PLOTS_FLAGS: FlagSpec = {
+  out: { type: 'string', arg: 'FILE.png', help: 'the figure; an .svg of the same name is written beside it', default: 'docs/figures/ablation-curves.png' },
+  configs: { type: 'string', arg: 'IDS', help: 'only these configurations (run-folder prefixes), comma-separated', default: 'all found' },
+  title: { type: 'string', arg: 'TEXT', help: "the figure's title", default: 'Learning curves: mean over seeds, 95 % band' },
+  chromium: { type: 'string', arg: 'PATH', help: 'the Chromium that rasterizes the SVG', default: CHROMIUM },
+  help: HELP_FLAG,
+};
 
 export type PanelId = 'success' | 'train-reward' | 'fidelity-exact' | 'fidelity-f1' | 'fidelity-error' | 'spread';
 export const PANELS: readonly { id: PanelId; title: string }[] = [
@@ -225,7 +230,8 @@ export async function rasterize(svg: string, width: number, height: number, png:
 
 export async function plotsCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   return runCli(io, PLOTS_USAGE, async () => {
-    const { values: v, positionals } = parseFlagsWithPositionals(argv);
+    const { values: v, positionals } = parseFlags(argv, PLOTS_FLAGS, true);
+    if (v.help) return void io.out(helpText(PLOTS_USAGE, PLOTS_FLAGS));
     const log = progress(io, 'plots');
     if (positionals.length !== 1) throw new ArgError('give one records folder (the --out of npm run ablation)');
     const dir = resolve(positionals[0]);
@@ -243,16 +249,6 @@ export async function plotsCli(argv: readonly string[], io: CliIo = processIo): 
     log(`wrote ${png} and ${svgPath} (${data.series.length} series, fidelity from ${data.fidelitySource})`);
     io.out(JSON.stringify({ png, svg: svgPath, fidelitySource: data.fidelitySource, panels: data.series.map((s) => ({ panel: s.panel, config: s.config, steps: s.points.map((p) => p.step), mean: s.points.map((p) => p.mean) })) }) + '\n');
   });
-}
-
-/** The flags and the positional records folder. */
-function parseFlagsWithPositionals(argv: readonly string[]): { values: FlagValues; positionals: string[] } {
-  try {
-    const r = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: true });
-    return { values: r.values as FlagValues, positionals: r.positionals };
-  } catch (e) {
-    throw new ArgError((e as Error).message.split('. To specify')[0]);
-  }
 }
 
 if (isEntry(import.meta.url)) process.exitCode = await plotsCli(process.argv.slice(2));

@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec,
+  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import type { Domain, Task } from '../src/env/domain';
 import { WORLD_NAMES } from '../src/env/retail/index';
@@ -43,14 +43,36 @@ export const TTS_USAGE = `usage: npm run tts-table -- [--world ${WORLD_NAMES.joi
   --run: which policies to compute now (e.g. the EnvACE cells in a second process); the table shows every finished cell.
   --render-only: compute nothing, write the table from the finished cells.`;
 
-const FLAGS: FlagSpec = {
-  model: { type: 'string' }, adapter: { type: 'string' }, tasks: { type: 'string' }, seeds: { type: 'string' }, ns: { type: 'string' },
-  modes: { type: 'string' }, 'memory-tokens': { type: 'string' }, 'memory-eval': { type: 'string' }, 'memory-placement': { type: 'string' }, 'max-eval-tokens': { type: 'string' },
-  'max-turns': { type: 'string' }, 'max-act-tokens': { type: 'string' }, 'max-rehearse-tokens': { type: 'string' },
-  'grounding-chars': { type: 'string' }, 'history-chars': { type: 'string' }, backend: { type: 'string' }, threads: { type: 'string' },
-  out: { type: 'string' }, results: { type: 'string' }, 'budget-minutes': { type: 'string' }, estimate: { type: 'boolean' },
-  reduced: { type: 'string' }, 'no-write': { type: 'boolean' }, run: { type: 'string' }, 'render-only': { type: 'boolean' }, note: { type: 'string' },
-  world: { type: 'string' }, 'boot-reps': { type: 'string' },
+export const TTS_FLAGS: FlagSpec = {
+  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy" },
+  adapter: { type: 'string', arg: 'DIR', help: 'the EnvACE run (or PEFT folder) of the table\'s second policy; auto: the first runs/*/envace-s* found; none: the base policy only', default: 'auto' },
+  tasks: { type: 'string', arg: 'T', help: 'held-out test tasks per seed, 1..1000', default: '100' },
+  seeds: { type: 'string', arg: 'S', help: 'seeds 0..S-1: seed s draws its tasks with task seed 1 + s and samples the attempts with seed s', default: '5' },
+  ns: { type: 'string', arg: 'LIST', help: 'numbers of imagined attempts, comma-separated, each 0..16 (0 is always added: the paired baseline)', default: '0,1,2,3' },
+  modes: { type: 'string', arg: 'LIST', help: `private-rehearsal modes, comma-separated: ${TTS_MODES.join(', ')}`, default: TTS_MODES.join(',') },
+  'memory-tokens': { type: 'string', arg: 'M', help: 'hard cap of the rehearsal memory in policy tokens', default: '256' },
+  'memory-eval': { type: 'string', arg: 'E', help: `what judges an imagined attempt in the memory: ${MEMORY_EVALUATIONS.join(', ')} (judge reads the reference checklist: privileged)`, default: 'self' },
+  'memory-placement': { type: 'string', arg: 'P', help: `where the memory enters the committed episode: ${MEMORY_PLACEMENTS.join(' or ')}`, default: 'user' },
+  'max-eval-tokens': { type: 'string', arg: 'N', help: 'tokens per self-evaluation', default: '48' },
+  'max-turns': { type: 'string', arg: 'N', help: 'turns per episode, 1..100', default: String(DEFAULT_LIMITS.maxTurns) },
+  'max-act-tokens': { type: 'string', arg: 'N', help: 'tokens per Act generation', default: String(DEFAULT_LIMITS.maxActTokens) },
+  'max-rehearse-tokens': { type: 'string', arg: 'N', help: 'tokens per Rehearse generation', default: String(DEFAULT_LIMITS.maxRehearseTokens) },
+  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: "the rehearse prompt's own" },
+  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: "the rehearse prompt's own" },
+  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
+  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  out: { type: 'string', arg: 'DIR', help: 'records folder: one cells/<policy>-<mode>-n<N>-s<seed>.json per finished cell; finished cells are skipped', default: '/tmp/envace-tts' },
+  results: { type: 'string', arg: 'FILE', help: 'the results file whose private-rehearsal section is replaced', default: 'docs/results.md' },
+  'budget-minutes': { type: 'string', arg: 'M', help: 'stop before running when the projected wall-clock exceeds M minutes', default: 'no limit' },
+  estimate: { type: 'boolean', help: 'measure one task (N = 0, and N = 1 in each mode), print the projected wall-clock and stop' },
+  run: { type: 'string', arg: 'LIST', help: 'which policies to compute now (base, envace), e.g. the EnvACE cells in a second process; the table shows every finished cell', default: 'base,envace' },
+  'render-only': { type: 'boolean', help: 'compute nothing: write the table from the finished cells' },
+  reduced: { type: 'string', arg: 'WHY', help: 'states why the budget is smaller than the full one, above the table', default: 'none' },
+  note: { type: 'string', arg: 'TEXT', help: 'findings written under the table', default: 'none' },
+  'no-write': { type: 'boolean', help: 'print the table instead of writing the results file' },
+  'boot-reps': { type: 'string', arg: 'N', help: 'bootstrap replicates of the intervals, 100..100000', default: '2000' },
+  help: HELP_FLAG,
 };
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -167,7 +189,8 @@ export async function ttsCli(argv: readonly string[], io: CliIo = processIo, dep
 }
 
 async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<void> {
-  const v = parseFlags(argv, FLAGS);
+  const v = parseFlags(argv, TTS_FLAGS);
+  if (v.help) return void io.out(helpText(TTS_USAGE, TTS_FLAGS));
   const log = progress(io, 'tts-table');
   const list = (name: string, dflt: string) => (strFlag(v, name) ?? dflt).split(',').map((s) => s.trim()).filter(Boolean);
   const ns = [...new Set(list('ns', '0,1,2,3').map((s) => {

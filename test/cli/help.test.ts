@@ -1,6 +1,6 @@
 // Every CLI answers --help with exit 0 and a table of all its flags, each with its meaning and default
 // (issue 13), through the same frame (runCli) — `pretrain` included, which used to print a stack trace —
-// and so do the newer `export` and `serve`.
+// and so do the newer `export` and `serve`, and the research scripts (ablation, tts-table, plots).
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { FlagSpec } from '../../src/cli/args';
@@ -10,6 +10,9 @@ import { PRETRAIN_FLAGS, pretrainCli } from '../../src/cli/pretrain';
 import { EXPORT_FLAGS, exportMain } from '../../src/cli/export';
 import { SERVE_FLAGS, serveMain } from '../../src/cli/serve';
 import { TRAIN_FLAGS, trainCli } from '../../src/cli/train';
+import { ABLATION_FLAGS, ablationCli } from '../../scripts/ablation';
+import { PLOTS_FLAGS, plotsCli } from '../../scripts/plots';
+import { TTS_FLAGS, ttsCli } from '../../scripts/tts-table';
 import { captureIo } from '../helpers/cli';
 
 function expectTable(text: string, spec: FlagSpec): void {
@@ -41,6 +44,22 @@ describe('--help', () => {
       expect(io.stderr()).toBe('');
     });
   }
+  // The research scripts used to answer --help with "Unknown option" while their usage errors advised it.
+  const scripts = [
+    ['ablation', ablationCli, ABLATION_FLAGS],
+    ['tts-table', ttsCli, TTS_FLAGS],
+    ['plots', plotsCli, PLOTS_FLAGS],
+  ] as const;
+  for (const [name, cli, spec] of scripts) {
+    it(`${name} --help lists every flag with its meaning and default, exit 0, and runs nothing`, async () => {
+      const io = captureIo();
+      expect(await cli(['--help'], io)).toBe(0);
+      expect(io.stdout()).toContain(`usage: npm run ${name}`);
+      expectTable(io.stdout(), spec);
+      expect(io.stderr()).toBe('');
+    });
+  }
+
   it('env sub-commands take --help too', async () => {
     for (const sub of ['replay', 'generate', 'expert']) {
       const io = captureIo();
