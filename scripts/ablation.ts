@@ -23,8 +23,7 @@ import { createHash } from 'node:crypto';
 import { cpus, hostname } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
-  type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import type { Domain, Task } from '../src/env/domain';
 import { WORLD_NAMES } from '../src/env/retail/index';
@@ -49,7 +48,7 @@ export const ABLATION_USAGE = `usage: npm run ablation -- [--world ${WORLD_NAMES
   Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (envace-kl and real-checklist only when named).`;
 
 export const ABLATION_FLAGS: FlagSpec = {
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy" },
   steps: { type: 'string', arg: 'N', help: 'GRPO steps per trained run', default: '8 (--pilot: 24)' },
   seeds: { type: 'string', arg: 'N', help: 'seeds 0..N-1 per configuration (seeds run outermost)', default: '5 (--pilot: 1)' },
@@ -62,13 +61,13 @@ export const ABLATION_FLAGS: FlagSpec = {
   configs: { type: 'string', arg: 'IDS', help: `configurations to run, comma-separated: ${ABLATION_CONFIGS.map((c) => c.id).join(', ')}`, default: `${DEFAULT_CONFIG_IDS.join(',')} (--pilot: real,envace)` },
   out: { type: 'string', arg: 'DIR', help: 'records folder: one <config>-s<seed>/ per run; finished runs are skipped, unfinished ones resumed', default: '/tmp/envace-ablation (--pilot: /tmp/envace-pilot)' },
   'only-seeds': { type: 'string', arg: 'LIST', help: 'run only these seeds (comma-separated), so two processes or machines can share an ablation', default: 'all' },
-  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
-  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  backend: BACKEND_FLAG,
+  threads: THREADS_FLAG,
   'max-turns': { type: 'string', arg: 'N', help: 'turns per training episode', default: '8' },
   'max-act-tokens': { type: 'string', arg: 'N', help: 'tokens per Act generation in training', default: String(DEFAULT_LIMITS.maxActTokens) },
   'max-rehearse-tokens': { type: 'string', arg: 'N', help: 'tokens per Rehearse generation in training', default: '320' },
-  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: "the rehearse prompt's own" },
-  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: "the rehearse prompt's own" },
+  'grounding-chars': GROUNDING_CHARS_FLAG,
+  'history-chars': HISTORY_CHARS_FLAG,
   'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', default: "the evaluation's Rehearse budget" },
   'eval-limits': { type: 'string', arg: 'L', help: "episode limits of the held-out evaluation: card (the model card's) or train (the training ones above)", default: 'card' },
   'eval-every': { type: 'string', arg: 'N', help: 'learning-curve evaluation every N steps; 0 = only before and after', default: '0 (--pilot: about steps/6)' },

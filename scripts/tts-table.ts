@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import type { Domain, Task } from '../src/env/domain';
 import { WORLD_NAMES } from '../src/env/retail/index';
@@ -44,7 +44,7 @@ export const TTS_USAGE = `usage: npm run tts-table -- [--world ${WORLD_NAMES.joi
   --render-only: compute nothing, write the table from the finished cells.`;
 
 export const TTS_FLAGS: FlagSpec = {
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy" },
   adapter: { type: 'string', arg: 'DIR', help: 'the EnvACE run (or PEFT folder) of the table\'s second policy; auto: the first runs/*/envace-s* found; none: the base policy only', default: 'auto' },
   tasks: { type: 'string', arg: 'T', help: 'held-out test tasks per seed, 1..1000', default: '100' },
@@ -58,10 +58,10 @@ export const TTS_FLAGS: FlagSpec = {
   'max-turns': { type: 'string', arg: 'N', help: 'turns per episode, 1..100', default: String(DEFAULT_LIMITS.maxTurns) },
   'max-act-tokens': { type: 'string', arg: 'N', help: 'tokens per Act generation', default: String(DEFAULT_LIMITS.maxActTokens) },
   'max-rehearse-tokens': { type: 'string', arg: 'N', help: 'tokens per Rehearse generation', default: String(DEFAULT_LIMITS.maxRehearseTokens) },
-  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: "the rehearse prompt's own" },
-  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: "the rehearse prompt's own" },
-  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
-  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  'grounding-chars': GROUNDING_CHARS_FLAG,
+  'history-chars': HISTORY_CHARS_FLAG,
+  backend: BACKEND_FLAG,
+  threads: THREADS_FLAG,
   out: { type: 'string', arg: 'DIR', help: 'records folder: one cells/<policy>-<mode>-n<N>-s<seed>.json per finished cell; finished cells are skipped', default: '/tmp/envace-tts' },
   results: { type: 'string', arg: 'FILE', help: 'the results file whose private-rehearsal section is replaced', default: 'docs/results.md' },
   'budget-minutes': { type: 'string', arg: 'M', help: 'stop before running when the projected wall-clock exceeds M minutes', default: 'no limit' },

@@ -36,6 +36,13 @@ export type FlagValues = Record<string, string | boolean | undefined>;
 
 export const HELP_FLAG: Flag = { type: 'boolean', short: 'h', help: 'print this help and exit' };
 
+// Flags several CLIs take with one meaning: defined once, so their help reads the same everywhere.
+export const WORLD_FLAG: Flag = { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' };
+export const BACKEND_FLAG: Flag = { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' };
+export const THREADS_FLAG: Flag = { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' };
+export const GROUNDING_CHARS_FLAG: Flag = { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: "the rehearse prompt's own" };
+export const HISTORY_CHARS_FLAG: Flag = { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: "the rehearse prompt's own" };
+
 /** Parses `argv` against `spec` (no unknown flags; positionals only when asked for). */
 export function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues;
 export function parseFlags(argv: readonly string[], spec: FlagSpec, positionals: true): { values: FlagValues; positionals: string[] };

@@ -25,7 +25,9 @@ import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { loadTaskFile } from '../env/tau2';
 import { jsonDiff, replayTask, traceLineText } from '../env/trace';
 import { checkWritablePath, IoError, parseJsonl, writeFileAtomic } from '../util/atomic-file';
-import { ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec, type FlagValues } from './args';
+import {
+  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, parseFlags, processIo, runCli, strFlag, WORLD_FLAG, type CliIo, type FlagSpec, type FlagValues,
+} from './args';
 
 /** Tasks a single generate/expert call may produce: the generators enumerate real records, far fewer than this. */
 export const MAX_COUNT = 100_000;
@@ -35,7 +37,7 @@ export const ENV_USAGE = `usage: npm run env -- replay <tasks.json> [--trace FIL
        npm run env -- expert [--world mini|retail] [--split train|test] [--count N] [--seed S] [--mistakes RATE] [--rows FILE]`;
 
 const GEN_FLAGS: FlagSpec = {
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   split: { type: 'string', arg: 'S', help: 'train or test (the test split holds out intents or users)', default: 'train' },
   count: { type: 'string', arg: 'N', help: `tasks to generate, 1..${MAX_COUNT}`, default: '100' },
   seed: { type: 'string', arg: 'S', help: 'generator seed, 0..2^32-1', default: '0' },

@@ -19,8 +19,7 @@ import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-p
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
-  type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
@@ -32,20 +31,20 @@ export const MAX_EVAL_COUNT = 10_000;
 
 export const EVAL_FLAGS: FlagSpec = {
   tasks: { type: 'string', arg: 'T', help: 'test or train (generated split of --world) or a task file (τ²-bench or lab format) (required)' },
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   count: { type: 'string', arg: 'N', help: `tasks to evaluate (the first N of a file), 1..${MAX_EVAL_COUNT}`, default: '40' },
   adapter: { type: 'string', arg: 'DIR', help: 'a PEFT adapter folder or a training run folder (its last checkpoint)', default: 'none: the base policy' },
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
   seed: { type: 'string', arg: 'S', help: 'sampling seed, 0..2^32-1', default: '0' },
   'task-seed': { type: 'string', arg: 'S', help: 'seed of the generated task split, 0..2^32-1', default: `${HELD_OUT_TASK_SEED}` },
-  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
-  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  backend: BACKEND_FLAG,
+  threads: THREADS_FLAG,
   'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity measurement; 0 = skip it', default: '--max-rehearse-tokens' },
   'max-turns': { type: 'string', arg: 'N', help: 'turns per episode, 1..100', default: String(DEFAULT_LIMITS.maxTurns) },
   'max-act-tokens': { type: 'string', arg: 'N', help: `tokens per Act generation, 1..${MAX_TOKENS}`, default: `measured: p99 of the world's expert turns, at least ${DEFAULT_LIMITS.maxActTokens}` },
   'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: "measured: p99 of the world's real observations (tags included)" },
-  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
-  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
+  'grounding-chars': GROUNDING_CHARS_FLAG,
+  'history-chars': HISTORY_CHARS_FLAG,
   'rehearse-decoding': { type: 'string', arg: 'D', help: 'structured (only tokens that keep a rehearsal a well-formed observation, with a loop guard) or free (the policy alone)', default: 'structured' },
   tts: { type: 'string', arg: 'M', help: 'test-time private rehearsal before each real episode: parallel or sequential (needs --n)', default: 'off' },
   n: { type: 'string', arg: 'N', help: 'imagined episodes per task with --tts, 0..16 (0 = plain evaluation)' },

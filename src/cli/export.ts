@@ -11,7 +11,9 @@ import { loadWorldDomain } from '../env/retail/node';
 import { jsonl, rolloutParquet, rolloutRow, taskParquet, taskRows, toolConfigYaml } from '../server/export';
 import { loadTasks } from '../server/tasks';
 import { writeFileAtomic } from '../util/atomic-file';
-import { ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec } from './args';
+import {
+  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+} from './args';
 
 export const EXPORT_USAGE = `usage: npm run export -- --split train|test --format parquet|jsonl [--world mini|retail] [--count N] [--task-seed S] [--out FILE]
        npm run export -- --rollouts FILE.jsonl --format parquet|jsonl [--world mini|retail] [--out FILE]
@@ -21,7 +23,7 @@ export const EXPORT_FLAGS: FlagSpec = {
   format: { type: 'string', arg: 'F', help: 'parquet, jsonl, or tool-config (verl\'s tool config YAML) (required)' },
   split: { type: 'string', arg: 'S', help: 'generated task split to export: train or test (required unless --rollouts or tool-config)' },
   rollouts: { type: 'string', arg: 'FILE', help: 'export a run\'s rollouts.jsonl instead of tasks (exclusive with --split)' },
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   count: { type: 'string', arg: 'N', help: 'tasks in the generated split, 1..100000', default: '200' },
   'task-seed': { type: 'string', arg: 'S', help: 'generator seed (train uses S, test S + 1, as npm run serve)', default: '0' },
   out: { type: 'string', arg: 'FILE', help: 'output file', default: 'envace-<world>-<split>.<format>, rollouts.<format> or envace_<world>_tools_<mode>.yaml' },

@@ -30,8 +30,7 @@ import { FULL_SPEC, machineDescription, MINI_SPEC, pretrain, QUICK_SPEC } from '
 import { widenShape } from '../pretrain/grow';
 import { ensureDir, IoError, writeFileAtomic } from '../util/atomic-file';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag,
-  type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
@@ -42,12 +41,12 @@ export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] 
        npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)`;
 
 export const PRETRAIN_FLAGS: FlagSpec = {
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   seed: { type: 'string', arg: 'S', help: 'seed of data, initialisation and evaluation, 0..2^32-1', default: '0' },
   steps: { type: 'string', arg: 'N', help: 'optimizer steps, 1..1000000', default: `${MINI_SPEC.steps} (mini), ${FULL_SPEC.steps} (retail), ${QUICK_SPEC.steps} (--quick)` },
   out: { type: 'string', arg: 'DIR', help: 'model folder to write (or to read, with --time-grpo, --probe-copy, --card)', default: 'models/default; models/quick with --quick' },
-  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
-  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  backend: BACKEND_FLAG,
+  threads: THREADS_FLAG,
   quick: { type: 'boolean', help: 'a seconds-long tiny configuration for smoke runs' },
   eval: { type: 'string', arg: 'N', help: 'held-out test tasks to evaluate after training (eval.json); 0 = skip, at most 10000', default: '40; 0 with --quick' },
   init: { type: 'string', arg: 'DIR', help: 'start from this model folder\'s weights and tokenizer (stage 2)' },

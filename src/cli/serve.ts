@@ -8,7 +8,9 @@ import { WORLD_NAMES } from '../env/retail/index';
 import { DEFAULTS, jsonLogger, startServer } from '../server/http';
 import { taskSet } from '../server/episodes';
 import { loadTasks } from '../server/tasks';
-import { ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from './args';
+import {
+  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, runCli, strFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+} from './args';
 
 export const SERVE_USAGE = `usage: npm run serve -- --port P [--host H] [--world mini|retail] [--tasks train|test|FILE.json]
   [--count N] [--task-seed S] [--ttl SECONDS] [--max-episodes N] [--max-turns N] [--max-body BYTES] [--log debug|info|warn|off]`;
@@ -16,7 +18,7 @@ export const SERVE_USAGE = `usage: npm run serve -- --port P [--host H] [--world
 export const SERVE_FLAGS: FlagSpec = {
   port: { type: 'string', arg: 'P', help: 'TCP port; 0: any free port (the log line "listening" says which) (required)' },
   host: { type: 'string', arg: 'H', help: 'address to bind (0.0.0.0 only on a trusted network: there is no auth)', default: DEFAULTS.host },
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   tasks: { type: 'string', arg: 'T', help: 'train, test, or a task file', default: 'both generated splits' },
   count: { type: 'string', arg: 'N', help: 'tasks per generated split, 1..100000', default: '200' },
   'task-seed': { type: 'string', arg: 'S', help: 'generator seed (test uses seed + 1)', default: '0' },

@@ -17,8 +17,7 @@ import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { REWARD_RULES } from '../rollout/rollout';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
-  ArgError, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag,
-  type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 const MAX_STEPS = 1_000_000;
@@ -34,13 +33,13 @@ export const TRAIN_FLAGS: FlagSpec = {
   out: { type: 'string', arg: 'DIR', help: 'run folder: run.json, checkpoints ckpt/<step>/, metrics/rollouts/eval JSONL (required)' },
   resume: { type: 'boolean', help: 'continue the run in --out from its last checkpoint with its saved configuration' },
   'ignore-changed': { type: 'boolean', help: 'with --resume: run on although flags differ from the saved run (the saved values are used)' },
-  world: { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' },
+  world: WORLD_FLAG,
   advantage: { type: 'string', arg: 'A', help: 'advantage groups: role-wise (per prompt and role) or pooled', default: 'role-wise' },
   baseline: { type: 'string', arg: 'B', help: 'group baseline: row-weighted (as the reference code) or rollout-mean', default: 'row-weighted' },
   seed: { type: 'string', arg: 'S', help: 'seed of adapters, sampling and task split, 0..2^32-1', default: '0' },
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
-  backend: { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' },
-  threads: { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' },
+  backend: BACKEND_FLAG,
+  threads: THREADS_FLAG,
   k: { type: 'string', arg: 'K', help: 'rollouts per prompt (group size), 1..64', default: '4' },
   prompts: { type: 'string', arg: 'P', help: 'prompts (tasks) per step, 1..256', default: '4' },
   lr: { type: 'string', arg: 'LR', help: 'AdamW learning rate, > 0', default: '1e-3' },
@@ -59,8 +58,8 @@ export const TRAIN_FLAGS: FlagSpec = {
   'max-turns': { type: 'string', arg: 'N', help: 'turns per episode, 1..100', default: String(DEFAULT_LIMITS.maxTurns) },
   'max-act-tokens': { type: 'string', arg: 'N', help: `tokens per Act generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxActTokens) },
   'max-rehearse-tokens': { type: 'string', arg: 'N', help: `tokens per Rehearse generation, 1..${MAX_TOKENS}`, default: String(DEFAULT_LIMITS.maxRehearseTokens) },
-  'grounding-chars': { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
-  'history-chars': { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: 'the rehearse prompt\'s own' },
+  'grounding-chars': GROUNDING_CHARS_FLAG,
+  'history-chars': HISTORY_CHARS_FLAG,
   'rehearse-decoding': { type: 'string', arg: 'D', help: 'structured (only tokens that keep a rehearsal a well-formed observation, with a loop guard) or free (the policy alone)', default: 'structured' },
   help: HELP_FLAG,
 };
