@@ -34,14 +34,24 @@ const seeds = readdirSync(dir)
   .sort((a, b) => a.seed - b.seed);
 if (seeds.length === 0) throw new Error(`${dir}: no finished seed`);
 const steps = [...new Set(seeds.flatMap((s) => s.evals.map((e) => e.step)))].sort((a, b) => a - b);
-const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number };
+const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string };
 
 const out: string[] = [];
 out.push('# The lesson run: the lab\'s default GRPO settings on the mini world');
 out.push('');
 out.push(`Produced by \`bash scripts/lesson-grpo.sh ${dir}\` and \`node --import tsx scripts/lesson-table.ts ${dir}\` from the run records. Each seed is one \`npm run train\` run — the lab's own training code (src/rl/run.ts GrpoRun) with the lab's default settings (src/ui/settings.svelte.ts), on the CPU fast path, on the 2-core development machine — evaluated greedily on the same ${base.tasks} held-out tasks of the mini world (\`npm run eval -- --world mini --tasks test --count ${base.tasks}\`; held-out *tasks*, not users).`);
 out.push('');
-out.push(`Settings: mode ${c.mode}${isRolloutMode(c.mode) ? ` (${MODES[c.mode].description})` : ''}, ${c.groups} advantages with the ${c.baseline} baseline, ${c.promptsPerStep} prompts × K ${c.k} per step, temperature ${c.temperature}, LoRA rank ${c.lora.rank} (alpha ${c.lora.alpha}), lr ${c.lr}, ${c.steps} steps, at most ${c.limits.maxTurns} turns, ${c.limits.maxActTokens} Act / ${c.limits.maxRehearseTokens} Rehearse tokens.`);
+/** The options off the lab's defaults, as run.json records them (absent there = the default). */
+function options(c: { updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string }): string {
+  const o = [
+    (c.updateEpochs ?? 1) > 1 ? `${c.updateEpochs} epochs per batch` : '',
+    c.taskSampling === 'signal' ? 'signal-seeking task sampling' : '',
+    c.topP !== undefined && c.topP < 1 ? `top-p ${c.topP}` : '',
+    c.reward ? `training reward: ${c.reward}` : '',
+  ].filter(Boolean);
+  return o.length ? `; ${o.join(', ')}` : '';
+}
+out.push(`Settings: mode ${c.mode}${isRolloutMode(c.mode) ? ` (${MODES[c.mode].description})` : ''}, ${c.groups} advantages with the ${c.baseline} baseline, ${c.promptsPerStep} prompts × K ${c.k} per step, temperature ${c.temperature}, LoRA rank ${c.lora.rank} (alpha ${c.lora.alpha}), lr ${c.lr}, ${c.steps} steps, at most ${c.limits.maxTurns} turns, ${c.limits.maxActTokens} Act / ${c.limits.maxRehearseTokens} Rehearse tokens${options(c)}.`);
 out.push('');
 out.push(`| seed | ${steps.map((s) => `success @ step ${s}`).join(' | ')} | change vs base (${pct(base.success)}) | fidelity exact @ last | wall-clock (training + evaluations) |`);
 out.push(`|---|${steps.map(() => '---|').join('')}---|---|---|`);
