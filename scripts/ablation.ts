@@ -80,7 +80,7 @@ export const ABLATION_FLAGS: FlagSpec = {
   figures: { type: 'string', arg: 'LIST', help: 'figure files (relative to docs/) the results section links, comma-separated', default: 'figures/ablation-curves.png when it exists' },
   note: { type: 'string', arg: 'TEXT', help: 'findings written under the tables', default: 'none' },
   reduced: { type: 'string', arg: 'WHY', help: 'states why the budget is smaller than the full one, above the tables', default: 'none' },
-  'no-write': { type: 'boolean', help: 'print the tables instead of writing the results file' },
+  'no-write': { type: 'boolean', help: 'write the tables to <out>/table.md only, not into the results file' },
   results: { type: 'string', arg: 'FILE', help: 'the results file whose ablation section is replaced', default: 'docs/results.md' },
   help: HELP_FLAG,
 };

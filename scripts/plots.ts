@@ -65,9 +65,9 @@ export interface PlotData {
 
 const COLORS: Record<string, string> = {
   base: '#555555', real: '#1f77b4', 'frozen-simulator': '#ff7f0e', 'per-role': '#2ca02c', envace: '#d62728',
-  'envace-pooled': '#9467bd', 'envace-rollout-mean': '#8c564b', 'envace-kl': '#e377c2',
+  'envace-pooled': '#9467bd', 'envace-rollout-mean': '#8c564b', 'envace-kl': '#e377c2', 'real-checklist': '#17becf',
 };
-const FALLBACK = ['#17becf', '#bcbd22', '#7f7f7f'];
+const FALLBACK = ['#bcbd22', '#7f7f7f', '#aec7e8'];
 
 const readJsonl = <T>(path: string): T[] => (existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T) : []);
 const lastPerStep = <T extends { step: number }>(xs: readonly T[]): T[] => [...new Map(xs.map((x) => [x.step, x])).values()].sort((a, b) => a.step - b.step);
@@ -150,7 +150,9 @@ export function renderSvg(data: PlotData, title: string): { svg: string; width: 
   const rows = 2;
   const head = 40;
   const configs = [...new Map(data.series.map((s) => [s.config, s])).values()];
-  const legendRows = Math.ceil(configs.length / 4);
+  // Three entries a row: the longest labels ("GRPO, real environment, checklist reward (4 seeds)") fill a third.
+  const perRow = 3;
+  const legendRows = Math.ceil(configs.length / perRow);
   const width = cols * PW;
   const height = head + rows * PH + 16 + legendRows * 22;
   const out: string[] = [];
@@ -200,8 +202,8 @@ export function renderSvg(data: PlotData, title: string): { svg: string; width: 
     out.push('</g>');
   });
   configs.forEach((s, i) => {
-    const x = 20 + (i % 4) * (width / 4);
-    const y = head + rows * PH + 16 + Math.floor(i / 4) * 22;
+    const x = 20 + (i % perRow) * (width / perRow);
+    const y = head + rows * PH + 16 + Math.floor(i / perRow) * 22;
     const seeds = Math.max(...data.series.filter((t) => t.config === s.config).flatMap((t) => t.points.map((p) => p.seeds)));
     out.push(`<g class="legend" data-config="${esc(s.config)}"><line x1="${x}" x2="${x + 24}" y1="${y}" y2="${y}" stroke="${s.color}" stroke-width="3"/><text x="${x + 30}" y="${y + 4}">${esc(s.label)} (${seeds} seed${seeds === 1 ? '' : 's'})</text></g>`);
   });

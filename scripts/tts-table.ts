@@ -70,7 +70,7 @@ export const TTS_FLAGS: FlagSpec = {
   'render-only': { type: 'boolean', help: 'compute nothing: write the table from the finished cells' },
   reduced: { type: 'string', arg: 'WHY', help: 'states why the budget is smaller than the full one, above the table', default: 'none' },
   note: { type: 'string', arg: 'TEXT', help: 'findings written under the table', default: 'none' },
-  'no-write': { type: 'boolean', help: 'print the table instead of writing the results file' },
+  'no-write': { type: 'boolean', help: 'print the table and write <out>/tts-table.md only, not into the results file' },
   'boot-reps': { type: 'string', arg: 'N', help: 'bootstrap replicates of the intervals, 100..100000', default: '2000' },
   help: HELP_FLAG,
 };

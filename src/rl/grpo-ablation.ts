@@ -184,6 +184,8 @@ export interface PairRow {
   a: AblationConfig;
   b: AblationConfig;
   diff: PairedInterval;
+  /** A key pair, stated in its expected direction (A > B); the other pairs carry no expectation. */
+  expected: boolean;
 }
 
 export interface AblationSummary {
@@ -191,7 +193,10 @@ export interface AblationSummary {
   pairs: PairRow[];
 }
 
-/** The comparisons the text needs first (the paper's ordering, the proof that the loop learns, the secondary axes). */
+/**
+ * The comparisons the text needs first, each in its expected direction (A > B): the paper's ordering, the proof
+ * that the loop learns and its upper reference, the secondary axes.
+ */
 export const KEY_PAIRS: readonly [string, string][] = [
   ['real', 'base'],
   ['frozen-simulator', 'base'],
@@ -203,9 +208,10 @@ export const KEY_PAIRS: readonly [string, string][] = [
   ['envace', 'envace-pooled'],
   ['envace', 'envace-rollout-mean'],
   ['envace-kl', 'envace'],
-  // The judge alone (no rehearsal): against the verifier-scored real run, and against the rehearsed run it shares a reward with.
-  ['real-checklist', 'real'],
-  ['envace', 'real-checklist'],
+  // The judge alone, without rehearsal: training on the judge's partial credit instead of the verifier's objective is
+  // expected to cost; real observations are expected to beat imagined ones under the same judge.
+  ['real', 'real-checklist'],
+  ['real-checklist', 'envace'],
 ];
 
 /** Per configuration: bootstrap intervals, the paired difference to the base; then the paired differences between configurations. */
@@ -241,18 +247,18 @@ export function summarize(runs: readonly AblationRun[], configs: readonly Ablati
     })
     .filter((r) => r.runs > 0);
   const present = rows.map((r) => r.config);
-  const order: [AblationConfig, AblationConfig][] = [];
+  const order: [AblationConfig, AblationConfig, boolean][] = [];
   const seen = new Set<string>();
-  const add = (a: AblationConfig | undefined, b: AblationConfig | undefined) => {
+  const add = (a: AblationConfig | undefined, b: AblationConfig | undefined, expected: boolean) => {
     if (!a || !b || a.id === b.id) return;
     const k = [a.id, b.id].sort().join('|');
     if (seen.has(k)) return;
     seen.add(k);
-    order.push([a, b]);
+    order.push([a, b, expected]);
   };
-  for (const [a, b] of KEY_PAIRS) add(present.find((c) => c.id === a), present.find((c) => c.id === b));
-  for (let i = 0; i < present.length; i++) for (let j = i + 1; j < present.length; j++) add(present[j], present[i]);
-  const pairs = order.map(([a, b]) => ({ a, b, diff: pairedBootstrap(successObs(byConfig.get(a.id)!), successObs(byConfig.get(b.id)!), boot) }));
+  for (const [a, b] of KEY_PAIRS) add(present.find((c) => c.id === a), present.find((c) => c.id === b), true);
+  for (let i = 0; i < present.length; i++) for (let j = i + 1; j < present.length; j++) add(present[j], present[i], false);
+  const pairs = order.map(([a, b, expected]) => ({ a, b, expected, diff: pairedBootstrap(successObs(byConfig.get(a.id)!), successObs(byConfig.get(b.id)!), boot) }));
   return { rows, pairs };
 }
 
@@ -264,9 +270,12 @@ const r2 = (x: Interval) => (x.n === 0 || !Number.isFinite(x.mean) ? '–' : x.m
 const mins = (s: number) => (s / 60).toFixed(1);
 
 /** reproduced / contradicted / not resolved, for "a > b" as the paper has it. */
-export function verdict(d: PairedInterval): string {
+/** Against the expected direction A > B (a key pair), or only which side is ahead (any other pair). */
+export function verdict(d: PairedInterval, expected = true): string {
   if (d.n === 0) return 'not run';
-  return d.significant ? (d.mean > 0 ? 'reproduced' : 'contradicted') : 'not resolved';
+  if (!d.significant) return 'not resolved';
+  if (expected) return d.mean > 0 ? 'reproduced' : 'contradicted';
+  return d.mean > 0 ? 'A > B' : 'A < B';
 }
 
 /** The Markdown of the ablation section (without the markers). */
@@ -289,8 +298,8 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
       `in points, with its paired bootstrap interval; **yes** when the interval excludes zero. Other columns: mean over seeds [95 % t-interval over seeds]. ` +
       `Tool P/R: calls matching the reference actions (name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; ` +
       `exact JSON match / field-level F1 / error-or-not agreement with the real observation (an unparseable rehearsal counts as a miss); per-role: its Rehearse adapter; ` +
-      `real and frozen-simulator: the Act-trained adapter playing the environment. Training reward: the rollouts' own (real environment for real; the checklist judge ` +
-      `on imagined trajectories otherwise), so it compares within a row. Groups with spread: the mean over steps of the fraction of advantage groups whose rewards ` +
+      `real and frozen-simulator: the Act-trained adapter playing the environment. Training reward: the rollouts' own (the verifier's 0 or 1 in the real environment; ` +
+      `the checklist judge's partial credit on imagined trajectories, and on real ones in a configuration named "checklist reward"), so it compares within a row. Groups with spread: the mean over steps of the fraction of advantage groups whose rewards ` +
       `are not all equal (the others carry no gradient).`,
   );
   out.push('');
@@ -309,11 +318,11 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
   if (pairs.length) {
     out.push('### Paired differences between configurations');
     out.push('');
-    out.push('Success of A minus success of B on the same held-out tasks and training seeds (points; base: its one run against every seed), 95 % paired bootstrap interval. The first rows are the paper\'s ordering (EnvACE > per-role > GRPO > base) and the proof that the loop learns (real > base).');
+    out.push('Success of A minus success of B on the same held-out tasks and training seeds (points; base: its one run against every seed), 95 % paired bootstrap interval. The first rows are stated in their expected direction (A > B): the paper\'s ordering (EnvACE > per-role > GRPO > base), the proof that the loop learns (real > base) and its upper reference (real > EnvACE), the secondary axes, and the judge\'s own cost (the verifier > the checklist in the real environment; real > imagined observations under the checklist). The rest carry no expectation: only which side is ahead.');
     out.push('');
-    out.push('| A − B | Δ success, pts [95 % CI] | significant | paper\'s direction (A > B) | paired results |');
+    out.push('| A − B | Δ success, pts [95 % CI] | significant | expected direction (A > B) | paired results |');
     out.push('|---|---|---|---|---|');
-    for (const p of pairs) out.push(`| ${p.a.label} − ${p.b.label} | ${fmtDiff(p.diff)} | ${p.diff.significant ? '**yes**' : 'no'} | ${verdict(p.diff)} | ${p.diff.n} |`);
+    for (const p of pairs) out.push(`| ${p.a.label} − ${p.b.label} | ${fmtDiff(p.diff)} | ${p.diff.significant ? '**yes**' : 'no'} | ${verdict(p.diff, p.expected)} | ${p.diff.n} |`);
     out.push('');
   }
   const tiers = [...new Set(rows.flatMap((r) => Object.keys(r.byTier)))].sort((x, y) => Number(x) - Number(y));

@@ -53,11 +53,16 @@ describe('ablation tables', () => {
     expect(real.wallS).toEqual([{ seed: 0, s: 660 }, { seed: 1, s: 720 }, { seed: 2, s: 780 }]);
     expect(real.fidelityExact.mean).toBe(0.5);
     expect(real.spread.mean).toBe(0.5);
-    // Key pairs first, in the paper's direction (A − B), then the rest.
+    // Key pairs first, in their expected direction (A − B), then the rest.
     expect(pairs.map((p) => `${p.a.id}-${p.b.id}`)).toEqual(['real-base', 'envace-base', 'real-envace']);
+    expect(pairs.map((p) => p.expected)).toEqual([true, true, true]);
     expect(pairs[2].diff.mean).toBeCloseTo((10 + 10 + 9) / 120, 12);
     expect(verdict(pairs[0].diff)).toBe('reproduced');
     expect(verdict(pairs[1].diff)).toBe('not resolved');
+    // A pair without an expectation says only which side is ahead.
+    expect(verdict(pairs[0].diff, false)).toBe('A > B');
+    expect(verdict({ ...pairs[0].diff, mean: -pairs[0].diff.mean }, false)).toBe('A < B');
+    expect(verdict({ ...pairs[0].diff, mean: -pairs[0].diff.mean })).toBe('contradicted');
 
     const md = renderAblation({ rows, pairs }, meta);
     expect(md).toContain('> **Reduced budget.** two steps only');
