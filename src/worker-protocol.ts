@@ -269,7 +269,7 @@ export interface TrainRequest {
   /** Nucleus sampling of training rollouts; absent = 1 (off). */
   topP?: number;
   /** How training rollouts are scored (src/rollout/rollout.ts REWARD_RULES); absent = the mode's own rule. */
-  reward?: 'verifier' | 'checklist';
+  reward?: 'verifier' | 'checklist' | 'strict-checklist';
 }
 
 /** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */

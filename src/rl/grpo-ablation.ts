@@ -36,6 +36,8 @@ export const ABLATION_CONFIGS: readonly AblationConfig[] = [
   { id: 'real', label: 'GRPO, real environment', mode: 'real', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
   // The real environment scored by the rehearsed runs' checklist judge: tells the judge's effect from the rehearsal's.
   { id: 'real-checklist', label: 'GRPO, real environment, checklist reward', mode: 'real', reward: 'checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // EnvACE with the judge all or nothing: does rehearsed training keep its writes without the partial credit?
+  { id: 'envace-strict', label: 'EnvACE, role-wise, strict checklist', mode: 'rehearse', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
   { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 31.2, b1_7: 14.7 } },
   { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 35.5, b1_7: 14.0 } },
   { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 36.7, b1_7: 15.3 } },
@@ -212,6 +214,7 @@ export const KEY_PAIRS: readonly [string, string][] = [
   // expected to cost; real observations are expected to beat imagined ones under the same judge.
   ['real', 'real-checklist'],
   ['real-checklist', 'envace'],
+  ['envace-strict', 'envace'],
 ];
 
 /** Per configuration: bootstrap intervals, the paired difference to the base; then the paired differences between configurations. */
@@ -299,7 +302,7 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
       `Tool P/R: calls matching the reference actions (name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; ` +
       `exact JSON match / field-level F1 / error-or-not agreement with the real observation (an unparseable rehearsal counts as a miss); per-role: its Rehearse adapter; ` +
       `real and frozen-simulator: the Act-trained adapter playing the environment. Training reward: the rollouts' own (the verifier's 0 or 1 in the real environment; ` +
-      `the checklist judge's partial credit on imagined trajectories, and on real ones in a configuration named "checklist reward"), so it compares within a row. Groups with spread: the mean over steps of the fraction of advantage groups whose rewards ` +
+      `the checklist judge's partial credit on imagined trajectories, and on real ones in a configuration named "checklist reward"; all or nothing in one named "strict checklist"), so it compares within a row. Groups with spread: the mean over steps of the fraction of advantage groups whose rewards ` +
       `are not all equal (the others carry no gradient).`,
   );
   out.push('');
@@ -318,7 +321,7 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
   if (pairs.length) {
     out.push('### Paired differences between configurations');
     out.push('');
-    out.push('Success of A minus success of B on the same held-out tasks and training seeds (points; base: its one run against every seed), 95 % paired bootstrap interval. The first rows are stated in their expected direction (A > B): the paper\'s ordering (EnvACE > per-role > GRPO > base), the proof that the loop learns (real > base) and its upper reference (real > EnvACE), the secondary axes, and the judge\'s own cost (the verifier > the checklist in the real environment; real > imagined observations under the checklist). The rest carry no expectation: only which side is ahead.');
+    out.push('Success of A minus success of B on the same held-out tasks and training seeds (points; base: its one run against every seed), 95 % paired bootstrap interval. The first rows are stated in their expected direction (A > B): the paper\'s ordering (EnvACE > per-role > GRPO > base), the proof that the loop learns (real > base) and its upper reference (real > EnvACE), the secondary axes, and the judge\'s own cost (the verifier > the checklist in the real environment; real > imagined observations under the checklist; the strict checklist > the partial one when rehearsing). The rest carry no expectation: only which side is ahead.');
     out.push('');
     out.push('| A − B | Δ success, pts [95 % CI] | significant | expected direction (A > B) | paired results |');
     out.push('|---|---|---|---|---|');

@@ -142,11 +142,13 @@ export function referenceGrounding(domain: RolloutDomain, task: Task): Grounding
 /**
  * How a finished rollout is scored. `verifier`: τ²-bench's DB × COMMUNICATE on the rollout's calls replayed
  * against a fresh real database, 0 or 1. `checklist`: the rule-based judge (src/env/judge.ts), partial credit
- * in [0, 1] per satisfied item. A real-mode run defaults to the verifier, a rehearsing run to the checklist
- * (it must not touch the real database); either can be chosen for either mode, so the judge's effect can be
- * told apart from the rehearsal's. Both give an empty response −0.1 and a cut or invalid episode 0.
+ * in [0, 1] per satisfied item. `strict-checklist`: the same judge, all or nothing (1 only when every item is
+ * satisfied): no credit for stopping short of a write, as the verifier, without touching the real database.
+ * A real-mode run defaults to the verifier, a rehearsing run to the checklist (it must not touch the real
+ * database); any can be chosen for any mode, so the judge's effect can be told apart from the rehearsal's. All
+ * give an empty response −0.1 and a cut or invalid episode 0.
  */
-export const REWARD_RULES = ['verifier', 'checklist'] as const;
+export const REWARD_RULES = ['verifier', 'checklist', 'strict-checklist'] as const;
 export type RewardRule = (typeof REWARD_RULES)[number];
 
 /** The rule a mode uses when none is chosen. */
@@ -158,7 +160,8 @@ export function rewardBy(rule: RewardRule | undefined, ep: Episode, domain: Roll
   if (ep.end === 'rehearse-invalid' || ep.terminated) return 0;
   if ((rule ?? defaultRewardRule(ep.mode)) === 'verifier') return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
   const env = ep.env;
-  return judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
+  const r = judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
+  return rule === 'strict-checklist' ? (r === 1 ? 1 : 0) : r;
 }
 
 /** The lab's reward: the mode's own rule. */

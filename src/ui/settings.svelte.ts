@@ -41,7 +41,7 @@ export interface Settings {
   /** Nucleus sampling of training rollouts (1 = off). */
   topP: number;
   /** How training rollouts are scored: the mode's own rule (auto), the verifier or the checklist judge. */
-  reward: 'auto' | 'verifier' | 'checklist';
+  reward: 'auto' | 'verifier' | 'checklist' | 'strict-checklist';
 }
 
 export const DEFAULTS: Settings = {
@@ -154,7 +154,7 @@ export function parseSettings(query: string): Settings {
         s.topP = num(v, 0.01, 1, DEFAULTS.topP);
         break;
       case 'reward':
-        s.reward = oneOf(v, ['auto', 'verifier', 'checklist'] as const, DEFAULTS.reward);
+        s.reward = oneOf(v, ['auto', 'verifier', 'checklist', 'strict-checklist'] as const, DEFAULTS.reward);
         break;
       case 'ttsMode':
         s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);

@@ -1,7 +1,8 @@
-// The two reward rules on the same real trajectories of the mini world (src/rollout/rollout.ts rewardBy):
-// the verifier gives 1 only when the database and every fact are right; the checklist judge gives partial
-// credit, and rewards stopping short of a write above writing it wrong. Each mode's default rule, and the
-// option's path into a run's configuration (recorded only when it differs from the mode's rule).
+// The reward rules on the same real trajectories of the mini world (src/rollout/rollout.ts rewardBy): the
+// verifier gives 1 only when the database and every fact are right; the checklist judge gives partial credit, and
+// rewards stopping short of a write above writing it wrong; the strict checklist is the judge all or nothing.
+// Each mode's default rule, and the option's path into a run's configuration (recorded only when it differs
+// from the mode's rule).
 import { describe, expect, it } from 'vitest';
 import type { Task, ToolCall } from '../../src/env/domain';
 import { loadWorldDomain } from '../../src/env/retail/node';
@@ -45,6 +46,13 @@ describe('reward rules', () => {
     const timid = played(cancel, lookups(cancel), 'I cannot do that.');
     expect(rewardBy('verifier', wrong, domain)).toBe(0);
     expect(rewardBy('checklist', timid, domain)).toBeGreaterThan(rewardBy('checklist', wrong, domain));
+    // All or nothing: neither earns anything, as under the verifier; the expert's trajectory still earns 1.
+    expect(rewardBy('strict-checklist', timid, domain)).toBe(0);
+    expect(rewardBy('strict-checklist', wrong, domain)).toBe(0);
+    expect(rewardBy('strict-checklist', played(cancel, cancel.referenceActions, cancel.facts.join('. ')), domain)).toBe(1);
+    // Rehearse mode scores by the judge unless told otherwise.
+    const rehearsed = played(cancel, [], 'I cannot do that.', 'rehearse');
+    expect(defaultReward(rehearsed, domain)).toBe(rewardBy('checklist', rehearsed, domain));
   });
 
   it("each mode's own rule is the default: verifier in the real environment, checklist when rehearsing", () => {
