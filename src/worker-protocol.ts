@@ -268,7 +268,7 @@ export interface TrainRequest {
   taskSampling?: 'uniform' | 'signal';
   /** Nucleus sampling of training rollouts; absent = 1 (off). */
   topP?: number;
-  /** How training rollouts are scored (src/rollout/rollout.ts REWARD_RULES); absent = the mode's own rule. */
+  /** How training rollouts are scored (src/rollout/reward-rule.ts); absent = the mode's own rule. */
   reward?: 'verifier' | 'checklist' | 'strict-checklist';
 }
 

@@ -14,7 +14,7 @@ import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../r
 import { DirStore } from '../rl/store-node';
 import { TASK_SAMPLINGS } from '../rl/task-sampler';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
-import { REWARD_RULES } from '../rollout/rollout';
+import { REWARD_RULES } from '../rollout/reward-rule';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,

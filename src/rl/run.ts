@@ -16,7 +16,8 @@ import { MemorySource } from '../model/source';
 import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { groupSuccess, summarizeRollouts, type GroupSuccess, type RolloutSummary } from '../rollout/metrics';
-import { rewardBy, runRollouts, type RewardRule, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
+import { rewardBy, type RewardRule } from '../rollout/reward-rule';
+import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
 import type { Advantages, Baseline, GroupMode } from '../method/advantage';
@@ -38,7 +39,7 @@ export interface GrpoRunConfig {
   temperature?: number;
   /** Nucleus sampling of training rollouts: the fewest tokens whose probability reaches topP (default 1: all). */
   topP?: number;
-  /** How training rollouts are scored (src/rollout/rollout.ts REWARD_RULES); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
+  /** How training rollouts are scored (src/rollout/reward-rule.ts); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
   reward?: RewardRule;
   rehearsePrompt?: RehearsePromptOptions;
   kvReuse?: boolean;

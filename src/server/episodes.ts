@@ -15,7 +15,8 @@ import { buildActPrompt } from '../rollout/act-prompt';
 import type { ChatMessage } from '../rollout/chat';
 import { Episode } from '../rollout/episode';
 import { buildRehearsePrompt, parseExecutionResult, RESULT_OPEN, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
-import { defaultReward, referenceGrounding } from '../rollout/rollout';
+import { defaultReward } from '../rollout/reward-rule';
+import { referenceGrounding } from '../rollout/rollout';
 
 /** A request the client got wrong (HTTP 4xx); `status` is the HTTP status, `code` a stable word. */
 export class ApiError extends Error {

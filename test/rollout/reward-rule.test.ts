@@ -1,4 +1,4 @@
-// The reward rules on the same real trajectories of the mini world (src/rollout/rollout.ts rewardBy): the
+// The reward rules on the same real trajectories of the mini world (src/rollout/reward-rule.ts): the
 // verifier gives 1 only when the database and every fact are right; the checklist judge gives partial credit, and
 // rewards stopping short of a write above writing it wrong; the strict checklist is the judge all or nothing.
 // Each mode's default rule, and the option's path into a run's configuration (recorded only when it differs
@@ -9,7 +9,7 @@ import { loadWorldDomain } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import { grpoRunConfig, TrainOptionsError } from '../../src/rl/grpo-config';
 import { Episode } from '../../src/rollout/episode';
-import { defaultReward, defaultRewardRule, rewardBy } from '../../src/rollout/rollout';
+import { defaultReward, defaultRewardRule, rewardBy } from '../../src/rollout/reward-rule';
 
 const domain = await loadWorldDomain('mini');
 const cancel = domain.tasks.generate({ split: 'train', count: 200, seed: 1 }).find((t) => t.family === 'cancel')!;

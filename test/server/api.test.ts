@@ -9,7 +9,8 @@ import { RETAIL_WRITE_TOOLS } from '../../src/env/retail/index';
 import { formatCall, formatObservation } from '../../src/env/toolcall';
 import { Episode } from '../../src/rollout/episode';
 import { buildRehearsePrompt } from '../../src/rollout/rehearse-prompt';
-import { defaultReward, referenceGrounding } from '../../src/rollout/rollout';
+import { defaultReward } from '../../src/rollout/reward-rule';
+import { referenceGrounding } from '../../src/rollout/rollout';
 import { api, startHarness, type Harness } from './helpers';
 
 let h: Harness;
