@@ -234,7 +234,7 @@ export function summarize(runs: readonly AblationRun[], configs: readonly Ablati
         tasks: Math.max(0, ...rs.map((r) => r.perTask.length)),
         success: bootstrapMean(obs, boot),
         reward: bootstrapMean(rewardObs, boot),
-        vsBase: config.mode !== null && baseObs.length > 0 && obs.length > 0 ? pairedBootstrap(obs, baseObs, boot) : null,
+        vsBase: config.mode !== null && baseObs.length > 0 && obs.length > 0 ? pairedBootstrap(obs, baseObs, { ...boot, broadcast: true }) : null,
         precision: meanCI(rs.map((r) => r.toolPrecision)),
         recall: meanCI(rs.map((r) => r.toolRecall)),
         fidelityExact: meanCI(rs.map((r) => r.fidelity?.exact ?? NaN)),
@@ -261,7 +261,7 @@ export function summarize(runs: readonly AblationRun[], configs: readonly Ablati
   };
   for (const [a, b] of KEY_PAIRS) add(present.find((c) => c.id === a), present.find((c) => c.id === b), true);
   for (let i = 0; i < present.length; i++) for (let j = i + 1; j < present.length; j++) add(present[j], present[i], false);
-  const pairs = order.map(([a, b, expected]) => ({ a, b, expected, diff: pairedBootstrap(successObs(byConfig.get(a.id)!), successObs(byConfig.get(b.id)!), boot) }));
+  const pairs = order.map(([a, b, expected]) => ({ a, b, expected, diff: pairedBootstrap(successObs(byConfig.get(a.id)!), successObs(byConfig.get(b.id)!), { ...boot, broadcast: b.mode === null }) }));
   return { rows, pairs };
 }
 

@@ -95,13 +95,23 @@ export function bootstrapMean(obs: readonly Obs[], opts: BootstrapOptions = {}):
   return { mean, lo, hi, n: groups.reduce((n, g) => n + g.length, 0), seeds: S };
 }
 
-/**
- * Differences a − b matched on (seed, task). When b has results of one seed only (the base policy, which is
- * deterministic under greedy evaluation), that seed stands for every seed of a. Unmatched results are dropped.
- */
-export function pairDiffs(a: readonly Obs[], b: readonly Obs[]): Obs[] {
+export interface PairOptions {
+  /**
+   * b is one deterministic run (the base policy under greedy evaluation) that stands for every seed of a. Only
+   * the caller knows this: a trained configuration with one finished seed so far must still pair seed by seed.
+   */
+  broadcast?: boolean;
+}
+
+export class PairingError extends Error {
+  override readonly name = 'PairingError';
+}
+
+/** Differences a − b matched on (seed, task); unmatched results are dropped. */
+export function pairDiffs(a: readonly Obs[], b: readonly Obs[], opts: PairOptions = {}): Obs[] {
+  const broadcast = opts.broadcast ?? false;
   const bSeeds = new Set(b.map((o) => o.seed));
-  const broadcast = bSeeds.size === 1;
+  if (broadcast && bSeeds.size > 1) throw new PairingError(`broadcast pairing needs one run of b, got seeds ${[...bSeeds].join(', ')}`);
   const key = (seed: number, task: string) => JSON.stringify([seed, task]);
   const bv = new Map(b.map((o) => [key(broadcast ? 0 : o.seed, o.task), o.value]));
   const out: Obs[] = [];
@@ -113,8 +123,8 @@ export function pairDiffs(a: readonly Obs[], b: readonly Obs[]): Obs[] {
 }
 
 /** The paired bootstrap interval of mean(a − b) on matched (seed, task) results. */
-export function pairedBootstrap(a: readonly Obs[], b: readonly Obs[], opts: BootstrapOptions = {}): PairedInterval {
-  const d = bootstrapMean(pairDiffs(a, b), opts);
+export function pairedBootstrap(a: readonly Obs[], b: readonly Obs[], opts: BootstrapOptions & PairOptions = {}): PairedInterval {
+  const d = bootstrapMean(pairDiffs(a, b, opts), opts);
   return { ...d, significant: d.n > 0 && (d.lo > 0 || d.hi < 0) };
 }
 

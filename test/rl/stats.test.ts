@@ -3,7 +3,7 @@
 // covers the truth on a simulated case, the base policy's single seed pairs with every seed, t-intervals and
 // pass@k match textbook values.
 import { describe, expect, it } from 'vitest';
-import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairDiffs, pairedBootstrap, passAtK, quantile, t975, type Obs } from '../../src/rl/stats';
+import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairDiffs, pairedBootstrap, PairingError, passAtK, quantile, t975, type Obs } from '../../src/rl/stats';
 
 const grid = (seeds: number, tasks: number, f: (s: number, t: number) => number): Obs[] =>
   Array.from({ length: seeds }, (_, s) => Array.from({ length: tasks }, (_, t) => ({ seed: s, task: `t${t}`, value: f(s, t) }))).flat();
@@ -74,12 +74,15 @@ describe('bootstrap statistics', () => {
       { seed: 0, task: 'a', value: 1 }, { seed: 0, task: 'b', value: 1 },
       { seed: 1, task: 'a', value: 0 }, { seed: 1, task: 'b', value: 0 }, { seed: 1, task: 'c', value: 1 },
     ];
-    expect(pairDiffs(run, base)).toEqual([
+    expect(pairDiffs(run, base, { broadcast: true })).toEqual([
       { seed: 0, task: 'a', value: 1 }, { seed: 0, task: 'b', value: 0 }, { seed: 1, task: 'a', value: 0 }, { seed: 1, task: 'b', value: -1 },
     ]);
     // Two configurations with several seeds pair seed by seed.
     const other: Obs[] = [{ seed: 0, task: 'a', value: 1 }, { seed: 1, task: 'a', value: 1 }];
     expect(pairDiffs(run, other)).toEqual([{ seed: 0, task: 'a', value: 0 }, { seed: 1, task: 'a', value: -1 }]);
+    // A trained configuration with one finished seed so far is not the base: it pairs with seed 0 only.
+    expect(pairDiffs(run, base)).toEqual([{ seed: 0, task: 'a', value: 1 }, { seed: 0, task: 'b', value: 0 }]);
+    expect(() => pairDiffs(run, other, { broadcast: true })).toThrow(PairingError);
   });
 
   it('empty input gives an empty interval, formatted as a dash', () => {
