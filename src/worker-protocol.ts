@@ -3,6 +3,7 @@
 // Strings coming back (model output, tool results, imported files) are untrusted: the page renders
 // them as text only.
 import type { RolloutMode as TrainMode } from './method/modes';
+import type { RewardRule } from './method/reward-rules';
 
 export type { TrainMode };
 export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
@@ -268,8 +269,8 @@ export interface TrainRequest {
   taskSampling?: 'uniform' | 'signal';
   /** Nucleus sampling of training rollouts; absent = 1 (off). */
   topP?: number;
-  /** How training rollouts are scored (src/rollout/reward-rule.ts); absent = the mode's own rule. */
-  reward?: 'verifier' | 'checklist' | 'strict-checklist';
+  /** How training rollouts are scored; absent = the mode's own rule. */
+  reward?: RewardRule;
 }
 
 /** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */

@@ -14,7 +14,7 @@ import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../r
 import { DirStore } from '../rl/store-node';
 import { TASK_SAMPLINGS } from '../rl/task-sampler';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
-import { REWARD_RULES } from '../rollout/reward-rule';
+import { REWARD_RULES } from '../method/reward-rules';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
@@ -50,7 +50,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   kl: { type: 'string', arg: 'C', help: 'KL coefficient to the base policy (adapter off), >= 0', default: '0' },
   temperature: { type: 'string', arg: 'T', help: 'sampling temperature of training rollouts, > 0', default: '1' },
   'top-p': { type: 'string', arg: 'P', help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P, in (0, 1]', default: '1 (off)' },
-  reward: { type: 'string', arg: 'R', help: 'how training rollouts are scored: verifier (τ²-bench\'s DB × communicate on the calls replayed against the real database, 0 or 1) checklist (the rule-based judge\'s partial credit) or strict-checklist (the judge, 1 only when every item is satisfied); held-out evaluation always uses the verifier', default: 'the mode\'s: verifier for real, checklist when rehearsing' },
+  reward: { type: 'string', arg: 'R', help: 'how training rollouts are scored: verifier (τ²-bench\'s DB × communicate on the calls replayed against the real database, 0 or 1), checklist (the rule-based judge\'s partial credit) or strict-checklist (the judge, 1 only when every item is satisfied); held-out evaluation always uses the verifier', default: 'the mode\'s: verifier for real, checklist when rehearsing' },
   'eval-every': { type: 'string', arg: 'N', help: 'held-out evaluation every N steps and after the last; 0 = never', default: '--steps' },
   'eval-tasks': { type: 'string', arg: 'N', help: `held-out tasks, 0..${MAX_TASKS}`, default: '20' },
   'train-tasks': { type: 'string', arg: 'N', help: `training tasks, 1..${MAX_TASKS}`, default: '200' },

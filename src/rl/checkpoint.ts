@@ -11,7 +11,7 @@ import { hasRehearseAdapter, ROLLOUT_MODES, type RolloutMode } from '../method/m
 import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
-import { REWARD_RULES } from '../rollout/reward-rule';
+import { REWARD_RULES } from '../method/reward-rules';
 import { TASK_SAMPLINGS } from './task-sampler';
 
 export class CheckpointError extends Error {

@@ -4,7 +4,7 @@
 // functions; scripts/ablation.ts runs the experiments.
 import type { RolloutMode } from '../method/modes';
 import type { Baseline } from '../method/advantage';
-import type { RewardRule } from '../rollout/reward-rule';
+import type { RewardRule } from '../method/reward-rules';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
 export interface AblationConfig {
@@ -16,7 +16,7 @@ export interface AblationConfig {
   baseline: Baseline;
   /** k3 KL coefficient to the base policy (0: off, as in the reference launcher). */
   kl: number;
-  /** How training rollouts are scored; absent: the mode's own rule (src/rollout/reward-rule.ts). */
+  /** How training rollouts are scored; absent: the mode's own rule (src/method/reward-rules.ts). */
   reward?: RewardRule;
   /** Not run unless named in --configs. */
   optional?: boolean;

@@ -5,7 +5,7 @@
 import type { Domain, Task } from '../env/domain';
 import { MIN_ACT_TOKENS, tokenBudgets } from '../rollout/budget';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
-import { defaultRewardRule, REWARD_RULES, type RewardRule } from '../rollout/reward-rule';
+import { defaultRewardRule, REWARD_RULES, type RewardRule } from '../method/reward-rules';
 import type { RolloutLimits } from '../rollout/rollout';
 import type { Baseline } from '../method/advantage';
 import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';

@@ -16,7 +16,8 @@ import { MemorySource } from '../model/source';
 import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { groupSuccess, summarizeRollouts, type GroupSuccess, type RolloutSummary } from '../rollout/metrics';
-import { rewardBy, type RewardRule } from '../rollout/reward-rule';
+import type { RewardRule } from '../method/reward-rules';
+import { rewardBy } from '../rollout/reward-rule';
 import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { Trainer } from '../train/trainer';
@@ -39,7 +40,7 @@ export interface GrpoRunConfig {
   temperature?: number;
   /** Nucleus sampling of training rollouts: the fewest tokens whose probability reaches topP (default 1: all). */
   topP?: number;
-  /** How training rollouts are scored (src/rollout/reward-rule.ts); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
+  /** How training rollouts are scored (src/method/reward-rules.ts); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
   reward?: RewardRule;
   rehearsePrompt?: RehearsePromptOptions;
   kvReuse?: boolean;
@@ -279,7 +280,7 @@ export class GrpoRun {
       tasks,
       {
         mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature, topP: c.topP,
-        rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward ?? (c.reward ? (ep, d) => rewardBy(c.reward, ep, d) : undefined), actScript: this.hooks.actScript, signal: this.hooks.signal,
+        rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward ?? ((ep, d) => rewardBy(c.reward, ep, d)), actScript: this.hooks.actScript, signal: this.hooks.signal,
         onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
       },
     );

@@ -1,6 +1,7 @@
 // Shareable state: every setting a person would want to send to someone else lives in the URL query
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
 import { ROLLOUT_MODES } from '../method/modes';
+import { REWARD_RULES, type RewardRule } from '../method/reward-rules';
 import type { ActSource, BackendKind, RehearseDecoding, RolloutMode, TrainMode, WeightFormat, WorldName } from '../worker-protocol';
 
 export interface Settings {
@@ -40,8 +41,8 @@ export interface Settings {
   tsamp: 'uniform' | 'signal';
   /** Nucleus sampling of training rollouts (1 = off). */
   topP: number;
-  /** How training rollouts are scored: the mode's own rule (auto), the verifier or the checklist judge. */
-  reward: 'auto' | 'verifier' | 'checklist' | 'strict-checklist';
+  /** How training rollouts are scored: the mode's own rule (auto) or one of REWARD_RULES. */
+  reward: 'auto' | RewardRule;
 }
 
 export const DEFAULTS: Settings = {
@@ -154,7 +155,7 @@ export function parseSettings(query: string): Settings {
         s.topP = num(v, 0.01, 1, DEFAULTS.topP);
         break;
       case 'reward':
-        s.reward = oneOf(v, ['auto', 'verifier', 'checklist', 'strict-checklist'] as const, DEFAULTS.reward);
+        s.reward = oneOf(v, ['auto', ...REWARD_RULES] as const, DEFAULTS.reward);
         break;
       case 'ttsMode':
         s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);

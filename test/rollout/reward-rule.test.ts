@@ -9,7 +9,8 @@ import { loadWorldDomain } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import { grpoRunConfig, TrainOptionsError } from '../../src/rl/grpo-config';
 import { Episode } from '../../src/rollout/episode';
-import { defaultReward, defaultRewardRule, rewardBy } from '../../src/rollout/reward-rule';
+import { defaultRewardRule } from '../../src/method/reward-rules';
+import { defaultReward, rewardBy } from '../../src/rollout/reward-rule';
 
 const domain = await loadWorldDomain('mini');
 const cancel = domain.tasks.generate({ split: 'train', count: 200, seed: 1 }).find((t) => t.family === 'cancel')!;
