@@ -1,5 +1,4 @@
-// npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse]
-//                   [--temperature T] [--seed S] [--split train|test] [--task-seed S] [--threads T] [--out FILE]
+// npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse] [--split train|test] [--out FILE] (--help lists every flag)
 // How much a GRPO step can learn from: K rollouts of each of N *training* prompts at temperature T (the
 // sampling a training step uses), and the share of prompts whose K rewards are not all identical — GRPO's
 // advantages are zero on every other prompt, so this share is the fraction of a step that carries signal.
@@ -8,14 +7,35 @@
 // --split test samples the held-out tasks instead (`npm run eval`'s set is --task-seed 1): their pass@K bounds
 // what sharpening the policy toward its own best samples could add on them.
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import { isWorldName, WORLD_NAMES } from '../src/env/retail/index';
+import { WORLD_NAMES } from '../src/env/retail/index';
 import { loadWorldDomain } from '../src/env/retail/node';
-import { openBackend, openModel } from '../src/cli/args';
+import {
+  ArgError, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openModel, openBackend, parseFlags, processIo, progress, runCli, strFlag, enumFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+} from '../src/cli/args';
 import { DEFAULT_LIMITS } from '../src/rl/grpo-config';
 import { tokenBudgets } from '../src/rollout/budget';
-import { isRolloutMode, type RolloutMode } from '../src/method/modes';
+import { isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../src/method/modes';
 import { runRollouts } from '../src/rollout/rollout';
+
+export const SIGNAL_USAGE = 'usage: npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse] [--split train|test] [--out FILE] [...]';
+
+export const SIGNAL_FLAGS: FlagSpec = {
+  world: WORLD_FLAG,
+  model: { type: 'string', arg: 'DIR', help: "model folder (config.json, model.safetensors, tokenizer)", default: "the world's bundled policy" },
+  count: { type: 'string', arg: 'N', help: 'prompts (tasks) to sample, 1..100000', default: '100' },
+  k: { type: 'string', arg: 'K', help: 'rollouts per prompt, 2..64', default: '4' },
+  modes: { type: 'string', arg: 'M,...', help: 'rollout modes to measure, comma-separated: real (τ²\'s 0/1 reward), rehearse (the checklist judge), per-role, frozen-simulator', default: 'real,rehearse' },
+  temperature: { type: 'string', arg: 'T', help: 'sampling temperature, > 0 (a training step samples at 1)', default: '1' },
+  seed: { type: 'string', arg: 'S', help: 'sampling seed, 0..2^32-1', default: '0' },
+  split: { type: 'string', arg: 'S', help: 'train (the prompts a GRPO step draws from) or test (held-out: pass@K bounds what sharpening can add)', default: 'train' },
+  'task-seed': { type: 'string', arg: 'S', help: "task generator seed (npm run eval's held-out set is 1)", default: '7' },
+  threads: THREADS_FLAG,
+  'max-concurrent': { type: 'string', arg: 'N', help: 'decode at most N sequences at once, without KV reuse (large K × count)', default: 'one cache slot per episode' },
+  out: { type: 'string', arg: 'FILE', help: 'also write the JSON result here', default: 'stdout only' },
+  help: HELP_FLAG,
+};
+
+const SIGNAL_NOTES = 'Progress on stderr, the JSON result on stdout. exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file).';
 
 /** 95 % Wilson score interval of a proportion. */
 export function wilson(successes: number, n: number, z = 1.96): [number, number] {
@@ -27,49 +47,41 @@ export function wilson(successes: number, n: number, z = 1.96): [number, number]
   return [Math.max(0, c - h), Math.min(1, c + h)];
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      world: { type: 'string', default: 'mini' }, model: { type: 'string' }, count: { type: 'string', default: '100' },
-      k: { type: 'string', default: '4' }, modes: { type: 'string', default: 'real,rehearse' }, temperature: { type: 'string', default: '1' },
-      seed: { type: 'string', default: '0' }, split: { type: 'string', default: 'train' }, 'task-seed': { type: 'string', default: '7' }, threads: { type: 'string' }, out: { type: 'string' },
-      // Large K × count: decode at most this many sequences at once (no KV reuse) instead of one cache slot per episode.
-      'max-concurrent': { type: 'string' },
-    },
-    strict: true,
-  });
-  if (!isWorldName(values.world)) throw new Error(`--world must be one of ${WORLD_NAMES.join(', ')}`);
-  const int = (name: string, v: string | undefined, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-    return n;
-  };
-  const count = int('count', values.count, 1);
-  const k = int('k', values.k, 2);
-  const seed = int('seed', values.seed, 0);
-  const temperature = Number(values.temperature);
-  if (!(temperature > 0)) throw new Error('--temperature must be > 0');
-  const modes = values.modes!.split(',') as RolloutMode[];
-  for (const m of modes) if (!isRolloutMode(m)) throw new Error(`--modes: unknown mode ${m}`);
-  const log = (s: string) => process.stderr.write(`[signal ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+export async function signalCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, SIGNAL_USAGE, () => main(argv, io));
+}
 
-  const domain = loadWorldDomain(values.world);
-  const split = values.split;
-  if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
-  const taskSeed = int('task-seed', values['task-seed'], 0);
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const values = parseFlags(argv, SIGNAL_FLAGS);
+  if (values.help) return void io.out(helpText(SIGNAL_USAGE, SIGNAL_FLAGS, SIGNAL_NOTES));
+  const world = enumFlag(values, 'world', WORLD_NAMES, 'mini');
+  const count = intFlag(values, 'count', 100, 1, 100_000);
+  const k = intFlag(values, 'k', 4, 2, 64);
+  const seed = intFlag(values, 'seed', 0, 0, 2 ** 32 - 1);
+  const temperature = numFlag(values, 'temperature', 1, 0);
+  const modes = strFlag(values, 'modes', 'real,rehearse')!.split(',').map((m) => m.trim()) as RolloutMode[];
+  for (const m of modes) if (!isRolloutMode(m)) throw new ArgError(`--modes: unknown mode ${JSON.stringify(m)} (one of ${ROLLOUT_MODES.join(', ')})`);
+  const split = enumFlag(values, 'split', ['train', 'test'] as const, 'train');
+  const taskSeed = intFlag(values, 'task-seed', 7, 0, 2 ** 32 - 1);
+  const threads = values.threads === undefined ? undefined : intFlag(values, 'threads', 1, 1, 64);
+  const maxConcurrent = values['max-concurrent'] === undefined ? undefined : intFlag(values, 'max-concurrent', 1, 1);
+  const out = strFlag(values, 'out');
+  const log = progress(io, 'signal');
+
+  const domain = loadWorldDomain(world);
   const tasks = domain.tasks.generate({ split, count, seed: taskSeed });
-  const backend = await openBackend('cpu-fast', values.threads ? int('threads', values.threads, 1) : undefined);
-  const policy = await openModel(values.model, backend, { world: values.world });
+  const backend = await openBackend('cpu-fast', threads);
+  const policy = await openModel(strFlag(values, 'model'), backend, { world });
   // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
   const measured = tokenBudgets(domain, policy.tokenizer);
   const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };
-  const result: Record<string, unknown> = { world: values.world, model: policy.dir, split, taskSeed, prompts: count, k, temperature, seed, limits };
+  const result: Record<string, unknown> = { world, model: policy.dir, split, taskSeed, prompts: count, k, temperature, seed, limits };
   try {
     for (const mode of modes) {
       const t0 = performance.now();
       const batch = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter: null }, domain, tasks, {
         mode, k, seed, limits, temperature,
-        ...(values['max-concurrent'] ? { kvReuse: false, maxConcurrent: int('max-concurrent', values['max-concurrent'], 1) } : { kvReuse: true }),
+        ...(maxConcurrent !== undefined ? { kvReuse: false, maxConcurrent } : { kvReuse: true }),
         onProgress: (e) => e.phase === 'act' && log(`${mode}: round ${e.round}, ${e.active} episodes active`),
       });
       const byPrompt = new Map<string, number[]>();
@@ -111,11 +123,8 @@ async function main(): Promise<void> {
     backend.dispose();
   }
   const text = JSON.stringify(result, null, 1) + '\n';
-  if (values.out) await writeFile(values.out, text);
-  process.stdout.write(text);
+  if (out) await writeFile(out, text);
+  io.out(text);
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`signal failed: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
-});
+if (isEntry(import.meta.url)) process.exitCode = await signalCli(process.argv.slice(2));

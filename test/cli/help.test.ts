@@ -1,6 +1,6 @@
 // Every CLI answers --help with exit 0 and a table of all its flags, each with its meaning and default
 // (issue 13), through the same frame (runCli) — `pretrain` included, which used to print a stack trace —
-// and so do the newer `export` and `serve`, and the research scripts (ablation, tts-table, plots).
+// and so do the newer `export` and `serve`, and the research scripts (ablation, tts-table, plots, signal).
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { FlagSpec } from '../../src/cli/args';
@@ -13,6 +13,7 @@ import { TRAIN_FLAGS, trainCli } from '../../src/cli/train';
 import { ABLATION_FLAGS, ablationCli } from '../../scripts/ablation';
 import { PLOTS_FLAGS, plotsCli } from '../../scripts/plots';
 import { TTS_FLAGS, ttsCli } from '../../scripts/tts-table';
+import { SIGNAL_FLAGS, signalCli } from '../../scripts/signal';
 import { captureIo } from '../helpers/cli';
 
 function expectTable(text: string, spec: FlagSpec): void {
@@ -49,6 +50,7 @@ describe('--help', () => {
     ['ablation', ablationCli, ABLATION_FLAGS],
     ['tts-table', ttsCli, TTS_FLAGS],
     ['plots', plotsCli, PLOTS_FLAGS],
+    ['signal', signalCli, SIGNAL_FLAGS],
   ] as const;
   for (const [name, cli, spec] of scripts) {
     it(`${name} --help lists every flag with its meaning and default, exit 0, and runs nothing`, async () => {
@@ -59,6 +61,15 @@ describe('--help', () => {
       expect(io.stderr()).toBe('');
     });
   }
+
+  it('signal: a bad flag value is a usage error (exit 2) before any model is opened', async () => {
+    for (const argv of [['--k', '1'], ['--modes', 'real,bogus'], ['--split', 'dev'], ['--temperature', '0']]) {
+      const io = captureIo();
+      expect(await signalCli(argv, io), argv.join(' ')).toBe(2);
+      expect(io.stderr()).toContain('usage: npm run signal');
+      expect(io.stdout()).toBe('');
+    }
+  });
 
   it('env sub-commands take --help too', async () => {
     for (const sub of ['replay', 'generate', 'expert']) {
