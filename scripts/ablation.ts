@@ -45,7 +45,7 @@ export const ABLATION_USAGE = `usage: npm run ablation -- [--world ${WORLD_NAMES
   [--grounding-chars N] [--history-chars N] [--fidelity-tokens N] [--eval-limits card|train] [--eval-every N] [--curve-tasks M]
   [--checkpoint-every N] [--boot-reps N] [--pilot] [--estimate] [--table-only] [--figures a.png,b.png]
   [--reduced "why"] [--note "findings"] [--no-write] [--results FILE]
-  Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (envace-kl, real-checklist and envace-strict only when named).`;
+  Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (${ABLATION_CONFIGS.filter((c) => c.optional).map((c) => c.id).join(', ')} only when named).`;
 
 export const ABLATION_FLAGS: FlagSpec = {
   world: WORLD_FLAG,

@@ -66,6 +66,7 @@ export interface PlotData {
 const COLORS: Record<string, string> = {
   base: '#555555', real: '#1f77b4', 'frozen-simulator': '#ff7f0e', 'per-role': '#2ca02c', envace: '#d62728',
   'envace-pooled': '#9467bd', 'envace-rollout-mean': '#8c564b', 'envace-kl': '#e377c2', 'real-checklist': '#17becf',
+  'envace-strict': '#bcbd22', 'frozen-strict': '#ffbb78',
 };
 const FALLBACK = ['#bcbd22', '#7f7f7f', '#aec7e8'];
 

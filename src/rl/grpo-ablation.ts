@@ -38,6 +38,8 @@ export const ABLATION_CONFIGS: readonly AblationConfig[] = [
   { id: 'real-checklist', label: 'GRPO, real environment, checklist reward', mode: 'real', reward: 'checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
   // EnvACE with the judge all or nothing: does rehearsed training keep its writes without the partial credit?
   { id: 'envace-strict', label: 'EnvACE, role-wise, strict checklist', mode: 'rehearse', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // The frozen simulator with the same strict judge: is its loss the partial credit too, or the frozen imagined observations?
+  { id: 'frozen-strict', label: 'GRPO, frozen simulator, strict checklist', mode: 'frozen-simulator', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
   { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 31.2, b1_7: 14.7 } },
   { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 35.5, b1_7: 14.0 } },
   { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 36.7, b1_7: 15.3 } },
@@ -215,6 +217,8 @@ export const KEY_PAIRS: readonly [string, string][] = [
   ['real', 'real-checklist'],
   ['real-checklist', 'envace'],
   ['envace-strict', 'envace'],
+  ['frozen-strict', 'frozen-simulator'],
+  ['envace-strict', 'frozen-strict'],
 ];
 
 /** Per configuration: bootstrap intervals, the paired difference to the base; then the paired differences between configurations. */

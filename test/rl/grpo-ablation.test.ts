@@ -34,6 +34,14 @@ describe('ablation tables', () => {
     expect(DEFAULT_CONFIG_IDS).toEqual(['base', 'real', 'frozen-simulator', 'per-role', 'envace', 'envace-pooled', 'envace-rollout-mean']);
     expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-rollout-mean')).toMatchObject({ mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0 });
     expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-kl')).toMatchObject({ mode: 'rehearse', baseline: 'row-weighted', kl: 1e-4, optional: true });
+    // The judge controls: each differs from its configuration in the reward rule alone, and only runs when named.
+    for (const [id, of, reward] of [['real-checklist', 'real', 'checklist'], ['envace-strict', 'envace', 'strict-checklist'], ['frozen-strict', 'frozen-simulator', 'strict-checklist']] as const) {
+      const c = ABLATION_CONFIGS.find((x) => x.id === id)!;
+      const { id: _a, label: _b, paper: _c, optional, reward: r, ...rest } = c;
+      const { id: _d, label: _e, paper: _f, optional: o2, reward: r2, ...restOf } = ABLATION_CONFIGS.find((x) => x.id === of)!;
+      expect([optional, r, o2, r2], id).toEqual([true, reward, undefined, undefined]);
+      expect(rest, id).toEqual(restOf);
+    }
   });
 
   it('summarizes: intervals, paired differences to the base and between configurations, wall-clock', () => {
