@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { cpus, hostname } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import type { Domain, Task } from '../src/env/domain';
 import { WORLD_NAMES } from '../src/env/retail/index';
@@ -155,7 +155,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
     });
     const out = resolve(strFlag(v, 'out') ?? (pilot ? '/tmp/envace-pilot' : '/tmp/envace-ablation'));
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
-    const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+    const threads = threadsFlag(v);
     const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));
 
     const domain = deps.domain ?? loadWorldDomain(world);

@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { WORLD_NAMES } from '../src/env/retail/index';
 import { loadWorldDomain } from '../src/env/retail/node';
 import {
-  ArgError, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openModel, openBackend, parseFlags, processIo, progress, runCli, strFlag, enumFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import { DEFAULT_LIMITS } from '../src/rl/grpo-config';
 import { tokenBudgets } from '../src/rollout/budget';
@@ -63,7 +63,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   for (const m of modes) if (!isRolloutMode(m)) throw new ArgError(`--modes: unknown mode ${JSON.stringify(m)} (one of ${ROLLOUT_MODES.join(', ')})`);
   const split = enumFlag(values, 'split', ['train', 'test'] as const, 'train');
   const taskSeed = intFlag(values, 'task-seed', 7, 0, 2 ** 32 - 1);
-  const threads = values.threads === undefined ? undefined : intFlag(values, 'threads', 1, 1, 64);
+  const threads = threadsFlag(values);
   const maxConcurrent = values['max-concurrent'] === undefined ? undefined : intFlag(values, 'max-concurrent', 1, 1);
   const out = strFlag(values, 'out');
   const log = progress(io, 'signal');

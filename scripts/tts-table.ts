@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { cpus } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../src/cli/args';
 import type { Domain, Task } from '../src/env/domain';
 import { WORLD_NAMES } from '../src/env/retail/index';
@@ -221,7 +221,7 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
     ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0) } : {}),
   };
   const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
-  const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+  const threads = threadsFlag(v);
   const out = resolve(strFlag(v, 'out') ?? '/tmp/envace-tts');
   const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));
   const budgetMinutes = v['budget-minutes'] === undefined ? Infinity : numFlag(v, 'budget-minutes', 30);

@@ -87,6 +87,11 @@ export function intFlag(v: FlagValues, name: string, dflt: number, min = 0, max 
   return n;
 }
 
+/** --threads (THREADS_FLAG): worker threads of cpu-fast, 1..64; undefined when not given (all cores). */
+export function threadsFlag(v: FlagValues): number | undefined {
+  return v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+}
+
 /** A finite number above `min` (or equal to it when `inclusive`). */
 export function numFlag(v: FlagValues, name: string, dflt: number, min = 0, inclusive = false): number {
   const s = str(v, name);

@@ -19,7 +19,7 @@ import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-p
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
@@ -86,7 +86,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
     const taskSeed = intFlag(v, 'task-seed', HELD_OUT_TASK_SEED, 0, 0xffffffff);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
-    const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+    const threads = threadsFlag(v);
     const tts = enumFlag(v, 'tts', ['parallel', 'sequential'] as const, undefined);
     if (v.n !== undefined && !tts) throw new ArgError('--n needs --tts parallel|sequential');
     const n = intFlag(v, 'n', tts ? -1 : 0, 0, 16);

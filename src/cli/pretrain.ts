@@ -30,7 +30,7 @@ import { FULL_SPEC, machineDescription, MINI_SPEC, pretrain, QUICK_SPEC } from '
 import { widenShape } from '../pretrain/grow';
 import { ensureDir, IoError, writeFileAtomic } from '../util/atomic-file';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
@@ -158,7 +158,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     if ((spec.rehearseSwapShare ?? 0) > 1) throw new ArgError(`--rehearse-swap-share must be a number in [0, 1], got ${JSON.stringify(v['rehearse-swap-share'])}`);
     if (spec.promptLossWeight > 1) throw new ArgError(`--prompt-loss must be a number in [0, 1], got ${JSON.stringify(v['prompt-loss'])}`);
     const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
-    const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+    const threads = threadsFlag(v);
     const initFlag = strFlag(v, 'init');
     const snapshotEvery = v['snapshot-every'] === undefined ? undefined : intFlag(v, 'snapshot-every', 1, 1, 1_000_000);
     const out = resolve(strFlag(v, 'out') ?? (quick ? 'models/quick' : 'models/default'));

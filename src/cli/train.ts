@@ -17,7 +17,7 @@ import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { REWARD_RULES } from '../method/reward-rules';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 const MAX_STEPS = 1_000_000;
@@ -169,7 +169,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
     if (v['ignore-changed'] && !v.resume) throw new ArgError('--ignore-changed only applies with --resume');
     const steps = intFlag(v, 'steps', 1, 1, MAX_STEPS);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
-    const threads = v.threads === undefined ? undefined : intFlag(v, 'threads', 1, 1, 64);
+    const threads = threadsFlag(v);
     const rank = intFlag(v, 'rank', 8, 1, 256);
     const options = {
       mode: mode ?? 'rehearse',
