@@ -12,6 +12,7 @@
 // Limits: MAX_TEXT characters per generation, MAX_BLOCK per block, MAX_DEPTH bracket nesting (checked by a
 // linear scan before JSON.parse, so hostile nesting cannot exhaust the stack), MAX_CALLS per generation.
 
+import { parse as scanJson, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import type { Environment } from './env';
 import type { Observation, ToolCall } from './domain';
 import { compactJson } from './json';
@@ -70,9 +71,41 @@ export function safeJsonParse(s: string, maxLen = MAX_BLOCK): { ok: true; value:
   if (jsonDepth(s) > MAX_DEPTH) return { ok: false, error: `JSON nested too deeply (more than ${MAX_DEPTH} levels)` };
   try {
     return { ok: true, value: JSON.parse(s) };
-  } catch (e) {
-    return { ok: false, error: `invalid JSON: ${e instanceof Error ? e.message : String(e)}` };
+  } catch {
+    return { ok: false, error: `invalid JSON: ${describeJsonError(s)}` };
   }
+}
+
+// What the policy reads about its malformed call must not depend on the JavaScript engine: JSON.parse's
+// messages differ between V8 versions (Node 20: "... at position 56"; Chromium: "... (line 1 column 57)"),
+// so the lab in a browser and the CLI in Node fed different observations to the same rollout (found by
+// test/e2e/lesson-trace.test.ts). The first error of a strict scan (no comments, no trailing commas) says it.
+const JSON_ERRORS: Record<string, string> = {
+  InvalidSymbol: 'unexpected character',
+  InvalidNumberFormat: 'malformed number',
+  PropertyNameExpected: 'expected a property name in double quotes',
+  ValueExpected: 'expected a value',
+  ColonExpected: "expected ':'",
+  CommaExpected: "expected ',' or a closing bracket",
+  CloseBraceExpected: "expected '}'",
+  CloseBracketExpected: "expected ']'",
+  EndOfFileExpected: 'unexpected text after the JSON value',
+  InvalidCommentToken: 'comments are not JSON',
+  UnexpectedEndOfComment: 'comments are not JSON',
+  UnexpectedEndOfString: 'unterminated string',
+  UnexpectedEndOfNumber: 'malformed number',
+  InvalidUnicode: 'malformed \\u escape',
+  InvalidEscapeCharacter: 'malformed escape',
+  InvalidCharacter: 'control character in a string',
+};
+
+/** The first syntax error of `s` in fixed words, with its 0-based character position. */
+export function describeJsonError(s: string): string {
+  const errors: ParseError[] = [];
+  scanJson(s, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const e = errors[0];
+  if (!e) return 'not valid JSON';
+  return `${JSON_ERRORS[printParseErrorCode(e.error)] ?? 'syntax error'} at position ${e.offset}`;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -9,6 +9,7 @@ import { ToolError } from '../../src/env/domain';
 import type { ToolSpec } from '../../src/env/domain';
 import {
   MAX_DEPTH,
+  describeJsonError,
   endsEpisode,
   executeParsed,
   formatCall,
@@ -66,6 +67,46 @@ describe('parse', () => {
     expect(r.errors.length).toBeGreaterThan(0);
     expect(r.errors[0].error).toMatch(re);
     expect(endsEpisode(r)).toBe(false);
+  });
+  it('says what is wrong with malformed JSON in fixed words, whatever engine runs it', () => {
+    // The words and positions are the lab's own (Node's and Chromium's JSON.parse messages differ; the policy
+    // reads this text, so a run in the browser would otherwise see other observations than the same run in Node).
+    expect(parse('<tool_call>{"name": "x", </tool_call>').errors[0].error).toBe('invalid JSON: expected a property name in double quotes at position 13');
+    expect(parse('<tool_call>{"name": "x" "arguments": {}}</tool_call>').errors[0].error).toBe("invalid JSON: expected ',' or a closing bracket at position 13");
+    expect(describeJsonError("{'a': 1}")).toBe('unexpected character at position 1');
+    expect(describeJsonError('{"a": 1,}')).toBe('expected a property name in double quotes at position 8');
+    expect(describeJsonError('[1, 2')).toBe("expected ']' at position 5");
+    expect(describeJsonError('{"a": 1}}')).toBe('unexpected text after the JSON value at position 8');
+    expect(describeJsonError('{"a": 1 // why\n}')).toBe('comments are not JSON at position 8');
+    expect(describeJsonError('')).toBe('expected a value at position 0');
+  });
+  it('finds a syntax error exactly where JSON.parse rejects the text (property)', () => {
+    const valid = (s: string) => {
+      try {
+        JSON.parse(s);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // Valid JSON, and JSON with one character dropped, doubled or replaced by JSON punctuation.
+    const text = fc.oneof(
+      fc.json(),
+      fc.tuple(fc.json(), fc.nat(), fc.constantFrom('', ',', '}', ']', '"', ':', "'", '/', '\\', ' ')).map(([j, i, c]) => {
+        const at = j.length ? i % j.length : 0;
+        return j.slice(0, at) + c + j.slice(at + 1);
+      }),
+    );
+    fc.assert(
+      fc.property(text, (s) => {
+        const msg = describeJsonError(s);
+        if (valid(s)) return;
+        const m = /^(.+) at position (\d+)$/.exec(msg);
+        expect(m, `${JSON.stringify(s)}: ${msg}`).not.toBeNull();
+        expect(Number(m![2])).toBeLessThanOrEqual(s.length);
+      }),
+      { numRuns: 2000, seed: 19 },
+    );
   });
   it('formatCall round-trips through parse', () => {
     const c = { name: 'return_delivered_order_items', arguments: { order_id: '#W1', item_ids: ['1', '2'], payment_method_id: 'p' } };
