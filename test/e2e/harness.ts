@@ -1,16 +1,19 @@
 // E2E harness: build the app once into a temp folder, serve it with `vite preview` on a free loopback
 // port, and drive Debian's Chromium (SwiftShader WebGPU) with playwright-core. Under CI a missing
 // Chromium fails the run instead of skipping it.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { build, preview, type PreviewServer } from 'vite';
+import { afterAll, beforeAll } from 'vitest';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CHROMIUM = '/usr/bin/chromium';
+/** Where the suites write screenshots and run records: a temp folder, or LAB_SCREENSHOTS (docs/screenshots for the README's). */
+export const SHOTS = process.env.LAB_SCREENSHOTS ? resolve(ROOT, process.env.LAB_SCREENSHOTS) : join(tmpdir(), 'envace-lab-screenshots');
 
 /** True when the E2E suite can run; throws under CI=true when it cannot. */
 export function chromiumAvailable(): boolean {
@@ -71,4 +74,17 @@ export async function serveAndLaunch(opts: { extraArgs?: string[] } = {}): Promi
       rmSync(outDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One served lab and Chromium for a describe block (built before its tests, closed after); call inside describe. */
+export function servedLab(): () => Served {
+  let s: Served | undefined;
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    s = await serveAndLaunch();
+  }, 180_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+  return () => s!;
 }

@@ -10,32 +10,21 @@
 // every 2nd step): a few minutes on a loaded 2-core machine.
 // Screenshots of every panel go to a temporary folder, so the test command leaves the checkout as it was;
 // `LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e` writes the README's images instead.
-import { mkdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
-import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
+import { chromiumAvailable, servedLab, SHOTS } from './harness';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SHOTS = process.env.LAB_SCREENSHOTS ? resolve(ROOT, process.env.LAB_SCREENSHOTS) : join(tmpdir(), 'envace-lab-screenshots');
 const XSS = '<img src=x onerror="window.__xss=1">';
 const run = chromiumAvailable();
 
 describe.runIf(run)('lab E2E (headless Chromium)', () => {
-  let s: Served;
+  const lab = servedLab();
   let page: Page;
   const pageErrors: string[] = [];
 
-  beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    s = await serveAndLaunch();
-  }, 180_000);
-  afterAll(async () => {
-    await s?.close();
-  });
 
   // The sticky status bar would cover the top of a panel in an element screenshot: unstick it first.
   const shot = async (name: string, sel: string) => {
@@ -46,15 +35,15 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   const idle = () => page.waitForSelector('[data-testid=busy]', { state: 'detached', timeout: 240_000 });
 
   it('loads on WebGPU, says whether the model is the untrained placeholder, and generates tokens there', async () => {
-    page = await s.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page = await lab().browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(e.message));
     // WebGPU forced: the measured choice would pick the CPU fast path on this software adapter.
-    await page.goto(`${s.url}?backend=webgpu`);
+    await page.goto(`${lab().url}?backend=webgpu`);
     // The page is alive before the model is: the status line exists at once.
     await page.waitForSelector('[data-testid=load-status]', { timeout: 10_000 });
     await ready();
     expect(await page.textContent('[data-testid=load-status]')).toContain('on webgpu');
-    const bundled = s.hasBundledModel();
+    const bundled = lab().hasBundledModel();
     expect(await page.isVisible('[data-testid=untrained-banner]')).toBe(!bundled);
     await page.fill('[data-testid=try-prompt]', 'Hi');
     await page.click('[data-testid=try-generate]');
@@ -81,9 +70,9 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   let chosen = '';
 
   it('chooses the backend by measurement on the software adapter, opens on the mini world, and an expert-played rehearse rollout with the default budgets parses every rehearsal', async () => {
-    page = await s.browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    page = await lab().browser.newPage({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${s.url}?maxNew=24&turns=3&steps=2&k=2&prompts=1&evalEvery=2&evalTasks=4&tmode=rehearse`);
+    await page.goto(`${lab().url}?maxNew=24&turns=3&steps=2&k=2&prompts=1&evalEvery=2&evalTasks=4&tmode=rehearse`);
     await ready();
     // SwiftShader is a software adapter: the lab timed both paths, says which it chose and why.
     const note = (await page.textContent('[data-testid=backend-choice]')) ?? '';
@@ -428,9 +417,9 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     // Policy-dependent on purpose: this is what a student sees with the bundled policy. Only the run length
     // and the held-out set are cut for E2E time; budgets, turns, K, prompts, lr and mode are the defaults.
     const prev = page;
-    page = await s.browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page = await lab().browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${s.url}?steps=2&evalEvery=2&evalTasks=4`);
+    await page.goto(`${lab().url}?steps=2&evalEvery=2&evalTasks=4`);
     await ready();
     expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
     // Rehearsals are decoded structured by default (src/rollout/rehearse-constraint.ts).
@@ -499,9 +488,9 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
   });
 
   it('without WebGPU runs on the CPU and says so', async () => {
-    const b = await s.launchWithoutWebGpu();
+    const b = await lab().launchWithoutWebGpu();
     const p = await b.newPage({ viewport: { width: 1280, height: 800 } });
-    await p.goto(s.url);
+    await p.goto(lab().url);
     await p.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 120_000 });
     expect(await p.textContent('[data-testid=load-status]')).toContain('(no WebGPU: running on the CPU)');
     expect(await p.textContent('[data-testid=cpu-notice]')).toMatch(/because webgpu is unavailable/);

@@ -9,32 +9,24 @@
 // It writes the dashboard's screenshot (lesson-run.png) and a record of the run (lesson-run.json: settings as
 // the page shows them, the held-out success before and after, wall-clock, machine, date, commit).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
+import { describe, expect, it } from 'vitest';
+import { chromiumAvailable, servedLab, SHOTS } from './harness';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SHOTS = process.env.LAB_SCREENSHOTS ? resolve(ROOT, process.env.LAB_SCREENSHOTS) : join(tmpdir(), 'envace-lab-screenshots');
 const run = process.env.LAB_LESSON_RUN === '1' && chromiumAvailable();
 
 describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', () => {
-  let s: Served;
-  beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    s = await serveAndLaunch();
-  }, 180_000);
-  afterAll(async () => {
-    await s?.close();
-  });
+  const lab = servedLab();
 
   it('trains at the default settings and ends with held-out success above the starting policy', async () => {
-    const page = await s.browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await lab().browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(s.url);
+    await page.goto(lab().url);
     await page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 300_000 });
     expect(await page.inputValue('[data-testid=world-select]')).toBe('mini');
     const settings = {

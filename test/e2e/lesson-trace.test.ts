@@ -14,15 +14,14 @@
 //   npx vitest run test/e2e/lesson-trace.test.ts                                     (3 steps, part of npm test)
 //   LAB_TRACE_STEPS=40 LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e/lesson-trace.test.ts   (the lesson's whole run)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, serveAndLaunch, type Served } from './harness';
+import { afterAll, describe, expect, it } from 'vitest';
+import { chromiumAvailable, servedLab, SHOTS } from './harness';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SHOTS = process.env.LAB_SCREENSHOTS ? resolve(ROOT, process.env.LAB_SCREENSHOTS) : join(tmpdir(), 'envace-lab-screenshots');
 const STEPS = Number(process.env.LAB_TRACE_STEPS ?? 3);
 const run = chromiumAvailable();
 
@@ -61,23 +60,16 @@ function stepTrace(m: Json, rollouts: Json[]) {
 }
 
 describe.runIf(run)('the lab trains as the command line does', () => {
-  let s: Served;
+  const lab = servedLab();
   const dir = mkdtempSync(join(tmpdir(), 'envace-trace-'));
-  beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    s = await serveAndLaunch();
-  }, 180_000);
-  afterAll(async () => {
-    await s?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it(`runs ${STEPS} steps of the default training in Chromium and in Node and compares them`, async () => {
-    const page = await s.browser.newPage();
+    const page = await lab().browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     // No held-out evaluation: the trace is about training; the evaluation is the same code as `npm run eval`.
-    await page.goto(`${s.url}?steps=${STEPS}&evalEvery=0`);
+    await page.goto(`${lab().url}?steps=${STEPS}&evalEvery=0`);
     await page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 300_000 });
     const backend = await page.textContent('[data-testid=load-status]');
     await page.click('[data-testid=train-start]');
