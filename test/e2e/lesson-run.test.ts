@@ -8,15 +8,13 @@
 //
 // It writes the dashboard's screenshot (lesson-run.png) and a record of the run (lesson-run.json: settings as
 // the page shows them, the held-out success before and after, wall-clock, machine, date, commit).
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { commitName } from '../../bench/lib';
 import { chromiumAvailable, servedLab, SHOTS } from './harness';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const run = process.env.LAB_LESSON_RUN === '1' && chromiumAvailable();
 
 describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', () => {
@@ -52,7 +50,7 @@ describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', 
     const [before, after, atStep] = [Number(m![1]), Number(m![2]), Number(m![3])];
     await page.addStyleTag({ content: '.statusbar { position: static !important; }' });
     await page.locator('[data-testid=train-panel]').screenshot({ path: join(SHOTS, 'lesson-run.png') });
-    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const commit = commitName();
     const record = { date: new Date().toISOString(), commit, machine: `${cpus()[0]?.model.trim()} (${cpus().length} cores), Chromium headless`, settings, summary, before, after, atStep, wallS, pageErrors: errors };
     writeFileSync(join(SHOTS, 'lesson-run.json'), JSON.stringify(record, null, 1) + '\n');
     expect(errors).toEqual([]);

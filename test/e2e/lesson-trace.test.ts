@@ -19,6 +19,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { commitName } from '../../bench/lib';
+import { parseJsonl } from '../../src/util/atomic-file';
 import { chromiumAvailable, servedLab, SHOTS } from './harness';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -26,7 +28,7 @@ const STEPS = Number(process.env.LAB_TRACE_STEPS ?? 3);
 const run = chromiumAvailable();
 
 type Json = Record<string, unknown>;
-const jsonl = (text: string): Json[] => text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Json);
+const jsonl = (text: string, file: string) => parseJsonl(text, file) as Json[];
 
 /** The first place two values differ, as a dotted path; numbers equal within `rel` relative tolerance. */
 export function firstDifference(a: unknown, b: unknown, rel: number, path = ''): { path: string; browser: unknown; node: unknown } | null {
@@ -90,18 +92,17 @@ describe.runIf(run)('the lab trains as the command line does', () => {
       world: 'mini', mode: c.mode, steps: c.steps, seed: c.seed, k: c.k, prompts: c.promptsPerStep, lr: c.lr, rank: c.lora.rank, alpha: c.lora.alpha, kl: c.klCoef,
       temperature: c.temperature, 'top-p': c.topP, epochs: c.updateEpochs, 'task-sampling': c.taskSampling, advantage: c.groups === 'pooled' ? 'pooled' : 'role-wise', baseline: c.baseline,
       'eval-every': 0, 'eval-tasks': 0, 'train-tasks': 200, 'max-turns': c.limits.maxTurns, 'max-act-tokens': c.limits.maxActTokens, 'max-rehearse-tokens': c.limits.maxRehearseTokens,
-      'fidelity-tokens': c.evalFidelityTokens ?? c.limits.maxRehearseTokens, out,
+      'fidelity-tokens': c.evalFidelityTokens ?? c.limits.maxRehearseTokens, reward: c.reward, 'rehearse-decoding': (c.rehearsePrompt as Json | undefined)?.decoding, out,
     };
     const args = Object.entries(flags).filter(([, v]) => v !== undefined).flatMap(([k, v]) => [`--${k}`, String(v)]);
-    if (c.reward) args.push('--reward', String(c.reward));
-    const decoding = (c.rehearsePrompt as Json | undefined)?.decoding;
-    if (decoding) args.push('--rehearse-decoding', String(decoding));
     execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/train.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
     const nodeRun = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')).config as Json;
-    const nodeMetrics = jsonl(readFileSync(join(out, 'metrics.jsonl'), 'utf8'));
-    const nodeRollouts = jsonl(readFileSync(join(out, 'rollouts.jsonl'), 'utf8'));
-    const webMetrics = jsonl(got['metrics.jsonl']);
-    const webRollouts = jsonl(got['rollouts.jsonl']);
+    const nodeMetrics = jsonl(readFileSync(join(out, 'metrics.jsonl'), 'utf8'), 'node metrics.jsonl');
+    const nodeRollouts = jsonl(readFileSync(join(out, 'rollouts.jsonl'), 'utf8'), 'node rollouts.jsonl');
+    const webMetrics = jsonl(got['metrics.jsonl'], 'browser metrics.jsonl');
+    const webRollouts = jsonl(got['rollouts.jsonl'], 'browser rollouts.jsonl');
+    expect(webMetrics.length).toBe(STEPS);
+    expect(nodeMetrics.length).toBe(STEPS);
 
     // The lab checkpoints every step (to survive a closed tab); the CLI by its own default. Nothing else may differ.
     const { checkpointEvery: _a, ...webConfig } = c;
@@ -116,7 +117,7 @@ describe.runIf(run)('the lab trains as the command line does', () => {
     const firstDecided = steps.find((x) => x.decided);
     const record = {
       date: new Date().toISOString(),
-      commit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
+      commit: commitName(),
       backend, steps: STEPS, cli: args.join(' '),
       config: configDiff ?? 'identical (checkpointEvery aside)',
       firstDecisionDifference: firstDecided ? { step: firstDecided.step, ...firstDecided.decided } : null,
@@ -124,8 +125,6 @@ describe.runIf(run)('the lab trains as the command line does', () => {
     };
     writeFileSync(join(SHOTS, 'lesson-trace.json'), JSON.stringify(record, null, 1) + '\n');
     expect(configDiff, 'the lab and the CLI ran different configurations').toBeNull();
-    expect(webMetrics.length).toBe(STEPS);
-    expect(nodeMetrics.length).toBe(STEPS);
     // Same code, same seed, same configuration: every step draws the same tasks and samples the same rollouts,
     // and its update computes the same loss and gradient norm.
     expect(record.firstDecisionDifference).toBeNull();
