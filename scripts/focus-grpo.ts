@@ -1,6 +1,6 @@
 // node --import tsx scripts/focus-grpo.ts --out DIR [--families cancel,...|all] [--seed S] [--steps N] [--lr LR]
 //                                         [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR]
-//                                         [--train-on held-out]
+//                                         [--train-on held-out] (--help lists every flag)
 // Can GRPO teach one skill at all in the lesson's budget? The lesson's run (real environment, the lab's
 // defaults) but every training prompt is a task of the chosen families (from the mini world's training
 // split), and the held-out evaluation (the same 100 tasks as `npm run eval -- --world mini --tasks test`)
@@ -12,40 +12,62 @@
 // evaluated on, which bounds what any run of these settings can show on them in the same number of steps.
 // The run folder is a normal run (run.json, metrics.jsonl, rollouts.jsonl, ckpt/); focus.json holds the record.
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
-import { openBackend, openModel } from '../src/cli/args';
+import {
+  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, type CliIo, type FlagSpec,
+} from '../src/cli/args';
+import { TRAIN_FLAGS } from '../src/cli/train';
 import { HELD_OUT_TASK_SEED, type Task } from '../src/env/domain';
+import { FAMILY_TIER } from '../src/env/retail/index';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { DEFAULT_LIMITS, grpoRunConfig } from '../src/rl/grpo-config';
 import { GrpoRun } from '../src/rl/run';
 import { DirStore } from '../src/rl/store-node';
 import { tokenBudgets } from '../src/rollout/budget';
 
+export const FOCUS_GRPO_USAGE = `usage: node --import tsx scripts/focus-grpo.ts --out DIR [--families cancel,...|all] [--seed S] [--steps N] [--lr LR]
+  [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR] [--train-on train|held-out]`;
+
+export const FOCUS_GRPO_FLAGS: FlagSpec = {
+  out: { type: 'string', arg: 'DIR', help: 'the run folder (a normal run, and focus.json with the record); must not hold a run yet (required)' },
+  families: { type: 'string', arg: 'F,...', help: `task families to train on, comma-separated (${Object.keys(FAMILY_TIER).join(', ')}), or all`, default: 'cancel' },
+  seed: { type: 'string', arg: 'S', help: 'seed of the run and of the training task stream, 0..2^32-1', default: '1' },
+  steps: { type: 'string', arg: 'N', help: 'GRPO steps, 1..1000000', default: '40' },
+  // As `npm run train` takes them (meaning, bounds, defaults); lr's default as this script has always written it.
+  lr: { ...TRAIN_FLAGS.lr, default: '0.001' },
+  k: TRAIN_FLAGS.k,
+  prompts: TRAIN_FLAGS.prompts,
+  temperature: TRAIN_FLAGS.temperature,
+  threads: THREADS_FLAG,
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the mini world's bundled policy (models/default)" },
+  'train-on': { type: 'string', arg: 'SET', help: 'train (the training split) or held-out (a diagnostic: GRPO trains on the very tasks it is evaluated on)', default: 'train' },
+  help: HELP_FLAG,
+};
+
 const REASONS = ['ordered by mistake', 'no longer needed'] as const;
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      out: { type: 'string' }, families: { type: 'string', default: 'cancel' }, seed: { type: 'string', default: '1' },
-      steps: { type: 'string', default: '40' }, lr: { type: 'string', default: '0.001' }, k: { type: 'string', default: '4' },
-      prompts: { type: 'string', default: '4' }, temperature: { type: 'string', default: '1' }, threads: { type: 'string' },
-      model: { type: 'string' }, 'train-on': { type: 'string', default: 'train' },
-    },
-  });
-  if (!values.out) throw new Error('--out DIR is required');
-  const num = (name: string, v: string | undefined, ok: (n: number) => boolean) => {
-    const n = Number(v);
-    if (!ok(n)) throw new Error(`--${name}: bad value ${JSON.stringify(v)}`);
-    return n;
-  };
-  const posInt = (n: number) => Number.isInteger(n) && n >= 1;
-  const seed = num('seed', values.seed, (n) => Number.isInteger(n) && n >= 0);
-  const steps = num('steps', values.steps, posInt);
-  const all = values.families === 'all';
-  const families = values.families!.split(',');
-  const trainOn = values['train-on'];
-  if (trainOn !== 'train' && trainOn !== 'held-out') throw new Error(`--train-on must be train or held-out, got ${JSON.stringify(trainOn)}`);
-  const log = (s: string) => process.stderr.write(`[focus ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+export async function focusGrpoCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, FOCUS_GRPO_USAGE, () => main(argv, io));
+}
+
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const values = parseFlags(argv, FOCUS_GRPO_FLAGS);
+  if (values.help) return void io.out(helpText(FOCUS_GRPO_USAGE, FOCUS_GRPO_FLAGS));
+  const out = strFlag(values, 'out');
+  if (!out) throw new ArgError('--out DIR is required');
+  const seed = intFlag(values, 'seed', 1, 0, 0xffffffff);
+  const steps = intFlag(values, 'steps', 40, 1, 1_000_000);
+  const k = intFlag(values, 'k', 4, 1, 64);
+  const promptsPerStep = intFlag(values, 'prompts', 4, 1, 256);
+  const lr = numFlag(values, 'lr', 0.001);
+  const temperature = numFlag(values, 'temperature', 1);
+  const threads = threadsFlag(values);
+  const model = strFlag(values, 'model');
+  const familiesArg = strFlag(values, 'families', 'cancel')!;
+  const all = familiesArg === 'all';
+  const families = familiesArg.split(',');
+  if (!all) for (const f of families) if (!Object.hasOwn(FAMILY_TIER, f)) throw new ArgError(`--families: unknown family ${JSON.stringify(f)} (one of ${Object.keys(FAMILY_TIER).join(', ')}, or all)`);
+  const trainOn = enumFlag(values, 'train-on', ['train', 'held-out'] as const, 'train');
+  const log = progress(io, 'focus');
 
   const domain = loadWorldDomain('mini');
   // The lesson's 200 training tasks come from a stream of the training split; here the first 200 of the
@@ -54,16 +76,12 @@ async function main(): Promise<void> {
   const pool = trainOn === 'held-out' ? heldOut : domain.tasks.generate({ split: 'train', count: 4000, seed });
   const train = pool.filter((t) => all || families.includes(t.family ?? '')).slice(0, 200);
   if (train.length === 0) throw new Error(`no training task of families ${families.join(', ')}`);
-  const backend = await openBackend('cpu-fast', values.threads ? num('threads', values.threads, posInt) : undefined);
-  const policy = await openModel(values.model, backend, { world: 'mini' });
+  const backend = await openBackend('cpu-fast', threads);
+  const policy = await openModel(model, backend, { world: 'mini' });
   const limits = { ...DEFAULT_LIMITS, maxRehearseTokens: tokenBudgets(domain, policy.tokenizer).rehearse };
-  const config = grpoRunConfig({
-    mode: 'real', steps, seed, k: num('k', values.k, posInt), promptsPerStep: num('prompts', values.prompts, posInt),
-    lr: num('lr', values.lr, (n) => n > 0), rank: 8, evalEvery: 0, evalFidelityTokens: 0, limits,
-    temperature: num('temperature', values.temperature, (n) => n > 0),
-  });
-  const store = new DirStore(values.out);
-  if (await store.read('run.json')) throw new Error(`${values.out} already holds a run`);
+  const config = grpoRunConfig({ mode: 'real', steps, seed, k, promptsPerStep, lr, rank: 8, evalEvery: 0, evalFidelityTokens: 0, limits, temperature });
+  const store = new DirStore(out);
+  if (await store.read('run.json')) throw new Error(`${out} already holds a run`);
   // The run evaluates on the held-out tasks only when asked (evalEvery 0): at the start (the adapter is fresh,
   // its LoRA delta zero, so this is the base policy), halfway and at the end.
   const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, { train, eval: heldOut }, store, config);
@@ -109,14 +127,11 @@ async function main(): Promise<void> {
     return { steps: [from, to], table };
   });
   const record = {
-    command: `node --import tsx scripts/focus-grpo.ts ${process.argv.slice(2).join(' ')}`,
+    command: `node --import tsx scripts/focus-grpo.ts ${argv.join(' ')}`,
     families, trainOn, trainTasks: train.length, config, evals, cancelReasons: quarters, wallS: (performance.now() - t0) / 1000,
   };
-  await writeFile(`${values.out}/focus.json`, JSON.stringify(record, null, 1) + '\n');
-  process.stdout.write(JSON.stringify(record.evals.map((e) => ({ step: e.step, success: e.success }))) + '\n');
+  await writeFile(`${out}/focus.json`, JSON.stringify(record, null, 1) + '\n');
+  io.out(JSON.stringify(record.evals.map((e) => ({ step: e.step, success: e.success }))) + '\n');
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`focus-grpo failed: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
-});
+if (isEntry(import.meta.url)) process.exitCode = await focusGrpoCli(process.argv.slice(2));

@@ -1,4 +1,4 @@
-// node --import tsx scripts/item-probe.ts [--model DIR] [--count N] [--split train|test] [--out FILE]
+// node --import tsx scripts/item-probe.ts [--model DIR] [--count N] [--split train|test] [--out FILE] (--help lists every flag)
 // Does the mini policy pick the variant the user asks for, and state what the change costs? On the scripted
 // expert's episodes of N item-change tasks (exchanges and item modifications of the mini world; seed 1, the
 // split of `npm run eval` or the lesson's training stream), two turns, each with the expert's history before it:
@@ -9,30 +9,44 @@
 //   - the reply after the real result: does the greedy reply state the price difference (the task's fact)?
 import { writeFile } from 'node:fs/promises';
 import { relative } from 'node:path';
-import { parseArgs } from 'node:util';
-import { openBackend, openModel } from '../src/cli/args';
+import { enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../src/cli/args';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { rowsFromEpisode } from '../src/env/rows';
 import { parse } from '../src/env/toolcall';
 import { generate, GREEDY, logprobs } from '../src/model/generate';
 import { buildActPrompt } from '../src/rollout/act-prompt';
 
+export const ITEM_PROBE_USAGE = 'usage: node --import tsx scripts/item-probe.ts [--model DIR] [--count N] [--split train|test] [--out FILE]';
+
+export const ITEM_PROBE_FLAGS: FlagSpec = {
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the mini world's bundled policy (models/default)" },
+  count: { type: 'string', arg: 'N', help: 'item-change tasks (exchanges, item modifications) to probe, 1..10000', default: '60' },
+  split: { type: 'string', arg: 'S', help: 'test (the held-out split of npm run eval) or train (the lesson\'s training stream), seed 1', default: 'test' },
+  out: { type: 'string', arg: 'FILE', help: 'also write the JSON record here', default: 'stdout only' },
+  help: HELP_FLAG,
+};
+
 const ITEM_TOOLS = ['exchange_delivered_order_items', 'modify_pending_order_items'];
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, split: { type: 'string', default: 'test' }, out: { type: 'string' } } });
-  const split = values.split;
-  if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
-  const count = Number(values.count);
-  if (!(Number.isInteger(count) && count >= 1)) throw new Error(`--count must be a positive integer, got ${values.count}`);
+export async function itemProbeCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, ITEM_PROBE_USAGE, () => main(argv, io));
+}
+
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const values = parseFlags(argv, ITEM_PROBE_FLAGS);
+  if (values.help) return void io.out(helpText(ITEM_PROBE_USAGE, ITEM_PROBE_FLAGS));
+  const split = enumFlag(values, 'split', ['train', 'test'] as const, 'test');
+  const count = intFlag(values, 'count', 60, 1, 10_000);
+  const model = strFlag(values, 'model');
+  const out = strFlag(values, 'out');
   const domain = loadWorldDomain('mini');
   const tasks = domain.tasks
     .generate({ split, count: 30 * count, seed: 1 })
     .filter((t) => t.family === 'exchange' || t.family === 'modify_items')
     .slice(0, count);
   const backend = await openBackend('cpu-fast');
-  const policy = await openModel(values.model, backend, { world: 'mini' });
+  const policy = await openModel(model, backend, { world: 'mini' });
   const tok = policy.tokenizer;
   const defs = domain.definitions();
   const n = { tasks: 0, twoItems: 0, parsed: 0, order: 0, oldItems: 0, newItems: 0, newItemsOneItem: 0, oneItem: 0, whole: 0, replyStatesDiff: 0 };
@@ -110,7 +124,7 @@ async function main(): Promise<void> {
     backend.dispose();
   }
   const record = {
-    command: `node --import tsx scripts/item-probe.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    command: `node --import tsx scripts/item-probe.ts ${argv.join(' ')}`.trim(),
     model: relative(process.cwd(), policy.dir) || '.',
     split,
     counts: n,
@@ -120,11 +134,8 @@ async function main(): Promise<void> {
     examples,
   };
   const text = JSON.stringify(record, null, 1) + '\n';
-  if (values.out) await writeFile(values.out, text);
-  process.stdout.write(text);
+  if (out) await writeFile(out, text);
+  io.out(text);
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`item-probe failed: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
-});
+if (isEntry(import.meta.url)) process.exitCode = await itemProbeCli(process.argv.slice(2));

@@ -1,46 +1,31 @@
-// node --import tsx scripts/lesson-table.ts OUT_DIR [--figure docs/figures/lesson-curves.png] > docs/lesson.md
+// node --import tsx scripts/lesson-table.ts OUT_DIR [--figure docs/figures/lesson-curves.png] > docs/lesson.md (--help lists every flag)
 // The lesson run's report (does the lab's default GRPO run raise held-out success within 10 minutes?) from the records scripts/lesson-grpo.sh wrote: the base policy's evaluation (base-s0/eval.json),
 // each seed's held-out evaluations (<mode>-s<seed>/eval.jsonl), configuration (run.json) and wall-clock
 // (done.json). Success differences are per seed against the same 100 held-out tasks; the mean over seeds
 // carries a 95 % t-interval (src/rl/stats.ts meanCI).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { ArgError, HELP_FLAG, helpText, isEntry, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../src/cli/args';
 import { meanCI } from '../src/rl/stats';
 import { isRolloutMode, MODES } from '../src/method/modes';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { figure: { type: 'string' } } });
-const dir = positionals[0];
-if (!dir) throw new Error('usage: scripts/lesson-table.ts OUT_DIR [--figure PNG]');
 const json = <T>(p: string): T => JSON.parse(readFileSync(p, 'utf8')) as T;
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
 const pts = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}` : 'n/a');
+
+export const LESSON_TABLE_USAGE = 'usage: node --import tsx scripts/lesson-table.ts OUT_DIR [--figure PNG] > docs/lesson.md';
+
+export const LESSON_TABLE_FLAGS: FlagSpec = {
+  figure: { type: 'string', arg: 'PNG', help: 'the learning-curve figure to link under the table (as the document will reference it)', default: 'no figure' },
+  help: HELP_FLAG,
+};
 
 interface EvalPoint {
   step: number;
   success: number;
   fidelity: { exact: number; f1: number } | null;
 }
-const base = json<{ success: number; tasks: number; fidelity: { exact: number; f1: number } | null; wallS: number }>(join(dir, 'base-s0/eval.json'));
-const seeds = readdirSync(dir)
-  .map((d) => /^(?!base-)[\w-]+-s(\d+)$/.exec(d))
-  .filter((m): m is RegExpExecArray => m !== null && existsSync(join(dir, m[0], 'done.json')))
-  .map((m) => {
-    const d = join(dir, m[0]);
-    const evals = readFileSync(join(d, 'eval.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as EvalPoint);
-    const last = new Map(evals.map((e) => [e.step, e]));
-    return { seed: Number(m[1]), evals: [...last.values()].sort((a, b) => a.step - b.step), wallS: json<{ wallS: number }>(join(d, 'done.json')).wallS, config: json<{ config: Record<string, unknown> }>(join(d, 'run.json')).config };
-  })
-  .sort((a, b) => a.seed - b.seed);
-if (seeds.length === 0) throw new Error(`${dir}: no finished seed`);
-const steps = [...new Set(seeds.flatMap((s) => s.evals.map((e) => e.step)))].sort((a, b) => a - b);
-const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string };
 
-const out: string[] = [];
-out.push('# The lesson run: the lab\'s default GRPO settings on the mini world');
-out.push('');
-out.push(`Produced by \`bash scripts/lesson-grpo.sh ${dir}\` and \`node --import tsx scripts/lesson-table.ts ${dir}\` from the run records. Each seed is one \`npm run train\` run — the lab's own training code (src/rl/run.ts GrpoRun) with the lab's default settings (src/ui/settings.svelte.ts), on the CPU fast path, on the 2-core development machine — evaluated greedily on the same ${base.tasks} held-out tasks of the mini world (\`npm run eval -- --world mini --tasks test --count ${base.tasks}\`; held-out *tasks*, not users).`);
-out.push('');
 /** The options off the lab's defaults, as run.json records them (absent there = the default). */
 function options(c: { updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string }): string {
   const o = [
@@ -51,35 +36,69 @@ function options(c: { updateEpochs?: number; taskSampling?: string; topP?: numbe
   ].filter(Boolean);
   return o.length ? `; ${o.join(', ')}` : '';
 }
-out.push(`Settings: mode ${c.mode}${isRolloutMode(c.mode) ? ` (${MODES[c.mode].description})` : ''}, ${c.groups} advantages with the ${c.baseline} baseline, ${c.promptsPerStep} prompts × K ${c.k} per step, temperature ${c.temperature}, LoRA rank ${c.lora.rank} (alpha ${c.lora.alpha}), lr ${c.lr}, ${c.steps} steps, at most ${c.limits.maxTurns} turns, ${c.limits.maxActTokens} Act / ${c.limits.maxRehearseTokens} Rehearse tokens${options(c)}.`);
-out.push('');
-out.push(`| seed | ${steps.map((s) => `success @ step ${s}`).join(' | ')} | change vs base (${pct(base.success)}) | fidelity exact @ last | wall-clock (training + evaluations) |`);
-out.push(`|---|${steps.map(() => '---|').join('')}---|---|---|`);
-const deltas: number[] = [];
-for (const s of seeds) {
-  const by = new Map(s.evals.map((e) => [e.step, e]));
-  const last = s.evals[s.evals.length - 1];
-  deltas.push(last.success - base.success);
-  out.push(`| ${s.seed} | ${steps.map((st) => pct(by.get(st)?.success ?? NaN)).join(' | ')} | **${pts(last.success - base.success)} points** | ${pct(last.fidelity?.exact ?? NaN)} | ${(s.wallS / 60).toFixed(1)} min |`);
+
+export async function lessonTableCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, LESSON_TABLE_USAGE, () => main(argv, io));
 }
-const ci = meanCI(deltas);
-out.push('');
-out.push(`Mean change over ${seeds.length} seeds: **${pts(ci.mean)} points** of held-out success (95 % t-interval over seeds ${pts(ci.lo)} to ${pts(ci.hi)}); base fidelity exact ${pct(base.fidelity?.exact ?? NaN)}. Every seed's wall-clock includes its held-out evaluations.`);
-out.push('');
-if (steps.length > 1) {
-  // The same runs read at every evaluation: what a shorter run (same constant learning rate) would have reached.
-  const at = steps.map((st) => {
-    const d = seeds.map((s) => s.evals.find((e) => e.step === st)?.success).filter((x): x is number => x !== undefined).map((x) => x - base.success);
-    const m = meanCI(d);
-    return `step ${st}: ${pts(m.mean)} (${pts(m.lo)} to ${pts(m.hi)}, ${d.length} seeds)`;
-  });
-  out.push(`Mean change at each evaluation (95 % t-interval): ${at.join('; ')}.`);
+
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const { values, positionals } = parseFlags(argv, LESSON_TABLE_FLAGS, true);
+  if (values.help) return void io.out(helpText(LESSON_TABLE_USAGE, LESSON_TABLE_FLAGS));
+  if (positionals.length !== 1) throw new ArgError(positionals.length === 0 ? 'OUT_DIR (the lesson run\'s records folder) is required' : `one OUT_DIR, got ${positionals.length}: ${positionals.join(' ')}`);
+  const dir = positionals[0];
+  const figure = strFlag(values, 'figure');
+  const base = json<{ success: number; tasks: number; fidelity: { exact: number; f1: number } | null; wallS: number }>(join(dir, 'base-s0/eval.json'));
+  const seeds = readdirSync(dir)
+    .map((d) => /^(?!base-)[\w-]+-s(\d+)$/.exec(d))
+    .filter((m): m is RegExpExecArray => m !== null && existsSync(join(dir, m[0], 'done.json')))
+    .map((m) => {
+      const d = join(dir, m[0]);
+      const evals = readFileSync(join(d, 'eval.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as EvalPoint);
+      const last = new Map(evals.map((e) => [e.step, e]));
+      return { seed: Number(m[1]), evals: [...last.values()].sort((a, b) => a.step - b.step), wallS: json<{ wallS: number }>(join(d, 'done.json')).wallS, config: json<{ config: Record<string, unknown> }>(join(d, 'run.json')).config };
+    })
+    .sort((a, b) => a.seed - b.seed);
+  if (seeds.length === 0) throw new Error(`${dir}: no finished seed`);
+  const steps = [...new Set(seeds.flatMap((s) => s.evals.map((e) => e.step)))].sort((a, b) => a - b);
+  const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string };
+
+  const out: string[] = [];
+  out.push('# The lesson run: the lab\'s default GRPO settings on the mini world');
   out.push('');
+  out.push(`Produced by \`bash scripts/lesson-grpo.sh ${dir}\` and \`node --import tsx scripts/lesson-table.ts ${dir}\` from the run records. Each seed is one \`npm run train\` run — the lab's own training code (src/rl/run.ts GrpoRun) with the lab's default settings (src/ui/settings.svelte.ts), on the CPU fast path, on the 2-core development machine — evaluated greedily on the same ${base.tasks} held-out tasks of the mini world (\`npm run eval -- --world mini --tasks test --count ${base.tasks}\`; held-out *tasks*, not users).`);
+  out.push('');
+  out.push(`Settings: mode ${c.mode}${isRolloutMode(c.mode) ? ` (${MODES[c.mode].description})` : ''}, ${c.groups} advantages with the ${c.baseline} baseline, ${c.promptsPerStep} prompts × K ${c.k} per step, temperature ${c.temperature}, LoRA rank ${c.lora.rank} (alpha ${c.lora.alpha}), lr ${c.lr}, ${c.steps} steps, at most ${c.limits.maxTurns} turns, ${c.limits.maxActTokens} Act / ${c.limits.maxRehearseTokens} Rehearse tokens${options(c)}.`);
+  out.push('');
+  out.push(`| seed | ${steps.map((s) => `success @ step ${s}`).join(' | ')} | change vs base (${pct(base.success)}) | fidelity exact @ last | wall-clock (training + evaluations) |`);
+  out.push(`|---|${steps.map(() => '---|').join('')}---|---|---|`);
+  const deltas: number[] = [];
+  for (const s of seeds) {
+    const by = new Map(s.evals.map((e) => [e.step, e]));
+    const last = s.evals[s.evals.length - 1];
+    deltas.push(last.success - base.success);
+    out.push(`| ${s.seed} | ${steps.map((st) => pct(by.get(st)?.success ?? NaN)).join(' | ')} | **${pts(last.success - base.success)} points** | ${pct(last.fidelity?.exact ?? NaN)} | ${(s.wallS / 60).toFixed(1)} min |`);
+  }
+  const ci = meanCI(deltas);
+  out.push('');
+  out.push(`Mean change over ${seeds.length} seeds: **${pts(ci.mean)} points** of held-out success (95 % t-interval over seeds ${pts(ci.lo)} to ${pts(ci.hi)}); base fidelity exact ${pct(base.fidelity?.exact ?? NaN)}. Every seed's wall-clock includes its held-out evaluations.`);
+  out.push('');
+  if (steps.length > 1) {
+    // The same runs read at every evaluation: what a shorter run (same constant learning rate) would have reached.
+    const at = steps.map((st) => {
+      const d = seeds.map((s) => s.evals.find((e) => e.step === st)?.success).filter((x): x is number => x !== undefined).map((x) => x - base.success);
+      const m = meanCI(d);
+      return `step ${st}: ${pts(m.mean)} (${pts(m.lo)} to ${pts(m.hi)}, ${d.length} seeds)`;
+    });
+    out.push(`Mean change at each evaluation (95 % t-interval): ${at.join('; ')}.`);
+    out.push('');
+  }
+  if (figure) {
+    out.push(`![Learning curves of the lesson run](${figure})`);
+    out.push('');
+    out.push('Curves: `npm run plots -- ' + dir + ' --out ' + figure + '` (mean over seeds, band = 95 % t-interval; step 0 = the base policy).');
+    out.push('');
+  }
+  io.out(out.join('\n'));
 }
-if (values.figure) {
-  out.push(`![Learning curves of the lesson run](${values.figure})`);
-  out.push('');
-  out.push('Curves: `npm run plots -- ' + dir + ' --out ' + values.figure + '` (mean over seeds, band = 95 % t-interval; step 0 = the base policy).');
-  out.push('');
-}
-process.stdout.write(out.join('\n'));
+
+if (isEntry(import.meta.url)) process.exitCode = await lessonTableCli(process.argv.slice(2));

@@ -1,4 +1,4 @@
-// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--split train|test] [--out FILE]
+// node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--split train|test] [--out FILE] (--help lists every flag)
 // Does the mini policy read the cancellation reason from the request? Teacher-forced on the scripted expert's
 // cancel turns of N training tasks (mini world), the policy scores the call it should write against the same
 // call with the other reason; P(right) is the share of the two. Three contexts: the history as it is, the
@@ -15,8 +15,7 @@
 // checkpoint (src/pretrain/attention-probe.ts PlainQwen3, tested against the engine).
 import { writeFile } from 'node:fs/promises';
 import { relative } from 'node:path';
-import { parseArgs } from 'node:util';
-import { openBackend, openModel } from '../src/cli/args';
+import { enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../src/cli/args';
 import { loadWorldDomain } from '../src/env/retail/node';
 import { rowsFromEpisode } from '../src/env/rows';
 import { logprobs } from '../src/model/generate';
@@ -27,22 +26,37 @@ import { buildActPrompt } from '../src/rollout/act-prompt';
 import type { ChatMessage } from '../src/rollout/chat';
 import { Rng } from '../src/util/rng';
 
+export const REASON_PROBE_USAGE = 'usage: node --import tsx scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--split train|test] [--out FILE]';
+
+export const REASON_PROBE_FLAGS: FlagSpec = {
+  model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the mini world's bundled policy (models/default)" },
+  count: { type: 'string', arg: 'N', help: 'cancel tasks to probe, 1..10000', default: '60' },
+  'attention-tasks': { type: 'string', arg: 'N', help: 'of them, how many to read attention on (history as it is), 0..10000', default: '20' },
+  split: { type: 'string', arg: 'S', help: 'train (the lesson\'s GRPO stream, seed 1) or test (the held-out split of npm run eval)', default: 'train' },
+  out: { type: 'string', arg: 'FILE', help: 'also write the JSON record here', default: 'stdout only' },
+  help: HELP_FLAG,
+};
+
 const REASONS = ['ordered by mistake', 'no longer needed'] as const;
 const sum = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0);
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { model: { type: 'string' }, count: { type: 'string', default: '60' }, 'attention-tasks': { type: 'string', default: '20' }, split: { type: 'string', default: 'train' }, out: { type: 'string' } } });
-  const split = values.split;
-  if (split !== 'train' && split !== 'test') throw new Error(`--split must be train or test, got ${JSON.stringify(split)}`);
-  const count = Number(values.count);
-  if (!(Number.isInteger(count) && count >= 1)) throw new Error(`--count must be a positive integer, got ${values.count}`);
-  const attentionTasks = Number(values['attention-tasks']);
-  if (!(Number.isInteger(attentionTasks) && attentionTasks >= 0)) throw new Error(`--attention-tasks must be an integer >= 0, got ${values['attention-tasks']}`);
+export async function reasonProbeCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, REASON_PROBE_USAGE, () => main(argv, io));
+}
+
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const values = parseFlags(argv, REASON_PROBE_FLAGS);
+  if (values.help) return void io.out(helpText(REASON_PROBE_USAGE, REASON_PROBE_FLAGS));
+  const split = enumFlag(values, 'split', ['train', 'test'] as const, 'train');
+  const count = intFlag(values, 'count', 60, 1, 10_000);
+  const attentionTasks = intFlag(values, 'attention-tasks', 20, 0, 10_000);
+  const model = strFlag(values, 'model');
+  const out = strFlag(values, 'out');
   const domain = loadWorldDomain('mini');
   // Training tasks of seed 1 (the lesson's GRPO stream), or the held-out split of `npm run eval` (seed 1 as well).
   const tasks = domain.tasks.generate({ split, count: 40 * count, seed: 1 }).filter((t) => t.family === 'cancel').slice(0, count);
   const backend = await openBackend('cpu-fast');
-  const policy = await openModel(values.model, backend, { world: 'mini' });
+  const policy = await openModel(model, backend, { world: 'mini' });
   const tok = policy.tokenizer;
   const defs = domain.definitions();
   const others = (domain.statedValues?.() ?? []).filter((v) => !(REASONS as readonly string[]).includes(v));
@@ -114,13 +128,13 @@ async function main(): Promise<void> {
     if (REASONS.some((r) => t.includes(r)) && !(REASONS as readonly string[]).includes(t)) fused.push(t);
   }
   const record = {
-    command: `node --import tsx scripts/reason-probe.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    command: `node --import tsx scripts/reason-probe.ts ${argv.join(' ')}`.trim(),
     model: relative(process.cwd(), policy.dir) || '.', contexts, example, attentionAtTheReason: attention,
     tokensFusingAReason: { count: fused.length, shortest: fused.sort((a, b) => a.length - b.length).slice(0, 12) },
   };
   const text = JSON.stringify(record, null, 1) + '\n';
-  if (values.out) await writeFile(values.out, text);
-  process.stdout.write(text);
+  if (out) await writeFile(out, text);
+  io.out(text);
 }
 
 /**
@@ -155,7 +169,4 @@ function reasonMass(model: PlainQwen3, ids: number[], pieces: string[], text: st
   );
 }
 
-main().catch((e: unknown) => {
-  process.stderr.write(`reason-probe failed: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
-});
+if (isEntry(import.meta.url)) process.exitCode = await reasonProbeCli(process.argv.slice(2));
