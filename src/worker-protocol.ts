@@ -271,7 +271,16 @@ export interface TrainRequest {
   topP?: number;
   /** How training rollouts are scored; absent = the mode's own rule. */
   reward?: RewardRule;
+  /** How the update sums token losses (LOSS_AGGREGATIONS); absent = seq-mean-token-mean. */
+  lossAggregation?: LossAggregation;
 }
+
+/**
+ * The GRPO update's loss aggregations (src/train/batch.ts AGGREGATIONS, restated: this module imports no library
+ * layer but method; workers/lab/training.ts checks at compile time that the two lists name the same modes).
+ */
+export const LOSS_AGGREGATIONS = ['seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum'] as const;
+export type LossAggregation = (typeof LOSS_AGGREGATIONS)[number];
 
 /** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */
 export interface GroupSuccess {

@@ -13,6 +13,7 @@ import { ADVANTAGES, BASELINES, defaultLoraAlpha, evalLine, grpoRunConfig, split
 import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../rl/run';
 import { DirStore } from '../rl/store-node';
 import { TASK_SAMPLINGS } from '../rl/task-sampler';
+import { AGGREGATIONS, DEFAULT_AGGREGATION } from '../train/batch';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { REWARD_RULES } from '../method/reward-rules';
 import { parseJsonl, type FileOps } from '../util/atomic-file';
@@ -47,6 +48,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   epochs: { type: 'string', arg: 'E', help: 'optimizer steps per batch of rollouts (PPO epochs, clipped against the sampling policy), 1..16', default: '1' },
   rank: { type: 'string', arg: 'R', help: 'LoRA rank, 1..256', default: '8' },
   alpha: { type: 'string', arg: 'A', help: 'LoRA alpha, > 0', default: '2 × rank' },
+  'loss-agg': { type: 'string', arg: 'M', help: 'how token losses sum to the step\'s loss: seq-mean-token-mean (every row alike, as the GRPO paper), token-mean (every token alike: long rows count more, as DAPO and verl\'s default) or seq-mean-token-sum (rows weighed by length, as Dr. GRPO)', default: 'seq-mean-token-mean' },
   kl: { type: 'string', arg: 'C', help: 'KL coefficient to the base policy (adapter off), >= 0', default: '0' },
   temperature: { type: 'string', arg: 'T', help: 'sampling temperature of training rollouts, > 0', default: '1' },
   'top-p': { type: 'string', arg: 'P', help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P, in (0, 1]', default: '1 (off)' },
@@ -79,7 +81,7 @@ One process at a time may write a run folder (it holds DIR/.lock).`;
 /** Flags that change a saved run, and where each lives in run.json's config (or train-cli.json). */
 const RESUME_KEYS: Record<string, string> = {
   mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr', epochs: 'updateEpochs', 'task-sampling': 'taskSampling',
-  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', temperature: 'temperature', 'top-p': 'topP', reward: 'reward', 'eval-every': 'evalEvery',
+  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', 'loss-agg': 'lossAggregation', temperature: 'temperature', 'top-p': 'topP', reward: 'reward', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
   'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
   world: 'cli.world', 'train-tasks': 'cli.trainTasks', 'eval-tasks': 'cli.evalTasks', model: 'cli.model',
@@ -200,6 +202,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       topP: topPFlag(v),
       ...(v.reward !== undefined ? { reward: enumFlag(v, 'reward', REWARD_RULES, 'verifier') } : {}),
       klCoef: numFlag(v, 'kl', 0, 0, true),
+      lossAggregation: enumFlag(v, 'loss-agg', AGGREGATIONS, DEFAULT_AGGREGATION),
     };
     const modelFlag = strFlag(v, 'model');
     let cli: CliState = { model: modelFlag ?? '', world: enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: intFlag(v, 'train-tasks', 200, 1, MAX_TASKS), evalTasks: intFlag(v, 'eval-tasks', 20, 0, MAX_TASKS), taskSeed: options.seed };

@@ -13,6 +13,7 @@ import type { RunStore } from './store';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { REWARD_RULES } from '../method/reward-rules';
 import { TASK_SAMPLINGS } from './task-sampler';
+import { AGGREGATIONS } from '../train/batch';
 
 export class CheckpointError extends Error {
   override readonly name = 'CheckpointError';
@@ -60,6 +61,7 @@ const ConfigSchema = z.looseObject({
   updateEpochs: int(1).optional(),
   topP: z.number().gt(0).max(1).optional(),
   reward: z.enum(REWARD_RULES).optional(),
+  lossAggregation: z.enum(AGGREGATIONS).optional(),
 });
 
 const RunStateSchema = z

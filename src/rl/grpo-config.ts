@@ -11,6 +11,7 @@ import type { Baseline } from '../method/advantage';
 import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
 import type { TaskSampling } from './task-sampler';
+import { AGGREGATIONS, DEFAULT_AGGREGATION, type Aggregation } from '../train/batch';
 
 export const ADVANTAGES = ['role-wise', 'pooled'] as const;
 export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
@@ -57,6 +58,8 @@ export interface TrainOptions {
   /** How training rollouts are scored; default: the mode's own rule (verifier for real, checklist when rehearsing). */
   reward?: RewardRule;
   klCoef?: number;
+  /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default seq-mean-token-mean. */
+  lossAggregation?: Aggregation;
   maxBatchTokens?: number;
   checkpointEvery?: number;
 }
@@ -77,6 +80,7 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
   if (!BASELINES.includes(baseline)) throw new TrainOptionsError(`baseline must be one of ${BASELINES.join(', ')}, got ${String(baseline)}`);
   const limits = { ...DEFAULT_LIMITS, ...o.limits };
   if (o.reward !== undefined && !REWARD_RULES.includes(o.reward)) throw new TrainOptionsError(`reward must be one of ${REWARD_RULES.join(', ')}, got ${String(o.reward)}`);
+  if (o.lossAggregation !== undefined && !AGGREGATIONS.includes(o.lossAggregation)) throw new TrainOptionsError(`loss aggregation must be one of ${AGGREGATIONS.join(', ')}, got ${String(o.lossAggregation)}`);
   const rank = o.rank ?? 8;
   return {
     mode: o.mode,
@@ -99,6 +103,8 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     updateEpochs: o.epochs ?? 1,
     taskSampling: o.taskSampling ?? 'uniform',
     klCoef: o.klCoef ?? 0,
+    // Recorded only when it differs from the default, so a run.json from before the option reads the same.
+    ...(o.lossAggregation !== undefined && o.lossAggregation !== DEFAULT_AGGREGATION ? { lossAggregation: o.lossAggregation } : {}),
     maxBatchTokens: o.maxBatchTokens ?? 4096,
     evalEvery: o.evalEvery ?? 0,
     evalFidelityTokens: o.evalFidelityTokens ?? limits.maxRehearseTokens,

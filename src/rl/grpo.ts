@@ -7,10 +7,9 @@
 // get no advantage.
 // The loss itself (clipped surrogate, dual clip, optional k3 KL) is the training engine's GRPO head; the
 // reference policy for the KL is the base model with the adapter switched off.
-import type { Aggregation } from '../train/batch';
 import { logprobs } from '../model/generate';
 import type { RolloutBatch } from '../rollout/rollout';
-import { commonPrefix, packBatch, packShared, sortForSharing, type TrainBatch, type TrainSequence } from '../train/batch';
+import { commonPrefix, DEFAULT_AGGREGATION, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';
 import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
 import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
@@ -21,7 +20,7 @@ export interface GrpoUpdateOptions {
   groups?: GroupMode;
   /** Default 'row-weighted' (the reference code). */
   baseline?: Baseline;
-  /** Default 'seq-mean-token-mean' (token mean per sequence, then mean over sequences). */
+  /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default DEFAULT_AGGREGATION. */
   aggregation?: Aggregation;
   /** Token budget of one micro-batch (default 4096); a longer row gets a micro-batch of its own. */
   maxBatchTokens?: number;
@@ -130,7 +129,7 @@ export async function grpoUpdate(
   if (hasRehearseAdapter(mode) && !trainers.rehearse) throw new GrpoError(`${mode} mode needs trainers.rehearse`);
   const groups = effectiveGroups(mode, opts.groups ?? 'role-wise');
   const baseline = opts.baseline ?? 'row-weighted';
-  const aggregation = opts.aggregation ?? 'seq-mean-token-mean';
+  const aggregation = opts.aggregation ?? DEFAULT_AGGREGATION;
   const epochs = opts.epochs ?? 1;
   if (!(Number.isInteger(epochs) && epochs >= 1)) throw new GrpoError(`epochs must be a positive integer, got ${epochs}`);
   const rows = batch.rows;

@@ -20,6 +20,7 @@ import type { RewardRule } from '../method/reward-rules';
 import { rewardBy } from '../rollout/reward-rule';
 import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
+import { AGGREGATIONS, type Aggregation } from '../train/batch';
 import { Trainer } from '../train/trainer';
 import type { Advantages, Baseline, GroupMode } from '../method/advantage';
 import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
@@ -57,6 +58,8 @@ export interface GrpoRunConfig {
   /** Optimizer steps per batch of rollouts (PPO epochs, clipped against the sampling policy); default 1. */
   updateEpochs?: number;
   klCoef?: number;
+  /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); absent: the default, seq-mean-token-mean. */
+  lossAggregation?: Aggregation;
   maxBatchTokens?: number;
   /** Evaluate every N steps (and after the last); 0 = never. */
   evalEvery?: number;
@@ -152,6 +155,7 @@ function checkConfig(c: GrpoRunConfig): void {
   const posInt = (v: unknown) => Number.isInteger(v) && (v as number) >= 1;
   if (!posInt(c.steps) || !posInt(c.promptsPerStep) || !posInt(c.k)) throw new RunConfigError('steps, promptsPerStep and k must be positive integers');
   if (c.taskSampling !== undefined && !TASK_SAMPLINGS.includes(c.taskSampling)) throw new RunConfigError(`taskSampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(c.taskSampling)}`);
+  if (c.lossAggregation !== undefined && !AGGREGATIONS.includes(c.lossAggregation)) throw new RunConfigError(`lossAggregation must be one of ${AGGREGATIONS.join(', ')}, got ${String(c.lossAggregation)}`);
   if (c.topP !== undefined && !(c.topP > 0 && c.topP <= 1)) throw new RunConfigError(`topP must be in (0, 1], got ${c.topP}`);
   if (c.updateEpochs !== undefined && !posInt(c.updateEpochs)) throw new RunConfigError(`updateEpochs must be a positive integer, got ${c.updateEpochs}`);
   if (!(c.lr > 0)) throw new RunConfigError(`lr must be > 0, got ${c.lr}`);
@@ -286,7 +290,7 @@ export class GrpoRun {
     );
     h.onPhase?.('update');
     const upd = await grpoUpdate(this.trainers, batch, c.mode, {
-      groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0, epochs: c.updateEpochs,
+      groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0, epochs: c.updateEpochs, aggregation: c.lossAggregation,
     });
     const adv = upd.advantages.advantage.filter((a): a is number => a !== null);
     const metrics: StepMetrics = {

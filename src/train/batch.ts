@@ -3,7 +3,17 @@
 // it carries loss only when token i+1 is a response token (mask 1).
 import { EngineError } from '../engine/errors';
 
-export type Aggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum';
+/**
+ * How a step's token losses are summed into one loss (verl's loss_agg_mode names): token-mean weighs every
+ * response token alike, so a long row counts more (DAPO; verl's default); seq-mean-token-mean weighs every row
+ * alike, its tokens averaged (the GRPO paper; this lab's default); seq-mean-token-sum sums each row's tokens and
+ * averages over rows, so a row weighs by its length without the step's token count as divisor (Dr. GRPO's
+ * unbiased loss, up to a constant).
+ */
+export const AGGREGATIONS = ['seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum'] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];
+/** The default of every GRPO update (grpoUpdate, GrpoRun, the train CLI, the lab). */
+export const DEFAULT_AGGREGATION: Aggregation = 'seq-mean-token-mean';
 
 /**
  * Per-token loss weights from the response mask (R) and the sequence index of each row (R).

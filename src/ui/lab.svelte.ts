@@ -217,6 +217,7 @@ export async function startTraining(extend = 0): Promise<void> {
     epochs: settings.epochs,
     taskSampling: settings.tsamp,
     topP: settings.topP,
+    lossAggregation: settings.lossAgg,
     ...(settings.reward !== 'auto' ? { reward: settings.reward } : {}),
   };
   if (!lab.train) await refreshTraining();

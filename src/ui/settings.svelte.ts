@@ -2,7 +2,7 @@
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
 import { ROLLOUT_MODES } from '../method/modes';
 import { REWARD_RULES, type RewardRule } from '../method/reward-rules';
-import type { ActSource, BackendKind, RehearseDecoding, RolloutMode, TrainMode, WeightFormat, WorldName } from '../worker-protocol';
+import { LOSS_AGGREGATIONS, type ActSource, type BackendKind, type LossAggregation, type RehearseDecoding, type RolloutMode, type TrainMode, type WeightFormat, type WorldName } from '../worker-protocol';
 
 export interface Settings {
   /** The world the lab serves: 'mini' (compact retail, the default) or 'retail' (the full database). */
@@ -43,6 +43,8 @@ export interface Settings {
   topP: number;
   /** How training rollouts are scored: the mode's own rule (auto) or one of REWARD_RULES. */
   reward: 'auto' | RewardRule;
+  /** How the GRPO update sums token losses (src/train/batch.ts AGGREGATIONS). */
+  lossAgg: LossAggregation;
 }
 
 export const DEFAULTS: Settings = {
@@ -80,6 +82,7 @@ export const DEFAULTS: Settings = {
   tsamp: 'uniform',
   topP: 1,
   reward: 'auto',
+  lossAgg: 'seq-mean-token-mean',
 };
 
 const int = (v: string, lo: number, hi: number, d: number) => {
@@ -153,6 +156,9 @@ export function parseSettings(query: string): Settings {
         break;
       case 'topP':
         s.topP = num(v, 0.01, 1, DEFAULTS.topP);
+        break;
+      case 'lossAgg':
+        s.lossAgg = oneOf(v, LOSS_AGGREGATIONS, DEFAULTS.lossAgg);
         break;
       case 'reward':
         s.reward = oneOf(v, ['auto', ...REWARD_RULES] as const, DEFAULTS.reward);

@@ -35,6 +35,7 @@ describe('npm run train: usage errors', () => {
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--epochs', '0'], /--epochs must be an integer in \[1, 16\], got "0"/],
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--task-sampling', 'hard'], /--task-sampling must be one of uniform, signal/],
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--reward', 'judge'], /--reward must be one of verifier, checklist/],
+    [['--mode', 'real', '--steps', '1', '--out', 'x', '--loss-agg', 'sum'], /--loss-agg must be one of seq-mean-token-mean, token-mean, seq-mean-token-sum, got "sum"/],
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--backend', 'tpu'], /--backend must be one of cpu-fast, cpu-ref, webgpu/],
     [['--mode', 'real', '--steps', '1', '--out', 'x', '--bogus'], /Unknown option '--bogus'/],
     [['--mode', 'real', '--steps', '1', '--out', join(work, 'none'), '--resume'], /--resume: .* holds no run/],

@@ -1,5 +1,7 @@
 // URL state: untrusted query strings become valid settings; a round trip keeps every value.
 import { describe, expect, it } from 'vitest';
+import { AGGREGATIONS, DEFAULT_AGGREGATION } from '../../src/train/batch';
+import { LOSS_AGGREGATIONS } from '../../src/worker-protocol';
 import { DEFAULTS, parseSettings, settingsQuery } from '../../src/ui/settings.svelte';
 
 describe('lab URL settings', () => {
@@ -43,5 +45,11 @@ describe('lab URL settings', () => {
     expect(settingsQuery({ ...DEFAULTS, reward: 'checklist' })).toBe('?reward=checklist');
     expect(parseSettings('?reward=checklist').reward).toBe('checklist');
     expect(parseSettings('?reward=judge').reward).toBe('auto');
+    // The loss aggregation: the update's own list, the update's default, kept in the URL when set.
+    expect(LOSS_AGGREGATIONS).toEqual(AGGREGATIONS);
+    expect(DEFAULTS.lossAgg).toBe(DEFAULT_AGGREGATION);
+    expect(settingsQuery({ ...DEFAULTS, lossAgg: 'token-mean' })).toBe('?lossAgg=token-mean');
+    expect(parseSettings('?lossAgg=seq-mean-token-sum').lossAgg).toBe('seq-mean-token-sum');
+    expect(parseSettings('?lossAgg=sum').lossAgg).toBe(DEFAULT_AGGREGATION);
   });
 });

@@ -127,6 +127,30 @@ describe('GrpoRun', () => {
     for (const m of metrics) expect(m.updates).toEqual([expect.objectContaining({ applied: true })]);
   });
 
+  it('the loss aggregation reaches the update: the same rollouts, other weights; recorded in run.json only when not the default', async () => {
+    const firstStep = async (c: GrpoRunConfig) => {
+      const store = new MemoryStore();
+      const run = await open(store, { ...c, mode: 'real', steps: 1, k: 3, evalEvery: 0, limits: { ...c.limits, maxActTokens: 12 } });
+      await run.trainStep();
+      run.free();
+      return { rollouts: store.text('rollouts.jsonl'), update: withoutTime(store.text('metrics.jsonl'))[0].updates[0], config: JSON.parse(store.text('run.json')).config };
+    };
+    const byRow = await firstStep(config);
+    const byToken = await firstStep({ ...config, lossAggregation: 'token-mean' });
+    const bySum = await firstStep({ ...config, lossAggregation: 'seq-mean-token-sum' });
+    // The adapter starts at zero, so the step's samples cannot depend on how their losses will be summed.
+    expect(byToken.rollouts).toBe(byRow.rollouts);
+    expect(bySum.rollouts).toBe(byRow.rollouts);
+    expect(byToken.update.applied && byRow.update.applied && bySum.update.applied).toBe(true);
+    // The random tiny policy writes every Act row to its 12-token cap: with rows of one length, token-mean is
+    // seq-mean-token-mean exactly, and seq-mean-token-sum is it times 12 (before clipping).
+    expect(byRow.update.tokens).toBe(12 * byRow.update.rows);
+    expect(byToken.update.gradNorm).toBe(byRow.update.gradNorm);
+    expect(bySum.update.gradNorm / byRow.update.gradNorm).toBeCloseTo(12, 4);
+    expect(byRow.config.lossAggregation).toBeUndefined();
+    expect(byToken.config.lossAggregation).toBe('token-mean');
+  });
+
   it('topP reaches the training rollouts: a nucleus of one token makes the K samples of a prompt alike', async () => {
     const texts = async (topP: number) => {
       const store = new MemoryStore();
@@ -214,6 +238,7 @@ describe('GrpoRun', () => {
     await expect(open(new MemoryStore(), { ...config, lr: 0 })).rejects.toThrow(RunConfigError);
     await expect(open(new MemoryStore(), { ...config, topP: 1.5 })).rejects.toThrow(/topP/);
     await expect(open(new MemoryStore(), { ...config, updateEpochs: 0 })).rejects.toThrow(/updateEpochs/);
+    await expect(open(new MemoryStore(), { ...config, lossAggregation: 'sum' as never })).rejects.toThrow(/lossAggregation/);
     await expect(open(new MemoryStore(), { ...config, taskSampling: 'hardest' as never })).rejects.toThrow(/taskSampling/);
     await expect(GrpoRun.open(model, tok, domain, { train: [] }, new MemoryStore(), config)).rejects.toThrow(RunConfigError);
     const s = new MemoryStore();

@@ -10,9 +10,15 @@ import { effectiveGroups, trainedRoles } from '../../src/method/modes';
 import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
-import type { HeldOutEval, NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { HeldOutEval, LossAggregation, NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { Aggregation } from '../../src/train/batch';
 import type { Policy } from './load';
 import { OpfsStore } from './opfs-store';
+
+// The protocol restates the update's loss aggregations (it imports no library layer): the two lists must agree.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const aggregationsAgree: Same<LossAggregation, Aggregation> = true;
+void aggregationsAgree;
 
 const DIR = 'lab-run';
 const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
@@ -190,6 +196,7 @@ export class Training {
       taskSampling: req.taskSampling,
       topP: req.topP,
       reward: req.reward,
+      lossAggregation: req.lossAggregation,
     });
     // The training prompts are drawn from 200 train-split tasks; the held-out set is the CLI's (`npm run eval
     // --tasks test`, task seed 1), so the dashboard's success is the same measurement as the command line's.
