@@ -27,12 +27,13 @@ interface EvalPoint {
 }
 
 /** The options off the lab's defaults, as run.json records them (absent there = the default). */
-function options(c: { updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string }): string {
+function options(c: { updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string }): string {
   const o = [
     (c.updateEpochs ?? 1) > 1 ? `${c.updateEpochs} epochs per batch` : '',
     c.taskSampling === 'signal' ? 'signal-seeking task sampling' : '',
     c.topP !== undefined && c.topP < 1 ? `top-p ${c.topP}` : '',
     c.reward ? `training reward: ${c.reward}` : '',
+    c.lossAggregation ? `loss aggregation ${c.lossAggregation}` : '',
   ].filter(Boolean);
   return o.length ? `; ${o.join(', ')}` : '';
 }
@@ -60,7 +61,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     .sort((a, b) => a.seed - b.seed);
   if (seeds.length === 0) throw new Error(`${dir}: no finished seed`);
   const steps = [...new Set(seeds.flatMap((s) => s.evals.map((e) => e.step)))].sort((a, b) => a - b);
-  const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string };
+  const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string };
 
   const out: string[] = [];
   out.push('# The lesson run: the lab\'s default GRPO settings on the mini world');
