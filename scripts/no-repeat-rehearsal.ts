@@ -17,7 +17,7 @@ import { loadWorldDomain } from '../src/env/retail/node';
 import { formatObservation } from '../src/env/toolcall';
 import { classifyStep } from '../src/pretrain/rehearsal-probe';
 import { tokenBudgets } from '../src/rollout/budget';
-import { evalRehearsalFidelity } from '../src/rollout/fidelity-eval';
+import { evalRehearsalFidelity, type FidelityEvalStep } from '../src/rollout/fidelity-eval';
 
 /** Longest token n-gram that occurs twice in `t` (0: none of length 2). */
 function longestRepeat(t: readonly number[]): number {
@@ -44,6 +44,14 @@ export const REHEARSAL_MODEL_FLAGS: FlagSpec = {
   world: { ...WORLD_FLAG, default: 'retail' },
   threads: { ...THREADS_FLAG, default: '2' },
 };
+
+/** Of a fidelity evaluation's rehearsals (kept prompt texts): how many parsed, were exact, looped, and why the rest failed. */
+export function countRehearsals(steps: readonly FidelityEvalStep[]): { calls: number; parsed: number; exact: number; loops: number; failures: Record<string, number> } {
+  const calls = steps.map((s) => classifyStep(s, s.promptText ?? ''));
+  const failures: Record<string, number> = {};
+  for (const s of steps) if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
+  return { calls: calls.length, parsed: calls.filter((c) => c.parsed).length, exact: calls.filter((c) => c.exact).length, loops: calls.filter((c) => c.loop).length, failures };
+}
 
 /** REHEARSAL_MODEL_FLAGS' values, checked (a bad one is an ArgError). */
 export function rehearsalModelFlags(values: FlagValues): { modelDir: string; world: WorldName; threads: number } {
@@ -107,10 +115,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
         return out;
       };
       const r = await evalRehearsalFidelity(model, tok, null, domain, tasks, { maxRehearseTokens, rehearsePrompt: { excludeSameCall: false }, keepPromptText: true });
-      const calls = r.steps.map((s) => classifyStep(s, s.promptText ?? ''));
-      const failures: Record<string, number> = {};
-      for (const s of r.steps) if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
-      const row = { ngram: N, calls: calls.length, parsed: calls.filter((c) => c.parsed).length, exact: calls.filter((c) => c.exact).length, loops: calls.filter((c) => c.loop).length, failures };
+      const row = { ngram: N, ...countRehearsals(r.steps) };
       io.out(JSON.stringify(row) + '\n');
       results.push(row);
     }

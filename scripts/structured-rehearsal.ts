@@ -9,11 +9,10 @@ import { writeFileSync } from 'node:fs';
 import { HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../src/cli/args';
 import { HELD_OUT_TASK_SEED } from '../src/env/domain';
 import { loadWorldDomain } from '../src/env/retail/node';
-import { classifyStep } from '../src/pretrain/rehearsal-probe';
 import { observationStringLimits, tokenBudgets } from '../src/rollout/budget';
 import { evalRehearsalFidelity } from '../src/rollout/fidelity-eval';
 import { REHEARSE_NGRAM, STRING_MARGIN, type RehearseConstraintOptions } from '../src/rollout/rehearse-constraint';
-import { REHEARSAL_MODEL_FLAGS, rehearsalModelFlags } from './no-repeat-rehearsal';
+import { countRehearsals, REHEARSAL_MODEL_FLAGS, rehearsalModelFlags } from './no-repeat-rehearsal';
 
 export const STRUCTURED_REHEARSAL_USAGE = 'usage: node --import tsx scripts/structured-rehearsal.ts [--model models/retail] [--world mini|retail] [--count N] [--task-seed S] [--check-only] [--threads T] [--out FILE]';
 
@@ -62,19 +61,8 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
       const t0 = performance.now();
       const constraint: RehearseConstraintOptions | undefined = v.ngram === null ? undefined : { ngram: v.ngram, maxStringChars: v.margin === null ? undefined : limits(v.margin) };
       const r = await evalRehearsalFidelity(model, tok, null, domain, tasks, { maxRehearseTokens, rehearsePrompt: { excludeSameCall: false, decoding: v.ngram === null ? 'free' : 'structured' }, keepPromptText: true, constraint });
-      const calls = r.steps.map((s) => classifyStep(s, s.promptText ?? ''));
-      const failures: Record<string, number> = {};
-      for (const s of r.steps) if (s.failure) failures[s.failure] = (failures[s.failure] ?? 0) + 1;
-      const row = {
-        ...v,
-        calls: calls.length,
-        parsed: calls.filter((c) => c.parsed).length,
-        exact: calls.filter((c) => c.exact).length,
-        loops: calls.filter((c) => c.loop).length,
-        f1: r.summary.f1,
-        failures,
-        wallS: (performance.now() - t0) / 1000,
-      };
+      const { failures, ...counts } = countRehearsals(r.steps);
+      const row = { ...v, ...counts, f1: r.summary.f1, failures, wallS: (performance.now() - t0) / 1000 };
       io.out(JSON.stringify(row) + '\n');
       results.push(row);
     }

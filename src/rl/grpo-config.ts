@@ -11,7 +11,7 @@ import type { Baseline } from '../method/advantage';
 import { effectiveGroups, isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
 import type { EvalMetrics, GrpoRunConfig, StepMetrics } from './run';
 import type { TaskSampling } from './task-sampler';
-import { AGGREGATIONS, DEFAULT_AGGREGATION, type Aggregation } from '../train/batch';
+import { DEFAULT_AGGREGATION, type Aggregation } from '../train/batch';
 
 export const ADVANTAGES = ['role-wise', 'pooled'] as const;
 export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
@@ -80,7 +80,6 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
   if (!BASELINES.includes(baseline)) throw new TrainOptionsError(`baseline must be one of ${BASELINES.join(', ')}, got ${String(baseline)}`);
   const limits = { ...DEFAULT_LIMITS, ...o.limits };
   if (o.reward !== undefined && !REWARD_RULES.includes(o.reward)) throw new TrainOptionsError(`reward must be one of ${REWARD_RULES.join(', ')}, got ${String(o.reward)}`);
-  if (o.lossAggregation !== undefined && !AGGREGATIONS.includes(o.lossAggregation)) throw new TrainOptionsError(`loss aggregation must be one of ${AGGREGATIONS.join(', ')}, got ${String(o.lossAggregation)}`);
   const rank = o.rank ?? 8;
   return {
     mode: o.mode,
