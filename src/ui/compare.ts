@@ -3,6 +3,7 @@
 // steps. Pure functions, so the page and the unit tests share them.
 import { effectiveGroups, MODES } from '../method/modes';
 import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
+import { DEFAULTS } from './settings.svelte';
 
 /** One training run as the comparison draws it. */
 export interface RunRecordView {
@@ -27,6 +28,32 @@ export interface KeptRun extends RunRecordView {
 export function runLabel(c: TrainRequest, steps = c.steps): string {
   const grouping = effectiveGroups(c.mode, c.grouping) === 'pooled' ? ', pooled' : '';
   return `${MODES[c.mode].name}${grouping} · seed ${c.seed} · ${steps} step${steps === 1 ? '' : 's'}`;
+}
+
+/**
+ * The settings of a run beyond the table's own columns (the More GRPO settings, the episode limits, the
+ * held-out evaluation's size), each named only when it differs from the lab's default (DEFAULTS): two runs
+ * that differ there must not read as the same run. A field a run kept from before it was a setting is read
+ * as the value it then had. Token budgets are named when set by hand: not 0 (= measured) and not the
+ * measured budget `measured` (a run's request may carry either). [] when all are at their defaults.
+ */
+export function otherSettings(c: TrainRequest, measured?: { act: number; rehearse: number } | null): string[] {
+  const out: string[] = [];
+  const epochs = c.epochs ?? 1;
+  if (epochs !== DEFAULTS.epochs) out.push(`${epochs} epochs per batch`);
+  const sampling = c.taskSampling ?? 'uniform';
+  if (sampling !== DEFAULTS.tsamp) out.push(`${sampling} task sampling`);
+  const topP = c.topP ?? 1;
+  if (topP !== DEFAULTS.topP) out.push(`top-p ${topP}`);
+  const reward = c.reward ?? 'auto';
+  if (reward !== DEFAULTS.reward) out.push(`${reward} reward`);
+  const agg = c.lossAggregation ?? 'seq-mean-token-mean';
+  if (agg !== DEFAULTS.lossAgg) out.push(`${agg} loss`);
+  if (c.maxTurns !== DEFAULTS.turns) out.push(`at most ${c.maxTurns} turns`);
+  if (c.maxNewTokens && c.maxNewTokens !== measured?.act) out.push(`${c.maxNewTokens} Act tokens`);
+  if (c.rehearseTokens && c.rehearseTokens !== measured?.rehearse) out.push(`${c.rehearseTokens} Rehearse tokens`);
+  if (c.evalEvery && c.evalTasks !== DEFAULTS.evalTasks) out.push(`held-out eval of ${c.evalTasks} tasks`);
+  return out;
 }
 
 /** The mode a comparison run takes by default: EnvACE against the frozen simulator, and back. */

@@ -394,6 +394,10 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
       expect(legend).toEqual(['EnvACE (rehearse) · seed 7 · 1 step', 'frozen-simulator GRPO · seed 7 · 1 step (current run)']);
     }
     expect(await page.textContent('[data-testid=compare-table]')).toMatch(/frozen-simulator GRPO.*role-wise, row-weighted.*7.*1 of 1/s);
+    // The comparison run took every setting of the kept one, the ones beyond the columns too.
+    const others = await page.locator('[data-testid=compare-other]').allTextContents();
+    expect(others).toHaveLength(2);
+    expect(others[1]).toBe(others[0]);
     await expect.poll(() => lesson(4)).toBe('true');
     await shot('compare', '[data-testid=compare]');
     // (5) Private rehearsal with N = 1: the committed episode beside the same task without memory.

@@ -1,7 +1,7 @@
 // Comparing training runs (src/ui/compare.ts): records aligned on one step axis, distinct legend labels,
 // final figures, the default comparison mode.
 import { describe, expect, it } from 'vitest';
-import { alignByStep, finalOf, legendLabels, otherMode, runLabel, sameRun, type RunRecordView } from '../../src/ui/compare';
+import { alignByStep, finalOf, legendLabels, otherMode, otherSettings, runLabel, sameRun, type RunRecordView } from '../../src/ui/compare';
 import type { TrainPoint, TrainRequest } from '../../src/worker-protocol';
 
 const cfg = (o: Partial<TrainRequest> = {}): TrainRequest => ({
@@ -63,5 +63,21 @@ describe('run comparison', () => {
     const a = rec('current', cfg(), [pt(1)], { current: true });
     expect(sameRun(a, { ...a, id: 'x', name: 'kept', current: false })).toBe(true);
     expect(sameRun(a, rec('x', cfg(), [pt(1), pt(2)]))).toBe(false);
+  });
+
+  it('names the settings beyond the table columns only where they differ from the lab defaults', () => {
+    // The lab's own request at its defaults: budgets 0 (measured), 12 turns, 100 held-out tasks.
+    const lab = cfg({ maxNewTokens: 0, rehearseTokens: 0, evalTasks: 100, epochs: 1, taskSampling: 'uniform', topP: 1, lossAggregation: 'seq-mean-token-mean' });
+    expect(otherSettings(lab)).toEqual([]);
+    // A run kept before these were settings (fields absent) read as the values it then had: the defaults.
+    expect(otherSettings(cfg({ maxNewTokens: 0, rehearseTokens: 0, evalTasks: 100 }))).toEqual([]);
+    // The measured budgets written out are not a choice of the user's.
+    expect(otherSettings(cfg({ maxNewTokens: 96, rehearseTokens: 641, evalTasks: 100 }), { act: 96, rehearse: 641 })).toEqual([]);
+    const tuned = cfg({ epochs: 2, taskSampling: 'signal', topP: 0.8, reward: 'checklist', lossAggregation: 'token-mean', maxTurns: 8, maxNewTokens: 64, rehearseTokens: 641, evalTasks: 40 });
+    expect(otherSettings(tuned, { act: 96, rehearse: 641 })).toEqual([
+      '2 epochs per batch', 'signal task sampling', 'top-p 0.8', 'checklist reward', 'token-mean loss', 'at most 8 turns', '64 Act tokens', 'held-out eval of 40 tasks',
+    ]);
+    // Without a held-out evaluation its size is not a setting of the run.
+    expect(otherSettings(cfg({ maxNewTokens: 0, rehearseTokens: 0, evalEvery: 0, evalTasks: 7 }))).toEqual([]);
   });
 });
