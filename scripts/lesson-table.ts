@@ -13,10 +13,11 @@ const json = <T>(p: string): T => JSON.parse(readFileSync(p, 'utf8')) as T;
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
 const pts = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}` : 'n/a');
 
-export const LESSON_TABLE_USAGE = 'usage: node --import tsx scripts/lesson-table.ts OUT_DIR [--figure PNG] > docs/lesson.md';
+export const LESSON_TABLE_USAGE = 'usage: node --import tsx scripts/lesson-table.ts OUT_DIR [--figure PNG] > docs/lesson.md\n       node --import tsx scripts/lesson-table.ts --summary OUT_DIR [OUT_DIR ...]   (one row per records folder)';
 
 export const LESSON_TABLE_FLAGS: FlagSpec = {
   figure: { type: 'string', arg: 'PNG', help: 'the learning-curve figure to link under the table (as the document will reference it)', default: 'no figure' },
+  summary: { type: 'boolean', help: 'one row per records folder (its settings off the lesson\'s, base, seeds, mean change), for comparing runs', default: 'false: the full report of one folder' },
   help: HELP_FLAG,
 };
 
@@ -27,7 +28,7 @@ interface EvalPoint {
 }
 
 /** The options off the lab's defaults, as run.json records them (absent there = the default). */
-function options(c: { updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string }): string {
+function options(c: Pick<RunConfig, 'updateEpochs' | 'taskSampling' | 'topP' | 'reward' | 'lossAggregation'>): string {
   const o = [
     (c.updateEpochs ?? 1) > 1 ? `${c.updateEpochs} epochs per batch` : '',
     c.taskSampling === 'signal' ? 'signal-seeking task sampling' : '',
@@ -38,16 +39,9 @@ function options(c: { updateEpochs?: number; taskSampling?: string; topP?: numbe
   return o.length ? `; ${o.join(', ')}` : '';
 }
 
-export async function lessonTableCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
-  return runCli(io, LESSON_TABLE_USAGE, () => main(argv, io));
-}
-
-async function main(argv: readonly string[], io: CliIo): Promise<void> {
-  const { values, positionals } = parseFlags(argv, LESSON_TABLE_FLAGS, true);
-  if (values.help) return void io.out(helpText(LESSON_TABLE_USAGE, LESSON_TABLE_FLAGS));
-  if (positionals.length !== 1) throw new ArgError(positionals.length === 0 ? 'OUT_DIR (the lesson run\'s records folder) is required' : `one OUT_DIR, got ${positionals.length}: ${positionals.join(' ')}`);
-  const dir = positionals[0];
-  const figure = strFlag(values, 'figure');
+/** A lesson run's records (scripts/lesson-grpo.sh): the base policy's evaluation and every finished seed. */
+function loadLesson(dir: string) {
+  if (!existsSync(join(dir, 'base-s0/eval.json'))) throw new Error(`${dir}: not a lesson run's records (no base-s0/eval.json: scripts/lesson-grpo.sh writes one)`);
   const base = json<{ success: number; tasks: number; fidelity: { exact: number; f1: number } | null; wallS: number }>(join(dir, 'base-s0/eval.json'));
   const seeds = readdirSync(dir)
     .map((d) => /^(?!base-)[\w-]+-s(\d+)$/.exec(d))
@@ -56,12 +50,68 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
       const d = join(dir, m[0]);
       const evals = readFileSync(join(d, 'eval.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as EvalPoint);
       const last = new Map(evals.map((e) => [e.step, e]));
-      return { seed: Number(m[1]), evals: [...last.values()].sort((a, b) => a.step - b.step), wallS: json<{ wallS: number }>(join(d, 'done.json')).wallS, config: json<{ config: Record<string, unknown> }>(join(d, 'run.json')).config };
+      return { seed: Number(m[1]), evals: [...last.values()].sort((a, b) => a.step - b.step), wallS: json<{ wallS: number }>(join(d, 'done.json')).wallS, config: json<{ config: RunConfig }>(join(d, 'run.json')).config };
     })
     .sort((a, b) => a.seed - b.seed);
   if (seeds.length === 0) throw new Error(`${dir}: no finished seed`);
+  return { base, seeds };
+}
+
+/** run.json's configuration, the fields these tables read (older records lack the newer options). */
+interface RunConfig {
+  mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number;
+  limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; klCoef?: number;
+  updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string;
+}
+
+/** What a run changed from the lesson's settings (scripts/lesson-grpo.sh defaults), or "the lesson's settings". */
+function offLesson(c: RunConfig): string {
+  const o = [
+    c.mode !== 'real' ? `mode ${c.mode}` : '',
+    c.baseline !== 'row-weighted' ? `${c.baseline} baseline` : '',
+    c.promptsPerStep !== 4 || c.k !== 4 ? `${c.promptsPerStep} prompts × K ${c.k}` : '',
+    c.steps !== 40 ? `${c.steps} steps` : '',
+    c.lr !== 0.001 ? `lr ${c.lr}` : '',
+    c.lora.rank !== 8 ? `rank ${c.lora.rank}` : '',
+    c.temperature !== 1 ? `temperature ${c.temperature}` : '',
+    (c.klCoef ?? 0) !== 0 ? `KL ${c.klCoef}` : '',
+    c.limits.maxTurns !== 12 ? `${c.limits.maxTurns} turns` : '',
+  ].filter(Boolean);
+  const more = options(c).replace(/^; /, '');
+  return [...o, ...(more ? [more] : [])].join(', ') || "the lesson's settings";
+}
+
+/** One row per records folder: its settings off the lesson's, its base, each seed's last evaluation, the mean change. */
+function summaryTable(dirs: readonly string[]): string {
+  const out = ['| records | settings off the lesson\'s | base | seeds | held-out success after the last step, per seed | mean change (95 % t-interval) | mean wall-clock |', '|---|---|---|---|---|---|---|'];
+  for (const dir of dirs) {
+    const { base, seeds } = loadLesson(dir);
+    const finals = seeds.map((s) => s.evals[s.evals.length - 1].success);
+    const ci = meanCI(finals.map((f) => f - base.success));
+    const interval = seeds.length > 1 ? ` (${pts(ci.lo)} to ${pts(ci.hi)})` : ' (one seed)';
+    const wall = seeds.reduce((a, s) => a + s.wallS, 0) / seeds.length / 60;
+    out.push(`| ${dir} | ${offLesson(seeds[0].config)} | ${pct(base.success)} | ${seeds.map((s) => s.seed).join(', ')} | ${finals.map(pct).join(', ')} | **${pts(ci.mean)}**${interval} | ${wall.toFixed(1)} min |`);
+  }
+  return out.join('\n');
+}
+
+export async function lessonTableCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, LESSON_TABLE_USAGE, () => main(argv, io));
+}
+
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const { values, positionals } = parseFlags(argv, LESSON_TABLE_FLAGS, true);
+  if (values.help) return void io.out(helpText(LESSON_TABLE_USAGE, LESSON_TABLE_FLAGS));
+  if (values.summary) {
+    if (positionals.length === 0) throw new ArgError('--summary needs at least one OUT_DIR (a lesson run\'s records folder)');
+    return void io.out(summaryTable(positionals));
+  }
+  if (positionals.length !== 1) throw new ArgError(positionals.length === 0 ? 'OUT_DIR (the lesson run\'s records folder) is required' : `one OUT_DIR, got ${positionals.length}: ${positionals.join(' ')}`);
+  const dir = positionals[0];
+  const figure = strFlag(values, 'figure');
+  const { base, seeds } = loadLesson(dir);
   const steps = [...new Set(seeds.flatMap((s) => s.evals.map((e) => e.step)))].sort((a, b) => a - b);
-  const c = seeds[0].config as { mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number; limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string };
+  const c = seeds[0].config;
 
   const out: string[] = [];
   out.push('# The lesson run: the lab\'s default GRPO settings on the mini world');

@@ -103,7 +103,7 @@ describe('--help', () => {
       ]],
       [noRepeatRehearsalCli, NO_REPEAT_REHEARSAL_USAGE, true, [[['--n', '1,x'], '--n'], [['--n', '0,1'], '--n'], [['--n', '16,'], '--n'], [['--threads', '0'], '--threads'], [['--world', 'moon'], '--world']]],
       [structuredRehearsalCli, STRUCTURED_REHEARSAL_USAGE, true, [[['--count', '0'], '--count'], [['--task-seed', '-1'], '--task-seed'], [['--threads', '65'], '--threads'], [['--world', 'moon'], '--world'], [['--check-only', 'x'], 'Unexpected argument']]],
-      [lessonTableCli, LESSON_TABLE_USAGE, false, [[[], 'OUT_DIR'], [['a', 'b'], 'one OUT_DIR'], [['a', '--figure'], '--figure'], [['a', '--bogus'], "Unknown option '--bogus'"]]],
+      [lessonTableCli, LESSON_TABLE_USAGE, false, [[[], 'OUT_DIR'], [['a', 'b'], 'one OUT_DIR'], [['a', '--figure'], '--figure'], [['a', '--bogus'], "Unknown option '--bogus'"], [['--summary'], '--summary needs']]],
     ];
     for (const [cli, usage, takesModel, bad] of cases) {
       for (const [flags, named] of bad) {
