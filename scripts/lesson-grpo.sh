@@ -8,7 +8,7 @@
 # (training and evaluations together). base-s0/curve.jsonl is the base policy's evaluation on the same 100
 # held-out tasks (`npm run eval`), the curves' step 0. Plot: npm run plots -- OUT_DIR --out docs/figures/lesson-curves.png
 # usage: bash scripts/lesson-grpo.sh OUT_DIR [SEEDS...]   (default seeds 1 2 3; finished seeds are skipped;
-#        MODEL=DIR runs another policy folder than the bundled one; STEPS, PROMPTS, K, LR, RANK, BASELINE, EPOCHS, SAMPLING, TOP_P, REWARD, LOSS_AGG, EVAL_EVERY, REH_TOKENS, THREADS
+#        MODEL=DIR runs another policy folder than the bundled one; STEPS, PROMPTS, K, LR, RANK, BASELINE, GREEDY (1: --greedy-member), EPOCHS, SAMPLING, TOP_P, REWARD, LOSS_AGG, EVAL_EVERY, REH_TOKENS, THREADS
 #        override the defaults for other runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,7 @@ for s in $seeds; do
   rm -rf "$d"
   t0=$(date +%s)
   node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-40}" --seed "$s" ${MODEL:+--model "$MODEL"} \
-    --k "${K:-4}" --prompts "${PROMPTS:-4}" --lr "${LR:-0.001}" --rank "${RANK:-8}" ${BASELINE:+--baseline "$BASELINE"} ${EPOCHS:+--epochs "$EPOCHS"} ${SAMPLING:+--task-sampling "$SAMPLING"} ${TOP_P:+--top-p "$TOP_P"} ${REWARD:+--reward "$REWARD"} ${LOSS_AGG:+--loss-agg "$LOSS_AGG"} ${THREADS:+--threads "$THREADS"} \
+    --k "${K:-4}" --prompts "${PROMPTS:-4}" --lr "${LR:-0.001}" --rank "${RANK:-8}" ${BASELINE:+--baseline "$BASELINE"} ${GREEDY:+--greedy-member} ${EPOCHS:+--epochs "$EPOCHS"} ${SAMPLING:+--task-sampling "$SAMPLING"} ${TOP_P:+--top-p "$TOP_P"} ${REWARD:+--reward "$REWARD"} ${LOSS_AGG:+--loss-agg "$LOSS_AGG"} ${THREADS:+--threads "$THREADS"} \
     --eval-every "${EVAL_EVERY:-20}" --eval-tasks 100 --train-tasks 200 \
     --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-641}" --fidelity-tokens "${REH_TOKENS:-641}" \
     --out "$d" > "$d.json" 2> "$d.log"

@@ -51,6 +51,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   'loss-agg': { type: 'string', arg: 'M', help: 'how token losses sum to the step\'s loss: seq-mean-token-mean (every row alike, as the GRPO paper), token-mean (every token alike: long rows count more, as DAPO and verl\'s default) or seq-mean-token-sum (rows weighed by length, as Dr. GRPO)', default: 'seq-mean-token-mean' },
   kl: { type: 'string', arg: 'C', help: 'KL coefficient to the base policy (adapter off), >= 0', default: '0' },
   temperature: { type: 'string', arg: 'T', help: 'sampling temperature of training rollouts, > 0', default: '1' },
+  'greedy-member': { type: 'boolean', help: 'decode the first of each group\'s K rollouts greedily, as the held-out evaluation does (a self-critical group: a sample that beats the greedy answer pushes its tokens down)', default: 'false (all K sampled)' },
   'top-p': { type: 'string', arg: 'P', help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P, in (0, 1]', default: '1 (off)' },
   reward: { type: 'string', arg: 'R', help: 'how training rollouts are scored: verifier (τ²-bench\'s DB × communicate on the calls replayed against the real database, 0 or 1), checklist (the rule-based judge\'s partial credit) or strict-checklist (the judge, 1 only when every item is satisfied); held-out evaluation always uses the verifier', default: 'the mode\'s: verifier for real, checklist when rehearsing' },
   'eval-every': { type: 'string', arg: 'N', help: 'held-out evaluation every N steps and after the last; 0 = never', default: '--steps' },
@@ -81,7 +82,7 @@ One process at a time may write a run folder (it holds DIR/.lock).`;
 /** Flags that change a saved run, and where each lives in run.json's config (or train-cli.json). */
 const RESUME_KEYS: Record<string, string> = {
   mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr', epochs: 'updateEpochs', 'task-sampling': 'taskSampling',
-  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', 'loss-agg': 'lossAggregation', temperature: 'temperature', 'top-p': 'topP', reward: 'reward', 'eval-every': 'evalEvery',
+  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', 'loss-agg': 'lossAggregation', temperature: 'temperature', 'top-p': 'topP', 'greedy-member': 'greedyMember', reward: 'reward', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
   'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
   world: 'cli.world', 'train-tasks': 'cli.trainTasks', 'eval-tasks': 'cli.evalTasks', model: 'cli.model',
@@ -200,6 +201,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       },
       temperature: numFlag(v, 'temperature', 1),
       topP: topPFlag(v),
+      greedyMember: v['greedy-member'] === true,
       ...(v.reward !== undefined ? { reward: enumFlag(v, 'reward', REWARD_RULES, 'verifier') } : {}),
       klCoef: numFlag(v, 'kl', 0, 0, true),
       lossAggregation: enumFlag(v, 'loss-agg', AGGREGATIONS, DEFAULT_AGGREGATION),

@@ -60,6 +60,7 @@ const ConfigSchema = z.looseObject({
   taskSampling: z.enum(TASK_SAMPLINGS).optional(),
   updateEpochs: int(1).optional(),
   topP: z.number().gt(0).max(1).optional(),
+  greedyMember: z.boolean().optional(),
   reward: z.enum(REWARD_RULES).optional(),
   lossAggregation: z.enum(AGGREGATIONS).optional(),
 });

@@ -55,6 +55,8 @@ export interface TrainOptions {
   temperature?: number;
   /** Nucleus sampling of training rollouts; default 1 (none). */
   topP?: number;
+  /** Decode the first of each group's K rollouts greedily, as the held-out evaluation; default false. */
+  greedyMember?: boolean;
   /** How training rollouts are scored; default: the mode's own rule (verifier for real, checklist when rehearsing). */
   reward?: RewardRule;
   klCoef?: number;
@@ -94,6 +96,8 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     ...(o.rehearsePrompt ? { rehearsePrompt: o.rehearsePrompt } : {}),
     temperature: o.temperature ?? 1,
     ...(o.topP !== undefined && o.topP !== 1 ? { topP: o.topP } : {}),
+    // Recorded only when on, so a run.json from before the option reads the same.
+    ...(o.greedyMember ? { greedyMember: true } : {}),
     // Recorded only when it differs from the mode's rule, so a run.json from before the option reads the same.
     ...(o.reward !== undefined && o.reward !== defaultRewardRule(o.mode) ? { reward: o.reward } : {}),
     kvReuse: true,

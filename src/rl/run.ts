@@ -41,6 +41,8 @@ export interface GrpoRunConfig {
   temperature?: number;
   /** Nucleus sampling of training rollouts: the fewest tokens whose probability reaches topP (default 1: all). */
   topP?: number;
+  /** The first of each group's K rollouts decoded greedily, as the held-out evaluation (src/rollout/rollout.ts RolloutConfig.greedyMember); absent: all sampled. */
+  greedyMember?: boolean;
   /** How training rollouts are scored (src/method/reward-rules.ts); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
   reward?: RewardRule;
   rehearsePrompt?: RehearsePromptOptions;
@@ -157,6 +159,7 @@ function checkConfig(c: GrpoRunConfig): void {
   if (c.taskSampling !== undefined && !TASK_SAMPLINGS.includes(c.taskSampling)) throw new RunConfigError(`taskSampling must be one of ${TASK_SAMPLINGS.join(', ')}, got ${String(c.taskSampling)}`);
   if (c.lossAggregation !== undefined && !AGGREGATIONS.includes(c.lossAggregation)) throw new RunConfigError(`lossAggregation must be one of ${AGGREGATIONS.join(', ')}, got ${String(c.lossAggregation)}`);
   if (c.topP !== undefined && !(c.topP > 0 && c.topP <= 1)) throw new RunConfigError(`topP must be in (0, 1], got ${c.topP}`);
+  if (c.greedyMember && c.k < 2) throw new RunConfigError(`a greedy member needs k >= 2, got k ${c.k}`);
   if (c.updateEpochs !== undefined && !posInt(c.updateEpochs)) throw new RunConfigError(`updateEpochs must be a positive integer, got ${c.updateEpochs}`);
   if (!(c.lr > 0)) throw new RunConfigError(`lr must be > 0, got ${c.lr}`);
   if (!posInt(c.lora?.rank) || !(c.lora.alpha > 0)) throw new RunConfigError('lora.rank must be a positive integer and lora.alpha > 0');
@@ -283,7 +286,7 @@ export class GrpoRun {
       this.domain,
       tasks,
       {
-        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature, topP: c.topP,
+        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature, topP: c.topP, greedyMember: c.greedyMember,
         rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward ?? ((ep, d) => rewardBy(c.reward, ep, d)), actScript: this.hooks.actScript, signal: this.hooks.signal,
         onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
       },

@@ -10,7 +10,7 @@ import { deriveSeed, hash32 } from '../util/rng';
 import type { GroundingExample, Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { serializeObservation } from '../env/toolcall';
-import { generate, PrefixCache, type GenerateRequest, type GenerateResult } from '../model/generate';
+import { generate, GREEDY, PrefixCache, type GenerateRequest, type GenerateResult } from '../model/generate';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
@@ -63,6 +63,12 @@ export interface RolloutConfig {
   limits: RolloutLimits;
   temperature?: number; // default 1
   topP?: number; // default 1
+  /**
+   * Decode the first of each group's K rollouts greedily (every generation of it, both roles), as the held-out
+   * evaluation decodes: the group then holds the answer the evaluation would give beside K − 1 samples, and a
+   * sample that beats it pushes the greedy path's own tokens down (a self-critical group). Default false.
+   */
+  greedyMember?: boolean;
   enableThinking?: boolean; // default false
   rehearsePrompt?: RehearsePromptOptions;
   /**
@@ -205,6 +211,7 @@ export class RolloutStepper {
   ) {
     if (!isRolloutMode(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
     if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
+    if (cfg.greedyMember && cfg.k < 2) throw new RolloutConfigError(`a greedy member needs a group of at least 2 rollouts (k ${cfg.k})`);
     const L = cfg.limits;
     for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
       if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
@@ -250,7 +257,8 @@ export class RolloutStepper {
     const { cfg, episodes } = this;
     const L = cfg.limits;
     const tok = this.policy.tokenizer;
-    const sampling = (seed: number) => ({ temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
+    // Episodes are laid out prompt by prompt, K each (constructor): e % K === 0 is a group's first rollout.
+    const sampling = (seed: number, e: number) => (cfg.greedyMember && e % cfg.k === 0 ? { ...GREEDY, seed } : { temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
     const round = this.stats.rounds++;
     const report: RoundReport = { round, scripted: [], scriptedRehearsals: [], acts: [], rehearsals: [], overflows: [], actMs: 0, rehearseMs: 0 };
     const run = async (reqs: GenerateRequest[], role: Role) => {
@@ -287,7 +295,7 @@ export class RolloutStepper {
         ep.finish('context');
         return;
       }
-      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 0)) });
+      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 0), e) });
       actFor.push({ e, prompt: text });
     });
     cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
@@ -324,7 +332,7 @@ export class RolloutStepper {
           prompt,
           maxNewTokens: L.maxRehearseTokens,
           stop: [REHEARSE_STOP],
-          sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot)),
+          sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot), e),
           constraint: rehearseConstraintFor(cfg.rehearsePrompt?.decoding, this.domain, tok, prompt, p.call.name),
         });
         rehFor.push({ e, p, prompt: text });

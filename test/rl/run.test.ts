@@ -170,6 +170,32 @@ describe('GrpoRun', () => {
     expect(Math.max(...(await texts(1)))).toBeGreaterThan(1);
   });
 
+  it('greedyMember decodes the first rollout of each group greedily and leaves the other K - 1 as they were', async () => {
+    const rollouts = async (o: Partial<GrpoRunConfig>) => {
+      const store = new MemoryStore();
+      const run = await open(store, { ...config, mode: 'real', steps: 1, k: 3, evalEvery: 0, ...o });
+      await run.trainStep();
+      run.free();
+      const rs = store.text('rollouts.jsonl').trim().split('\n').map((l) => JSON.parse(l));
+      return { byId: new Map(rs.map((r) => [r.rolloutId, JSON.stringify(r.steps)])), config: JSON.parse(store.text('run.json')).config };
+    };
+    const sampled = await rollouts({});
+    const greedyGroups = await rollouts({ greedyMember: true });
+    // A nucleus of one token is the argmax at every step: every rollout decoded greedily.
+    const argmax = await rollouts({ topP: 1e-6 });
+    const ids = [...sampled.byId.keys()];
+    expect(ids).toHaveLength(6);
+    for (const id of ids) {
+      if (id.endsWith(':0')) expect(greedyGroups.byId.get(id), id).toBe(argmax.byId.get(id));
+      else expect(greedyGroups.byId.get(id), id).toBe(sampled.byId.get(id));
+    }
+    // The sampled first rollouts differ from the greedy ones somewhere, or the check above shows nothing.
+    expect(ids.filter((id) => id.endsWith(':0')).some((id) => sampled.byId.get(id) !== argmax.byId.get(id))).toBe(true);
+    expect(greedyGroups.config.greedyMember).toBe(true);
+    expect(sampled.config.greedyMember).toBeUndefined();
+    await expect(open(new MemoryStore(), { ...config, k: 1, greedyMember: true })).rejects.toThrow(/greedy member needs k >= 2/);
+  });
+
   it('the reward rule reaches the training rollouts: the same reply scores 0 under the verifier and partial credit under the checklist', async () => {
     // Every Act turn is the same scripted reply: no write (the database is right), the fact unstated.
     const factTrain: Task[] = train.map((t) => ({ ...t, facts: ['zebra'], checklist: [{ kind: 'fact', text: 'zebra', weight: 1 }, { kind: 'no_forbidden_writes', weight: 1 }] }));
