@@ -273,6 +273,8 @@ export interface TrainRequest {
   reward?: RewardRule;
   /** How the update sums token losses (LOSS_AGGREGATIONS); absent = seq-mean-token-mean. */
   lossAggregation?: LossAggregation;
+  /** The first of each group's K rollouts decoded greedily, as the held-out evaluation; absent = all sampled. */
+  greedyMember?: boolean;
 }
 
 /**

@@ -85,7 +85,7 @@ export async function startComparison(fromId: string, mode: TrainMode): Promise<
     tmode: mode, grouping: c.grouping, baseline: c.baseline, steps: k.points.length ? k.points[k.points.length - 1].step : c.steps,
     lr: c.lr, k: c.k, prompts: c.promptsPerStep, rank: c.rank, seed: c.seed, turns: c.maxTurns, evalEvery: c.evalEvery, evalTasks: c.evalTasks ?? 100,
     epochs: c.epochs ?? 1, tsamp: c.taskSampling ?? 'uniform', topP: c.topP ?? 1, reward: c.reward ?? 'auto',
-    lossAgg: c.lossAggregation ?? 'seq-mean-token-mean',
+    lossAgg: c.lossAggregation ?? 'seq-mean-token-mean', greedy: c.greedyMember ?? false,
   });
   await startTraining();
 }

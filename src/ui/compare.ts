@@ -49,6 +49,8 @@ export function otherSettings(c: TrainRequest, measured?: { act: number; rehears
   if (reward !== DEFAULTS.reward) out.push(`${reward} reward`);
   const agg = c.lossAggregation ?? 'seq-mean-token-mean';
   if (agg !== DEFAULTS.lossAgg) out.push(`${agg} loss`);
+  const greedy = c.greedyMember ?? false;
+  if (greedy !== DEFAULTS.greedy) out.push(greedy ? 'a greedy member per group' : 'no greedy member');
   if (c.maxTurns !== DEFAULTS.turns) out.push(`at most ${c.maxTurns} turns`);
   if (c.maxNewTokens && c.maxNewTokens !== measured?.act) out.push(`${c.maxNewTokens} Act tokens`);
   if (c.rehearseTokens && c.rehearseTokens !== measured?.rehearse) out.push(`${c.rehearseTokens} Rehearse tokens`);

@@ -219,6 +219,7 @@ export async function startTraining(extend = 0): Promise<void> {
     topP: settings.topP,
     lossAggregation: settings.lossAgg,
     ...(settings.reward !== 'auto' ? { reward: settings.reward } : {}),
+    ...(settings.greedy ? { greedyMember: true } : {}),
   };
   if (!lab.train) await refreshTraining();
   if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };

@@ -45,6 +45,8 @@ export interface Settings {
   reward: 'auto' | RewardRule;
   /** How the GRPO update sums token losses (src/train/batch.ts AGGREGATIONS). */
   lossAgg: LossAggregation;
+  /** Decode the first of each group's K training rollouts greedily, as the held-out evaluation (src/rollout/rollout.ts greedyMember). */
+  greedy: boolean;
 }
 
 export const DEFAULTS: Settings = {
@@ -83,6 +85,7 @@ export const DEFAULTS: Settings = {
   topP: 1,
   reward: 'auto',
   lossAgg: 'seq-mean-token-mean',
+  greedy: false,
 };
 
 const int = (v: string, lo: number, hi: number, d: number) => {
@@ -159,6 +162,9 @@ export function parseSettings(query: string): Settings {
         break;
       case 'lossAgg':
         s.lossAgg = oneOf(v, LOSS_AGGREGATIONS, DEFAULTS.lossAgg);
+        break;
+      case 'greedy':
+        s.greedy = v === 'true' ? true : v === 'false' ? false : DEFAULTS.greedy;
         break;
       case 'reward':
         s.reward = oneOf(v, ['auto', ...REWARD_RULES] as const, DEFAULTS.reward);

@@ -51,5 +51,10 @@ describe('lab URL settings', () => {
     expect(settingsQuery({ ...DEFAULTS, lossAgg: 'token-mean' })).toBe('?lossAgg=token-mean');
     expect(parseSettings('?lossAgg=seq-mean-token-sum').lossAgg).toBe('seq-mean-token-sum');
     expect(parseSettings('?lossAgg=sum').lossAgg).toBe(DEFAULT_AGGREGATION);
+    // The greedy member: off by default, 'true' in the URL when on, anything else read as the default.
+    expect(DEFAULTS.greedy).toBe(false);
+    expect(settingsQuery({ ...DEFAULTS, greedy: true })).toBe('?greedy=true');
+    expect(parseSettings('?greedy=true').greedy).toBe(true);
+    expect(parseSettings('?greedy=yes').greedy).toBe(false);
   });
 });

@@ -73,9 +73,9 @@ describe('run comparison', () => {
     expect(otherSettings(cfg({ maxNewTokens: 0, rehearseTokens: 0, evalTasks: 100 }))).toEqual([]);
     // The measured budgets written out are not a choice of the user's.
     expect(otherSettings(cfg({ maxNewTokens: 96, rehearseTokens: 641, evalTasks: 100 }), { act: 96, rehearse: 641 })).toEqual([]);
-    const tuned = cfg({ epochs: 2, taskSampling: 'signal', topP: 0.8, reward: 'checklist', lossAggregation: 'token-mean', maxTurns: 8, maxNewTokens: 64, rehearseTokens: 641, evalTasks: 40 });
+    const tuned = cfg({ epochs: 2, taskSampling: 'signal', topP: 0.8, reward: 'checklist', lossAggregation: 'token-mean', greedyMember: true, maxTurns: 8, maxNewTokens: 64, rehearseTokens: 641, evalTasks: 40 });
     expect(otherSettings(tuned, { act: 96, rehearse: 641 })).toEqual([
-      '2 epochs per batch', 'signal task sampling', 'top-p 0.8', 'checklist reward', 'token-mean loss', 'at most 8 turns', '64 Act tokens', 'held-out eval of 40 tasks',
+      '2 epochs per batch', 'signal task sampling', 'top-p 0.8', 'checklist reward', 'token-mean loss', 'a greedy member per group', 'at most 8 turns', '64 Act tokens', 'held-out eval of 40 tasks',
     ]);
     // Without a held-out evaluation its size is not a setting of the run.
     expect(otherSettings(cfg({ maxNewTokens: 0, rehearseTokens: 0, evalEvery: 0, evalTasks: 7 }))).toEqual([]);

@@ -197,6 +197,7 @@ export class Training {
       topP: req.topP,
       reward: req.reward,
       lossAggregation: req.lossAggregation,
+      greedyMember: req.greedyMember,
     });
     // The training prompts are drawn from 200 train-split tasks; the held-out set is the CLI's (`npm run eval
     // --tasks test`, task seed 1), so the dashboard's success is the same measurement as the command line's.
