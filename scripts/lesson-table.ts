@@ -28,13 +28,14 @@ interface EvalPoint {
 }
 
 /** The options off the lab's defaults, as run.json records them (absent there = the default). */
-function options(c: Pick<RunConfig, 'updateEpochs' | 'taskSampling' | 'topP' | 'reward' | 'lossAggregation'>): string {
+function options(c: Pick<RunConfig, 'updateEpochs' | 'taskSampling' | 'topP' | 'reward' | 'lossAggregation' | 'greedyMember'>): string {
   const o = [
     (c.updateEpochs ?? 1) > 1 ? `${c.updateEpochs} epochs per batch` : '',
     c.taskSampling === 'signal' ? 'signal-seeking task sampling' : '',
     c.topP !== undefined && c.topP < 1 ? `top-p ${c.topP}` : '',
     c.reward ? `training reward: ${c.reward}` : '',
     c.lossAggregation ? `loss aggregation ${c.lossAggregation}` : '',
+    c.greedyMember ? 'a greedy member in every group' : '',
   ].filter(Boolean);
   return o.length ? `; ${o.join(', ')}` : '';
 }
@@ -61,7 +62,7 @@ function loadLesson(dir: string) {
 interface RunConfig {
   mode: string; groups: string; baseline: string; promptsPerStep: number; k: number; lr: number; lora: { rank: number; alpha: number }; steps: number;
   limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number }; temperature: number; klCoef?: number;
-  updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string;
+  updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string; greedyMember?: boolean;
 }
 
 /** What a run changed from the lesson's settings (scripts/lesson-grpo.sh defaults), or "the lesson's settings". */
