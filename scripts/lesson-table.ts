@@ -28,8 +28,8 @@ interface EvalPoint {
 }
 
 /** The options off the lab's defaults, as run.json records them (absent there = the default). */
-function options(c: Pick<RunConfig, 'updateEpochs' | 'taskSampling' | 'topP' | 'reward' | 'lossAggregation' | 'greedyMember'>): string {
-  const o = [
+function optionList(c: Pick<RunConfig, 'updateEpochs' | 'taskSampling' | 'topP' | 'reward' | 'lossAggregation' | 'greedyMember'>): string[] {
+  return [
     (c.updateEpochs ?? 1) > 1 ? `${c.updateEpochs} epochs per batch` : '',
     c.taskSampling === 'signal' ? 'signal-seeking task sampling' : '',
     c.topP !== undefined && c.topP < 1 ? `top-p ${c.topP}` : '',
@@ -37,6 +37,11 @@ function options(c: Pick<RunConfig, 'updateEpochs' | 'taskSampling' | 'topP' | '
     c.lossAggregation ? `loss aggregation ${c.lossAggregation}` : '',
     c.greedyMember ? 'a greedy member in every group' : '',
   ].filter(Boolean);
+}
+
+/** optionList as the report's settings sentence ends: "; a, b", or nothing. */
+function options(c: Parameters<typeof optionList>[0]): string {
+  const o = optionList(c);
   return o.length ? `; ${o.join(', ')}` : '';
 }
 
@@ -77,9 +82,9 @@ function offLesson(c: RunConfig): string {
     c.temperature !== 1 ? `temperature ${c.temperature}` : '',
     (c.klCoef ?? 0) !== 0 ? `KL ${c.klCoef}` : '',
     c.limits.maxTurns !== 12 ? `${c.limits.maxTurns} turns` : '',
+    ...optionList(c),
   ].filter(Boolean);
-  const more = options(c).replace(/^; /, '');
-  return [...o, ...(more ? [more] : [])].join(', ') || "the lesson's settings";
+  return o.join(', ') || "the lesson's settings";
 }
 
 /** One row per records folder: its settings off the lesson's, its base, each seed's last evaluation, the mean change. */

@@ -3,7 +3,7 @@
 // (its adapter starts again from the base policy, as every fresh GrpoRun does) and trains with the kept
 // run's settings in another mode. The plots draw every record: kept runs plus the current one.
 import type { TrainMode } from '../worker-protocol';
-import { otherMode, runLabel, sameRun, type KeptRun, type RunRecordView } from './compare';
+import { grpoSettingsOf, otherMode, runLabel, sameRun, type KeptRun, type RunRecordView } from './compare';
 import { tx } from './idb';
 import { lab, resetTraining, startTraining } from './lab.svelte';
 import { settings } from './settings.svelte';
@@ -84,8 +84,7 @@ export async function startComparison(fromId: string, mode: TrainMode): Promise<
   Object.assign(settings, {
     tmode: mode, grouping: c.grouping, baseline: c.baseline, steps: k.points.length ? k.points[k.points.length - 1].step : c.steps,
     lr: c.lr, k: c.k, prompts: c.promptsPerStep, rank: c.rank, seed: c.seed, turns: c.maxTurns, evalEvery: c.evalEvery, evalTasks: c.evalTasks ?? 100,
-    epochs: c.epochs ?? 1, tsamp: c.taskSampling ?? 'uniform', topP: c.topP ?? 1, reward: c.reward ?? 'auto',
-    lossAgg: c.lossAggregation ?? 'seq-mean-token-mean', greedy: c.greedyMember ?? false,
+    ...grpoSettingsOf(c),
   });
   await startTraining();
 }

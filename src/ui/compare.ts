@@ -3,7 +3,7 @@
 // steps. Pure functions, so the page and the unit tests share them.
 import { effectiveGroups, MODES } from '../method/modes';
 import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
-import { DEFAULTS } from './settings.svelte';
+import { DEFAULTS, type Settings } from './settings.svelte';
 
 /** One training run as the comparison draws it. */
 export interface RunRecordView {
@@ -31,26 +31,29 @@ export function runLabel(c: TrainRequest, steps = c.steps): string {
 }
 
 /**
+ * The More GRPO settings a run's request stands for. A field a run kept from before it was a setting is read
+ * as the value it then had (absent = the default of that time). A comparison run takes these, and the table
+ * names those that differ from today's defaults.
+ */
+export function grpoSettingsOf(c: TrainRequest): Pick<Settings, 'epochs' | 'tsamp' | 'topP' | 'reward' | 'lossAgg' | 'greedy'> {
+  return { epochs: c.epochs ?? 1, tsamp: c.taskSampling ?? 'uniform', topP: c.topP ?? 1, reward: c.reward ?? 'auto', lossAgg: c.lossAggregation ?? 'seq-mean-token-mean', greedy: c.greedyMember ?? false };
+}
+
+/**
  * The settings of a run beyond the table's own columns (the More GRPO settings, the episode limits, the
  * held-out evaluation's size), each named only when it differs from the lab's default (DEFAULTS): two runs
- * that differ there must not read as the same run. A field a run kept from before it was a setting is read
- * as the value it then had. Token budgets are named when set by hand: not 0 (= measured) and not the
+ * that differ there must not read as the same run (grpoSettingsOf reads a run kept before a setting existed). Token budgets are named when set by hand: not 0 (= measured) and not the
  * measured budget `measured` (a run's request may carry either). [] when all are at their defaults.
  */
 export function otherSettings(c: TrainRequest, measured?: { act: number; rehearse: number } | null): string[] {
   const out: string[] = [];
-  const epochs = c.epochs ?? 1;
-  if (epochs !== DEFAULTS.epochs) out.push(`${epochs} epochs per batch`);
-  const sampling = c.taskSampling ?? 'uniform';
-  if (sampling !== DEFAULTS.tsamp) out.push(`${sampling} task sampling`);
-  const topP = c.topP ?? 1;
-  if (topP !== DEFAULTS.topP) out.push(`top-p ${topP}`);
-  const reward = c.reward ?? 'auto';
-  if (reward !== DEFAULTS.reward) out.push(`${reward} reward`);
-  const agg = c.lossAggregation ?? 'seq-mean-token-mean';
-  if (agg !== DEFAULTS.lossAgg) out.push(`${agg} loss`);
-  const greedy = c.greedyMember ?? false;
-  if (greedy !== DEFAULTS.greedy) out.push(greedy ? 'a greedy member per group' : 'no greedy member');
+  const g = grpoSettingsOf(c);
+  if (g.epochs !== DEFAULTS.epochs) out.push(`${g.epochs} epochs per batch`);
+  if (g.tsamp !== DEFAULTS.tsamp) out.push(`${g.tsamp} task sampling`);
+  if (g.topP !== DEFAULTS.topP) out.push(`top-p ${g.topP}`);
+  if (g.reward !== DEFAULTS.reward) out.push(`${g.reward} reward`);
+  if (g.lossAgg !== DEFAULTS.lossAgg) out.push(`${g.lossAgg} loss`);
+  if (g.greedy !== DEFAULTS.greedy) out.push(g.greedy ? 'a greedy member per group' : 'no greedy member');
   if (c.maxTurns !== DEFAULTS.turns) out.push(`at most ${c.maxTurns} turns`);
   if (c.maxNewTokens && c.maxNewTokens !== measured?.act) out.push(`${c.maxNewTokens} Act tokens`);
   if (c.rehearseTokens && c.rehearseTokens !== measured?.rehearse) out.push(`${c.rehearseTokens} Rehearse tokens`);
