@@ -222,7 +222,7 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     expect(await page.textContent('[data-testid=spread] td:nth-child(2)')).toMatch(/^\d+ of \d+ groups/);
     expect(await page.textContent('[data-testid=train-legend]')).toContain('gradient norm');
     // The loss line names how this run summed its token losses (the default aggregation here).
-    expect(await page.textContent('[data-testid=train-legend]')).toContain('token losses summed per row, then rows (GRPO)');
+    expect(await page.textContent('[data-testid=train-legend]')).toContain('token losses aggregated: per row, then rows (GRPO)');
     // The starting policy's held-out evaluation is the plot's step 0 and the summary's "before training".
     expect(seen.__progress.some((t) => t.includes('before training') && t.includes('held-out evaluation'))).toBe(true);
     expect(await page.getAttribute('[data-testid=metric-plot]', 'data-points')).toBe('3');
