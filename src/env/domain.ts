@@ -121,11 +121,19 @@ export interface ExpertResult {
   rows: Row[];
   /** Number of deliberate mistakes the expert made (and recovered from) in this episode. */
   mistakes: number;
+  /** Number of replies that left out details the user was owed (ExpertOptions.carelessRate). */
+  careless?: number;
 }
 
 export interface ExpertOptions {
   /** Probability, per opportunity, of a realistic mistake followed by the error and the fix. */
   mistakeRate?: number;
+  /**
+   * Probability, per reply, that the expert leaves out the details a user was owed (a careless demonstrator:
+   * its episode then fails the reward's COMMUNICATE check). A teaching base imitates the habit; RL against
+   * the verifiable reward can unlearn it. Default 0.
+   */
+  carelessRate?: number;
   seed?: number;
 }
 

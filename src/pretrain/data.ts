@@ -26,13 +26,15 @@ export interface ExpertDataOptions {
   seed: number;
   /** The expert's deliberate-mistake rate (its recoveries teach the environment's error dynamics). */
   mistakeRate: number;
+  /** The careless demonstrator's rate (ExpertOptions.carelessRate); absent: 0. */
+  carelessRate?: number;
 }
 
 /** The expert's rows for `count` generated tasks of a split, and the tasks themselves. */
 export function expertRows<T extends Task>(domain: Domain<T>, o: ExpertDataOptions): { tasks: T[]; rows: Row[] } {
   const tasks = domain.tasks.generate({ split: o.split, count: o.tasks, seed: o.seed });
   const rows: Row[] = [];
-  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, seed: o.seed * 7919 + i }).rows));
+  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, carelessRate: o.carelessRate, seed: o.seed * 7919 + i }).rows));
   return { tasks, rows };
 }
 

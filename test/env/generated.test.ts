@@ -110,6 +110,34 @@ describe('scripted expert in the real environment', () => {
     expect(errors).toContain('Non-delivered order cannot be returned');
     expect(errors).toContain('Invalid reason');
   });
+
+  it('as a careless demonstrator, leaves out the figures owed: the same calls, a reply that fails COMMUNICATE', () => {
+    const owed = train.filter((t) => ['status', 'cancel', 'return', 'exchange', 'modify_items'].includes(t.family) && t.facts.some((f) => /^\d/.test(f)) && solve(t, 0).real.reward === 1);
+    let careless = 0;
+    for (const t of train) {
+      const clean = solve(t, 0.15);
+      const r = domain.expert(t, domain.createEnv(), { mistakeRate: 0.15, carelessRate: 1, seed: 1 });
+      // Its own stream: the calls (and the recoverable mistakes) are the ones of the attentive expert.
+      expect(r.steps.filter((s) => s.kind === 'call')).toEqual(clean.steps.filter((s) => s.kind === 'call'));
+      expect(r.mistakes).toBe(clean.mistakes);
+      const real = realReward(domain.createEnv, t, r.steps);
+      expect(real.db).toBe(clean.real.db);
+      if (r.careless! > 0) {
+        careless++;
+        expect(real.communicate).toBe(0);
+        expect(real.missingFacts.every((f) => /^\d/.test(f))).toBe(true);
+      } else {
+        expect(real.reward).toBe(clean.real.reward);
+      }
+    }
+    // Every status lookup with a tracking number and every cancellation, return and item change that went through.
+    expect(owed.length).toBeGreaterThan(40);
+    expect(careless).toBeGreaterThanOrEqual(owed.length);
+    expect(train.filter((t) => t.family === 'order_total' || t.family === 'product_price').every((t) => domain.expert(t, domain.createEnv(), { carelessRate: 1, seed: 1 }).careless === 0)).toBe(true);
+    const half = train.map((t) => domain.expert(t, domain.createEnv(), { carelessRate: 0.5, seed: 1 }).careless!).reduce((a, b) => a + b, 0);
+    expect(half).toBeGreaterThan(careless * 0.3);
+    expect(half).toBeLessThan(careless * 0.7);
+  });
 });
 
 describe('expert rows', () => {

@@ -13,6 +13,12 @@
 //  - wrong cancel reason text: it first passes the user's reason capitalised (Invalid reason), then the
 //    exact text.
 // Each mistake is a failed call, so the database and the real reward are unaffected.
+//
+// With carelessRate > 0 it is a careless demonstrator instead, whose slips do cost the reward: a reply
+// leaves out the figures the user was owed — the tracking number of a status lookup, the amount refunded
+// or charged after a cancellation, return, exchange or item change — while the write itself is right.
+// Replies whose whole answer is a figure (an order total, a price) keep it. These draws come from their own
+// stream, so the data's other mistakes are the same at any careless rate.
 
 import { deriveSeedFromText, hash32, Rng } from '../../util/rng';
 import type { ExpertOptions, ExpertResult, Observation, Step } from '../domain';
@@ -29,10 +35,13 @@ const sameOptions = (a: Record<string, string>, b: Record<string, string>) =>
 class Episode {
   readonly steps: Step[] = [];
   mistakes = 0;
+  careless = 0;
   constructor(
     private readonly env: Environment,
     private readonly rng: Rng,
     private readonly rate: number,
+    private readonly carelessRng: Rng,
+    private readonly carelessRate: number,
   ) {}
 
   call(name: string, args: Record<string, unknown>): Observation {
@@ -49,6 +58,15 @@ class Episode {
     }
     return false;
   }
+
+  /** Decides whether this reply leaves out the figures it owes. */
+  skipsDetails(): boolean {
+    if (this.carelessRate > 0 && this.carelessRng.next() < this.carelessRate) {
+      this.careless++;
+      return true;
+    }
+    return false;
+  }
 }
 
 function describePm(pm: PaymentMethod): string {
@@ -58,9 +76,11 @@ function describePm(pm: PaymentMethod): string {
 
 /** The seed of the expert's mistakes on a task: they depend on (seed, task), so a batch of tasks does not repeat one pattern. */
 export const mistakeSeed = (seed: number, taskId: string) => deriveSeedFromText(hash32(seed ^ 0x3e9e47), taskId);
+const carelessSeed = (seed: number, taskId: string) => deriveSeedFromText(hash32(seed ^ 0x5ca7e1), taskId);
 
 export function runRetailExpert(task: RetailTask, env: Environment, opts: ExpertOptions = {}): ExpertResult {
-  const ep = new Episode(env, new Rng(mistakeSeed(opts.seed ?? 0, task.id)), opts.mistakeRate ?? 0);
+  const seed = opts.seed ?? 0;
+  const ep = new Episode(env, new Rng(mistakeSeed(seed, task.id)), opts.mistakeRate ?? 0, new Rng(carelessSeed(seed, task.id)), opts.carelessRate ?? 0);
   const parts: string[] = [];
   const userId = authenticate(ep, task);
   if (userId === null) {
@@ -69,7 +89,7 @@ export function runRetailExpert(task: RetailTask, env: Environment, opts: Expert
     for (const r of task.intent.requests) parts.push(handle(ep, userId, r));
   }
   ep.steps.push({ kind: 'reply', text: parts.join(' ') });
-  return { steps: ep.steps, rows: rowsFromEpisode(task, ep.steps), mistakes: ep.mistakes };
+  return { steps: ep.steps, rows: rowsFromEpisode(task, ep.steps), mistakes: ep.mistakes, careless: ep.careless };
 }
 
 function authenticate(ep: Episode, task: RetailTask): string | null {
@@ -166,6 +186,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
   switch (r.kind) {
     case 'status': {
       const tracking = order.status === 'delivered' || order.status === 'processed' ? order.fulfillments.flatMap((f) => f.tracking_id) : [];
+      if (tracking.length && ep.skipsDetails()) return `Order ${id} is ${order.status}.`;
       return `Order ${id} is ${order.status}.` + (tracking.length ? ` Tracking number: ${tracking.join(', ')}.` : '');
     }
     case 'cancel': {
@@ -181,6 +202,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
       if (ep.slip()) ep.call('cancel_pending_order', { order_id: id, reason: r.reason[0].toUpperCase() + r.reason.slice(1) });
       const o = ep.call('cancel_pending_order', { order_id: id, reason: r.reason });
       if (!o.ok) return `I could not cancel order ${id} (${o.error}).`;
+      if (ep.skipsDetails()) return `Order ${id} is cancelled; the refund will go to the original payment method.`;
       const refund = order.payment_history.reduce((a, p) => a + p.amount, 0);
       return `Order ${id} is cancelled; ${money(refund)} will be refunded to the original payment method.`;
     }
@@ -194,6 +216,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
       if (!pm) return 'I could not find that payment method on your account.';
       const o = ep.call('return_delivered_order_items', { order_id: id, item_ids: itemIds, payment_method_id: pmId(pm) });
       if (!o.ok) return `I could not request the return (${o.error}).`;
+      if (ep.skipsDetails()) return `The return is requested; the refund will go to ${pmText(pm)}. You will receive an email with return instructions.`;
       const total = itemIds.reduce((a, x) => a + order.items.find((i) => i.item_id === x)!.price, 0);
       return `The return is requested: ${money(total)} will be refunded to ${pmText(pm)}. You will receive an email with return instructions.`;
     }
@@ -210,6 +233,11 @@ function handle(ep: Episode, userId: string, r: Request): string {
       const tool = exchange ? 'exchange_delivered_order_items' : 'modify_pending_order_items';
       const o = ep.call(tool, { order_id: id, item_ids: c.old, new_item_ids: c.neu, payment_method_id: pmId(pm) });
       if (!o.ok) return `I could not change the items (${o.error}).`;
+      if (ep.skipsDetails()) {
+        return exchange
+          ? `The exchange is requested; the difference will be settled with ${pmText(pm)}. You will receive an email with instructions.`
+          : `Order ${id} is updated; the difference will be settled with ${pmText(pm)}.`;
+      }
       const res = o.result as Order;
       const diff = exchange ? res.exchange_price_difference! : res.payment_history[res.payment_history.length - 1].amount * (res.payment_history[res.payment_history.length - 1].transaction_type === 'payment' ? 1 : -1);
       const how = diff > 0 ? `${money(diff)} will be charged to` : `${money(Math.abs(diff))} will be refunded to`;
