@@ -48,7 +48,7 @@ function options(c: Parameters<typeof optionList>[0]): string {
 /** A lesson run's records (scripts/lesson-grpo.sh): the base policy's evaluation and every finished seed. */
 function loadLesson(dir: string) {
   if (!existsSync(join(dir, 'base-s0/eval.json'))) throw new Error(`${dir}: not a lesson run's records (no base-s0/eval.json: scripts/lesson-grpo.sh writes one)`);
-  const base = json<{ success: number; tasks: number; fidelity: { exact: number; f1: number } | null; wallS: number }>(join(dir, 'base-s0/eval.json'));
+  const base = json<{ model?: string; success: number; tasks: number; fidelity: { exact: number; f1: number } | null; wallS: number }>(join(dir, 'base-s0/eval.json'));
   const seeds = readdirSync(dir)
     .map((d) => /^(?!base-)[\w-]+-s(\d+)$/.exec(d))
     .filter((m): m is RegExpExecArray => m !== null && existsSync(join(dir, m[0], 'done.json')))
@@ -87,6 +87,15 @@ function offLesson(c: RunConfig): string {
   return o.join(', ') || "the lesson's settings";
 }
 
+/** The bundled policy's folders: runs/sv1 is where its last stage wrote it before it became models/default (session 12). */
+const BUNDLED = new Set(['models/default', 'runs/sv1']);
+
+/** The base's folder when it is not the bundled policy (eval.json records it as an absolute path of its machine). */
+function baseName(model: string | undefined): string {
+  const rel = model ? /(?:^|\/)((?:runs|models)\/.*)$/.exec(model)?.[1] : undefined;
+  return rel && !BUNDLED.has(rel) ? ` (${rel})` : '';
+}
+
 /** One row per records folder: its settings off the lesson's, its base, each seed's last evaluation, the mean change. */
 function summaryTable(dirs: readonly string[]): string {
   const out = ['| records | settings off the lesson\'s | base | seeds | held-out success after the last step, per seed | mean change (95 % t-interval) | mean wall-clock |', '|---|---|---|---|---|---|---|'];
@@ -96,7 +105,7 @@ function summaryTable(dirs: readonly string[]): string {
     const ci = meanCI(finals.map((f) => f - base.success));
     const interval = seeds.length > 1 ? ` (${pts(ci.lo)} to ${pts(ci.hi)})` : ' (one seed)';
     const wall = seeds.reduce((a, s) => a + s.wallS, 0) / seeds.length / 60;
-    out.push(`| ${dir} | ${offLesson(seeds[0].config)} | ${pct(base.success)} | ${seeds.map((s) => s.seed).join(', ')} | ${finals.map(pct).join(', ')} | **${pts(ci.mean)}**${interval} | ${wall.toFixed(1)} min |`);
+    out.push(`| ${dir} | ${offLesson(seeds[0].config)} | ${pct(base.success)}${baseName(base.model)} | ${seeds.map((s) => s.seed).join(', ')} | ${finals.map(pct).join(', ')} | **${pts(ci.mean)}**${interval} | ${wall.toFixed(1)} min |`);
   }
   return out.join('\n');
 }

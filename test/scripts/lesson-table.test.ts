@@ -7,7 +7,7 @@ import { captureIo } from '../helpers/cli';
 describe('lesson-table --summary', () => {
   it('gives each folder its settings off the lesson\'s, base, per-seed finals and mean change with its interval', async () => {
     const io = captureIo();
-    const dirs = ['docs/lesson-records/session20/default', 'docs/lesson-records/session21/token-mean', 'docs/lesson-records/session20/rank32'];
+    const dirs = ['docs/lesson-records/session20/default', 'docs/lesson-records/session21/token-mean', 'docs/lesson-records/session20/rank32', 'docs/lesson-records/session13/default', 'docs/lesson-records/session24/careless7'];
     expect(await lessonTableCli(['--summary', ...dirs], io)).toBe(0);
     const rows = io.stdout().trim().split('\n');
     expect(rows).toHaveLength(2 + dirs.length);
@@ -16,6 +16,9 @@ describe('lesson-table --summary', () => {
     expect(rows[3]).toContain('| loss aggregation token-mean | 45.0% | 1, 2, 3 | 53.0%, 51.0%, 54.0% | **+7.7** (+3.9 to +11.5) |');
     // One seed has no interval.
     expect(rows[4]).toContain('| rank 32 | 45.0% | 1 | 52.0% | **+7.0** (one seed) |');
+    // A base other than the bundled policy is named by its folder (the bundled one's earlier name, runs/sv1, is not).
+    expect(rows[5]).toContain("| the lesson's settings | 45.0% | 1, 2, 3, 4, 5 |");
+    expect(rows[6]).toContain("| the lesson's settings | 45.0% (runs/careless7) | 1, 2, 3 | 45.0%, 47.0%, 46.0% | **+1.0** (-1.5 to +3.5) |");
     expect(io.stderr()).toBe('');
   });
 
