@@ -54,6 +54,21 @@ describe('expert examples', () => {
     expect(other).not.toEqual(ex);
   });
 
+  it('from a careless demonstrator: the same rows but for replies that leave out the figures owed', () => {
+    const o = { split: 'train' as const, tasks: 60, seed: 11, mistakeRate: 0.3 };
+    const attentive = expertRows(domain, o).rows;
+    const careless = expertRows(domain, { ...o, carelessRate: 1 }).rows;
+    expect(careless.length).toBe(attentive.length);
+    const differ = careless.filter((r, i) => JSON.stringify(r) !== JSON.stringify(attentive[i]));
+    expect(differ.length).toBeGreaterThan(5);
+    for (const r of differ) {
+      // Only an Act row's final reply changes: no '$' amount, no tracking number.
+      expect(r.role).toBe('act');
+      if (r.role !== 'act') continue;
+      expect(r.target).not.toMatch(/<tool_call>|\$\d|Tracking number/);
+    }
+  });
+
   it('hold both roles, with the exact prompts the rollouts build, and responses that end the turn', () => {
     expect(new Set(ex.map((e) => e.role))).toEqual(new Set(['act', 'rehearse']));
     rows.forEach((r, i) => {

@@ -152,5 +152,10 @@ describe('pretrain (quick)', () => {
     const snap = await fails(['--snapshot-every', '0']);
     expect(snap?.code).toBe(2);
     expect(snap?.stderr).toContain('--snapshot-every must be an integer');
+    for (const bad of ['1.5', 'often']) {
+      const careless = await fails(['--careless-replies', bad]);
+      expect(careless?.code).toBe(2);
+      expect(careless?.stderr).toMatch(/--careless-replies must be a number/);
+    }
   }, 60_000);
 });
