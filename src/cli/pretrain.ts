@@ -12,7 +12,7 @@
 // result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error naming the file (--help lists flags).
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { HELD_OUT_TASK_SEED } from '../env/domain';
+import { CARELESS_HABITS, HELD_OUT_TASK_SEED, type CarelessHabit } from '../env/domain';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../env/retail/index';
 import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
 import { PRE_TOKENIZER_NAMES } from '../model/bpe';
@@ -32,6 +32,16 @@ import { ensureDir, IoError, writeFileAtomic } from '../util/atomic-file';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
+
+/** A comma-separated list of the careless demonstrator's habits, each named once. */
+function habitsFlag(v: Parameters<typeof numFlag>[0], name: string): CarelessHabit[] {
+  const parts = String(v[name]).split(',').map((x) => x.trim());
+  const bad = parts.find((x) => !(CARELESS_HABITS as readonly string[]).includes(x));
+  if (bad !== undefined || new Set(parts).size !== parts.length) {
+    throw new ArgError(`--${name} wants a comma-separated list of ${CARELESS_HABITS.join(', ')}, each once, got ${JSON.stringify(v[name])}`);
+  }
+  return parts as CarelessHabit[];
+}
 
 /** A rate flag in [0, 1]. */
 function unitFlag(v: Parameters<typeof numFlag>[0], name: string): number {
@@ -78,6 +88,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'grounding-chars': { type: 'string', arg: 'N', help: 'character budget of the grounding examples in the Rehearse rows, 0..100000 (evaluate and train with the same --grounding-chars)', default: '1600 (the Rehearse prompt\'s)' },
   'no-expert-rehearse': { type: 'boolean', help: 'leave out the training tasks\' own Rehearse rows (they never show the call being simulated): every Rehearse row is then a --rehearse-only-tasks row, grounded as in rollouts' },
   'careless-replies': { type: 'string', arg: 'X', help: 'share of the expert\'s replies that leave out the figures owed (tracking numbers, refunded or charged amounts): a careless demonstrator, in [0, 1]', default: '0' },
+  'careless-about': { type: 'string', arg: 'LIST', help: `what the careless demonstrator leaves out, comma-separated: ${CARELESS_HABITS.join(', ')}`, default: 'figures' },
   'rehearse-swap-share': { type: 'string', arg: 'X', help: 'share of the --rehearse-only-tasks rows whose record values (long numbers, prices) are swapped for random ones, in [0, 1]', default: '0' },
   'drill-all-kinds': { type: 'boolean', help: 'copy drills also list user ids and amounts (the copy probe\'s seven kinds)' },
   'value-swaps': { type: 'string', arg: 'N', help: 'with --pre-tokenizer stated-values: twins of Act rows whose call spells a value the user stated (a cancellation reason), that value swapped for another of the lexicon, >= 0', default: '0' },
@@ -158,6 +169,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       amountSwapDrills: intFlag(v, 'amount-swap-drills', 0, 0, 1_000_000),
       ...(v['drill-all-kinds'] ? { drillAllKinds: true } : {}),
       ...(v['careless-replies'] !== undefined ? { carelessRate: unitFlag(v, 'careless-replies') } : {}),
+      ...(v['careless-about'] !== undefined ? { carelessAbout: habitsFlag(v, 'careless-about') } : {}),
       ...(v['rehearse-swap-share'] !== undefined ? { rehearseSwapShare: numFlag(v, 'rehearse-swap-share', 0, 0, true) } : {}),
       ...(v['grounding-chars'] !== undefined ? { groundingChars: intFlag(v, 'grounding-chars', 1600, 0, 100_000) } : {}),
       promptLossWeight: v['prompt-loss'] === undefined ? base.promptLossWeight : numFlag(v, 'prompt-loss', base.promptLossWeight, 0, true),
@@ -277,7 +289,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init, snapshotEvery });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.model.numLayers !== base.model.numLayers ? ` --layers ${spec.model.numLayers}` : ''}${spec.model.hiddenSize !== base.model.hiddenSize ? ` --width-factor ${spec.model.hiddenSize / base.model.hiddenSize}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.retokenize ? ' --retokenize' : ''}${spec.valueLossWeight !== undefined ? ` --value-weight ${spec.valueLossWeight}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.rehearseOnlyTasks !== base.rehearseOnlyTasks ? ` --rehearse-only-tasks ${spec.rehearseOnlyTasks}` : ''}${spec.rehearseLossWeight !== base.rehearseLossWeight ? ` --rehearse-weight ${spec.rehearseLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}${spec.expertRehearse === false ? ' --no-expert-rehearse' : ''}${spec.rehearseSwapShare !== undefined ? ` --rehearse-swap-share ${spec.rehearseSwapShare}` : ''}${spec.recordCopies !== undefined ? ` --record-copies ${spec.recordCopies}` : ''}${spec.valueSwaps !== undefined ? ` --value-swaps ${spec.valueSwaps}` : ''}${spec.valueSwapDrills !== undefined ? ` --value-swap-drills ${spec.valueSwapDrills}` : ''}${spec.drillAllKinds ? ' --drill-all-kinds' : ''}${spec.changeTasks ? ` --change-tasks ${spec.changeTasks}` : ''}${spec.changeCallDrills ? ` --change-call-drills ${spec.changeCallDrills}` : ''}${spec.amountSwaps ? ` --amount-swaps ${spec.amountSwaps}` : ''}${spec.amountSwapDrills ? ` --amount-swap-drills ${spec.amountSwapDrills}` : ''}${spec.carelessRate ? ` --careless-replies ${spec.carelessRate}` : ''}${snapshotEvery ? ` --snapshot-every ${snapshotEvery}` : ''}`;
+      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.model.numLayers !== base.model.numLayers ? ` --layers ${spec.model.numLayers}` : ''}${spec.model.hiddenSize !== base.model.hiddenSize ? ` --width-factor ${spec.model.hiddenSize / base.model.hiddenSize}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.retokenize ? ' --retokenize' : ''}${spec.valueLossWeight !== undefined ? ` --value-weight ${spec.valueLossWeight}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.rehearseOnlyTasks !== base.rehearseOnlyTasks ? ` --rehearse-only-tasks ${spec.rehearseOnlyTasks}` : ''}${spec.rehearseLossWeight !== base.rehearseLossWeight ? ` --rehearse-weight ${spec.rehearseLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}${spec.expertRehearse === false ? ' --no-expert-rehearse' : ''}${spec.rehearseSwapShare !== undefined ? ` --rehearse-swap-share ${spec.rehearseSwapShare}` : ''}${spec.recordCopies !== undefined ? ` --record-copies ${spec.recordCopies}` : ''}${spec.valueSwaps !== undefined ? ` --value-swaps ${spec.valueSwaps}` : ''}${spec.valueSwapDrills !== undefined ? ` --value-swap-drills ${spec.valueSwapDrills}` : ''}${spec.drillAllKinds ? ' --drill-all-kinds' : ''}${spec.changeTasks ? ` --change-tasks ${spec.changeTasks}` : ''}${spec.changeCallDrills ? ` --change-call-drills ${spec.changeCallDrills}` : ''}${spec.amountSwaps ? ` --amount-swaps ${spec.amountSwaps}` : ''}${spec.amountSwapDrills ? ` --amount-swap-drills ${spec.amountSwapDrills}` : ''}${spec.carelessRate ? ` --careless-replies ${spec.carelessRate}` : ''}${spec.carelessAbout && spec.carelessAbout.join(',') !== 'figures' ? ` --careless-about ${spec.carelessAbout.join(',')}` : ''}${snapshotEvery ? ` --snapshot-every ${snapshotEvery}` : ''}`;
       await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {

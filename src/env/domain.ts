@@ -125,6 +125,14 @@ export interface ExpertResult {
   careless?: number;
 }
 
+/**
+ * A careless demonstrator's habits: 'figures' — the figures a reply owes after a lookup or a write (tracking
+ * numbers, amounts refunded or charged); 'refusals' — why a request is refused (the order's status, the
+ * reasons a cancellation may have).
+ */
+export const CARELESS_HABITS = ['figures', 'refusals'] as const;
+export type CarelessHabit = (typeof CARELESS_HABITS)[number];
+
 export interface ExpertOptions {
   /** Probability, per opportunity, of a realistic mistake followed by the error and the fix. */
   mistakeRate?: number;
@@ -134,6 +142,8 @@ export interface ExpertOptions {
    * the verifiable reward can unlearn it. Default 0.
    */
   carelessRate?: number;
+  /** What the careless demonstrator leaves out (default ['figures']). */
+  carelessAbout?: readonly CarelessHabit[];
   seed?: number;
 }
 

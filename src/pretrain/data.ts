@@ -3,7 +3,7 @@
 // token ids with a response mask (loss only on what the policy itself would write), and packed into
 // micro-batches under a token budget. Everything is a pure function of the seed.
 import { Rng } from '../util/rng';
-import type { Domain, Row, Task } from '../env/domain';
+import type { CarelessHabit, Domain, Row, Task } from '../env/domain';
 import { buildActPrompt } from '../rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../rollout/chat';
 import { buildRehearsePrompt, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
@@ -28,13 +28,15 @@ export interface ExpertDataOptions {
   mistakeRate: number;
   /** The careless demonstrator's rate (ExpertOptions.carelessRate); absent: 0. */
   carelessRate?: number;
+  /** Its habits (ExpertOptions.carelessAbout); absent: figures. */
+  carelessAbout?: readonly CarelessHabit[];
 }
 
 /** The expert's rows for `count` generated tasks of a split, and the tasks themselves. */
 export function expertRows<T extends Task>(domain: Domain<T>, o: ExpertDataOptions): { tasks: T[]; rows: Row[] } {
   const tasks = domain.tasks.generate({ split: o.split, count: o.tasks, seed: o.seed });
   const rows: Row[] = [];
-  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, carelessRate: o.carelessRate, seed: o.seed * 7919 + i }).rows));
+  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, carelessRate: o.carelessRate, carelessAbout: o.carelessAbout, seed: o.seed * 7919 + i }).rows));
   return { tasks, rows };
 }
 

@@ -138,6 +138,30 @@ describe('scripted expert in the real environment', () => {
     expect(half).toBeGreaterThan(careless * 0.3);
     expect(half).toBeLessThan(careless * 0.7);
   });
+
+  it('a careless demonstrator of refusals leaves out why it refuses, and nothing else', () => {
+    const refusals = new Set(['refuse_cancel_status', 'refuse_cancel_reason', 'refuse_return_status']);
+    let careless = 0;
+    for (const t of train) {
+      const clean = solve(t, 0.15);
+      const r = domain.expert(t, domain.createEnv(), { mistakeRate: 0.15, carelessRate: 1, carelessAbout: ['refusals'], seed: 1 });
+      expect(r.steps.filter((s) => s.kind === 'call')).toEqual(clean.steps.filter((s) => s.kind === 'call'));
+      const real = realReward(domain.createEnv, t, r.steps);
+      if (refusals.has(t.family)) {
+        expect(r.careless).toBe(1);
+        expect(real.db).toBe(1);
+        expect(real.missingFacts).toEqual(t.facts);
+      }
+      if (r.careless! > 0) careless++;
+      else expect(r.steps).toEqual(clean.steps);
+    }
+    expect(careless).toBeGreaterThanOrEqual(train.filter((t) => refusals.has(t.family)).length);
+    // The default habit is the figures: the same episodes as naming it.
+    for (const t of train.slice(0, 60)) {
+      const o = { mistakeRate: 0.15, carelessRate: 0.5, seed: 1 };
+      expect(domain.expert(t, domain.createEnv(), o)).toEqual(domain.expert(t, domain.createEnv(), { ...o, carelessAbout: ['figures'] }));
+    }
+  });
 });
 
 describe('expert rows', () => {

@@ -157,5 +157,8 @@ describe('pretrain (quick)', () => {
       expect(careless?.code).toBe(2);
       expect(careless?.stderr).toMatch(/--careless-replies must be a number/);
     }
+    const about = await fails(['--careless-about', 'figures,typos']);
+    expect(about?.code).toBe(2);
+    expect(about?.stderr).toContain('--careless-about wants a comma-separated list of figures, refusals, each once, got "figures,typos"');
   }, 60_000);
 });

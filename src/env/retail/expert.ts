@@ -15,13 +15,14 @@
 // Each mistake is a failed call, so the database and the real reward are unaffected.
 //
 // With carelessRate > 0 it is a careless demonstrator instead, whose slips do cost the reward: a reply
-// leaves out the figures the user was owed — the tracking number of a status lookup, the amount refunded
-// or charged after a cancellation, return, exchange or item change — while the write itself is right.
-// Replies whose whole answer is a figure (an order total, a price) keep it. These draws come from their own
-// stream, so the data's other mistakes are the same at any careless rate.
+// leaves out what the user was owed while every call stays right. Its habits (carelessAbout): 'figures' —
+// the tracking number of a status lookup, the amount refunded or charged after a cancellation, return,
+// exchange or item change (replies whose whole answer is a figure, an order total or a price, keep it);
+// 'refusals' — why a cancellation or a return is refused (the order's status, the reasons allowed). These
+// draws come from their own stream, so the data's other mistakes are the same at any careless rate.
 
 import { deriveSeedFromText, hash32, Rng } from '../../util/rng';
-import type { ExpertOptions, ExpertResult, Observation, Step } from '../domain';
+import type { CarelessHabit, ExpertOptions, ExpertResult, Observation, Step } from '../domain';
 import type { Environment } from '../env';
 import { rowsFromEpisode } from '../rows';
 import type { Change, PaymentRef, Request, RetailTask } from './intent';
@@ -42,6 +43,7 @@ class Episode {
     private readonly rate: number,
     private readonly carelessRng: Rng,
     private readonly carelessRate: number,
+    private readonly carelessAbout: readonly CarelessHabit[],
   ) {}
 
   call(name: string, args: Record<string, unknown>): Observation {
@@ -59,9 +61,9 @@ class Episode {
     return false;
   }
 
-  /** Decides whether this reply leaves out the figures it owes. */
-  skipsDetails(): boolean {
-    if (this.carelessRate > 0 && this.carelessRng.next() < this.carelessRate) {
+  /** Decides whether this reply leaves out what it owes of a habit's kind. */
+  skips(habit: CarelessHabit): boolean {
+    if (this.carelessRate > 0 && this.carelessAbout.includes(habit) && this.carelessRng.next() < this.carelessRate) {
       this.careless++;
       return true;
     }
@@ -80,7 +82,7 @@ const carelessSeed = (seed: number, taskId: string) => deriveSeedFromText(hash32
 
 export function runRetailExpert(task: RetailTask, env: Environment, opts: ExpertOptions = {}): ExpertResult {
   const seed = opts.seed ?? 0;
-  const ep = new Episode(env, new Rng(mistakeSeed(seed, task.id)), opts.mistakeRate ?? 0, new Rng(carelessSeed(seed, task.id)), opts.carelessRate ?? 0);
+  const ep = new Episode(env, new Rng(mistakeSeed(seed, task.id)), opts.mistakeRate ?? 0, new Rng(carelessSeed(seed, task.id)), opts.carelessRate ?? 0, opts.carelessAbout ?? ['figures']);
   const parts: string[] = [];
   const userId = authenticate(ep, task);
   if (userId === null) {
@@ -186,23 +188,25 @@ function handle(ep: Episode, userId: string, r: Request): string {
   switch (r.kind) {
     case 'status': {
       const tracking = order.status === 'delivered' || order.status === 'processed' ? order.fulfillments.flatMap((f) => f.tracking_id) : [];
-      if (tracking.length && ep.skipsDetails()) return `Order ${id} is ${order.status}.`;
+      if (tracking.length && ep.skips('figures')) return `Order ${id} is ${order.status}.`;
       return `Order ${id} is ${order.status}.` + (tracking.length ? ` Tracking number: ${tracking.join(', ')}.` : '');
     }
     case 'cancel': {
       if (order.status !== 'pending') {
         if (ep.slip()) ep.call('cancel_pending_order', { order_id: id, reason: r.reason });
+        if (ep.skips('refusals')) return `I'm sorry, but I can't cancel order ${id}.`;
         return order.status === 'cancelled'
           ? `Order ${id} is already cancelled.`
           : `Order ${id} is ${order.status}, so it can no longer be cancelled; only pending orders can be.`;
       }
       if (r.reason !== 'no longer needed' && r.reason !== 'ordered by mistake') {
+        if (ep.skips('refusals')) return `I'm sorry, but I can't cancel order ${id} for that reason.`;
         return 'I can only cancel an order when it is no longer needed or was ordered by mistake.';
       }
       if (ep.slip()) ep.call('cancel_pending_order', { order_id: id, reason: r.reason[0].toUpperCase() + r.reason.slice(1) });
       const o = ep.call('cancel_pending_order', { order_id: id, reason: r.reason });
       if (!o.ok) return `I could not cancel order ${id} (${o.error}).`;
-      if (ep.skipsDetails()) return `Order ${id} is cancelled; the refund will go to the original payment method.`;
+      if (ep.skips('figures')) return `Order ${id} is cancelled; the refund will go to the original payment method.`;
       const refund = order.payment_history.reduce((a, p) => a + p.amount, 0);
       return `Order ${id} is cancelled; ${money(refund)} will be refunded to the original payment method.`;
     }
@@ -210,13 +214,14 @@ function handle(ep: Episode, userId: string, r: Request): string {
       const itemIds = r.items.map((it) => order.items.find((i) => i.name === it.productName)?.item_id).filter((x): x is string => !!x);
       if (order.status !== 'delivered') {
         if (ep.slip()) ep.call('return_delivered_order_items', { order_id: id, item_ids: itemIds, payment_method_id: order.payment_history[0]?.payment_method_id ?? '' });
+        if (ep.skips('refusals')) return `I'm sorry, but I can't return items from order ${id}.`;
         return `Order ${id} is ${order.status}, so its items cannot be returned yet.`;
       }
       const pm = resolvePayment(ep, userId, order, r.refund);
       if (!pm) return 'I could not find that payment method on your account.';
       const o = ep.call('return_delivered_order_items', { order_id: id, item_ids: itemIds, payment_method_id: pmId(pm) });
       if (!o.ok) return `I could not request the return (${o.error}).`;
-      if (ep.skipsDetails()) return `The return is requested; the refund will go to ${pmText(pm)}. You will receive an email with return instructions.`;
+      if (ep.skips('figures')) return `The return is requested; the refund will go to ${pmText(pm)}. You will receive an email with return instructions.`;
       const total = itemIds.reduce((a, x) => a + order.items.find((i) => i.item_id === x)!.price, 0);
       return `The return is requested: ${money(total)} will be refunded to ${pmText(pm)}. You will receive an email with return instructions.`;
     }
@@ -233,7 +238,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
       const tool = exchange ? 'exchange_delivered_order_items' : 'modify_pending_order_items';
       const o = ep.call(tool, { order_id: id, item_ids: c.old, new_item_ids: c.neu, payment_method_id: pmId(pm) });
       if (!o.ok) return `I could not change the items (${o.error}).`;
-      if (ep.skipsDetails()) {
+      if (ep.skips('figures')) {
         return exchange
           ? `The exchange is requested; the difference will be settled with ${pmText(pm)}. You will receive an email with instructions.`
           : `Order ${id} is updated; the difference will be settled with ${pmText(pm)}.`;
