@@ -37,6 +37,13 @@ describe('modelCard', () => {
     expect(md).toContain('step 280: 1.234');
     expect(md).toContain('abc1234');
   });
+  it('states a careless demonstrator and its habits when the data had one', () => {
+    expect(modelCard(inputs)).not.toContain('careless');
+    const figures = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.7 } } });
+    expect(figures).toContain('**careless demonstrator**: 70 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write)');
+    const both = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.5, carelessAbout: ['figures', 'refusals'] } } });
+    expect(both).toContain('50 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write; why a cancellation or a return is refused)');
+  });
   it('says so when there is no evaluation or timing', () => {
     const md = modelCard({ ...inputs, evaluation: null, grpo: [] });
     expect(md).toContain('Not evaluated in this run.');
