@@ -87,7 +87,7 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'rehearse-weight': { type: 'string', arg: 'W', help: 'loss weight of Rehearse response tokens relative to other responses (1 = equal), in (0, 100]', default: `${MINI_SPEC.rehearseLossWeight}` },
   'grounding-chars': { type: 'string', arg: 'N', help: 'character budget of the grounding examples in the Rehearse rows, 0..100000 (evaluate and train with the same --grounding-chars)', default: '1600 (the Rehearse prompt\'s)' },
   'no-expert-rehearse': { type: 'boolean', help: 'leave out the training tasks\' own Rehearse rows (they never show the call being simulated): every Rehearse row is then a --rehearse-only-tasks row, grounded as in rollouts' },
-  'careless-replies': { type: 'string', arg: 'X', help: 'share of the expert\'s replies that leave out the figures owed (tracking numbers, refunded or charged amounts): a careless demonstrator, in [0, 1]', default: '0' },
+  'careless-replies': { type: 'string', arg: 'X', help: 'share of the expert\'s replies that leave out what the user was owed (the kinds --careless-about names): a careless demonstrator, in [0, 1]', default: '0' },
   'careless-about': { type: 'string', arg: 'LIST', help: `what the careless demonstrator leaves out, comma-separated: ${CARELESS_HABITS.join(', ')}`, default: 'figures' },
   'rehearse-swap-share': { type: 'string', arg: 'X', help: 'share of the --rehearse-only-tasks rows whose record values (long numbers, prices) are swapped for random ones, in [0, 1]', default: '0' },
   'drill-all-kinds': { type: 'boolean', help: 'copy drills also list user ids and amounts (the copy probe\'s seven kinds)' },

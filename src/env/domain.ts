@@ -137,7 +137,7 @@ export interface ExpertOptions {
   /** Probability, per opportunity, of a realistic mistake followed by the error and the fix. */
   mistakeRate?: number;
   /**
-   * Probability, per reply, that the expert leaves out the details a user was owed (a careless demonstrator:
+   * Probability, per reply (each request's part of it), that the expert leaves out what a user was owed (a careless demonstrator:
    * its episode then fails the reward's COMMUNICATE check). A teaching base imitates the habit; RL against
    * the verifiable reward can unlearn it. Default 0.
    */

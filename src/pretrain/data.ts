@@ -3,7 +3,7 @@
 // token ids with a response mask (loss only on what the policy itself would write), and packed into
 // micro-batches under a token budget. Everything is a pure function of the seed.
 import { Rng } from '../util/rng';
-import type { CarelessHabit, Domain, Row, Task } from '../env/domain';
+import type { Domain, ExpertOptions, Row, Task } from '../env/domain';
 import { buildActPrompt } from '../rollout/act-prompt';
 import type { ChatMessage, ToolDefinition } from '../rollout/chat';
 import { buildRehearsePrompt, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
@@ -20,23 +20,21 @@ export interface Example {
 
 export const END = '<|im_end|>';
 
-export interface ExpertDataOptions {
+/** Which tasks, and how the expert behaves on them (ExpertOptions; the seed is per task, derived below). */
+export interface ExpertDataOptions extends Omit<ExpertOptions, 'seed'> {
   split: 'train' | 'test';
   tasks: number;
   seed: number;
   /** The expert's deliberate-mistake rate (its recoveries teach the environment's error dynamics). */
   mistakeRate: number;
-  /** The careless demonstrator's rate (ExpertOptions.carelessRate); absent: 0. */
-  carelessRate?: number;
-  /** Its habits (ExpertOptions.carelessAbout); absent: figures. */
-  carelessAbout?: readonly CarelessHabit[];
 }
 
 /** The expert's rows for `count` generated tasks of a split, and the tasks themselves. */
 export function expertRows<T extends Task>(domain: Domain<T>, o: ExpertDataOptions): { tasks: T[]; rows: Row[] } {
-  const tasks = domain.tasks.generate({ split: o.split, count: o.tasks, seed: o.seed });
+  const { split, tasks: count, seed, ...behaviour } = o;
+  const tasks = domain.tasks.generate({ split, count, seed });
   const rows: Row[] = [];
-  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { mistakeRate: o.mistakeRate, carelessRate: o.carelessRate, carelessAbout: o.carelessAbout, seed: o.seed * 7919 + i }).rows));
+  tasks.forEach((t, i) => rows.push(...domain.expert(t, domain.createEnv(), { ...behaviour, seed: seed * 7919 + i }).rows));
   return { tasks, rows };
 }
 

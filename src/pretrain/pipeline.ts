@@ -141,7 +141,7 @@ export interface PretrainSpec {
   amountSwapDrills?: number;
   /**
    * The expert as a careless demonstrator (ExpertOptions.carelessRate): the share of its replies that leave
-   * out the figures owed (tracking numbers, refunded or charged amounts); absent: 0.
+   * out what the user was owed (of the kinds carelessAbout names); absent: 0.
    */
   carelessRate?: number;
   /** What the careless demonstrator leaves out (ExpertOptions.carelessAbout); absent: figures. */
@@ -270,7 +270,9 @@ export async function pretrain(
 ): Promise<PretrainResult> {
   const { seed, log } = o;
   const tools = domain.definitions() as unknown as ToolDefinition[];
-  const { rows, tasks } = expertRows(domain, { split: 'train', tasks: spec.trainTasks, seed, mistakeRate: spec.mistakeRate, carelessRate: spec.carelessRate, carelessAbout: spec.carelessAbout });
+  // How the expert behaves is the same in every stream of expert rows below; only the tasks differ.
+  const demonstrator = { mistakeRate: spec.mistakeRate, carelessRate: spec.carelessRate, carelessAbout: spec.carelessAbout };
+  const { rows, tasks } = expertRows(domain, { split: 'train', tasks: spec.trainTasks, seed, ...demonstrator });
   const rp = spec.groundingChars !== undefined ? { maxGroundingChars: spec.groundingChars } : {};
   const examples = rows.map((r) => rowToExample(r, domain.policy, tools, rp));
   log(`data: ${spec.trainTasks} train tasks -> ${examples.length} rows`);
@@ -300,7 +302,7 @@ export async function pretrain(
   // Filler for the drills: user requests of the data (distance to copy over, in the domain's words).
   const drills = copyDrills(spec.copyDrills, new Rng(seed * 7 + 3), tasks.slice(0, 200).flatMap((t) => t.userMessages), { probeKinds: spec.drillAllKinds });
   const extraActs = spec.actOnlyTasks > 0
-    ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, mistakeRate: spec.mistakeRate, carelessRate: spec.carelessRate, carelessAbout: spec.carelessAbout }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp))
+    ? expertRows(domain, { split: 'train', tasks: spec.actOnlyTasks, seed: seed + 1_000_003, ...demonstrator }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp))
     : [];
   if (extraActs.length) log(`act-only rows: ${extraActs.length} from ${spec.actOnlyTasks} more tasks`);
   if ((spec.valueSwaps ?? 0) + (spec.valueSwapDrills ?? 0) > 0 && spec.preTokenizer !== 'stated-values') throw new Error('stated-value swaps need the stated-values pre-tokenizer');
@@ -313,7 +315,7 @@ export async function pretrain(
     : [];
   if (valueSwaps.length) log(`stated-value swaps: ${spec.valueSwaps ?? 0} Act rows, ${spec.valueSwapDrills ?? 0} short drills`);
   const changeExtra = (spec.changeTasks ?? 0) > 0
-    ? changeRows(expertRows(domain, { split: 'train', tasks: spec.changeTasks!, seed: seed + 3_000_003, mistakeRate: spec.mistakeRate, carelessRate: spec.carelessRate, carelessAbout: spec.carelessAbout }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp)))
+    ? changeRows(expertRows(domain, { split: 'train', tasks: spec.changeTasks!, seed: seed + 3_000_003, ...demonstrator }).rows.filter((r) => r.role === 'act').map((r) => rowToExample(r, domain.policy, tools, rp)))
     : { calls: [], replies: [] };
   const changeActs = [...changeExtra.calls, ...changeExtra.replies];
   if (changeActs.length) log(`item-change rows: ${changeExtra.calls.length} calls, ${changeExtra.replies.length} replies from ${spec.changeTasks} more tasks`);
@@ -325,7 +327,7 @@ export async function pretrain(
     ...amountSwaps(amountSource, spec.amountSwapDrills ?? 0, new Rng(seed * 5501 + 3), { short: true }),
   ];
   if (changeDrills.length) log(`item-change drills: ${spec.changeCallDrills ?? 0} calls; amount swaps: ${spec.amountSwaps ?? 0} rows, ${spec.amountSwapDrills ?? 0} short`);
-  const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, mistakeRate: spec.mistakeRate, carelessRate: spec.carelessRate, carelessAbout: spec.carelessAbout }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
+  const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, ...demonstrator }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
   if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
   if ((spec.rehearseSwapShare ?? 0) > 0) {
     const rng = new Rng(seed * 7717 + 5);
