@@ -125,13 +125,14 @@ export interface ExpertResult {
   careless?: number;
 }
 
-/**
- * A careless demonstrator's habits: 'figures' — the figures a reply owes after a lookup or a write (tracking
- * numbers, amounts refunded or charged); 'refusals' — why a request is refused (the order's status, the
- * reasons a cancellation may have).
- */
-export const CARELESS_HABITS = ['figures', 'refusals'] as const;
+/** A careless demonstrator's habits (ExpertOptions.carelessAbout): what each one leaves out of a reply. */
+export const CARELESS_HABITS = ['figures', 'refusals', 'lookups'] as const;
 export type CarelessHabit = (typeof CARELESS_HABITS)[number];
+export const CARELESS_HABIT_TEXT: Readonly<Record<CarelessHabit, string>> = {
+  figures: 'the tracking number of a status lookup, the amount refunded or charged after a write',
+  refusals: 'why a cancellation or a return is refused (the order\'s status, the reasons allowed)',
+  lookups: 'what a lookup found: the tracking number of a status lookup, the status that stops a write, the orders on the account when an order is not found',
+};
 
 export interface ExpertOptions {
   /** Probability, per opportunity, of a realistic mistake followed by the error and the fix. */

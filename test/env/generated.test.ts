@@ -162,6 +162,34 @@ describe('scripted expert in the real environment', () => {
       expect(domain.expert(t, domain.createEnv(), o)).toEqual(domain.expert(t, domain.createEnv(), { ...o, carelessAbout: ['figures'] }));
     }
   });
+
+  it('a careless demonstrator of lookups leaves out what a lookup found, and nothing else', () => {
+    const lookups = new Set(['refuse_cancel_status', 'refuse_return_status', 'unknown_order']);
+    const tracked = (t: (typeof train)[number]) => t.family === 'status' && t.facts.length > 1;
+    const untouched = new Set(['cancel', 'return', 'refuse_cancel_reason', 'order_total', 'product_price', 'user_address', 'transfer']);
+    let careless = 0;
+    for (const t of train) {
+      const clean = solve(t, 0.15);
+      const r = domain.expert(t, domain.createEnv(), { mistakeRate: 0.15, carelessRate: 1, carelessAbout: ['lookups'], seed: 1 });
+      expect(r.steps.filter((s) => s.kind === 'call')).toEqual(clean.steps.filter((s) => s.kind === 'call'));
+      const real = realReward(domain.createEnv, t, r.steps);
+      if (lookups.has(t.family) || tracked(t)) {
+        expect(r.careless).toBe(1);
+        expect(real.db).toBe(clean.real.db);
+        expect(real.communicate).toBe(0);
+        // The status itself is what a status lookup's reply is about; only the tracking number goes.
+        expect(real.missingFacts).toEqual(tracked(t) ? t.facts.slice(1) : t.facts);
+      }
+      if (untouched.has(t.family)) expect(r.steps).toEqual(clean.steps);
+      if (r.careless! > 0) careless++;
+    }
+    expect(careless).toBeGreaterThan(30);
+    // Naming a second habit leaves the first one's episodes where it has nothing to leave out.
+    for (const t of train.filter((x) => x.family === 'cancel').slice(0, 20)) {
+      const o = { mistakeRate: 0.15, carelessRate: 0.5, seed: 1 };
+      expect(domain.expert(t, domain.createEnv(), { ...o, carelessAbout: ['figures', 'lookups'] })).toEqual(domain.expert(t, domain.createEnv(), { ...o, carelessAbout: ['figures'] }));
+    }
+  });
 });
 
 describe('expert rows', () => {

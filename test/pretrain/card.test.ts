@@ -42,7 +42,9 @@ describe('modelCard', () => {
     const figures = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.7 } } });
     expect(figures).toContain('**careless demonstrator**: 70 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write)');
     const both = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.5, carelessAbout: ['figures', 'refusals'] } } });
-    expect(both).toContain('50 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write; why a cancellation or a return is refused)');
+    expect(both).toContain("50 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write; why a cancellation or a return is refused (the order's status, the reasons allowed))");
+    const lookups = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 1, carelessAbout: ['lookups'] } } });
+    expect(lookups).toContain('100 % of its replies leave out what the user was owed (what a lookup found: the tracking number of a status lookup, the status that stops a write, the orders on the account when an order is not found)');
   });
   it('says so when there is no evaluation or timing', () => {
     const md = modelCard({ ...inputs, evaluation: null, grpo: [] });

@@ -18,8 +18,12 @@
 // leaves out what the user was owed while every call stays right. Its habits (carelessAbout): 'figures' —
 // the tracking number of a status lookup, the amount refunded or charged after a cancellation, return,
 // exchange or item change (replies whose whole answer is a figure, an order total or a price, keep it);
-// 'refusals' — why a cancellation or a return is refused (the order's status, the reasons allowed). These
-// draws come from their own stream, so the data's other mistakes are the same at any careless rate.
+// 'refusals' — why a cancellation or a return is refused (the order's status, the reasons allowed);
+// 'lookups' — what a lookup found and the user was owed: the tracking number of a status lookup, the status
+// that stops a cancellation, return, exchange or item change, the orders on the account when an order is not
+// found. These
+// draws come from their own stream, so the data's other mistakes are the same at any careless rate, and a
+// reply draws only when one of its habits is chosen, so adding a habit leaves the others' data as it was.
 
 import { deriveSeedFromText, hash32, Rng } from '../../util/rng';
 import type { CarelessHabit, ExpertOptions, ExpertResult, Observation, Step } from '../domain';
@@ -61,9 +65,9 @@ class Episode {
     return false;
   }
 
-  /** Decides whether this reply leaves out what it owes of a habit's kind. */
-  skips(habit: CarelessHabit): boolean {
-    if (this.carelessRate > 0 && this.carelessAbout.includes(habit) && this.carelessRng.next() < this.carelessRate) {
+  /** Decides whether this reply leaves out what it owes; `habits` are the habits that would leave it out. */
+  skips(...habits: CarelessHabit[]): boolean {
+    if (this.carelessRate > 0 && habits.some((h) => this.carelessAbout.includes(h)) && this.carelessRng.next() < this.carelessRate) {
       this.careless++;
       return true;
     }
@@ -182,19 +186,20 @@ function handle(ep: Episode, userId: string, r: Request): string {
   const { id, order } = fetchOrder(ep, r.orderRef);
   if (!order) {
     const u = userDetails(ep, userId);
+    if (ep.skips('lookups')) return `I could not find order ${id}.`;
     return `I could not find order ${id}. The orders on your account are ${u ? u.orders.join(', ') : 'unknown'}.`;
   }
   if (order.user_id !== userId) return `Order ${id} is not on your account, so I can't help with it.`;
   switch (r.kind) {
     case 'status': {
       const tracking = order.status === 'delivered' || order.status === 'processed' ? order.fulfillments.flatMap((f) => f.tracking_id) : [];
-      if (tracking.length && ep.skips('figures')) return `Order ${id} is ${order.status}.`;
+      if (tracking.length && ep.skips('figures', 'lookups')) return `Order ${id} is ${order.status}.`;
       return `Order ${id} is ${order.status}.` + (tracking.length ? ` Tracking number: ${tracking.join(', ')}.` : '');
     }
     case 'cancel': {
       if (order.status !== 'pending') {
         if (ep.slip()) ep.call('cancel_pending_order', { order_id: id, reason: r.reason });
-        if (ep.skips('refusals')) return `I'm sorry, but I can't cancel order ${id}.`;
+        if (ep.skips('refusals', 'lookups')) return `I'm sorry, but I can't cancel order ${id}.`;
         return order.status === 'cancelled'
           ? `Order ${id} is already cancelled.`
           : `Order ${id} is ${order.status}, so it can no longer be cancelled; only pending orders can be.`;
@@ -214,7 +219,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
       const itemIds = r.items.map((it) => order.items.find((i) => i.name === it.productName)?.item_id).filter((x): x is string => !!x);
       if (order.status !== 'delivered') {
         if (ep.slip()) ep.call('return_delivered_order_items', { order_id: id, item_ids: itemIds, payment_method_id: order.payment_history[0]?.payment_method_id ?? '' });
-        if (ep.skips('refusals')) return `I'm sorry, but I can't return items from order ${id}.`;
+        if (ep.skips('refusals', 'lookups')) return `I'm sorry, but I can't return items from order ${id}.`;
         return `Order ${id} is ${order.status}, so its items cannot be returned yet.`;
       }
       const pm = resolvePayment(ep, userId, order, r.refund);
@@ -229,6 +234,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
     case 'modify_items': {
       const exchange = r.kind === 'exchange';
       if (order.status !== (exchange ? 'delivered' : 'pending')) {
+        if (ep.skips('lookups')) return `I'm sorry, but I can't ${exchange ? 'exchange' : 'modify'} the items of order ${id}.`;
         return `Order ${id} is ${order.status}, so its items cannot be ${exchange ? 'exchanged' : 'modified'}.`;
       }
       const c = resolveChanges(ep, order, r.changes);
