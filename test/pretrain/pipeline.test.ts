@@ -159,6 +159,6 @@ describe('pretrain (quick)', () => {
     }
     const about = await fails(['--careless-about', 'figures,typos']);
     expect(about?.code).toBe(2);
-    expect(about?.stderr).toContain('--careless-about wants a comma-separated list of figures, refusals, each once, got "figures,typos"');
+    expect(about?.stderr).toContain('--careless-about wants a comma-separated list of figures, refusals, lookups, each once, got "figures,typos"');
   }, 60_000);
 });
