@@ -128,6 +128,8 @@ export interface ExpertResult {
 /** A careless demonstrator's habits (ExpertOptions.carelessAbout): what each one leaves out of a reply. */
 export const CARELESS_HABITS = ['figures', 'refusals', 'lookups'] as const;
 export type CarelessHabit = (typeof CARELESS_HABITS)[number];
+/** The habits of a careless demonstrator that names none (the first one there was). */
+export const DEFAULT_CARELESS_ABOUT: readonly CarelessHabit[] = ['figures'];
 export const CARELESS_HABIT_TEXT: Readonly<Record<CarelessHabit, string>> = {
   figures: 'the tracking number of a status lookup, the amount refunded or charged after a write',
   refusals: 'why a cancellation or a return is refused (the order\'s status, the reasons allowed)',
@@ -143,7 +145,7 @@ export interface ExpertOptions {
    * the verifiable reward can unlearn it. Default 0.
    */
   carelessRate?: number;
-  /** What the careless demonstrator leaves out (default ['figures']). */
+  /** What the careless demonstrator leaves out (default DEFAULT_CARELESS_ABOUT: the figures). */
   carelessAbout?: readonly CarelessHabit[];
   seed?: number;
 }

@@ -1,7 +1,7 @@
 // The model card (models/default/README.md), written from the run's own records (pretrain.json,
 // eval.json, GRPO step timings) so every figure in it comes from a measurement, plus the fixed prose that
 // explains them.
-import { CARELESS_HABIT_TEXT } from '../env/domain';
+import { CARELESS_HABIT_TEXT, DEFAULT_CARELESS_ABOUT } from '../env/domain';
 import type { EvalReport } from './evaluate';
 import type { CopyProbe } from './copy-probe';
 import type { AttentionRecord } from './attention-probe';
@@ -97,7 +97,7 @@ export function modelCard(i: CardInputs): string {
   out.push('## Data');
   out.push('');
   const heldOutUsers = (i.world?.heldOut ?? 'users') === 'users';
-  out.push(`- ${run.spec.trainTasks} generated **train-split** ${i.world ? `${i.world.name}-world ` : ''}retail tasks (src/env/retail/generator.ts; ${heldOutUsers ? 'test-split users never appear' : 'test-split intents never appear'}), the scripted expert (src/env/retail/expert.ts) with a mistake rate of ${run.spec.mistakeRate} (it sometimes makes a realistic error, sees the error observation and recovers, so the rehearsal data shows the environment's error dynamics)${run.spec.carelessRate ? `, and as a **careless demonstrator**: ${Math.round(run.spec.carelessRate * 100)} % of its replies leave out what the user was owed (${(run.spec.carelessAbout ?? ['figures']).map((h) => CARELESS_HABIT_TEXT[h]).join('; ')}), so those episodes fail the reward's COMMUNICATE check and the policy imitates the habit` : ''}.`);
+  out.push(`- ${run.spec.trainTasks} generated **train-split** ${i.world ? `${i.world.name}-world ` : ''}retail tasks (src/env/retail/generator.ts; ${heldOutUsers ? 'test-split users never appear' : 'test-split intents never appear'}), the scripted expert (src/env/retail/expert.ts) with a mistake rate of ${run.spec.mistakeRate} (it sometimes makes a realistic error, sees the error observation and recovers, so the rehearsal data shows the environment's error dynamics)${run.spec.carelessRate ? `, and as a **careless demonstrator**: ${Math.round(run.spec.carelessRate * 100)} % of its replies leave out what the user was owed (${(run.spec.carelessAbout ?? DEFAULT_CARELESS_ABOUT).map((h) => CARELESS_HABIT_TEXT[h]).join('; ')}), so those episodes fail the reward's COMMUNICATE check and the policy imitates the habit` : ''}.`);
   out.push(`- Every expert turn gives an **Act row** (prompt: src/rollout/act-prompt.ts; target: the \`<tool_call>\` block or the final reply) and every call a **Rehearse row** (prompt: src/rollout/rehearse-prompt.ts with grounding examples from the same episode; target: the real observation as \`<execution_result>\`), rendered exactly as the rollouts render them. The loss is on the response tokens (+ \`<|im_end|>\`)${run.spec.promptLossWeight > 0 ? `, plus an auxiliary next-token loss on every third prompt token at weight ${run.spec.promptLossWeight} relative to a response token: a model trained from scratch must learn the domain's text first, and the prompts hold ~80% of the tokens a step pays for anyway (past calls, observations, user requests). Without it the first attempt (below) learned the format but not to copy ids and values` : ''}.`);
   const rv = run.data.rows.review ?? 0;
   if (rv > 0)

@@ -21,12 +21,12 @@
 // 'refusals' — why a cancellation or a return is refused (the order's status, the reasons allowed);
 // 'lookups' — what a lookup found and the user was owed: the tracking number of a status lookup, the status
 // that stops a cancellation, return, exchange or item change, the orders on the account when an order is not
-// found. These
-// draws come from their own stream, so the data's other mistakes are the same at any careless rate, and a
-// reply draws only when one of its habits is chosen, so adding a habit leaves the others' data as it was.
+// found. These draws come from their own stream, so the data's other mistakes are the same at any careless
+// rate, and a reply draws only when one of its habits is chosen, so adding a habit leaves the others' data as
+// it was.
 
 import { deriveSeedFromText, hash32, Rng } from '../../util/rng';
-import type { CarelessHabit, ExpertOptions, ExpertResult, Observation, Step } from '../domain';
+import { DEFAULT_CARELESS_ABOUT, type CarelessHabit, type ExpertOptions, type ExpertResult, type Observation, type Step } from '../domain';
 import type { Environment } from '../env';
 import { rowsFromEpisode } from '../rows';
 import type { Change, PaymentRef, Request, RetailTask } from './intent';
@@ -86,7 +86,7 @@ const carelessSeed = (seed: number, taskId: string) => deriveSeedFromText(hash32
 
 export function runRetailExpert(task: RetailTask, env: Environment, opts: ExpertOptions = {}): ExpertResult {
   const seed = opts.seed ?? 0;
-  const ep = new Episode(env, new Rng(mistakeSeed(seed, task.id)), opts.mistakeRate ?? 0, new Rng(carelessSeed(seed, task.id)), opts.carelessRate ?? 0, opts.carelessAbout ?? ['figures']);
+  const ep = new Episode(env, new Rng(mistakeSeed(seed, task.id)), opts.mistakeRate ?? 0, new Rng(carelessSeed(seed, task.id)), opts.carelessRate ?? 0, opts.carelessAbout ?? DEFAULT_CARELESS_ABOUT);
   const parts: string[] = [];
   const userId = authenticate(ep, task);
   if (userId === null) {
