@@ -72,11 +72,11 @@ export const DEFAULTS: Settings = {
   // The lesson's run: measured on the mini world on the CPU path (docs/lesson.md;
   // scripts/lesson-grpo.sh runs the same settings in Node).
   lr: 1e-3,
-  steps: 40,
+  steps: 100,
   ttsMode: 'parallel',
   ttsN: 1,
   tmode: 'real',
-  evalEvery: 20,
+  evalEvery: 50,
   evalTasks: 100,
   prompts: 4,
   // Measured on the lesson's run and not better than these (docs/lesson.md, sessions 16, 21 and 22); here to try.
