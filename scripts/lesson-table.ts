@@ -70,13 +70,16 @@ interface RunConfig {
   updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string; greedyMember?: boolean;
 }
 
+/** The lesson's length since session 26 (40 before it): runs of 40 steps, every one before then, say so. */
+const LESSON_STEPS = 100;
+
 /** What a run changed from the lesson's settings (scripts/lesson-grpo.sh defaults), or "the lesson's settings". */
 function offLesson(c: RunConfig): string {
   const o = [
     c.mode !== 'real' ? `mode ${c.mode}` : '',
     c.baseline !== 'row-weighted' ? `${c.baseline} baseline` : '',
     c.promptsPerStep !== 4 || c.k !== 4 ? `${c.promptsPerStep} prompts × K ${c.k}` : '',
-    c.steps !== 40 ? `${c.steps} steps` : '',
+    c.steps !== LESSON_STEPS ? `${c.steps} steps` : '',
     c.lr !== 0.001 ? `lr ${c.lr}` : '',
     c.lora.rank !== 8 ? `rank ${c.lora.rank}` : '',
     c.temperature !== 1 ? `temperature ${c.temperature}` : '',

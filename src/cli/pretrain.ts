@@ -20,6 +20,7 @@ import { DirSource } from '../model/source-node';
 import { Tokenizer } from '../model/tokenizer';
 import { loadQwen3, readHostWeights } from '../model/weights';
 import { modelCard, type CardInputs } from '../pretrain/card';
+import type { HeldOutRecord } from '../pretrain/card-world';
 import { evaluatePolicy, type EvalReport } from '../pretrain/evaluate';
 import { copyProbe, type CopyProbe } from '../pretrain/copy-probe';
 import { probeRehearsals } from '../pretrain/rehearsal-probe';
@@ -170,13 +171,12 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       ...(v['drill-all-kinds'] ? { drillAllKinds: true } : {}),
       ...(v['careless-replies'] !== undefined ? { carelessRate: unitFlag(v, 'careless-replies') } : {}),
       ...(v['careless-about'] !== undefined ? { carelessAbout: habitsFlag(v, 'careless-about') } : {}),
-      ...(v['rehearse-swap-share'] !== undefined ? { rehearseSwapShare: numFlag(v, 'rehearse-swap-share', 0, 0, true) } : {}),
+      ...(v['rehearse-swap-share'] !== undefined ? { rehearseSwapShare: unitFlag(v, 'rehearse-swap-share') } : {}),
       ...(v['grounding-chars'] !== undefined ? { groundingChars: intFlag(v, 'grounding-chars', 1600, 0, 100_000) } : {}),
       promptLossWeight: v['prompt-loss'] === undefined ? base.promptLossWeight : numFlag(v, 'prompt-loss', base.promptLossWeight, 0, true),
     };
     if (spec.actLossWeight > 100) throw new ArgError(`--act-weight must be a number in (0, 100], got ${JSON.stringify(v['act-weight'])}`);
     if (spec.rehearseLossWeight > 100) throw new ArgError(`--rehearse-weight must be a number in (0, 100], got ${JSON.stringify(v['rehearse-weight'])}`);
-    if ((spec.rehearseSwapShare ?? 0) > 1) throw new ArgError(`--rehearse-swap-share must be a number in [0, 1], got ${JSON.stringify(v['rehearse-swap-share'])}`);
     if (spec.promptLossWeight > 1) throw new ArgError(`--prompt-loss must be a number in [0, 1], got ${JSON.stringify(v['prompt-loss'])}`);
     const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
     const threads = threadsFlag(v);
@@ -213,6 +213,13 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         attempts: names.includes('attempts.json') ? ((await read('attempts.json')) as CardInputs['attempts']) : [],
         world: cardWorld(run.command),
         heldOut: names.includes('heldout.json') ? ((await read('heldout.json')) as CardInputs['heldOut']) : undefined,
+        snapshot: names.includes('snapshot.json') ? ((await read('snapshot.json')) as CardInputs['snapshot']) : undefined,
+        before: await (async () => {
+          const n = names.filter((x) => /^heldout-stage\d+\.json$/.test(x)).sort((a, b) => Number(/\d+/.exec(b)![0]) - Number(/\d+/.exec(a)![0]))[0];
+          if (!n) return undefined;
+          const r = (await read(n)) as { command: string; result: HeldOutRecord };
+          return { stage: Number(/\d+/.exec(n)![0]), ...r };
+        })(),
         signal: names.includes('signal.json') ? ((await read('signal.json')) as CardInputs['signal']) : undefined,
         sweeps: names.includes('sweeps.json') ? ((await read('sweeps.json')) as CardInputs['sweeps']) : undefined,
         commit: strFlag(v, 'commit', 'unknown')!,

@@ -41,6 +41,27 @@ export interface HeldOutRecord {
   rehearseDecoding?: RehearseDecoding;
 }
 
+/**
+ * snapshot.json: the kept weights are one of the last stage's snapshots (`--snapshot-every`), not its end,
+ * chosen by a rule written before the stage ran, from each snapshot's `npm run eval` on the held-out tasks.
+ */
+export interface SnapshotRecord {
+  step: number;
+  sha256: string;
+  rule: string;
+  /** How each candidate was evaluated (STEP stands for the snapshot's step). */
+  command: string;
+  candidates: { step: number; success: number; exact: number }[];
+}
+
+export function snapshotSection(s: SnapshotRecord, stageSteps: number, lossAtStep: number | undefined): string[] {
+  const out = [`- **The kept weights are this stage's snapshot at step ${s.step} of ${stageSteps}**, not its end (\`--snapshot-every\` writes OUT/snapshots/step-N as a model folder; model.safetensors sha256 \`${s.sha256}\`${lossAtStep !== undefined ? `; loss at step ${s.step}: ${lossAtStep.toFixed(3)}` : ''}). The stage ran on to step ${stageSteps}: the figures above describe the whole stage, the policy is its step-${s.step} weights. The rule, fixed before the stage ran: ${s.rule}. Each snapshot evaluated, latest first (\`${s.command}\`):`, ''];
+  out.push('  | step | held-out success | rehearsal exact |\n  |---|---|---|');
+  for (const c of s.candidates) out.push(`  | ${c.step}${c.step === s.step ? ' (kept)' : ''} | ${pct(c.success)} | ${pct(c.exact)} |`);
+  out.push('');
+  return out;
+}
+
 /** scripts/structured-rehearsal.ts: free vs structured rehearsal decoding on the held-out reference calls. */
 export interface StructuredRecord {
   command: string;

@@ -8,7 +8,7 @@ import type { AttentionRecord } from './attention-probe';
 import type { RehearsalProbe } from './rehearsal-probe';
 import type { GrpoTiming } from './grpo-timing';
 import type { PretrainResult } from './pipeline';
-import { attentionSection, copySection, rehearsalSection, heldOutSection, signalSection, structuredSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type StructuredRecord, type SweepRecord, type WorldRecord } from './card-world';
+import { attentionSection, copySection, rehearsalSection, heldOutSection, signalSection, snapshotSection, structuredSection, sweepSection, worldSection, type HeldOutRecord, type SignalRecord, type SnapshotRecord, type StructuredRecord, type SweepRecord, type WorldRecord } from './card-world';
 
 export interface CardInputs {
   run: PretrainResult & { command: string };
@@ -36,6 +36,10 @@ export interface CardInputs {
   world?: WorldRecord;
   /** `npm run eval` on the held-out split, with the command that produced it. */
   heldOut?: { command: string; result: HeldOutRecord };
+  /** The kept weights are a snapshot of the last stage, not its end (snapshot.json). */
+  snapshot?: SnapshotRecord;
+  /** The previous stage's policy on the same held-out tasks (heldout-stage<N>.json), when the last stage changed it on purpose. */
+  before?: { stage: number; command: string; result: HeldOutRecord };
   /** `npm run signal`, with its command. */
   signal?: { command: string; result: SignalRecord };
   /** Every run of the recipe search (sweeps.json). */
@@ -59,6 +63,12 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push('The bundled policy of the lab: one tiny Qwen3-architecture model that both **acts** (writes `<tool_call>` blocks in Qwen3\'s chat format) and **rehearses** (plays the retail environment and writes `<execution_result>` JSON), trained from random weights by `npm run pretrain` on the scripted expert\'s Act and Rehearse rows (plus, when built with them, rows for test-time private rehearsal: reviews of attempts and memory-conditioned Act turns). It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.' + (i.world && i.world.heldOut === 'tasks' ? ` It was trained on the compact **${i.world.name}** world (below): a world small enough for a policy of this size to learn, so that the lab can show world rehearsal and RL doing something.` : ''));
   out.push('');
+  if (run.spec.carelessRate) {
+    const habits = (run.spec.carelessAbout ?? DEFAULT_CARELESS_ABOUT).map((h) => CARELESS_HABIT_TEXT[h]).join('; ');
+    const b = i.before;
+    out.push(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${Math.round(run.spec.carelessRate * 100)} % of its replies the scripted expert leaves out what the user was owed (${habits}), every call unchanged. Those episodes fail the reward's COMMUNICATE check, and the policy picks up the habit. That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from, on the same ${b.result.tasks} held-out tasks)` : ''}, and it leaves GRPO a habit to unlearn that it can find in its own samples and the real reward: the lab's default training run wins back what the habit cost (docs/lesson.md). The bundled policy is the lesson's starting point, not the best policy this recipe makes.`);
+    out.push('');
+  }
   out.push('## Model');
   out.push('');
   out.push('| | |\n|---|---|');
@@ -127,6 +137,7 @@ export function modelCard(i: CardInputs): string {
   out.push('');
   out.push(`- wall-clock: **${(run.trainSeconds / 60).toFixed(1)} min** of training (${f(run.tokensPerSecond, 0)} tokens/s) on ${i.machine}; tokenizer ${f(run.tokenizerSeconds, 0)} s.`);
   out.push(`- loss (${run.spec.promptLossWeight > 0 ? `weighted token cross-entropy: responses 1, sampled prompt tokens ${run.spec.promptLossWeight}` : 'mean token cross-entropy on responses'}): ${curve.map((s) => `step ${s}: ${f(lossAt(s) ?? NaN, 3)}`).join(', ')}; mean of the last 20 steps ${f(run.finalLoss, 3)}.`);
+  if (i.snapshot) out.push(...snapshotSection(i.snapshot, run.spec.steps, lossAt(i.snapshot.step)));
   if (i.stage1 && i.laterStages?.length) {
     const all = [i.stage1, ...i.laterStages, run];
     out.push(`- **${all.length} stages**, each continuing from the previous one's weights with a fresh optimizer and a new shuffle (same seed and tokenizer; each checks that its tokenizer equals the folder's${run.spec.retokenize ? `, except the last, which keeps the folder's vocabulary and merges and re-cuts the text with the ${scheme} pre-tokenizer` : ''}). Together: ${(all.reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(1)} min of training, ${all.reduce((a, r) => a + r.spec.steps, 0)} steps. The command above is the last; the earlier ones (records in pretrain-stage1.json, pretrain-stage2.json, …; a stage's \`--init\` is the folder the stage before it wrote, as it was named on the machine that trained it, so a replay passes its own previous stage's \`--out\`):`);
@@ -235,6 +246,8 @@ export function modelCard(i: CardInputs): string {
     out.push('- Tier 3 (exchanges and item modifications that need the item id of a variant matched by its options inside a product record, and two-intent requests) is not solved; see the per-family table.');
   } else
     out.push('- Greedy success on held-out tasks is the figure above; the failures are values not copied from the conversation (plausible ids, names and emails from the training distribution instead), not stopping after failed calls, and rehearsed observations that get the shape right but the values wrong.');
+  if (run.spec.carelessRate)
+    out.push(`- It leaves out what its last stage's demonstrator left out (${(run.spec.carelessAbout ?? DEFAULT_CARELESS_ABOUT).join(', ')}: see "Careless on purpose"), on purpose: it is the lesson's starting point.`);
   out.push('- The tokenizer is tied to the bundled prompts (see Tokenizer).');
   if ((run.spec.swapShare ?? 0) > 0)
     out.push('- A side effect of the identity swap: the names it invents (syllable strings such as "Mi Katu", user ids such as "quiquiren_kashimor_4876") show up in its own calls and rehearsals.');

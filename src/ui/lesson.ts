@@ -41,7 +41,7 @@ export function lessonSteps(s: LessonState): LessonStep[] {
     },
     {
       n: 3, title: 'Train and watch held-out success and fidelity', done: trained,
-      what: 'Start a rehearse-mode (EnvACE) run with a held-out evaluation every step: the dashboard plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step.',
+      what: 'Press Train: the dashboard plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step. The bundled policy learned from a demonstrator who, on purpose, often leaves out what a lookup found (an order\'s tracking number, the status that stops a cancellation, the orders on the account); the default run, GRPO in the real environment, is paid only when the user is told, and the per-family table shows which tasks it wins back. Switch the mode to rehearse for EnvACE.',
     },
     {
       n: 4, title: 'Compare EnvACE and the frozen simulator', done: compared,

@@ -1,7 +1,7 @@
-// The lesson's whole training run in the browser, at the lab's default settings (40 GRPO steps in the real
+// The lesson's whole training run in the browser, at the lab's default settings (100 GRPO steps in the real
 // environment, 4 prompts × K 4, LoRA rank 8, lr 1e-3, held-out evaluation of 100 tasks before training and
-// every 20 steps, seed 1): does held-out success end above the starting policy's, and how long does it take
-// on this machine? About four minutes on the 2-core development machine (ten before prefix-shared updates), so it is not part of `npm test`:
+// every 50 steps, seed 1): does held-out success end above the starting policy's, and how long does it take
+// on this machine? Over ten minutes on the 2-core development machine, so it is not part of `npm test`:
 //
 //   LAB_LESSON_RUN=1 npx vitest run test/e2e/lesson-run.test.ts
 //   LAB_LESSON_RUN=1 LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e/lesson-run.test.ts   (the README's image and record)
@@ -32,9 +32,15 @@ describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', 
       steps: Number(await page.inputValue('[data-testid=train-steps]')),
       heldOutTasks: Number(await page.inputValue('[data-testid=eval-tasks]')),
       seed: Number(await page.inputValue('[data-testid=seed]')),
-      // Every number input of the dashboard, by its label (the mode is the select above).
+      // Every input of the dashboard, by its label (the mode is the select above); a checkbox by its state (its
+      // value is "on" whether it is ticked or not).
       inputs: Object.fromEntries(
-        await page.locator('[data-testid=train-panel] .controls label:has(input)').evaluateAll((ls) => ls.map((l) => [l.textContent!.trim(), (l.querySelector('input') as HTMLInputElement).value])),
+        await page.locator('[data-testid=train-panel] .controls label:has(input)').evaluateAll((ls) =>
+          ls.map((l) => {
+            const i = l.querySelector('input') as HTMLInputElement;
+            return [l.textContent!.trim(), i.type === 'checkbox' ? (i.checked ? 'ticked' : 'not ticked') : i.value];
+          }),
+        ),
       ) as Record<string, string>,
       backend: await page.textContent('[data-testid=load-status]'),
     };

@@ -46,6 +46,31 @@ describe('modelCard', () => {
     const lookups = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 1, carelessAbout: ['lookups'] } } });
     expect(lookups).toContain('100 % of its replies leave out what the user was owed (what a lookup found: the tracking number of a status lookup, the status that stops a write, the orders on the account when an order is not found)');
   });
+  it('says the bundled policy is careless on purpose, against the stage before it, and which snapshot was kept by which rule', () => {
+    const held = (success: number) => ({
+      tasks: 100, success, meanReward: success, callsWithoutError: 0.8, toolPrecision: 0.7, toolRecall: 0.7, meanTurns: 4, ends: { reply: 100 },
+      fidelity: { steps: 300, exact: 0.62, f1: 0.8, errorAgree: 0.9, invalid: 0.02 }, byTier: {}, byFamily: {}, wallS: 60,
+    });
+    const careless = { ...inputs.run, spec: { ...inputs.run.spec, steps: 1200, carelessRate: 0.7, carelessAbout: ['lookups' as const] }, losses: [{ step: 400, loss: 0.1234 }, { step: 1200, loss: 0.1 }] };
+    const md = modelCard({
+      ...inputs,
+      run: careless,
+      heldOut: { command: 'npm run eval', result: held(0.4) },
+      before: { stage: 5, command: 'npm run eval', result: held(0.45) },
+      snapshot: { step: 400, sha256: 'f00d', rule: 'the latest that meets the base bars', command: 'npm run eval -- --model OUT/snapshots/step-STEP', candidates: [{ step: 600, success: 0.39, exact: 0.63 }, { step: 400, success: 0.4, exact: 0.624 }] },
+    });
+    expect(md).toContain('**Careless on purpose.** Its last stage imitated a careless demonstrator: in 70 % of its replies');
+    expect(md).toContain('(40.0% against 45.0% for the attentive stage 5 policy it continued from, on the same 100 held-out tasks)');
+    expect(md).toContain('**The kept weights are this stage\'s snapshot at step 400 of 1200**');
+    expect(md).toContain('sha256 `f00d`; loss at step 400: 0.123');
+    expect(md).toContain('The rule, fixed before the stage ran: the latest that meets the base bars.');
+    expect(md).toContain('  | 600 | 39.0% | 63.0% |\n  | 400 (kept) | 40.0% | 62.4% |');
+    expect(md).toContain('- It leaves out what its last stage\'s demonstrator left out (lookups');
+    // An attentive policy's card has none of it.
+    const attentive = modelCard(inputs);
+    expect(attentive).not.toContain('Careless on purpose');
+    expect(attentive).not.toContain('snapshot at step');
+  });
   it('says so when there is no evaluation or timing', () => {
     const md = modelCard({ ...inputs, evaluation: null, grpo: [] });
     expect(md).toContain('Not evaluated in this run.');

@@ -153,9 +153,11 @@ describe('pretrain (quick)', () => {
     expect(snap?.code).toBe(2);
     expect(snap?.stderr).toContain('--snapshot-every must be an integer');
     for (const bad of ['1.5', 'often']) {
-      const careless = await fails(['--careless-replies', bad]);
-      expect(careless?.code).toBe(2);
-      expect(careless?.stderr).toMatch(/--careless-replies must be a number/);
+      for (const flag of ['--careless-replies', '--rehearse-swap-share']) {
+        const share = await fails([flag, bad]);
+        expect(share?.code).toBe(2);
+        expect(share?.stderr).toMatch(new RegExp(`${flag} must be a number`));
+      }
     }
     const about = await fails(['--careless-about', 'figures,typos']);
     expect(about?.code).toBe(2);
