@@ -70,8 +70,8 @@ interface RunConfig {
   updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string; greedyMember?: boolean;
 }
 
-/** The lesson's length since session 26 (40 before it): runs of 40 steps, every one before then, say so. */
-const LESSON_STEPS = 100;
+/** The lesson's length: src/ui/settings.svelte.ts DEFAULTS.steps (a runes module tsx cannot load; the test ties them). 40 until session 26, so older runs read "40 steps". */
+export const LESSON_STEPS = 100;
 
 /** What a run changed from the lesson's settings (scripts/lesson-grpo.sh defaults), or "the lesson's settings". */
 function offLesson(c: RunConfig): string {

@@ -215,10 +215,9 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         heldOut: names.includes('heldout.json') ? ((await read('heldout.json')) as CardInputs['heldOut']) : undefined,
         snapshot: names.includes('snapshot.json') ? ((await read('snapshot.json')) as CardInputs['snapshot']) : undefined,
         before: await (async () => {
-          const n = names.filter((x) => /^heldout-stage\d+\.json$/.test(x)).sort((a, b) => Number(/\d+/.exec(b)![0]) - Number(/\d+/.exec(a)![0]))[0];
-          if (!n) return undefined;
-          const r = (await read(n)) as { command: string; result: HeldOutRecord };
-          return { stage: Number(/\d+/.exec(n)![0]), ...r };
+          // The latest earlier stage's evaluation (heldout-stage<N>.json), if the folder keeps one.
+          const stage = Math.max(...names.map((x) => Number(/^heldout-stage(\d+)\.json$/.exec(x)?.[1] ?? -1)));
+          return stage < 0 ? undefined : { stage, ...((await read(`heldout-stage${stage}.json`)) as { command: string; result: HeldOutRecord }) };
         })(),
         signal: names.includes('signal.json') ? ((await read('signal.json')) as CardInputs['signal']) : undefined,
         sweeps: names.includes('sweeps.json') ? ((await read('sweeps.json')) as CardInputs['sweeps']) : undefined,

@@ -1,7 +1,8 @@
 // scripts/lesson-table.ts --summary: one row per lesson records folder, read from the committed records
 // (docs/lesson-records), so the table docs/lesson.md quotes is the one these files give.
 import { describe, expect, it } from 'vitest';
-import { lessonTableCli } from '../../scripts/lesson-table';
+import { LESSON_STEPS, lessonTableCli } from '../../scripts/lesson-table';
+import { DEFAULTS } from '../../src/ui/settings.svelte';
 import { captureIo } from '../helpers/cli';
 
 describe('lesson-table --summary', () => {
@@ -21,6 +22,10 @@ describe('lesson-table --summary', () => {
     expect(rows[5]).toContain("| 40 steps | 45.0% | 1, 2, 3, 4, 5 |");
     expect(rows[6]).toContain("| 40 steps | 45.0% (runs/careless7) | 1, 2, 3 | 45.0%, 47.0%, 46.0% | **+1.0** (-1.5 to +3.5) |");
     expect(io.stderr()).toBe('');
+  });
+
+  it("measures runs against the lab's own default length", () => {
+    expect(LESSON_STEPS).toBe(DEFAULTS.steps);
   });
 
   it("a folder that is not a lesson run's records is an error that names it", async () => {
