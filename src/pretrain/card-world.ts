@@ -52,6 +52,8 @@ export interface SnapshotRecord {
   /** How each candidate was evaluated (STEP stands for the snapshot's step). */
   command: string;
   candidates: { step: number; success: number; exact: number }[];
+  /** A later rerun of the stage's command from the same starting weights, and whether its snapshot is these weights. */
+  reproduced?: { date: string; commit: string; init: string; sha256: string; record: string };
 }
 
 export function snapshotSection(s: SnapshotRecord, stageSteps: number, lossAtStep: number | undefined): string[] {
@@ -59,6 +61,14 @@ export function snapshotSection(s: SnapshotRecord, stageSteps: number, lossAtSte
   out.push('  | step | held-out success | rehearsal exact |\n  |---|---|---|');
   for (const c of s.candidates) out.push(`  | ${c.step}${c.step === s.step ? ' (kept)' : ''} | ${pct(c.success)} | ${pct(c.exact)} |`);
   out.push('');
+  const r = s.reproduced;
+  if (r) {
+    const same = r.sha256 === s.sha256;
+    out.push(
+      `- **${same ? 'Reproduced bit for bit' : 'Not reproduced'}** (${r.date}, code at commit ${r.commit}): the stage's command, rerun from ${r.init}, wrote a step-${s.step} snapshot whose model.safetensors has sha256 \`${r.sha256}\`${same ? ', the kept weights\' own' : `, not the kept weights' \`${s.sha256}\``} (record: ${r.record}).`,
+      '',
+    );
+  }
   return out;
 }
 

@@ -66,6 +66,14 @@ describe('modelCard', () => {
     expect(md).toContain('The rule, fixed before the stage ran: the latest that meets the base bars.');
     expect(md).toContain('  | 600 | 39.0% | 63.0% |\n  | 400 (kept) | 40.0% | 62.4% |');
     expect(md).toContain('- It leaves out what its last stage\'s demonstrator left out (lookups');
+    expect(md).not.toContain('eproduced');
+    // A rerun of the stage's command is reported by its snapshot's sha: the same weights, or not.
+    const snap = { step: 400, sha256: 'f00d', rule: 'r', command: 'c', candidates: [{ step: 400, success: 0.4, exact: 0.624 }] };
+    const rerun = { date: '2026-12-04', commit: 'abc123', init: 'the stage-5 weights', record: 'rec.txt' };
+    const same = modelCard({ ...inputs, run: careless, snapshot: { ...snap, reproduced: { ...rerun, sha256: 'f00d' } } });
+    expect(same).toContain("- **Reproduced bit for bit** (2026-12-04, code at commit abc123): the stage's command, rerun from the stage-5 weights, wrote a step-400 snapshot whose model.safetensors has sha256 `f00d`, the kept weights' own (record: rec.txt).");
+    const other = modelCard({ ...inputs, run: careless, snapshot: { ...snap, reproduced: { ...rerun, sha256: 'beef' } } });
+    expect(other).toContain("- **Not reproduced** (2026-12-04, code at commit abc123): the stage's command, rerun from the stage-5 weights, wrote a step-400 snapshot whose model.safetensors has sha256 `beef`, not the kept weights' `f00d` (record: rec.txt).");
     // An attentive policy's card has none of it.
     const attentive = modelCard(inputs);
     expect(attentive).not.toContain('Careless on purpose');
