@@ -14,6 +14,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   gpu: async () => (await import('./suites/gpu')).default,
   decoding: async () => (await import('./suites/decoding')).default,
   grpo: async () => (await import('./suites/grpo')).default,
+  'cpu-browser': async () => (await import('./suites/cpu-browser')).default,
 };
 
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */
@@ -39,8 +40,8 @@ async function main() {
   }
   const quick = args.includes('--quick');
   const names = args.filter((a) => !a.startsWith('--'));
-  // gpu is run by name only (it drives Chromium too): npm run bench -- gpu
-  const chosen = names.length ? names : Object.keys(SUITES).filter((n) => n !== 'gpu');
+  // gpu and cpu-browser are run by name only (they drive Chromium too): npm run bench -- gpu
+  const chosen = names.length ? names : Object.keys(SUITES).filter((n) => n !== 'gpu' && n !== 'cpu-browser');
   for (const n of chosen) if (!SUITES[n]) throw new Error(`unknown suite '${n}' (have: ${Object.keys(SUITES).join(', ')})`);
   let failed = false;
   for (const name of chosen) {

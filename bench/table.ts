@@ -203,6 +203,18 @@ function grpoTable(): string | null {
   return `${rows.join('\n')}\n\n${provenance('grpo', rs)}`;
 }
 
+function cpuBrowserTable(): string | null {
+  const rs = load('cpu-browser');
+  if (!rs.length) return null;
+  const rows = ['| kernel | shape | threads | Node | Chromium worker | Chromium / Node |', '|---|---|---|---|---|---|'];
+  for (const r of rs.filter((x) => x.case.endsWith(' (node)'))) {
+    const kernel = r.case.slice(0, -' (node)'.length);
+    const web = find(rs, { case: `${kernel} (chromium worker)`, threads: r.threads });
+    rows.push(`| ${kernel} | ${r.shape} | ${r.threads} | ${fmt(r.value)} ms | ${fmt(web?.value)} ms | ${web ? (web.value / r.value).toFixed(2) : '–'}× |`);
+  }
+  return `${rows.join('\n')}\n\n${provenance('cpu-browser', rs)}`;
+}
+
 export const TABLES: Record<string, () => string | null> = {
   matmul: matmulTable,
   tiny: tinyTable,
@@ -212,6 +224,7 @@ export const TABLES: Record<string, () => string | null> = {
   gpu: gpuTable,
   decoding: decodingTable,
   grpo: grpoTable,
+  'cpu-browser': cpuBrowserTable,
 };
 
 /** README text with every bench block regenerated. */
