@@ -11,38 +11,18 @@ import { timeKernels, type KernelTiming } from '../cpu-browser/kernels';
 import type { BenchContext, BenchSuite } from '../lib';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
 
 /** The kernels timed in a dedicated worker of a cross-origin isolated page (shared memory, as the lab has). */
 async function inChromium(ctx: BenchContext, threads: number[]): Promise<KernelTiming[]> {
   const exe = process.env.BENCH_CHROMIUM ?? '/usr/bin/chromium';
   if (!existsSync(exe)) throw new Error(`${exe} not found`);
-  const { createServer } = await import('vite');
+  const { serveProbePage, ISOLATION } = await import('../probe-page');
   const { chromium } = await import('playwright-core');
-  const server = await createServer({
-    configFile: false,
-    root: ROOT,
-    logLevel: 'warn',
-    server: { host: '127.0.0.1', port: 0, headers: ISOLATION, hmr: false },
-    optimizeDeps: { noDiscovery: true, include: [] },
-    plugins: [
-      {
-        name: 'cpu-browser-page',
-        configureServer(s) {
-          s.middlewares.use('/cpu-browser.html', (_req, res) => {
-            for (const [k, v] of Object.entries(ISOLATION)) res.setHeader(k, v);
-            res.setHeader('Content-Type', 'text/html');
-            res.end('<!doctype html><title>cpu-browser bench</title>');
-          });
-        },
-      },
-    ],
-  });
-  await server.listen();
+  const server = await serveProbePage(ROOT, ISOLATION);
   const browser = await chromium.launch({ executablePath: exe, ignoreDefaultArgs: ['--headless'], args: ['--headless=new', '--no-sandbox', ...(process.env.BENCH_CPU_CHROMIUM_ARGS?.split(' ').filter(Boolean) ?? [])], handleSIGTERM: false });
   try {
     const page = await browser.newPage();
-    await page.goto(`${server.resolvedUrls!.local[0]}cpu-browser.html`);
+    await page.goto(`${server.resolvedUrls!.local[0]}probe.html`);
     ctx.log(`chromium ${browser.version()}: cross-origin isolated ${await page.evaluate('crossOriginIsolated')}`);
     const r = (await page.evaluate(
       `new Promise((res) => {

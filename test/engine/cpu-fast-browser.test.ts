@@ -3,37 +3,9 @@
 // single-thread fallback when it is not. Modules come from a Vite dev server, as in `npm run dev`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser } from 'playwright-core';
-import { createServer, type Plugin, type ViteDevServer } from 'vite';
+import type { ViteDevServer } from 'vite';
+import { ISOLATION, serveProbePage } from '../../bench/probe-page';
 import { CHROMIUM, chromiumAvailable } from '../e2e/harness';
-
-const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
-
-/** A blank page to run module code in (the app's own page would start the whole lab). */
-function probePage(headers: Record<string, string>): Plugin {
-  return {
-    name: 'cpu-fast-probe',
-    configureServer(server) {
-      server.middlewares.use('/probe.html', (_req, res) => {
-        for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-        res.setHeader('Content-Type', 'text/html');
-        res.end('<!doctype html><title>cpu-fast probe</title>');
-      });
-    },
-  };
-}
-
-async function serve(headers: Record<string, string>): Promise<ViteDevServer> {
-  const server = await createServer({
-    configFile: false,
-    root: process.cwd(),
-    logLevel: 'error',
-    plugins: [probePage(headers)],
-    server: { host: '127.0.0.1', port: 0, headers, hmr: false },
-    optimizeDeps: { noDiscovery: true, include: [] },
-  });
-  await server.listen();
-  return server;
-}
 
 interface Probe {
   isolated: boolean;
@@ -89,7 +61,7 @@ describe.runIf(chromiumAvailable())('cpu-fast in Chromium', () => {
   });
 
   it('runs on 2 threads (Web Workers, SharedArrayBuffer) in a cross-origin isolated page', async () => {
-    const server = await serve(ISOLATION);
+    const server = await serveProbePage(process.cwd(), ISOLATION);
     servers.push(server);
     const r = await probe(browser, server);
     expect(r).toMatchObject({ isolated: true, shared: true, threads: 2, parallelJobs: 1 });
@@ -97,7 +69,7 @@ describe.runIf(chromiumAvailable())('cpu-fast in Chromium', () => {
   });
 
   it('falls back to one thread on a page that is not cross-origin isolated', async () => {
-    const server = await serve({});
+    const server = await serveProbePage(process.cwd(), {});
     servers.push(server);
     const r = await probe(browser, server);
     expect(r).toMatchObject({ isolated: false, shared: false, threads: 1, parallelJobs: 0 });

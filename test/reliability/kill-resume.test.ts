@@ -44,28 +44,25 @@ function child(
     let stderr = '';
     p.stderr.on('data', (d) => (stderr += d));
     const timers: NodeJS.Timeout[] = [setTimeout(() => p.kill('SIGKILL'), 60_000)];
-    const k = o.killAfterSave;
-    const poll = k
+    // One watcher of the run folder's run.json: each new save is timed (watchSaves) and the first past `from`
+    // arms the kill (killAfterSave).
+    const { killAfterSave: k, watchSaves: w } = o;
+    const dir = k?.dir ?? w?.dir;
+    let seen = -1;
+    let armed = false;
+    const watch = dir
       ? setInterval(() => {
-          if (savedStep(k.dir) > k.from) {
-            clearInterval(poll);
+          const s = savedStep(dir);
+          if (s <= seen) return;
+          seen = s;
+          w?.at.push(performance.now());
+          if (k && !armed && s > k.from) {
+            armed = true;
             timers.push(setTimeout(() => p.kill('SIGKILL'), k.ms));
           }
         }, 5)
       : undefined;
-    const w = o.watchSaves;
-    let seen = -1;
-    const watch = w
-      ? setInterval(() => {
-          const s = savedStep(w.dir);
-          if (s > seen) {
-            seen = s;
-            w.at.push(performance.now());
-          }
-        }, 5)
-      : undefined;
     p.on('exit', (code, signal) => {
-      clearInterval(poll);
       clearInterval(watch);
       timers.forEach(clearTimeout);
       res({ code, signal, stderr });
