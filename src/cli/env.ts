@@ -18,7 +18,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Step } from '../env/domain';
-import { judge } from '../env/judge';
+import { judge, judgeOptions } from '../env/judge';
 import { realReward } from '../env/reward';
 import { RETAIL_FLOAT_KEYS, retailEnvFactory, WORLD_NAMES } from '../env/retail/index';
 import { loadRetailBase, loadWorldDomain } from '../env/retail/node';
@@ -164,7 +164,7 @@ async function expert(argv: readonly string[], io: CliIo): Promise<number> {
     const env = domain.createEnv();
     const r = domain.expert(task, env, { mistakeRate: rate, seed });
     const reward = realReward(domain.createEnv, task, r.steps).reward;
-    const j = judge(task.checklist, r.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs }).reward;
+    const j = judge(task.checklist, r.steps, judgeOptions(env, domain.normaliseArgs)).reward;
     const ok = reward === 1 && j === 1;
     if (ok) passed++;
     for (const row of r.rows) rows.push(JSON.stringify(row));

@@ -29,23 +29,33 @@ export class Environment {
     return this.byName.get(name);
   }
 
+  /**
+   * The checks that need no state: the call's shape, that its tool exists, its arguments against the schema.
+   * An error observation when one fails (the call can have no effect, on any database), null when it passes.
+   */
+  staticError(call: unknown): (Observation & { ok: false }) | null {
+    if (call === null || typeof call !== 'object' || Array.isArray(call)) {
+      return { ok: false, name: '', error: 'a tool call must be an object with "name" and "arguments"', code: 'parse' };
+    }
+    const c = call as Record<string, unknown>;
+    if (typeof c.name !== 'string') return { ok: false, name: '', error: 'the tool call has no "name" string', code: 'parse' };
+    const name = c.name.length > 100 ? c.name.slice(0, 100) + '…' : c.name;
+    const tool = this.byName.get(c.name);
+    if (!tool) return { ok: false, name, error: `Tool '${name}' not found.`, code: 'unknown_tool' };
+    const bad = validate(tool.parameters, Object.hasOwn(c, 'arguments') ? c.arguments : {});
+    return bad ? { ok: false, name, error: bad, code: 'invalid_arguments' } : null;
+  }
+
   /** Executes one call; `call` may be any value (it is checked here). */
   execute(call: unknown): Observation {
     let name = '';
     try {
-      if (call === null || typeof call !== 'object' || Array.isArray(call)) {
-        return { ok: false, name, error: 'a tool call must be an object with "name" and "arguments"', code: 'parse' };
-      }
-      const c = call as Record<string, unknown>;
-      if (typeof c.name !== 'string') {
-        return { ok: false, name, error: 'the tool call has no "name" string', code: 'parse' };
-      }
-      name = c.name.length > 100 ? c.name.slice(0, 100) + '…' : c.name;
-      const tool = this.byName.get(c.name);
-      if (!tool) return { ok: false, name, error: `Tool '${name}' not found.`, code: 'unknown_tool' };
+      const bad = this.staticError(call);
+      if (bad) return bad;
+      const c = call as { name: string; arguments?: unknown };
+      name = c.name;
+      const tool = this.byName.get(c.name)!;
       const args = Object.hasOwn(c, 'arguments') ? c.arguments : {};
-      const bad = validate(tool.parameters, args);
-      if (bad) return { ok: false, name, error: bad, code: 'invalid_arguments' };
       const result = this.store.transaction((tx) => tool.run(tx, args as Record<string, unknown>));
       return { ok: true, name, result };
     } catch (e) {

@@ -4,42 +4,59 @@
 // Rules (EnvACE's checklist, made precise):
 //  J1 Empty response. If the trajectory is empty, or any reply turn is empty (whitespace only), the
 //     reward is -0.1, whatever else happened: an empty generation is the failure mode GRPO must push down.
-//  J2 Turns. Each step is a turn: a call with its observation, or a reply. A call turn whose observation
-//     is an error is zeroed: it satisfies no item and violates none (the call had no effect, real or
-//     imagined). Trying, failing and fixing is therefore not punished by itself, but a required call that
-//     only ever errored earns nothing.
-//  J3 Required call (kind 'call'): satisfied when some non-zeroed call turn has the item's tool name and
+//  J2 Turns. Each step is a turn: a call with its observation, or a reply. The judge never reads an
+//     observation: in an imagined trajectory the policy wrote it, and a policy paid for what its rehearsal
+//     says would be paid for imagining (an imagined error once hid a forbidden write). A call turn counts
+//     for nothing only when the call fails a check that needs no state (malformed, unknown tool, arguments
+//     against the schema: JudgeOptions.staticError), because then it can have no effect on any database.
+//     Every other call counts as made, whatever its observation says.
+//  J3 Required call (kind 'call'): satisfied when some counted call turn has the item's tool name and
 //     arguments that include every argument of the item with an equal value (canonical JSON equality after
 //     the domain's normaliseArgs, e.g. unordered id lists). Extra arguments are not checked here (the schema
 //     already rejects unknown ones).
-//  J4 Forbidden writes (kind 'no_forbidden_writes'): satisfied when no non-zeroed call turn is a write tool
+//  J4 Forbidden writes (kind 'no_forbidden_writes'): satisfied when no counted call turn is a write tool
 //     call that matches no required-call item. Any write the task does not ask for is forbidden, so a wrong
-//     order id, a wrong item or an extra write all break it.
+//     order id, a wrong item or an extra write all break it, whether its observation says it succeeded or
+//     failed (stricter than the verifier, which replays it: a write the database would refuse is harmless
+//     there, but the judge cannot know the database).
 //  J5 Fact (kind 'fact'): satisfied when some reply contains the text, case-insensitively, after removing
 //     commas from the reply (τ²-bench's communicate rule).
 //  J6 Reward = Σ weight·satisfied / Σ weight over the task's items, in [0, 1]; a task without items scores 1
 //     unless J1 applies. The result lists each item with the turn that satisfied (or broke) it, so the lab can
 //     show why a rollout scored what it did.
 
-import type { ChecklistItem, Step } from './domain';
+import type { ChecklistItem, Observation, Step, ToolCall } from './domain';
 import { canonicalJson } from './json';
 import { factStated } from './reward';
 
 export interface JudgeOptions {
   isWrite(name: string): boolean;
   normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
+  /** The state-free checks of a call (Environment.staticError); absent: only a nameless (malformed) call fails. */
+  staticError?(call: ToolCall): Observation | null;
+}
+
+/** The judge's options for a domain's environment: its write tools, argument normaliser and static checks. */
+export function judgeOptions(
+  env: { isWrite(name: string): boolean; staticError(call: unknown): Observation | null },
+  normaliseArgs?: JudgeOptions['normaliseArgs'],
+): JudgeOptions {
+  return { isWrite: (n) => env.isWrite(n), normaliseArgs, staticError: (c) => env.staticError(c) };
 }
 
 export interface ItemVerdict {
   item: ChecklistItem;
   satisfied: boolean;
-  /** The turn that satisfied a call/fact item, or the first turn that broke no_forbidden_writes. */
+  /** The step that satisfied a call/fact item, or the first step that broke no_forbidden_writes. */
   turn: number | null;
+  /** Why, in words, naming the rule (the lab shows this text as it is). */
+  reason: string;
 }
 
 export interface JudgeResult {
   reward: number;
   items: ItemVerdict[];
+  /** Call turns that count for nothing: the call fails a state-free check (J2). */
   zeroedTurns: number[];
   empty: boolean;
 }
@@ -57,33 +74,71 @@ function argsInclude(
   return true;
 }
 
+const clip = (s: string, n = 120) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+/** Why a required call is not satisfied: the closest call the trajectory made, or none. */
+function missedCall(
+  item: Extract<ChecklistItem, { kind: 'call' }>,
+  live: readonly { s: Extract<Step, { kind: 'call' }>; i: number }[],
+  steps: readonly Step[],
+  norm: (name: string, a: Record<string, unknown>) => Record<string, unknown>,
+  opts: JudgeOptions,
+): string {
+  const named = live.find(({ s }) => s.call.name === item.name);
+  if (named) {
+    const want = norm(item.name, item.args);
+    const have = norm(named.s.call.name, named.s.call.arguments);
+    const diff = Object.keys(want).filter((k) => !Object.hasOwn(have, k) || canonicalJson(have[k]) !== canonicalJson(want[k]));
+    return `${item.name} was called with ${clip(canonicalJson(named.s.call.arguments))}, but the task needs ${clip(canonicalJson(item.args))} (differs in ${diff.join(', ')}) (rule J3)`;
+  }
+  const noOp = steps.find((s): s is Extract<Step, { kind: 'call' }> => s.kind === 'call' && s.call.name === item.name);
+  if (noOp) {
+    const err = opts.staticError?.(noOp.call);
+    return `${item.name} was called, but the call fails a check that needs no state${err && !err.ok ? ` ("${clip(err.error)}")` : ''}, so it counts for nothing (rule J2)`;
+  }
+  return `no call to ${item.name} (rule J3)`;
+}
+
 export function judge(checklist: readonly ChecklistItem[], steps: readonly Step[], opts: JudgeOptions): JudgeResult {
   const norm = (name: string, a: Record<string, unknown>) => (opts.normaliseArgs ? opts.normaliseArgs(name, a) : a);
+  const noOp = (c: ToolCall) => c.name === '' || (opts.staticError?.(c) ?? null) !== null;
   const zeroedTurns: number[] = [];
   steps.forEach((s, i) => {
-    if (s.kind === 'call' && !s.observation.ok) zeroedTurns.push(i);
+    if (s.kind === 'call' && noOp(s.call)) zeroedTurns.push(i);
   });
   const empty = steps.length === 0 || steps.some((s) => s.kind === 'reply' && s.text.trim() === '');
   const live = steps
     .map((s, i) => ({ s, i }))
-    .filter(({ s }) => s.kind === 'call' && s.observation.ok) as { s: Extract<Step, { kind: 'call' }>; i: number }[];
+    .filter(({ s }) => s.kind === 'call' && !noOp(s.call)) as { s: Extract<Step, { kind: 'call' }>; i: number }[];
   const callItems = checklist.filter((c): c is Extract<ChecklistItem, { kind: 'call' }> => c.kind === 'call');
   const matches = (c: Extract<ChecklistItem, { kind: 'call' }>, s: Extract<Step, { kind: 'call' }>) =>
     s.call.name === c.name && argsInclude(norm(s.call.name, s.call.arguments), norm(c.name, c.args));
 
+  const show = (c: ToolCall) => `${c.name}(${clip(canonicalJson(c.arguments))})`;
   const items: ItemVerdict[] = checklist.map((item) => {
     switch (item.kind) {
       case 'call': {
         const hit = live.find(({ s }) => matches(item, s));
-        return { item, satisfied: hit !== undefined, turn: hit?.i ?? null };
+        if (hit) return { item, satisfied: true, turn: hit.i, reason: `${item.name} was called with the required arguments (rule J3; the judge does not read its observation, rule J2)` };
+        return { item, satisfied: false, turn: null, reason: missedCall(item, live, steps, norm, opts) };
       }
       case 'no_forbidden_writes': {
-        const bad = live.find(({ s }) => opts.isWrite(s.call.name) && !callItems.some((c) => matches(c, s)));
-        return { item, satisfied: bad === undefined, turn: bad?.i ?? null };
+        const writes = live.filter(({ s }) => opts.isWrite(s.call.name));
+        const bad = writes.find(({ s }) => !callItems.some((c) => matches(c, s)));
+        if (bad) return { item, satisfied: false, turn: bad.i, reason: `the write ${show(bad.s.call)} is not one the task asks for; it counts whatever its observation says (rule J4)` };
+        const reason = writes.length
+          ? `every write made (${writes.map(({ s }) => s.call.name).join(', ')}) is one the task asks for (rule J4)`
+          : 'no write was made (rule J4: only writes the task asks for are allowed)';
+        return { item, satisfied: true, turn: null, reason };
       }
       case 'fact': {
         const i = steps.findIndex((s) => s.kind === 'reply' && factStated(item.text, [s.text]));
-        return { item, satisfied: i >= 0, turn: i >= 0 ? i : null };
+        if (i >= 0) return { item, satisfied: true, turn: i, reason: 'a reply states it (rule J5: case-insensitive, commas ignored)' };
+        const replies = steps.filter((s): s is Extract<Step, { kind: 'reply' }> => s.kind === 'reply');
+        const reason = replies.length
+          ? `the reply ("${clip(replies[replies.length - 1].text, 80)}") does not state it (rule J5: case-insensitive, commas ignored)`
+          : 'no reply was written (rule J5)';
+        return { item, satisfied: false, turn: null, reason };
       }
     }
   });

@@ -152,7 +152,10 @@ export function checklistFromReference(task: Task, fresh: () => Environment): Ch
   const items: ChecklistItem[] = [];
   for (const a of task.referenceActions) {
     const o = env.execute(a);
+    // A reference write that fails is allowed but earns nothing (weight 0): the judge counts a write as made
+    // whatever its observation says (rule J2), so without this item it would be a forbidden write.
     if (o.ok) items.push({ kind: 'call', name: a.name, args: a.arguments, weight: env.isWrite(a.name) ? 2 : 1 });
+    else if (env.isWrite(a.name)) items.push({ kind: 'call', name: a.name, args: a.arguments, weight: 0 });
   }
   items.push({ kind: 'no_forbidden_writes', weight: 2 });
   for (const f of task.facts) items.push({ kind: 'fact', text: f, weight: 1 });

@@ -3,6 +3,7 @@
 // episode per task. One RehearsalPhases holds what the phases share (the tasks, the attempts so far, the
 // per-task memory caps, the wall time of each phase); privateRehearsal runs them in order and reports.
 // Browser-safe: no Node imports.
+import { judgeOptions } from '../env/judge';
 import type { Task } from '../env/domain';
 import type { Environment } from '../env/env';
 import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
@@ -172,7 +173,7 @@ export class RehearsalPhases {
   private async evaluate(items: { t: number; a: AttemptRecord }[]): Promise<void> {
     const t0 = performance.now();
     const { model, tokenizer: tok } = this.policy;
-    for (const { t, a } of items) a.judge = judgeVerdict(this.tasks[t], a.rollout.steps, { isWrite: (n) => this.probe.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
+    for (const { t, a } of items) a.judge = judgeVerdict(this.tasks[t], a.rollout.steps, judgeOptions(this.probe, this.domain.normaliseArgs?.bind(this.domain)));
     if (this.opts.selfEvaluate ?? true) {
       const reqs: GenerateRequest[] = [];
       const owners: AttemptRecord[] = [];

@@ -9,6 +9,7 @@
 //     message after the request) made of one flawed attempt and its review.
 // Attempts are the expert's own episodes: with mistakes (failed calls it recovers from), cut short at a
 // seeded point (unmet checklist items), or whole (satisfied). Real observations stand in for imagined ones.
+import { judgeOptions } from '../env/judge';
 import { Rng } from '../util/rng';
 import type { Domain, Step, Task } from '../env/domain';
 import { rowsFromEpisode } from '../env/rows';
@@ -56,7 +57,7 @@ function attemptOf(steps: readonly Step[], rng: Rng): { steps: Step[]; end: EndR
 export function reviewRows<T extends Task>(domain: Domain<T>, tasks: readonly T[], o: ReviewRowOptions): ReviewData {
   const tools = domain.definitions() as unknown as ToolDefinition[];
   const probe = domain.createEnv();
-  const opts = { isWrite: (n: string) => probe.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) };
+  const opts = judgeOptions(probe, domain.normaliseArgs?.bind(domain));
   const reviews: Example[] = [];
   const memoryActs: Example[] = [];
   const attempts: ReviewData['attempts'] = [];

@@ -64,6 +64,8 @@ export class Episode {
   /** The Act conversation (without the system prompt, which the prompt builder adds). */
   readonly messages: ChatMessage[] = [];
   readonly steps: Step[] = [];
+  /** The 0-based Act turn of each step, in step order (what a viewer numbers a judge's verdict by). */
+  readonly stepTurns: number[] = [];
   readonly fidelity: FidelityRecord[] = [];
   /** Every Act turn applied so far, in order. */
   readonly log: TurnRecord[] = [];
@@ -121,17 +123,17 @@ export class Episode {
     this.slots = [];
     this.log.push({ turn: this.turns - 1, text, calls: this.slots });
     if (text.trim() === '') {
-      this.steps.push({ kind: 'reply', text: '' });
+      this.addStep({ kind: 'reply', text: '' });
       return this.finish('empty');
     }
     this.messages.push({ role: 'assistant', content: text });
     const parsed = parse(text);
     if (endsEpisode(parsed)) {
-      this.steps.push({ kind: 'reply', text: parsed.reply });
+      this.addStep({ kind: 'reply', text: parsed.reply });
       return this.finish('reply');
     }
     // Replies alongside calls are kept as a reply step too (facts can be stated there).
-    if (parsed.reply !== '') this.steps.push({ kind: 'reply', text: parsed.reply });
+    if (parsed.reply !== '') this.addStep({ kind: 'reply', text: parsed.reply });
     for (const part of parsed.parts) {
       if (part.kind === 'error') {
         // A malformed call is answered by an error observation, never by the simulator or the tools.
@@ -170,11 +172,16 @@ export class Episode {
   private closeTurn(): void {
     for (const s of this.slots) {
       const obs = s.obs!;
-      this.steps.push({ kind: 'call', call: s.call, observation: obs });
+      this.addStep({ kind: 'call', call: s.call, observation: obs });
       this.messages.push({ role: 'tool', content: serializeObservation(obs) });
     }
     this.slots = [];
     this.afterTurn();
+  }
+
+  private addStep(s: Step): void {
+    this.steps.push(s);
+    this.stepTurns.push(this.turns - 1);
   }
 
   private afterTurn(): void {

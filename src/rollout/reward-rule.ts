@@ -1,5 +1,5 @@
 // How a finished rollout is scored under each reward rule (src/method/reward-rules.ts).
-import { EMPTY_RESPONSE_REWARD, judge } from '../env/judge';
+import { EMPTY_RESPONSE_REWARD, judge, judgeOptions } from '../env/judge';
 import { realReward } from '../env/reward';
 import { defaultRewardRule, type RewardRule } from '../method/reward-rules';
 import type { Episode } from './episode';
@@ -11,7 +11,7 @@ export function rewardBy(rule: RewardRule | undefined, ep: Episode, domain: Roll
   if (ep.end === 'rehearse-invalid' || ep.terminated) return 0;
   if ((rule ?? defaultRewardRule(ep.mode)) === 'verifier') return realReward(() => domain.createEnv(), ep.task, ep.steps).reward;
   const env = ep.env;
-  const r = judge(ep.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: domain.normaliseArgs?.bind(domain) }).reward;
+  const r = judge(ep.task.checklist, ep.steps, judgeOptions(env, domain.normaliseArgs?.bind(domain))).reward;
   return rule === 'strict-checklist' ? (r === 1 ? 1 : 0) : r;
 }
 

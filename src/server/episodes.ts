@@ -8,7 +8,7 @@
 // The store holds the live episodes with a TTL (idle time) and a cap; the reaper reclaims expired ones.
 import { randomUUID } from 'node:crypto';
 import type { ChecklistItem, Domain, GroundingExample, Observation, Step, Task, ToolCall, ToolDefinition } from '../env/domain';
-import { EMPTY_RESPONSE_REWARD, judge, type ItemVerdict } from '../env/judge';
+import { EMPTY_RESPONSE_REWARD, judge, judgeOptions, type ItemVerdict } from '../env/judge';
 import { realReward } from '../env/reward';
 import { formatCall, formatObservation, parse, serializeObservation } from '../env/toolcall';
 import { buildActPrompt } from '../rollout/act-prompt';
@@ -103,7 +103,7 @@ export function requireCall(body: Record<string, unknown>): ToolCall {
   return { name, arguments: args };
 }
 
-const flatVerdicts = (items: readonly ItemVerdict[]) => items.map(({ item, satisfied, turn }) => ({ ...item, satisfied, turn }));
+const flatVerdicts = (items: readonly ItemVerdict[]) => items.map(({ item, satisfied, turn, reason }) => ({ ...item, satisfied, turn, reason }));
 
 export class ServerEpisode {
   readonly id = randomUUID();
@@ -187,7 +187,7 @@ export class ServerEpisode {
     const ended = terminated || this.ep.terminated;
     const reward = empty ? EMPTY_RESPONSE_REWARD : ended ? 0 : r.reward;
     const env = this.ep.env;
-    const j = judge(this.task.checklist, steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
+    const j = judge(this.task.checklist, steps, judgeOptions(env, this.domain.normaliseArgs?.bind(this.domain)));
     return { kind: 'real', reward, checklist: flatVerdicts(j.items), db: r.db, communicate: r.communicate, missing_facts: r.missingFacts, end: empty ? 'empty' : ended ? (this.ep.end ?? 'max-turns') : null };
   }
 
@@ -205,7 +205,7 @@ export class ServerEpisode {
     }
     const r = realReward(() => this.domain.createEnv(), this.task, ep.steps);
     const env = ep.env;
-    const j = judge(this.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
+    const j = judge(this.task.checklist, ep.steps, judgeOptions(env, this.domain.normaliseArgs?.bind(this.domain)));
     return { kind: 'real', reward: defaultReward(ep, this.domain), checklist: flatVerdicts(j.items), db: r.db, communicate: r.communicate, missing_facts: r.missingFacts, end: ep.end };
   }
 
@@ -230,7 +230,7 @@ export class ServerEpisode {
       }
     }
     const env = ep.env;
-    const j = judge(this.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
+    const j = judge(this.task.checklist, ep.steps, judgeOptions(env, this.domain.normaliseArgs?.bind(this.domain)));
     const reward = defaultReward(ep, this.domain);
     return { kind: 'judge', reward, checklist: flatVerdicts(j.items), end: ep.end };
   }

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Step } from '../../src/env/domain';
-import { judge } from '../../src/env/judge';
+import { judge, judgeOptions } from '../../src/env/judge';
 import { retailDomain } from '../../src/env/retail/index';
 import type { RetailTask } from '../../src/env/retail/intent';
 import { FAMILY_WEIGHTS, userSplit } from '../../src/env/retail/generator';
@@ -75,7 +75,7 @@ describe('scripted expert in the real environment', () => {
         const r = solve(t, 0);
         if (r.real.reward === 1) solved++;
         expect(r.mistakes).toBe(0);
-        expect(judge(t.checklist, r.steps, { isWrite: (n) => r.env.isWrite(n), normaliseArgs: domain.normaliseArgs }).reward, t.id).toBe(1);
+        expect(judge(t.checklist, r.steps, judgeOptions(r.env, domain.normaliseArgs)).reward, t.id).toBe(1);
       }
       expect(solved / tasks.length).toBeGreaterThanOrEqual(0.99);
     }
@@ -85,6 +85,7 @@ describe('scripted expert in the real environment', () => {
     let solved = 0;
     let mistakes = 0;
     let errorSteps = 0;
+    let forbidden = 0;
     for (const t of train) {
       const r = solve(t, 0.5, 3);
       if (r.real.reward === 1) solved++;
@@ -93,9 +94,18 @@ describe('scripted expert in the real environment', () => {
       const ref = new Set(t.referenceActions.map((a) => JSON.stringify(a)));
       const errs = r.steps.filter((s) => s.kind === 'call' && !s.observation.ok && !ref.has(JSON.stringify(s.call)));
       errorSteps += errs.length;
-      expect(judge(t.checklist, r.steps, { isWrite: (n) => r.env.isWrite(n), normaliseArgs: domain.normaliseArgs }).reward, t.id).toBe(1);
+      // The judge counts a write as made whatever its observation says (rule J2): a mistaken write the tools
+      // refused still breaks no_forbidden_writes, and nothing else does.
+      const o = judgeOptions(r.env, domain.normaliseArgs);
+      const refusedWrite = errs.some((s) => s.kind === 'call' && o.isWrite(s.call.name) && o.staticError!(s.call) === null);
+      const j = judge(t.checklist, r.steps, o);
+      if (refusedWrite) {
+        forbidden++;
+        expect(j.items.filter((v) => !v.satisfied).map((v) => v.item.kind), t.id).toEqual(['no_forbidden_writes']);
+      } else expect(j.reward, t.id).toBe(1);
     }
     expect(solved / train.length).toBeGreaterThanOrEqual(0.99);
+    expect(forbidden).toBeGreaterThan(0);
     expect(mistakes).toBeGreaterThan(20);
     expect(errorSteps).toBe(mistakes);
   });

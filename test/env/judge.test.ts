@@ -1,12 +1,13 @@
 // The checklist judge (rules J1–J6 in src/env/judge.ts) and the real-execution reward (src/env/reward.ts):
-// expert trajectories score 1; a wrong id, a forbidden write, a missing fact, an error observation on a
-// required call and an empty reply each score below 1 (or -0.1), and the real reward agrees where the
+// expert trajectories score 1; a wrong id, a forbidden write, a missing fact and an empty reply each score below
+// 1 (or -0.1), no rewriting of observations changes a score, and the real reward agrees where the
 // database or the communicated facts differ, including writes replayed in an order that changes the database.
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Step, Task, ToolCall } from '../../src/env/domain';
-import { EMPTY_RESPONSE_REWARD, judge } from '../../src/env/judge';
+import fc from 'fast-check';
+import type { Observation, Step, Task, ToolCall } from '../../src/env/domain';
+import { EMPTY_RESPONSE_REWARD, judge, judgeOptions } from '../../src/env/judge';
 import { retailDomain } from '../../src/env/retail/index';
 import { retailDataPath } from '../../src/env/retail/node';
 import { callsOf, factStated, realReward } from '../../src/env/reward';
@@ -15,7 +16,7 @@ import { base, findOrder, fresh, users } from './helpers';
 
 const domain = retailDomain(base);
 const tasks = domain.tasks.generate({ split: 'train', count: 150, seed: 5 });
-const opts = { isWrite: (n: string) => fresh().isWrite(n), normaliseArgs: domain.normaliseArgs };
+const opts = judgeOptions(fresh(), domain.normaliseArgs);
 
 function expertSteps(i: number): Step[] {
   return domain.expert(tasks[i], domain.createEnv(), { mistakeRate: 0 }).steps;
@@ -73,18 +74,82 @@ describe('checklist judge', () => {
     }
   });
 
-  it('zeroes a turn whose observation is an error: a required call then earns nothing', () => {
+  it('never reads an observation: an imagined error on a required write still counts it made', () => {
     const { t, i } = withWrites[0];
     const steps = expertSteps(i);
     const k = steps.findIndex((s) => s.kind === 'call' && opts.isWrite(s.call.name));
     const s = steps[k] as Extract<Step, { kind: 'call' }>;
     steps[k] = { ...s, observation: { ok: false, name: s.call.name, error: 'imagined failure', code: 'tool' } };
     const j = judge(t.checklist, steps, opts);
-    expect(j.zeroedTurns).toEqual([k]);
-    expect(j.reward).toBeLessThan(1);
-    const weightOfWrite = t.checklist.find((c) => c.kind === 'call' && c.name === s.call.name)!.weight;
-    const total = t.checklist.reduce((a, c) => a + c.weight, 0);
-    expect(j.reward).toBeCloseTo(1 - weightOfWrite / total, 12);
+    expect(j.zeroedTurns).toEqual([]);
+    expect(j.reward).toBe(1);
+  });
+
+  it('counts a call for nothing only when it fails a state-free check (malformed, unknown tool, schema)', () => {
+    const { t, i } = withWrites[0];
+    const steps = expertSteps(i);
+    const k = steps.findIndex((s) => s.kind === 'call' && opts.isWrite(s.call.name));
+    const s = steps[k] as Extract<Step, { kind: 'call' }>;
+    const err = { ok: false as const, name: s.call.name, error: 'x', code: 'invalid_arguments' as const };
+    // The write without its order id fails the schema: it could not have changed any database.
+    const { order_id: _dropped, ...rest } = s.call.arguments;
+    const invalid: Step = { kind: 'call', call: { name: s.call.name, arguments: rest }, observation: err };
+    const unknown: Step = { kind: 'call', call: { name: 'drop_database', arguments: {} }, observation: { ...err, name: 'drop_database' } };
+    const played = [...steps.slice(0, k), invalid, unknown, ...steps.slice(k)];
+    const j = judge(t.checklist, played, opts);
+    expect(j.zeroedTurns).toEqual([k, k + 1]);
+    expect(j.reward).toBe(1);
+  });
+
+  it('scores the wrong-reason cancellation the same whether it is rehearsed as an error or as a success', () => {
+    // The loophole this rule closes: rehearsed as an error, the forbidden write used to vanish (0.667 against 0.333).
+    const t = tasks.find((x) => x.family === 'cancel')!;
+    const steps = expertSteps(tasks.indexOf(t));
+    const k = steps.findIndex((s) => s.kind === 'call' && s.call.name === 'cancel_pending_order');
+    const s = steps[k] as Extract<Step, { kind: 'call' }>;
+    const reason = s.call.arguments.reason === 'no longer needed' ? 'ordered by mistake' : 'no longer needed';
+    const call = { name: s.call.name, arguments: { ...s.call.arguments, reason } };
+    const faithful = fresh();
+    for (const x of steps.slice(0, k)) if (x.kind === 'call') faithful.execute(x.call);
+    const asSuccess = [...steps.slice(0, k), { kind: 'call' as const, call, observation: faithful.execute(call) }, ...steps.slice(k + 1)];
+    expect((asSuccess[k] as Extract<Step, { kind: 'call' }>).observation.ok).toBe(true);
+    const asError = [...steps.slice(0, k), { kind: 'call' as const, call, observation: { ok: false as const, name: call.name, error: 'Order cannot be cancelled', code: 'tool' as const } }, ...steps.slice(k + 1)];
+    const rs = judge(t.checklist, asSuccess, opts);
+    const re = judge(t.checklist, asError, opts);
+    expect(rs.reward).toBeLessThan(1);
+    expect(re.reward).toBe(rs.reward);
+    expect(re.items.find((x) => x.item.kind === 'no_forbidden_writes')!.satisfied).toBe(false);
+  });
+
+  it('cannot be raised by rewriting observations (fast-check: success and error swapped, fields dropped)', () => {
+    const arb = fc.record({
+      task: fc.nat(tasks.length - 1),
+      mistakes: fc.boolean(),
+      edits: fc.array(fc.record({ at: fc.nat(), how: fc.constantFrom('swap', 'drop', 'empty') }), { maxLength: 6 }),
+    });
+    fc.assert(
+      fc.property(arb, ({ task, mistakes, edits }) => {
+        const t = tasks[task];
+        const steps = domain.expert(t, domain.createEnv(), { mistakeRate: mistakes ? 0.5 : 0, seed: task }).steps;
+        const calls = steps.flatMap((s, k) => (s.kind === 'call' ? [k] : []));
+        if (calls.length === 0) return;
+        const edited = [...steps];
+        for (const e of edits) {
+          const k = calls[e.at % calls.length];
+          const s = edited[k] as Extract<Step, { kind: 'call' }>;
+          const o = s.observation;
+          const observation: Observation =
+            e.how === 'swap'
+              ? o.ok ? { ok: false, name: o.name, error: 'imagined', code: 'tool' } : { ok: true, name: o.name, result: { status: 'ok' } }
+              : e.how === 'drop' && o.ok && o.result && typeof o.result === 'object'
+                ? { ok: true, name: o.name, result: Object.fromEntries(Object.entries(o.result).slice(1)) }
+                : { ok: true, name: o.name, result: null };
+          edited[k] = { ...s, observation };
+        }
+        expect(judge(t.checklist, edited, opts).reward).toBe(judge(t.checklist, steps, opts).reward);
+      }),
+      { numRuns: 200, seed: 46 },
+    );
   });
 
   it('scores an empty response -0.1', () => {

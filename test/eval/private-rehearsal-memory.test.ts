@@ -108,9 +108,13 @@ describe('self-evaluation inputs', () => {
       a.steps,
       { isWrite: (n) => n === 'cancel_pending_order' },
     );
-    // The cancel errored (zeroed turn), the reply states the fact: 1 of 3.
-    expect(v.reward).toBeCloseTo(1 / 3, 12);
-    expect(v.unmet).toEqual(['call cancel_pending_order {"order_id":"#W3"}']);
+    // The cancel's observation is an error, but the judge counts the call as made (rule J2: it never reads an
+    // observation) and the reply states the fact: 3 of 3. Without the call it is 1 of 3.
+    expect(v.reward).toBe(1);
+    expect(v.unmet).toEqual([]);
+    const noCall = judgeVerdict({ checklist: [{ kind: 'call', name: 'cancel_pending_order', args: { order_id: '#W3' }, weight: 2 }, { kind: 'fact', text: 'cancelled', weight: 1 }] }, a.steps.filter((s) => s.kind !== 'call' || s.call.name !== 'cancel_pending_order'), { isWrite: (n) => n === 'cancel_pending_order' });
+    expect(noCall.reward).toBeCloseTo(1 / 3, 12);
+    expect(noCall.unmet).toEqual(['call cancel_pending_order {"order_id":"#W3"}']);
   });
 });
 

@@ -73,7 +73,7 @@ describe('lab rollout view', () => {
     expect(rv.endReason).toBe('the policy replied to the user');
     expect(rv.reward!.kind).toBe('checklist judge');
     expect(rv.reward!.items.filter((i) => i.satisfied).map((i) => i.label)).toEqual(['no forbidden writes']);
-    for (const it of rv.reward!.items.filter((i) => !i.satisfied)) expect(it.reason).toMatch(/^never called: no turn called \w+$|^the reply \("I cannot help\."\) does not state it/);
+    for (const it of rv.reward!.items.filter((i) => !i.satisfied)) expect(it.reason).toMatch(/^no call to \w+ \(rule J3\)$|^the reply \("I cannot help\."\) does not state it/);
   });
 
   it('real mode: no Rehearse turn, the real observation goes back; the expert trajectory earns reward 1', () => {
@@ -117,10 +117,10 @@ describe('lab rollout view', () => {
     // The judge alone would have given credit for the matched call.
     const item = v.reward!.items.find((i) => i.label.startsWith(`call ${call.name}`))!;
     expect(item.satisfied).toBe(true);
-    expect(item.reason).toMatch(/^turn 1: \w+ called with these arguments and its rehearsed observation is a result/);
+    expect(item.reason).toMatch(/^turn 1: \w+ was called with the required arguments \(rule J3; the judge does not read its observation, rule J2\)/);
   });
 
-  it('a rehearsed error observation explains the ✗ of its call (rule J2); a cut rehearsal says so', () => {
+  it('a rehearsed error observation does not undo its call (rule J2); a cut rehearsal says so', () => {
     const r = lab();
     const ep = r.stepper.episodes[0];
     const call = task.referenceActions[0];
@@ -128,7 +128,8 @@ describe('lab rollout view', () => {
     ep.applyRehearse(ep.pending[0], '<execution_result>\n{"error":"user not found"}\n</execution_result>');
     ep.applyAct('Sorry.');
     const it = r.view().reward!.items.find((i) => i.label.startsWith(`call ${call.name}`))!;
-    expect(it.reason).toBe('turn 1: the call was made, but its rehearsed observation is an error ("user not found"); a failed call satisfies nothing (rule J2)');
+    expect(it.satisfied).toBe(true);
+    expect(it.reason).toBe(`turn 1: ${call.name} was called with the required arguments (rule J3; the judge does not read its observation, rule J2)`);
 
     const cut = lab();
     const e2 = cut.stepper.episodes[0];

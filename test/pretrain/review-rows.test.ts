@@ -2,7 +2,7 @@
 // failed; memory-conditioned Act rows carry a bounded memory in private rehearsal's own placement.
 import { describe, expect, it } from 'vitest';
 import type { Step } from '../../src/env/domain';
-import { judge } from '../../src/env/judge';
+import { judge, judgeOptions } from '../../src/env/judge';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { SPECIAL_STRINGS } from '../../src/model/hf-tokenizer';
@@ -28,7 +28,7 @@ describe('reviewRows on retail', () => {
   const bpe = trainBpe(['a b c the order'], { vocabSize: 300, specials: SPECIAL_STRINGS });
   const count = (t: string) => bpe.encode(t).length;
   const rv = reviewRows(d, tasks, { tasks: 10, seed: 4, memoryTokens: 4000, countTokens: count });
-  const judgeOpts = { isWrite: (n: string) => d.createEnv().isWrite(n), normaliseArgs: d.normaliseArgs?.bind(d) };
+  const judgeOpts = judgeOptions(d.createEnv(), d.normaliseArgs?.bind(d));
 
   it('one review row per task, on the self-evaluation prompt; both verdicts occur and agree with the judge', () => {
     expect(rv.reviews).toHaveLength(10);

@@ -5,7 +5,7 @@
 // here is only what a person needs to see: the prompts, tokens with log-probs, the rehearsed observation
 // beside the real one, fidelity, the reward's checklist, and the expert's turn scored by the policy.
 import type { Domain, Task } from '../../src/env/domain';
-import { judge } from '../../src/env/judge';
+import { judge, judgeOptions } from '../../src/env/judge';
 import { realReward } from '../../src/env/reward';
 import { formatCall, formatObservation, serializeObservation } from '../../src/env/toolcall';
 import { logprobs, type GenerateResult } from '../../src/model/generate';
@@ -133,11 +133,11 @@ export class LabRollouts {
     const ep = this.stepper.episodes[e];
     return {
       steps: ep.steps,
+      stepTurns: ep.stepTurns,
       log: ep.log,
       observations: !rehearses(ep.mode) ? 'real' : this.cfg.actSource === 'expert' ? 'expert-written' : 'rehearsed',
       endedEarly: ep.end === 'reply' ? null : this.endReason(e),
       isWrite: (n) => ep.env.isWrite(n),
-      normaliseArgs: this.domain.normaliseArgs?.bind(this.domain),
     };
   }
 
@@ -160,16 +160,17 @@ export class LabRollouts {
       const cx = this.verdictContext(e);
       if (!rehearses(ep.mode)) {
         const r = realReward(() => this.domain.createEnv(), task, ep.steps);
-        const reasons = realReasons(r.db === 1, r.missingFacts, task.facts, cx);
+        const judged = judge(task.checklist, ep.steps, judgeOptions(ep.env, this.domain.normaliseArgs?.bind(this.domain))).items;
+        const reasons = realReasons(r.db === 1, r.missingFacts, task.facts, judged, cx);
         const items = [
           { label: 'final database equals the reference', satisfied: r.db === 1, reason: reasons.db },
           ...task.facts.map((f, i) => ({ label: `states "${f}"`, satisfied: !r.missingFacts.includes(f), reason: reasons.facts[i] })),
         ];
         view = { value, kind: 'real environment', items, note: why };
       } else {
-        const j = judge(task.checklist, ep.steps, { isWrite: (n) => ep.env.isWrite(n), normaliseArgs: this.domain.normaliseArgs?.bind(this.domain) });
-        const items = j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied, reason: verdictReason(v, task.checklist, cx) }));
-        const zeroed = j.zeroedTurns.length ? `${j.zeroedTurns.length} call(s) had an error observation and count for nothing (rule J2)` : '';
+        const j = judge(task.checklist, ep.steps, judgeOptions(ep.env, this.domain.normaliseArgs?.bind(this.domain)));
+        const items = j.items.map((v) => ({ label: itemLabel(v.item), satisfied: v.satisfied, reason: verdictReason(v, cx) }));
+        const zeroed = j.zeroedTurns.length ? `${j.zeroedTurns.length} call(s) failed a check that needs no state (malformed, unknown tool or invalid arguments) and count for nothing (rule J2)` : '';
         view = { value, kind: 'checklist judge', items, note: why || zeroed };
       }
     }
