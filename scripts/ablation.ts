@@ -188,7 +188,8 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       const openRun = async (c: AblationConfig, seed: number, steps: number, store: DirStore | MemoryStore) => {
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
-          mode: c.mode!, advantage: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: budget.prompts, lr: budget.lr,
+          mode: c.mode!, advantage: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.prompts ?? budget.prompts, lr: budget.lr,
+          realPrompts: c.realPrompts, observationCoef: c.observationCoef,
           rank: budget.rank, limits, rehearsePrompt: Object.keys(rehearsePrompt).length ? rehearsePrompt : undefined, evalEvery: 0, checkpointEvery,
         });
         return GrpoRun.open(model, tokenizer, domain, tasks, store, config);
@@ -234,7 +235,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
         if (existsSync(metaFile)) {
           const m = JSON.parse(readFileSync(metaFile, 'utf8')) as { key: string };
           if (m.key !== key) throw new ArgError(`${dir} holds an unfinished run of another budget (key ${m.key}, this budget ${key}): choose another --out or remove it`);
-        } else writeFileSync(metaFile, JSON.stringify({ key, config: c, seed, budget, limits, evalLimits, rehearsePrompt, fidelityTokens, world, model: policy.dir, modelHash }, null, 1) + '\n');
+        } else writeFileSync(metaFile, JSON.stringify({ key, config: c, seed, budget, limits, evalLimits, rehearsePrompt, fidelityTokens, world, model: policy.dir.startsWith(ROOT) ? relative(ROOT, policy.dir) : policy.dir, modelHash }, null, 1) + '\n');
         // One process per run: a second process (another --only-seeds share) skips a run that a live one holds.
         const lock = join(dir, 'lock');
         if (existsSync(lock)) {

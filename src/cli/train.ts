@@ -53,6 +53,8 @@ export const TRAIN_FLAGS: FlagSpec = {
   temperature: { type: 'string', arg: 'T', help: 'sampling temperature of training rollouts, > 0', default: '1' },
   'greedy-member': { type: 'boolean', help: 'decode the first of each group\'s K rollouts greedily, as the held-out evaluation does (a self-critical group: a sample that beats the greedy answer pushes its tokens down)', default: 'false (all K sampled)' },
   'top-p': { type: 'string', arg: 'P', help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P, in (0, 1]', default: '1 (off)' },
+  'real-episodes': { type: 'string', arg: 'B', help: 'a real-interaction budget for a rehearsing mode: B real episodes over the run (B / (steps × k) of each step\'s prompts run their rollouts in the real environment, scored by the verifier; the rest rehearse); must be a multiple of steps × k', default: '0 (every rollout rehearsed); real mode: all' },
+  'observation-coef': { type: 'string', arg: 'C', help: 'train the simulator on real observations: every call the real environment answered this step becomes a Rehearse row with the real observation as target and advantage C (a cross-entropy coefficient); needs real rollouts (real mode, or --real-episodes)', default: '0 (off)' },
   reward: { type: 'string', arg: 'R', help: 'how training rollouts are scored: verifier (τ²-bench\'s DB × communicate on the calls replayed against the real database, 0 or 1), checklist (the rule-based judge\'s partial credit) or strict-checklist (the judge, 1 only when every item is satisfied); held-out evaluation always uses the verifier', default: 'the mode\'s: verifier for real, checklist when rehearsing' },
   'eval-every': { type: 'string', arg: 'N', help: 'held-out evaluation every N steps and after the last; 0 = never', default: '--steps' },
   'eval-tasks': { type: 'string', arg: 'N', help: `held-out tasks, 0..${MAX_TASKS}`, default: '20' },
@@ -66,6 +68,13 @@ export const TRAIN_FLAGS: FlagSpec = {
   'rehearse-decoding': { type: 'string', arg: 'D', help: 'structured (only tokens that keep a rehearsal a well-formed observation, with a loop guard) or free (the policy alone)', default: 'structured' },
   help: HELP_FLAG,
 };
+
+/** --real-episodes B as real prompts per step: B must spread evenly over the run's steps and groups of k. */
+function realPromptsFlag(v: Parameters<typeof numFlag>[0], steps: number, k: number): number {
+  const b = intFlag(v, 'real-episodes', 0, 0, MAX_STEPS * 64 * 64);
+  if (b % (steps * k) !== 0) throw new ArgError(`--real-episodes ${b} must be a multiple of steps × k = ${steps * k} (whole groups of real rollouts in every step)`);
+  return b / (steps * k);
+}
 
 function topPFlag(v: Parameters<typeof numFlag>[0]): number {
   const p = numFlag(v, 'top-p', 1);
@@ -82,7 +91,7 @@ One process at a time may write a run folder (it holds DIR/.lock).`;
 /** Flags that change a saved run, and where each lives in run.json's config (or train-cli.json). */
 const RESUME_KEYS: Record<string, string> = {
   mode: 'mode', advantage: 'groups', baseline: 'baseline', steps: 'steps', seed: 'seed', k: 'k', prompts: 'promptsPerStep', lr: 'lr', epochs: 'updateEpochs', 'task-sampling': 'taskSampling',
-  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', 'loss-agg': 'lossAggregation', temperature: 'temperature', 'top-p': 'topP', 'greedy-member': 'greedyMember', reward: 'reward', 'eval-every': 'evalEvery',
+  rank: 'lora.rank', alpha: 'lora.alpha', kl: 'klCoef', 'loss-agg': 'lossAggregation', temperature: 'temperature', 'top-p': 'topP', 'greedy-member': 'greedyMember', 'real-episodes': 'realPrompts', 'observation-coef': 'observationCoef', reward: 'reward', 'eval-every': 'evalEvery',
   'fidelity-tokens': 'evalFidelityTokens', 'max-turns': 'limits.maxTurns', 'max-act-tokens': 'limits.maxActTokens',
   'max-rehearse-tokens': 'limits.maxRehearseTokens', 'grounding-chars': 'rehearsePrompt.maxGroundingChars', 'history-chars': 'rehearsePrompt.maxHistoryChars', 'rehearse-decoding': 'rehearsePrompt.decoding',
   world: 'cli.world', 'train-tasks': 'cli.trainTasks', 'eval-tasks': 'cli.evalTasks', model: 'cli.model',
@@ -203,6 +212,8 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       topP: topPFlag(v),
       greedyMember: v['greedy-member'] === true,
       ...(v.reward !== undefined ? { reward: enumFlag(v, 'reward', REWARD_RULES, 'verifier') } : {}),
+      realPrompts: realPromptsFlag(v, steps, intFlag(v, 'k', 4, 1, 64)),
+      observationCoef: numFlag(v, 'observation-coef', 0, 0, true),
       klCoef: numFlag(v, 'kl', 0, 0, true),
       lossAggregation: enumFlag(v, 'loss-agg', AGGREGATIONS, DEFAULT_AGGREGATION),
     };

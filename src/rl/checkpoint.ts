@@ -61,6 +61,8 @@ const ConfigSchema = z.looseObject({
   updateEpochs: int(1).optional(),
   topP: z.number().gt(0).max(1).optional(),
   greedyMember: z.boolean().optional(),
+  realPrompts: int(0).optional(),
+  observationCoef: z.number().finite().min(0).optional(),
   reward: z.enum(REWARD_RULES).optional(),
   lossAggregation: z.enum(AGGREGATIONS).optional(),
 });

@@ -18,6 +18,12 @@ export interface AblationConfig {
   kl: number;
   /** How training rollouts are scored; absent: the mode's own rule (src/method/reward-rules.ts). */
   reward?: RewardRule;
+  /** Prompts per step, where the configuration spends a smaller budget than the ablation's (absent: the budget's). */
+  prompts?: number;
+  /** Rehearsing modes: prompts per step that run in the real environment (GrpoRunConfig.realPrompts). */
+  realPrompts?: number;
+  /** Cross-entropy coefficient of Rehearse rows on real observations (GrpoRunConfig.observationCoef). */
+  observationCoef?: number;
   /** Not run unless named in --configs. */
   optional?: boolean;
   /** The paper's τ²-Bench overall success (%) for the matching configuration, where it reports one. */
@@ -46,7 +52,25 @@ export const ABLATION_CONFIGS: readonly AblationConfig[] = [
   { id: 'envace-pooled', label: 'EnvACE, pooled groups', mode: 'rehearse', advantage: 'pooled', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
   { id: 'envace-rollout-mean', label: 'EnvACE, rollout-mean baseline', mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0, paper: NO_PAPER },
   { id: 'envace-kl', label: 'EnvACE, KL 1e-4 (k3)', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 1e-4, optional: true, paper: NO_PAPER },
+  // EnvACE whose imagined episodes are scored by replaying their calls on a fresh real database at the end:
+  // one real reward per episode, no real observation ever shown to Act (the judge's control).
+  { id: 'envace-verifier', label: 'EnvACE, verifier replay', mode: 'rehearse', reward: 'verifier', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // The real-interaction budget (the paper's premise): a quarter of real GRPO's episodes, 1 prompt × K real per step.
+  { id: 'real-q', label: 'GRPO, real environment, 1/4 of the real episodes', mode: 'real', prompts: 1, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // The same real episodes plus 3 rehearsed prompts per step (Dyna-style; the imagined ones scored by the strict
+  // checklist, the real ones by the verifier), with and without the simulator learning from the real observations.
+  { id: 'dyna-q', label: 'EnvACE + 1/4 real episodes', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-q-obs', label: 'EnvACE + 1/4 real episodes, simulator on real observations', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // Real GRPO whose adapter also learns the real observations (the simulator grounded, every episode real).
+  { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
 ];
+
+/** Real episodes a configuration spends over a run of `steps` (the real-interaction budget). */
+export function realEpisodesOf(c: AblationConfig, budget: { steps: number; prompts: number; k: number }, steps = budget.steps): number {
+  if (c.mode === null) return 0;
+  const prompts = c.prompts ?? budget.prompts;
+  return steps * budget.k * (c.mode === 'real' ? prompts : (c.realPrompts ?? 0));
+}
 
 /** The configurations run when --configs is not given (all but the optional ones). */
 export const DEFAULT_CONFIG_IDS = ABLATION_CONFIGS.filter((c) => !c.optional).map((c) => c.id);

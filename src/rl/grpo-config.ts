@@ -59,6 +59,10 @@ export interface TrainOptions {
   greedyMember?: boolean;
   /** How training rollouts are scored; default: the mode's own rule (verifier for real, checklist when rehearsing). */
   reward?: RewardRule;
+  /** Rehearsing modes: prompts per step whose rollouts run in the real environment (GrpoRunConfig.realPrompts); default 0. */
+  realPrompts?: number;
+  /** Cross-entropy coefficient of Rehearse rows on real observations (GrpoRunConfig.observationCoef); default 0 (off). */
+  observationCoef?: number;
   klCoef?: number;
   /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default seq-mean-token-mean. */
   lossAggregation?: Aggregation;
@@ -100,6 +104,9 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     ...(o.greedyMember ? { greedyMember: true } : {}),
     // Recorded only when it differs from the mode's rule, so a run.json from before the option reads the same.
     ...(o.reward !== undefined && o.reward !== defaultRewardRule(o.mode) ? { reward: o.reward } : {}),
+    // Recorded only when on, so a run.json from before the options reads the same.
+    ...(o.realPrompts ? { realPrompts: o.realPrompts } : {}),
+    ...(o.observationCoef ? { observationCoef: o.observationCoef } : {}),
     kvReuse: true,
     lora: { rank, alpha: o.alpha ?? defaultLoraAlpha(rank) },
     lr: o.lr ?? 1e-3,

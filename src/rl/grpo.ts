@@ -33,6 +33,13 @@ export interface GrpoUpdateOptions {
    * off the one that sampled, so the clipped ratio to the sampling log-probs bounds how far each goes.
    */
   epochs?: number;
+  /**
+   * Rows outside GRPO's groups with a fixed advantage (src/rollout/observation-rows.ts: Rehearse rows whose
+   * target is a real observation, a cross-entropy term with coefficient `advantage`). They train the
+   * parameter set that plays Rehearse in the mode, or, where no route trains Rehearse (real mode), the Act
+   * adapter, which is also the one that rehearses at test time.
+   */
+  supervised?: { rows: readonly TrainingRow[]; advantage: number };
 }
 
 export interface GrpoUpdateReport {
@@ -136,10 +143,15 @@ export async function grpoUpdate(
   const advantages = computeAdvantages(rows, groups, baseline);
   rows.forEach((r, i) => (r.advantage = advantages.advantage[i]));
 
+  const sup = opts.supervised;
+  if (sup && !(Number.isFinite(sup.advantage) && sup.advantage > 0)) throw new GrpoError(`a supervised coefficient must be > 0, got ${sup.advantage}`);
+  const routes = MODES[mode].routes;
+  const supTarget = routes.find((r) => r.roles.includes('rehearse'))?.target ?? routes.find((r) => r.target !== 'rehearse')?.target;
   const steps: GrpoUpdateReport['steps'] = [];
-  for (const { target, roles } of MODES[mode].routes) {
+  for (const { target, roles } of routes) {
     const trainer = target === 'rehearse' ? trainers.rehearse! : trainers.act;
     const chosen = rows.filter((r) => roles.includes(r.role) && r.advantage !== null && lossTokens(r) > 0);
+    if (sup && target === supTarget) for (const r of sup.rows) if (lossTokens(r) > 0) chosen.push({ ...r, advantage: sup.advantage });
     if (chosen.length === 0) continue;
     let refs: number[][] | null = null;
     if (opts.withReference) {

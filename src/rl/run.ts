@@ -18,12 +18,13 @@ import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { groupSuccess, summarizeRollouts, type GroupSuccess, type RolloutSummary } from '../rollout/metrics';
 import type { RewardRule } from '../method/reward-rules';
 import { rewardBy } from '../rollout/reward-rule';
-import { runRollouts, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
+import { mergeBatches, runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
+import { realObservationRows } from '../rollout/observation-rows';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { AGGREGATIONS, type Aggregation } from '../train/batch';
 import { Trainer } from '../train/trainer';
 import type { Advantages, Baseline, GroupMode } from '../method/advantage';
-import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
+import { hasRehearseAdapter, MODES, rehearses, type RolloutMode } from '../method/modes';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
@@ -46,6 +47,18 @@ export interface GrpoRunConfig {
   /** How training rollouts are scored (src/method/reward-rules.ts); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
   reward?: RewardRule;
   rehearsePrompt?: RehearsePromptOptions;
+  /**
+   * A real-interaction budget (rehearsing modes): the first `realPrompts` of each step's prompts run their K
+   * rollouts in the real environment (scored by the verifier, as real-mode GRPO), the rest rehearse. The run
+   * then spends steps × realPrompts × k real episodes; absent or 0: none (every rollout rehearsed).
+   */
+  realPrompts?: number;
+  /**
+   * The simulator's supervised signal: every call answered by the real environment in this step's real
+   * rollouts becomes a Rehearse row whose target is the real observation, with this fixed advantage (a
+   * cross-entropy coefficient; src/rollout/observation-rows.ts). Absent or 0: off.
+   */
+  observationCoef?: number;
   kvReuse?: boolean;
   lora: { rank: number; alpha: number; targets?: LoraTarget[] };
   lr: number;
@@ -96,6 +109,10 @@ export interface StepMetrics {
   advantage: { groups: number; meanAbs: number; spread: number };
   /** With taskSampling 'signal': each family's weight when this step's tasks were drawn. */
   familyWeights?: Record<string, number>;
+  /** Rollouts of this step that ran in the real environment (the run's real-interaction spend). */
+  realEpisodes: number;
+  /** Rehearse rows with a real observation as target (observationCoef > 0). */
+  observationRows?: number;
   wallMs: number;
 }
 
@@ -163,7 +180,20 @@ function checkConfig(c: GrpoRunConfig): void {
   if (c.updateEpochs !== undefined && !posInt(c.updateEpochs)) throw new RunConfigError(`updateEpochs must be a positive integer, got ${c.updateEpochs}`);
   if (!(c.lr > 0)) throw new RunConfigError(`lr must be > 0, got ${c.lr}`);
   if (!posInt(c.lora?.rank) || !(c.lora.alpha > 0)) throw new RunConfigError('lora.rank must be a positive integer and lora.alpha > 0');
+  if (c.realPrompts !== undefined && c.realPrompts !== 0) {
+    if (!rehearses(c.mode)) throw new RunConfigError(`realPrompts applies to a rehearsing mode; ${c.mode} mode runs every rollout in the real environment`);
+    if (!(Number.isInteger(c.realPrompts) && c.realPrompts >= 0 && c.realPrompts <= c.promptsPerStep)) throw new RunConfigError(`realPrompts must be an integer in [0, promptsPerStep ${c.promptsPerStep}], got ${c.realPrompts}`);
+  }
+  if (c.observationCoef !== undefined && c.observationCoef !== 0) {
+    if (!(Number.isFinite(c.observationCoef) && c.observationCoef > 0)) throw new RunConfigError(`observationCoef must be >= 0, got ${c.observationCoef}`);
+    if (MODES[c.mode].simulator === 'base') throw new RunConfigError(`observationCoef: in ${c.mode} mode the frozen base rehearses, so no trained parameters would learn the observations`);
+    if (rehearses(c.mode) && !c.realPrompts) throw new RunConfigError(`observationCoef needs real observations: give realPrompts > 0 in ${c.mode} mode`);
+  }
 }
+
+/** Real episodes a run spends per step (the budget the paper's premise counts). */
+export const realEpisodesPerStep = (c: Pick<GrpoRunConfig, 'mode' | 'promptsPerStep' | 'k' | 'realPrompts'>): number =>
+  (rehearses(c.mode) ? (c.realPrompts ?? 0) : c.promptsPerStep) * c.k;
 
 export class GrpoRun {
   private constructor(
@@ -281,19 +311,42 @@ export class GrpoRun {
     const tasks = this.sampleTasks(weights);
     const h = this.hooks;
     h.onPhase?.('rollouts');
-    const batch = await runRollouts(
-      { model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter, ...(this.rehearseAdapter ? { rehearseAdapter: this.rehearseAdapter } : {}) },
-      this.domain,
-      tasks,
-      {
-        mode: c.mode, k: c.k, seed: runSeeds.step(c.seed, step), limits: c.limits, temperature: c.temperature, topP: c.topP, greedyMember: c.greedyMember,
-        rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, reward: this.hooks.reward ?? ((ep, d) => rewardBy(c.reward, ep, d)), actScript: this.hooks.actScript, signal: this.hooks.signal,
-        onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
-      },
-    );
+    const nReal = rehearses(c.mode) ? (c.realPrompts ?? 0) : tasks.length;
+    const common = {
+      k: c.k, limits: c.limits, temperature: c.temperature, topP: c.topP, greedyMember: c.greedyMember,
+      rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, actScript: this.hooks.actScript, signal: this.hooks.signal,
+      onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
+    };
+    const reward = this.hooks.reward ?? ((ep, d) => rewardBy(c.reward, ep, d));
+    const parts: RolloutBatch[] = [];
+    // The budgeted real rollouts of a rehearsing run: their own seed stream, scored as real-mode GRPO is.
+    if (nReal > 0 && rehearses(c.mode)) {
+      parts.push(await runRollouts({ model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter }, this.domain, tasks.slice(0, nReal), {
+        ...common, mode: 'real', seed: hash32(runSeeds.step(c.seed, step) ^ 0x4ea1), reward: this.hooks.reward ?? ((ep, d) => rewardBy('verifier', ep, d)),
+      }));
+    }
+    const imagined = rehearses(c.mode) ? tasks.slice(nReal) : tasks;
+    if (imagined.length > 0) {
+      parts.push(await runRollouts(
+        { model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter, ...(this.rehearseAdapter ? { rehearseAdapter: this.rehearseAdapter } : {}) },
+        this.domain,
+        imagined,
+        { ...common, mode: c.mode, seed: runSeeds.step(c.seed, step), reward },
+      ));
+    }
+    const batch = mergeBatches(parts);
+    const realRollouts = batch.rollouts.filter((r) => r.mode === 'real');
+    let observationRows: Awaited<ReturnType<typeof realObservationRows>> = [];
+    if ((c.observationCoef ?? 0) > 0 && realRollouts.length > 0) {
+      observationRows = await realObservationRows(
+        this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, realRollouts, new Map(tasks.map((t) => [t.id, t])),
+        { maxRehearseTokens: c.limits.maxRehearseTokens, maxContext: Math.min(c.limits.maxContext ?? Infinity, this.model.config.maxPositionEmbeddings), rehearsePrompt: c.rehearsePrompt },
+      );
+    }
     h.onPhase?.('update');
     const upd = await grpoUpdate(this.trainers, batch, c.mode, {
       groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0, epochs: c.updateEpochs, aggregation: c.lossAggregation,
+      ...(observationRows.length > 0 ? { supervised: { rows: observationRows, advantage: c.observationCoef! } } : {}),
     });
     const adv = upd.advantages.advantage.filter((a): a is number => a !== null);
     const metrics: StepMetrics = {
@@ -306,6 +359,8 @@ export class GrpoRun {
       })),
       advantage: { groups: upd.advantages.groups.length, meanAbs: adv.length ? adv.reduce((s, a) => s + Math.abs(a), 0) / adv.length : 0, spread: spreadFraction(batch.rows, upd.advantages) },
       ...(weights ? { familyWeights: weights } : {}),
+      realEpisodes: realRollouts.length,
+      ...((c.observationCoef ?? 0) > 0 ? { observationRows: observationRows.length } : {}),
       wallMs: performance.now() - t0,
     };
     if (signal) {
@@ -316,7 +371,7 @@ export class GrpoRun {
     this.state.rng = this.rng.state;
     await this.store.append('metrics.jsonl', JSON.stringify(metrics));
     for (const r of batch.rollouts) {
-      await this.store.append('rollouts.jsonl', JSON.stringify({ step, ...r, rows: undefined, fidelity: r.fidelity.map(({ call, exact, f1, errorAgree, turn }) => ({ turn, call: call.name, exact, f1, errorAgree })) }));
+      await this.store.append('rollouts.jsonl', JSON.stringify({ step, ...r, rows: undefined, log: undefined, fidelity: r.fidelity.map(({ call, exact, f1, errorAgree, turn }) => ({ turn, call: call.name, exact, f1, errorAgree })) }));
     }
     // Evaluation before the checkpoint: a run killed in between then redoes the step (same bits) and its
     // evaluation, where the other order left a finished run.json without the final evaluation, for good.

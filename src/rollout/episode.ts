@@ -58,6 +58,8 @@ export interface TurnRecord {
   turn: number;
   text: string;
   calls: CallSlot[];
+  /** Messages of the Act conversation before this turn (messages.slice(0, history) is its Rehearse history). */
+  history: number;
 }
 
 export class Episode {
@@ -121,7 +123,7 @@ export class Episode {
     this.turns++;
     this.historyBefore = [...this.messages];
     this.slots = [];
-    this.log.push({ turn: this.turns - 1, text, calls: this.slots });
+    this.log.push({ turn: this.turns - 1, text, calls: this.slots, history: this.historyBefore.length });
     if (text.trim() === '') {
       this.addStep({ kind: 'reply', text: '' });
       return this.finish('empty');

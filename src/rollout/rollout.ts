@@ -110,6 +110,8 @@ export interface RolloutRecord {
   steps: Episode['steps'];
   messages: Episode['messages'];
   fidelity: FidelityRecord[];
+  /** Every Act turn with its calls and what answered them (observation-rows.ts rebuilds Rehearse prompts from it). */
+  log: Episode['log'];
   rehearseFailure: string | null;
   /** The failed rehearsal was cut at this many tokens (its budget), not malformed (null otherwise). */
   rehearseCut?: number | null;
@@ -379,6 +381,7 @@ export class RolloutStepper {
       steps: ep.steps,
       messages: ep.messages,
       fidelity: ep.fidelity,
+      log: ep.log,
       rehearseFailure: ep.rehearseFailure,
       rehearseCut: ep.rehearseCut,
       rows: idx,
@@ -415,6 +418,21 @@ export class RolloutStepper {
 
 /** The text as the model wrote it: generate() cuts before a stop string, the context keeps it. */
 export const fullText = (r: GenerateResult, stop: string) => (r.finishReason === 'stop' ? r.text + stop : r.text);
+
+/** Batches of one step as one (rows renumbered; fidelity over every rehearsed call; stats summed). */
+export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
+  if (batches.length === 1) return batches[0];
+  const rows: TrainingRow[] = [];
+  const rollouts: RolloutRecord[] = [];
+  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
+  for (const b of batches) {
+    const off = rows.length;
+    rows.push(...b.rows);
+    for (const r of b.rollouts) rollouts.push({ ...r, rows: r.rows.map((i) => i + off) });
+    for (const k of Object.keys(stats) as (keyof typeof stats)[]) stats[k] += b.stats[k];
+  }
+  return { rollouts, rows, fidelity: summarizeFidelity(rollouts.flatMap((r) => r.fidelity)), stats };
+}
 
 export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, tasks: readonly Task[], cfg: RolloutConfig): Promise<RolloutBatch> {
   const s = new RolloutStepper(policy, domain, tasks, cfg);

@@ -26,7 +26,7 @@ describe('rollout metrics', () => {
 
   it('summarizes a batch', () => {
     const rec = (k: number, reward: number, end: RolloutRecord['end'], steps: Step[]): RolloutRecord => ({
-      promptId: 'p', rolloutId: `p:${k}`, taskId: 't', mode: 'real', end, reward, turns: steps.length, steps, messages: [], fidelity: [], rehearseFailure: null, rows: [],
+      promptId: 'p', rolloutId: `p:${k}`, taskId: 't', mode: 'real', end, reward, turns: steps.length, steps, messages: [], fidelity: [], log: [], rehearseFailure: null, rows: [],
     });
     const row = makeRow({ role: 'act', promptId: 'p', rolloutId: 'p:0', turn: 1, promptTokens: [1], generated: { tokens: [2], logprobs: [-1] } });
     const batch: RolloutBatch = {
