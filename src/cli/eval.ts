@@ -18,12 +18,13 @@ import { tokenBudgets } from '../rollout/budget';
 import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-prompt';
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
+import { REVISE_SCOPES } from '../rollout/episode';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
-       [--tts parallel|sequential --n N] [flags]`;
+       [--tts parallel|sequential|revise --n N] [flags]`;
 
 const MAX_TOKENS = 65_536;
 /** Held-out tasks one evaluation may run (each is a full episode). */
@@ -46,8 +47,10 @@ export const EVAL_FLAGS: FlagSpec = {
   'grounding-chars': GROUNDING_CHARS_FLAG,
   'history-chars': HISTORY_CHARS_FLAG,
   'rehearse-decoding': { type: 'string', arg: 'D', help: 'structured (only tokens that keep a rehearsal a well-formed observation, with a loop guard) or free (the policy alone)', default: 'structured' },
-  tts: { type: 'string', arg: 'M', help: 'test-time private rehearsal before each real episode: parallel or sequential (needs --n)', default: 'off' },
-  n: { type: 'string', arg: 'N', help: 'imagined episodes per task with --tts, 0..16 (0 = plain evaluation)' },
+  tts: { type: 'string', arg: 'M', help: 'test-time private rehearsal: parallel or sequential (imagined episodes before each real one), or revise (rehearse each turn\'s calls before they run; a predicted error makes the policy write the turn again) (needs --n)', default: 'off' },
+  n: { type: 'string', arg: 'N', help: 'with --tts parallel|sequential: imagined episodes per task; with --tts revise: revisions per episode at most; 0..16 (0 = plain evaluation)' },
+  'revise-scope': { type: 'string', arg: 'S', help: 'with --tts revise: calls (every turn with a call is rehearsed first) or writes (only a turn that holds a write)', default: 'calls' },
+  'revise-control': { type: 'boolean', help: 'with --tts revise: the compute-matched control: a checked turn is discarded and sampled again, with no rehearsal' },
   help: HELP_FLAG,
 };
 
@@ -87,10 +90,12 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     const taskSeed = intFlag(v, 'task-seed', HELD_OUT_TASK_SEED, 0, 0xffffffff);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const threads = threadsFlag(v);
-    const tts = enumFlag(v, 'tts', ['parallel', 'sequential'] as const, undefined);
-    if (v.n !== undefined && !tts) throw new ArgError('--n needs --tts parallel|sequential');
+    const tts = enumFlag(v, 'tts', ['parallel', 'sequential', 'revise'] as const, undefined);
+    if (v.n !== undefined && !tts) throw new ArgError('--n needs --tts parallel|sequential|revise');
     const n = intFlag(v, 'n', tts ? -1 : 0, 0, 16);
     if (tts && n < 0) throw new ArgError('--tts needs --n N (N = 0: plain evaluation)');
+    if ((v['revise-scope'] !== undefined || v['revise-control']) && tts !== 'revise') throw new ArgError('--revise-scope and --revise-control need --tts revise');
+    const revise = tts === 'revise' && n > 0 ? { max: n, scope: enumFlag(v, 'revise-scope', REVISE_SCOPES, 'calls'), ...(v['revise-control'] ? { control: true } : {}) } : undefined;
     // Token budgets not given on the command line are measured on the world's real trajectories under the
     // model's tokenizer (src/rollout/budget.ts), once the model is open: a fixed number cuts long observations.
     const limits = {
@@ -133,18 +138,22 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       log(`${tasks.length} ${tasksArg} tasks, model ${policy.dir}${adapterDir ? `, adapter ${resolve(adapterDir)}${adapters?.mode ? ` (${adapters.mode} run, step ${adapters.step})` : ''}` : ' (base policy)'}${tts ? `, tts ${tts} n=${n}` : ''}`);
       try {
         let report: HeldOutReport;
-        if (tts && n > 0) {
+        if (tts && tts !== 'revise' && n > 0) {
           report = await privateRehearsal({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, rehearseAdapter: adapters?.rehearse ?? adapters?.act ?? null }, domain, tasks, {
             mode: tts, n, seed, limits, fidelityTokens, rehearsePrompt, log,
           });
         } else {
           report = await evaluateHeldOut(
             { model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, ...(adapters?.rehearse ? { rehearseAdapter: adapters.rehearse } : {}) },
-            domain, tasks, { limits, seed, fidelityTokens, rehearsePrompt, kvReuse: true, log },
+            domain, tasks, { limits, seed, fidelityTokens, rehearsePrompt, kvReuse: true, ...(revise ? { revise } : {}), log },
           );
         }
         const f = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
         log(`success ${f(report.success)}  reward ${f(report.meanReward)}  calls without error ${f(report.callsWithoutError)}  tool P ${f(report.toolPrecision)} R ${f(report.toolRecall)}${report.fidelity ? `  fidelity exact ${f(report.fidelity.exact)} f1 ${f(report.fidelity.f1)} invalid ${f(report.fidelity.invalid)}` : ''}${report.fidelityGrounded ? ` (grounded as in rollouts: exact ${f(report.fidelityGrounded.exact)} invalid ${f(report.fidelityGrounded.invalid)})` : ''}`);
+        if (report.revise) {
+          const r = report.revise;
+          log(`revise: ${r.checked} calls checked, the environment would refuse ${r.realErrors}, the rehearsal predicted ${r.predictedErrors} refusals, ${r.caught} caught (recall ${f(r.recall)}, precision ${f(r.precision)}); ${f(r.revisionsPerTask)} revisions and ${r.generatedPerTask.toFixed(0)} generated tokens per task`);
+        }
         log(`by tier: ${Object.entries(report.byTier).map(([k, g]) => `${k} ${f(g.success)} (${g.tasks})`).join(', ') || '-'}`);
         const result: EvalResult = {
           model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,

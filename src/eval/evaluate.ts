@@ -14,7 +14,8 @@ import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelityVariants, type FidelityEvalResult } from '../rollout/fidelity-eval';
 import { groupSuccess, matchToolCalls, summarizeRollouts, type GroupSuccess, type RolloutSummary } from '../rollout/metrics';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
-import { runRollouts, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
+import type { ReviseOptions } from '../rollout/episode';
+import { runRollouts, type RolloutDomain, type RolloutLimits, type RolloutRecord } from '../rollout/rollout';
 
 export interface EvalPolicy {
   model: Qwen3Model;
@@ -32,8 +33,46 @@ export interface HeldOutOptions {
   fidelityTokens: number;
   rehearsePrompt?: RehearsePromptOptions;
   kvReuse?: boolean;
+  /** Rehearse, then revise before each checked turn (src/rollout/episode.ts ReviseOptions); absent: off. */
+  revise?: ReviseOptions;
   signal?: AbortSignal;
   log?: (s: string) => void;
+}
+
+/**
+ * What rehearse-then-revise did: how well the Rehearse role predicted the errors of the policy's own calls
+ * (each checked call's rehearsal against what the environment would have answered), how often it revised,
+ * and the tokens it cost.
+ */
+export interface ReviseReport {
+  options: ReviseOptions;
+  /** Checked calls (each rehearsed before it could run; the control checks none). */
+  checked: number;
+  /** Checked calls the environment would have refused / that the rehearsal said it would refuse / both. */
+  realErrors: number;
+  predictedErrors: number;
+  caught: number;
+  /** caught / realErrors, caught / predictedErrors; NaN when the denominator is 0. */
+  recall: number;
+  precision: number;
+  /** Turns written again (imagined turns, or the control's discarded ones), per task. */
+  revisionsPerTask: number;
+  /** Every token generated, all phases, per task (the compute a control must match). */
+  generatedPerTask: number;
+}
+
+export function reviseReport(options: ReviseOptions, rollouts: readonly RolloutRecord[], generatedTokens: number): ReviseReport {
+  const checked = rollouts.flatMap((r) => r.checked ?? []);
+  const realErrors = checked.filter((c) => !c.real.ok).length;
+  const predictedErrors = checked.filter((c) => !c.rehearsed.ok).length;
+  const caught = checked.filter((c) => !c.real.ok && !c.rehearsed.ok).length;
+  const n = rollouts.length;
+  return {
+    options, checked: checked.length, realErrors, predictedErrors, caught,
+    recall: realErrors ? caught / realErrors : NaN, precision: predictedErrors ? caught / predictedErrors : NaN,
+    revisionsPerTask: n ? rollouts.reduce((a, r) => a + (r.revisions ?? 0), 0) / n : 0,
+    generatedPerTask: n ? generatedTokens / n : 0,
+  };
 }
 
 export interface TaskResult {
@@ -82,6 +121,8 @@ export interface HeldOutReport {
    * measured by the plain evaluation only (absent in private-rehearsal reports).
    */
   fidelityGrounded?: HeldOutFidelity | null;
+  /** Rehearse-then-revise's own figures (absent without it). */
+  revise?: ReviseReport;
   perTask: TaskResult[];
   tokens: { generated: number; prompt: number };
   wallMs: { real: number; fidelity: number };
@@ -103,6 +144,7 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
     limits: opts.limits,
     temperature: 0,
     kvReuse: opts.kvReuse,
+    ...(opts.revise ? { revise: opts.revise } : {}),
     signal: opts.signal,
     onProgress: (e) => log(`eval real: round ${e.round}, ${e.active}/${tasks.length} episodes active`),
   });
@@ -131,7 +173,11 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
     fidelityGrounded = toHeldOutFidelity(grounded);
     fidelityMs = performance.now() - t0;
   }
-  return { ...heldOutReport(tasks.length, s, fidelity, perTask, { real: batch.stats.wallMs, fidelity: fidelityMs }), ...(fidelityGrounded ? { fidelityGrounded } : {}) };
+  return {
+    ...heldOutReport(tasks.length, s, fidelity, perTask, { real: batch.stats.wallMs, fidelity: fidelityMs }),
+    ...(fidelityGrounded ? { fidelityGrounded } : {}),
+    ...(opts.revise ? { revise: reviseReport(opts.revise, batch.rollouts, batch.stats.generatedTokens) } : {}),
+  };
 }
 
 /** The held-out summary of a teacher-forced fidelity measurement. */

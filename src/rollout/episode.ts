@@ -29,8 +29,35 @@ export interface PendingCall {
   /** Index of this call's slot among the observations of the current turn. */
   slot: number;
   call: ToolCall;
-  /** What the real environment answered on the shadow state (rehearse modes). */
+  /** What the real environment answered on the shadow state (rehearse modes), or would answer (revise). */
   shadow: Observation;
+}
+
+/**
+ * Rehearse, then revise (real mode, at test time; the paper's Figure 7): before a turn's calls run, the
+ * policy rehearses each of them; when a rehearsal predicts an error, the turn is not executed: it enters the
+ * Act context as an imagined turn (the call and the rehearsed error, as an executed failure would) and the
+ * policy writes the turn again, at most `max` times per episode. Only then does the environment execute.
+ */
+export interface ReviseOptions {
+  max: number;
+  /** 'calls': every turn with a call is checked; 'writes': only a turn that holds a write. */
+  scope: 'calls' | 'writes';
+  /**
+   * The compute-matched control: a checked turn is discarded and written again by a sampled Act generation,
+   * with nothing added to the context (no rehearsal, no information), as often as revise may revise.
+   */
+  control?: boolean;
+}
+export const REVISE_SCOPES = ['calls', 'writes'] as const;
+
+/** One checked call: what the policy rehearsed, what the environment would have answered, and whether the turn was revised. */
+export interface RevisionRecord {
+  turn: number;
+  call: ToolCall;
+  rehearsed: Observation;
+  real: Observation;
+  revised: boolean;
 }
 
 export interface FidelityRecord extends StepFidelity {
@@ -83,6 +110,11 @@ export class Episode {
   private slots: CallSlot[] = [];
   /** The conversation before the current assistant turn (the Rehearse prompt's history). */
   historyBefore: ChatMessage[] = [];
+  /** Rehearse-then-revise: every checked call, and the revisions (imagined turns) spent so far. */
+  readonly checked: RevisionRecord[] = [];
+  revisions = 0;
+  /** The control arm discarded the last turn: the next Act generation is sampled, not greedy. */
+  resample = false;
 
   constructor(
     readonly promptId: string,
@@ -93,7 +125,9 @@ export class Episode {
     readonly env: Environment,
     readonly grounding: readonly GroundingExample[],
     readonly maxTurns: number,
+    readonly revise: ReviseOptions | null = null,
   ) {
+    if (revise && rehearses(mode)) throw new Error('rehearse-then-revise runs in the real environment (real mode)');
     // All user messages open the conversation, as in the expert rows (src/env/rows.ts): there is no user
     // simulator, and generated tasks carry the whole request (with consent) in one message.
     for (const content of task.userMessages) this.messages.push({ role: 'user', content });
@@ -134,6 +168,34 @@ export class Episode {
       this.addStep({ kind: 'reply', text: parsed.reply });
       return this.finish('reply');
     }
+    this.resample = false;
+    const calls = parsed.parts.flatMap((p) => (p.kind === 'call' ? [p.call] : []));
+    if (this.revise && this.revisions < this.revise.max && calls.some((c) => this.revise!.scope === 'calls' || this.env.isWrite(c.name))) {
+      if (this.revise.control) {
+        // The control: forget the turn and write it again, sampled, with nothing learned in between.
+        this.messages.pop();
+        this.log.pop();
+        this.revisions++;
+        this.resample = true;
+        return this.afterTurn();
+      }
+      // Every well-formed call waits for its rehearsal; the environment's answer is computed on a snapshot
+      // (never shown) to score the prediction, and the state is left as it was.
+      const snap = this.env.snapshot();
+      for (const part of parsed.parts) {
+        if (part.kind === 'error') {
+          this.slots.push({ call: { name: '', arguments: {} }, obs: { ok: false, name: '', error: part.error.error, code: 'parse' }, shadow: null, raw: part.error.raw });
+          continue;
+        }
+        const shadow = this.env.execute(part.call);
+        this.pending.push({ slot: this.slots.length, call: part.call, shadow });
+        this.slots.push({ call: part.call, obs: null, shadow });
+      }
+      this.env.restore(snap);
+      this.checkingReply = parsed.reply;
+      if (this.pending.length === 0) this.closeCheckedTurn();
+      return;
+    }
     // Replies alongside calls are kept as a reply step too (facts can be stated there).
     if (parsed.reply !== '') this.addStep({ kind: 'reply', text: parsed.reply });
     for (const part of parsed.parts) {
@@ -167,7 +229,30 @@ export class Episode {
     this.slots[p.slot].obs = r.observation;
     this.fidelity.push({ turn: this.turns - 1, call: p.call, rehearsed: r.observation, real: p.shadow, ...compareObservations(r.observation, p.shadow) });
     this.pending = this.pending.filter((x) => x !== p);
-    if (this.pending.length === 0) this.closeTurn();
+    if (this.pending.length === 0) (this.checkingReply !== null ? this.closeCheckedTurn() : this.closeTurn());
+  }
+
+  /** The reply text of the turn being checked (null: no turn is being checked). */
+  private checkingReply: string | null = null;
+
+  /**
+   * Every rehearsal of a checked turn is in: if one predicts an error, the turn stays imagined (in the Act
+   * context, never executed) and Act writes it again; otherwise its calls run for real, in order.
+   */
+  private closeCheckedTurn(): void {
+    const reply = this.checkingReply ?? '';
+    this.checkingReply = null;
+    const predictsError = this.slots.some((s) => s.call.name !== '' && s.obs !== null && !s.obs.ok);
+    for (const s of this.slots) if (s.call.name !== '' && s.obs && s.shadow) this.checked.push({ turn: this.turns - 1, call: s.call, rehearsed: s.obs, real: s.shadow, revised: predictsError });
+    if (predictsError) {
+      this.revisions++;
+      for (const s of this.slots) this.messages.push({ role: 'tool', content: serializeObservation(s.obs!) });
+      this.slots = [];
+      return this.afterTurn();
+    }
+    if (reply !== '') this.addStep({ kind: 'reply', text: reply });
+    for (const s of this.slots) if (s.call.name !== '') s.obs = this.env.execute(s.call);
+    this.closeTurn();
   }
 
   /** All observations of the turn are known: they enter the Act context as ordinary tool messages. */

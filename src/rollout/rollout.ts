@@ -19,7 +19,7 @@ import { hasRehearseAdapter, isRolloutMode, MODES, rehearses, type RolloutMode }
 import { ACT_STOP, buildActPrompt, REHEARSE_STOP } from './act-prompt';
 import type { ToolDefinition } from './chat';
 import { rehearseConstraintFor } from './rehearse-constraint';
-import { Episode, type EndReason, type FidelityRecord, type PendingCall } from './episode';
+import { Episode, REVISE_SCOPES, type EndReason, type FidelityRecord, type PendingCall, type ReviseOptions, type RevisionRecord } from './episode';
 import { summarizeFidelity, type FidelitySummary } from './fidelity';
 import { buildRehearsePrompt, type RehearsePromptOptions } from './rehearse-prompt';
 import { defaultReward } from './reward-rule';
@@ -71,6 +71,8 @@ export interface RolloutConfig {
   greedyMember?: boolean;
   enableThinking?: boolean; // default false
   rehearsePrompt?: RehearsePromptOptions;
+  /** Rehearse, then revise (real mode only; src/rollout/episode.ts ReviseOptions). */
+  revise?: ReviseOptions;
   /**
    * Optional scripted Act turns: a text for (task, turn) is used instead of a generation (no row), e.g. the
    * reference actions, to measure rehearsal fidelity on the same calls for every policy. undefined = generate.
@@ -115,6 +117,9 @@ export interface RolloutRecord {
   rehearseFailure: string | null;
   /** The failed rehearsal was cut at this many tokens (its budget), not malformed (null otherwise). */
   rehearseCut?: number | null;
+  /** Rehearse-then-revise: every checked call, and the revisions the episode spent. */
+  checked?: RevisionRecord[];
+  revisions?: number;
   /** Indices into RolloutBatch.rows. */
   rows: number[];
 }
@@ -214,6 +219,11 @@ export class RolloutStepper {
     if (!isRolloutMode(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
     if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
     if (cfg.greedyMember && cfg.k < 2) throw new RolloutConfigError(`a greedy member needs a group of at least 2 rollouts (k ${cfg.k})`);
+    if (cfg.revise) {
+      if (rehearses(cfg.mode)) throw new RolloutConfigError(`rehearse-then-revise runs in the real environment, not in ${cfg.mode} mode`);
+      if (!(Number.isInteger(cfg.revise.max) && cfg.revise.max >= 0)) throw new RolloutConfigError(`revise.max must be an integer >= 0, got ${cfg.revise.max}`);
+      if (!(REVISE_SCOPES as readonly string[]).includes(cfg.revise.scope)) throw new RolloutConfigError(`revise.scope must be one of ${REVISE_SCOPES.join(', ')}, got ${String(cfg.revise.scope)}`);
+    }
     const L = cfg.limits;
     for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
       if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
@@ -226,8 +236,8 @@ export class RolloutStepper {
     this.maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
     this.tools = domain.definitions();
     tasks.forEach((task, p) => {
-      const grounding = rehearses(cfg.mode) ? referenceGrounding(domain, task) : [];
-      for (let k = 0; k < cfg.k; k++) this.episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns));
+      const grounding = rehearses(cfg.mode) || cfg.revise ? referenceGrounding(domain, task) : [];
+      for (let k = 0; k < cfg.k; k++) this.episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns, cfg.revise ?? null));
     });
     for (const e of this.episodes) this.rowsOf.set(e, []);
     // One cache per role, so Rehearse prompts never evict the Act conversations (and adapters may differ).
@@ -260,7 +270,8 @@ export class RolloutStepper {
     const L = cfg.limits;
     const tok = this.policy.tokenizer;
     // Episodes are laid out prompt by prompt, K each (constructor): e % K === 0 is a group's first rollout.
-    const sampling = (seed: number, e: number) => (cfg.greedyMember && e % cfg.k === 0 ? { ...GREEDY, seed } : { temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed });
+    const sampling = (seed: number, e: number) =>
+      episodes[e].resample ? { temperature: 1, topP: 1, seed } : cfg.greedyMember && e % cfg.k === 0 ? { ...GREEDY, seed } : { temperature: cfg.temperature ?? 1, topP: cfg.topP ?? 1, seed };
     const round = this.stats.rounds++;
     const report: RoundReport = { round, scripted: [], scriptedRehearsals: [], acts: [], rehearsals: [], overflows: [], actMs: 0, rehearseMs: 0 };
     const run = async (reqs: GenerateRequest[], role: Role) => {
@@ -384,6 +395,7 @@ export class RolloutStepper {
       log: ep.log,
       rehearseFailure: ep.rehearseFailure,
       rehearseCut: ep.rehearseCut,
+      ...(ep.revise ? { checked: ep.checked, revisions: ep.revisions } : {}),
       rows: idx,
     };
   }
