@@ -3,6 +3,7 @@
 // generic machinery (store, execution, parsing, rewards, judge) lives beside this file and never names a
 // domain.
 
+import type { ConfirmationOptions } from './confirmation';
 import type { Environment } from './env';
 import type { StoreTx } from './store';
 
@@ -226,6 +227,8 @@ export interface Domain<T extends Task = Task> {
   tasks: TaskSource<T>;
   /** A scripted user for a task, deterministic under `seed` (absent where the domain has none yet). */
   user?(task: T, opts?: { seed?: number }): UserSimulator;
+  /** What counts as a write and which of its details a user must have said yes to (src/env/confirmation.ts). */
+  confirmation?: ConfirmationOptions;
   /** Runs the scripted expert on a task in the given (fresh) environment. */
   expert(task: T, env: Environment, opts?: ExpertOptions): ExpertResult;
   /** Canonicalises arguments before the judge compares them (e.g. unordered id lists); identity by default. */

@@ -3,7 +3,7 @@
 // byte under a seed, and the user-side variation shows at its stated rates.
 
 import { describe, expect, it } from 'vitest';
-import { USER_STOP_TOKENS, type Turn } from '../../src/env/domain';
+import { agentSteps, USER_STOP_TOKENS, type Turn } from '../../src/env/domain';
 import { unconfirmedWrites } from '../../src/env/confirmation';
 import { retailConfirmationOptions } from '../../src/env/retail/confirm-details';
 import { runRetailExpertConversation } from '../../src/env/retail/expert-conversation';
@@ -52,6 +52,16 @@ describe('the conversation expert against the scripted user', () => {
     }
     expect(mistakes).toBeGreaterThan(5);
     expect(solved / tasks.length).toBeGreaterThanOrEqual(0.95);
+  });
+
+  it('runs through the Domain contract: domain.user and domain.confirmation', () => {
+    const { domain, tasks } = worlds.mini;
+    for (const t of tasks.slice(0, 40)) {
+      const r = runRetailExpertConversation(t, domain.createEnv(), { seed: 4, user: domain.user!(t, { seed: 4 }) as ReturnType<typeof retailUser> });
+      expect(JSON.stringify(r.turns)).toBe(JSON.stringify(runRetailExpertConversation(t, domain.createEnv(), { seed: 4 }).turns));
+      expect(unconfirmedWrites(r.turns, domain.confirmation!)).toEqual([]);
+      expect(domain.realReward(t, agentSteps(r.turns))).toBe(1);
+    }
   });
 
   it('ends every conversation with a τ² stop token, greeting first, user and agent alternating', () => {

@@ -10,6 +10,7 @@ import type { BaseData } from '../store';
 import { CANCEL_REASONS, RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
 import { retailUser } from './user';
+import { retailConfirmationOptions } from './confirm-details';
 import { RetailTaskGenerator } from './generator';
 import { WORLDS, worldBase, type WorldName } from './worlds';
 import type { RetailTask } from './intent';
@@ -77,6 +78,7 @@ export function retailDomain(base: BaseData, world: WorldName = 'retail'): Domai
     tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
     expert: (task, env, opts) => runRetailExpert(task, env, opts),
     user: (task, opts) => retailUser(task, opts),
+    confirmation: retailConfirmationOptions(base),
     normaliseArgs: retailNormaliseArgs,
     statedValues: () => retailStatedValues(base),
     floatKeys: RETAIL_FLOAT_KEYS,

@@ -57,7 +57,8 @@ function reason(r: Request): string {
     case 'order_total':
       return `You want to know how much you paid for your orders ${r.orderRefs[0]} and ${r.orderRefs[1]} together.`;
     case 'transfer':
-      return `You want to talk to a human agent about ${r.topic}.`;
+      // Topics are stored as the user says them ("my loyalty points"); the instructions address the user.
+      return `You want to talk to a human agent about ${r.topic.replace(/\bmy\b/g, 'your')}.`;
   }
 }
 
