@@ -165,6 +165,23 @@ describe('τ² simulation guidelines, task completion', () => {
 });
 
 describe('reading untrusted agent text', () => {
+  it('plays an agent worded unlike the expert (in a chat model style) to the same end', () => {
+    const { task, seed } = find((t, p) => t.family === 'cancel' && t.intent.requests.length === 1 && !p.changeMind && !p.idsUpfront && t.intent.auth.kind === 'email');
+    const r = task.intent.requests[0] as Extract<Request, { kind: 'cancel' }>;
+    const acts = play(task, seed, [
+      AGENT_GREETING,
+      "Hello! I'd be glad to help you cancel your order. To get started, could you please provide the email address associated with your account?",
+      "Thanks! I've located your account. Before I go further, can you confirm which order you'd like to cancel?",
+      `I see that order ${ref(r)} is currently pending. Here are the details of the cancellation:\n- Order: ${ref(r)}\n- Reason: ${r.reason}\n\nWould you like me to proceed with the cancellation? Please reply yes or no.`,
+      `Your order ${ref(r)} has been successfully cancelled. Is there anything else I can help you with today?`,
+    ]);
+    expect(acts.map((a) => a.meaning?.kind)).toEqual(['open', 'identity', 'order', 'yes', 'stop']);
+    expect(acts[1].text).toContain((task.intent.auth as { email: string }).email);
+    expect(acts[2].text).toContain(r.orderRef);
+    expect(isExplicitYes(acts[3].text)).toBe(true);
+    expect(acts[4]).toMatchObject({ kind: 'stop', token: USER_STOP });
+  });
+
   it('never throws and always answers with one act', () => {
     const { task, seed } = find(oneCancel);
     const odd = ['', '?'.repeat(100000), '<tool_call>{"name":', 'CONFIRM?'.repeat(500), '\u0000\u202e', 42 as unknown as string, '###STOP###'];

@@ -31,6 +31,8 @@ export function readAgent(raw: string): Reading {
   const notFound = /\b(could ?n[o']t|can ?n[o']t|can not|unable to|did ?n[o']t|was ?n[o']t able to)\b[^.?!]*\b(find|locate)\b|\bnot (be )?found\b|\bno (account|user)\b/.test(t);
   const r = (topic: Topic, emailOnly = false): Reading => ({ topic, notFound, emailOnly });
   if (text.includes(TRANSFER_MESSAGE) || /\btransferr(ed|ing) you\b|\byou are being transferred\b/.test(t)) return r('transfer');
+  // "Can you confirm which order?" asks for an order, it proposes nothing: no order is named in it.
+  if (asks && /\border (id|number)s?\b|\bwhich order\b/.test(q) && !/\bw\d{7}\b/.test(q)) return r('order');
   if (asks && /\b(confirm|proceed|go ahead|shall i|should i|do you want me to|would you like me to|is that correct|yes\/no)\b|\(yes\)/.test(q)) return r('confirm');
   if (asks && /\b(e-?mail|zip|postal code|your (full )?name|first name|last name|verify your identity|authenticat\w*|locate your account|find your account|user id)\b/.test(q)) {
     return r('identity', /\be-?mail\b/.test(q) && !/\b(zip|name)\b/.test(q));

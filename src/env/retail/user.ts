@@ -126,17 +126,32 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
     if (r.topic === 'transfer') return stop(USER_TRANSFER);
 
     if (r.topic === 'confirm') {
-      // An agent may report one request and propose the next in one reply: the proposal is its last
-      // paragraph, and what comes before it is an outcome.
+      // An agent may report one request and propose the next in one reply. The proposal is the paragraphs
+      // from the last one before the question that names a request (its order, product or address); what
+      // comes before them is an outcome.
       const paras = heard.split(/\n\s*\n/);
-      const last = paras[paras.length - 1];
-      const [proposal, report] = paras.length > 1 && readAgent(last).topic === 'confirm' ? [last, paras.slice(0, -1).join('\n')] : [heard, ''];
+      let q = paras.length - 1;
+      while (q > 0 && readAgent(paras[q]).topic !== 'confirm') q--;
+      let start = q;
+      while (start > 0 && !open().some((i) => mentions(paras[start], s.wants[i]))) start--;
+      const proposal = paras.slice(start).join('\n\n');
+      const report = paras.slice(0, start).join('\n\n');
       for (const i of open()) if (report && mentions(report, s.wants[i])) s.served[i] = true;
       const cands = open();
       const target = cands.find((i) => judgeProposal(proposal, s.wants[i]).about);
       if (target === undefined) {
         if (cands.length === 0) return say("No, thank you. I don't need anything else.", { kind: 'unknown' }, false);
         const i = cands[0];
+        // A question that proposes no action ("can you confirm your order id?") is answered, not refused.
+        if (!WRITE_WORDS.test(proposal)) {
+          const refs = orderRefs(s.wants[i]);
+          if (/\border\b/i.test(proposal) && refs.length > 0) {
+            const progress = !s.idsGiven[i];
+            s.idsGiven[i] = true;
+            return say(orderRefsSay(rng, refs), { kind: 'order', index: i, refs }, progress);
+          }
+          return say(`${pick(rng, ['What I need is this:', 'To be clear,'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i] }, false);
+        }
         return say(`No, that's not what I asked for. ${requestSay(rng, s.wants[i], s.idsGiven[i])}`, { kind: 'correct', index: i, request: s.wants[i] }, false);
       }
       if (this.profile.changeMind?.request === target && !s.changed) {
@@ -165,8 +180,7 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
 
     if (r.topic === 'order') {
       const i = open()[0];
-      const w = i === undefined ? undefined : s.wants[i];
-      const refs = w === undefined ? [] : w.kind === 'order_total' ? [...w.orderRefs] : 'orderRef' in w ? [w.orderRef] : [];
+      const refs = i === undefined ? [] : orderRefs(s.wants[i]);
       if (i === undefined || refs.length === 0) return say(pick(rng, NO_ORDER), { kind: 'unknown' }, false);
       const progress = !s.idsGiven[i];
       s.idsGiven[i] = true;
@@ -228,6 +242,8 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
   }
 }
 
+const WRITE_WORDS = /\b(cancel|return|exchang|modif|chang|updat|switch|swap|refund|charge)/i;
+const orderRefs = (w: Request): string[] => (w.kind === 'order_total' ? [...w.orderRefs] : 'orderRef' in w ? [w.orderRef] : []);
 const identityMeaning = (id: Identity): RetailUserMeaning => ('email' in id ? { kind: 'identity', email: id.email } : { kind: 'identity', first: id.first, last: id.last, zip: id.zip });
 const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
 const lower = (t: string) => (/^I\b/.test(t) ? t : t.charAt(0).toLowerCase() + t.slice(1));
