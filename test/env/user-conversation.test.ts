@@ -12,6 +12,8 @@ import type { RetailTask } from '../../src/env/retail/intent';
 import { retailUser } from '../../src/env/retail/user';
 import { firstThought, PROFILE_RATES, userProfile } from '../../src/env/retail/user-profile';
 import { realReward } from '../../src/env/reward';
+import { rowsFromConversation } from '../../src/env/conversation-rows';
+import { rowsFromEpisode } from '../../src/env/rows';
 import { base } from './helpers';
 
 const worlds = Object.fromEntries(
@@ -162,5 +164,31 @@ describe('user-side variation', () => {
     expect(zips).toBeGreaterThan(3);
     expect(minds).toBeGreaterThan(3);
     expect(both).toBeGreaterThan(15);
+  });
+});
+
+describe('rows from conversations', () => {
+  it('are the one-message rows when the conversation is one user message and the agent steps', () => {
+    const { domain, tasks } = worlds.retail;
+    for (const t of tasks.slice(0, 30)) {
+      const { steps } = domain.expert(t, domain.createEnv());
+      expect(rowsFromConversation(t.id, [{ kind: 'user', text: t.userMessages[0] }, ...steps])).toEqual(rowsFromEpisode(t, steps));
+    }
+  });
+
+  it('train every agent turn but the fixed greeting, with the user turns in the history and no stop token', () => {
+    const { domain, tasks } = worlds.mini;
+    for (const t of tasks.slice(0, 40)) {
+      const { turns } = runRetailExpertConversation(t, domain.createEnv());
+      const rows = rowsFromConversation(t.id, turns);
+      const calls = turns.filter((x) => x.kind === 'call').length;
+      const replies = turns.filter((x) => x.kind === 'reply').length;
+      expect(rows.filter((r) => r.role === 'act').length).toBe(calls + replies - 1);
+      expect(rows.filter((r) => r.role === 'rehearse').length).toBe(calls);
+      const last = rows.at(-1)!;
+      expect(last.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(userTexts(turns).slice(0, -1));
+      expect(rows.every((r) => r.messages.every((m) => !USER_STOP_TOKENS.some((k) => m.content.includes(k))))).toBe(true);
+      expect(rows.some((r) => r.role === 'act' && r.target === 'Hi! How can I help you today?')).toBe(false);
+    }
   });
 });
