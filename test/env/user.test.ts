@@ -122,6 +122,27 @@ describe('τ² simulation guidelines, core principles', () => {
     expect(acts[3].text).toContain(digits(r0));
     for (const x of acts) if (r1.kind !== r0.kind && 'orderRef' in r1) expect(x.text).not.toContain(digits(r1));
   });
+
+  it('G7 stays one consistent character: its own identity, its own requests, the customer side only', () => {
+    for (const task of tasks.slice(0, 200)) {
+      const p = userProfile(task, 0);
+      const a = task.intent.auth;
+      const turns = runRetailExpertConversation(task, domain.createEnv()).turns;
+      const u = retailUser(task, { seed: 0 });
+      const allowed = [...task.intent.requests, ...(p.changeMind ? [p.changeMind.first] : [])].map((r) => JSON.stringify(r));
+      turns.forEach((x, i) => {
+        if (x.kind !== 'user') return;
+        expect(x.text).not.toMatch(/how can I help|shall I proceed|I found your account/i);
+        const m = u.next(turns.slice(0, i)).meaning!;
+        if (m.kind === 'identity') {
+          if ('email' in m) expect(m.email).toBe((a as { email: string }).email);
+          else expect([(a as { zip: string }).zip, p.wrongZip]).toContain(m.zip);
+        }
+        if (m.kind === 'open') for (const q of m.requests) expect(allowed).toContain(JSON.stringify(q.request));
+        if (m.kind === 'ask' || m.kind === 'change' || m.kind === 'correct' || m.kind === 'remind') expect(allowed).toContain(JSON.stringify(m.request));
+      });
+    }
+  });
 });
 
 describe('τ² simulation guidelines, task completion', () => {

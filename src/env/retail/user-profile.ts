@@ -54,13 +54,13 @@ export function userProfile(task: RetailTask, seed = 0): UserProfile {
   if (auth.kind === 'name_zip' && zipDraw < PROFILE_RATES.wrongZip) {
     const i = Math.floor(zipPos * auth.zip.length);
     const d = auth.zip.charCodeAt(i) - 48;
-    wrongZip = auth.zip.slice(0, i) + String((d + 1 + Math.floor(zipPos * 80) % 9) % 10) + auth.zip.slice(i + 1);
+    // Another digit at that position (d + 1..9 mod 10): a typo, never the right zip.
+    wrongZip = auth.zip.slice(0, i) + String((d + 1 + (Math.floor(zipPos * 80) % 9)) % 10) + auth.zip.slice(i + 1);
   }
   const eligible = task.intent.requests.map((r, i) => ({ i, first: firstThought(r) })).filter((x) => x.first !== null);
-  const changeMind =
-    eligible.length > 0 && mindDraw < PROFILE_RATES.changeMind
-      ? { request: eligible[Math.floor((mindDraw / PROFILE_RATES.changeMind) * eligible.length)].i, first: eligible[Math.floor((mindDraw / PROFILE_RATES.changeMind) * eligible.length)].first! }
-      : null;
+  // The draw below the rate, rescaled to [0, 1), picks which eligible request changes.
+  const chosen = eligible.length > 0 && mindDraw < PROFILE_RATES.changeMind ? eligible[Math.floor((mindDraw / PROFILE_RATES.changeMind) * eligible.length)] : null;
+  const changeMind = chosen ? { request: chosen.i, first: chosen.first! } : null;
   const bothAtOnce = task.intent.requests.length > 1 && bothDraw < PROFILE_RATES.bothAtOnce;
   return {
     wrongZip,

@@ -17,6 +17,8 @@
 // | G6 disclose progressively, only when asked         | the opening states the reason for the call only; identity comes when asked for, |
 // |                                                    | order ids with the request or when asked (profile), one request at a time unless |
 // |                                                    | the profile says it asks two things at once                                      |
+// | G7 realistic, consistent character (closing note)  | one identity (its own, or the one typo its profile allows), the requests of its  |
+// |                                                    | intent (or the first thought of its one change of mind), the customer's side only|
 // | T1 keep going until the task is complete           | after each outcome it asks its next request or reminds of an unaddressed one     |
 // | T2 ###STOP### when the goal is satisfied           | once every request is served or refused (the agent's reply names it)            |
 // | T3 ###TRANSFER### when transferred                 | on the transfer hold message or "transferring you"                              |
