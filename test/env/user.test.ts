@@ -203,6 +203,19 @@ describe('reading untrusted agent text', () => {
     expect(acts[4]).toMatchObject({ kind: 'stop', token: USER_STOP });
   });
 
+  it('tells a failed account lookup from a failed order lookup', () => {
+    const { task, seed } = find((t, p) => t.intent.auth.kind === 'email_then_name_zip' && p.idsUpfront && t.intent.requests.length === 1 && 'orderRef' in t.intent.requests[0]);
+    const a = task.intent.auth as { zip: string };
+    const acts = play(task, seed, [AGENT_GREETING, ASK_ID, "Sorry, I couldn't find an account with that email.", "I couldn't find that order. Could you double check the order number?"]);
+    expect(acts[2].meaning).toMatchObject({ kind: 'identity', zip: a.zip });
+    expect(acts[3].meaning).toMatchObject({ kind: 'order', index: 0 });
+    // A user with a zip still to correct answers a question about an order with the order, not the zip.
+    const z = find((t, p) => p.wrongZip !== null && p.idsUpfront && t.intent.requests.length === 1 && 'orderRef' in t.intent.requests[0]);
+    const zs = play(z.task, z.seed, [AGENT_GREETING, ASK_ID, "I couldn't find that order. Could you double check the order number?"]);
+    expect(zs[1].meaning).toMatchObject({ kind: 'identity', zip: userProfile(z.task, z.seed).wrongZip });
+    expect(zs[2].meaning).toMatchObject({ kind: 'order', index: 0 });
+  });
+
   it('never throws and always answers with one act', () => {
     const { task, seed } = find(oneCancel);
     const odd = ['', '?'.repeat(100000), '<tool_call>{"name":', 'CONFIRM?'.repeat(500), '\u0000\u202e', 42 as unknown as string, '###STOP###'];

@@ -169,7 +169,8 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
       return say(pick(rng, YES), { kind: 'yes', index: target }, true);
     }
 
-    const giveIdentity = r.topic === 'identity' || (r.notFound && s.identityGiven > 0 && s.identityGiven < this.identities.length && !open().some((i) => mentions(heard, s.wants[i])));
+    // "I couldn't find you." without a question still asks for the next identity, unless it is about an order.
+    const giveIdentity = r.topic === 'identity' || ((r.topic === 'statement' || r.topic === 'other') && r.notFound && s.identityGiven > 0 && s.identityGiven < this.identities.length && !open().some((i) => mentions(heard, s.wants[i])));
     if (giveIdentity) {
       if (s.identityGiven >= this.identities.length) {
         // Everything it knows about itself has been given and did not work: nothing left to say.
