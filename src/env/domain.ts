@@ -3,6 +3,7 @@
 // generic machinery (store, execution, parsing, rewards, judge) lives beside this file and never names a
 // domain.
 
+import type { ConfirmationOptions } from './confirmation';
 import type { Environment } from './env';
 import type { StoreTx } from './store';
 
@@ -73,6 +74,60 @@ export type ChecklistItem =
   | { kind: 'call'; name: string; args: Record<string, unknown>; weight: number }
   | { kind: 'no_forbidden_writes'; weight: number }
   | { kind: 'fact'; text: string; weight: number };
+
+/**
+ * The user role (τ²-bench's half-duplex user simulator). The stop tokens are τ²'s own spellings, so a
+ * conversation the lab records is one τ²'s orchestrator would also end at the same turn: STOP when the
+ * user's goal is met, TRANSFER when the agent hands the user to another agent, OUT-OF-SCOPE when the user's
+ * instructions do not cover what the conversation now needs.
+ */
+export const USER_STOP = '###STOP###';
+export const USER_TRANSFER = '###TRANSFER###';
+export const USER_OUT_OF_SCOPE = '###OUT-OF-SCOPE###';
+export const USER_STOP_TOKENS = [USER_STOP, USER_TRANSFER, USER_OUT_OF_SCOPE] as const;
+export type UserStopToken = (typeof USER_STOP_TOKENS)[number];
+
+/** τ²'s is_stop: a token anywhere in the message ends the conversation (a model user may add words around it). */
+export function userStopToken(text: string): UserStopToken | null {
+  for (const t of USER_STOP_TOKENS) if (text.includes(t)) return t;
+  return null;
+}
+
+/** What a customer-facing agent says first in τ² (the orchestrator's fixed greeting). */
+export const AGENT_GREETING = 'Hi! How can I help you today?';
+
+/** A user message inside a conversation. */
+export type UserTurn = { kind: 'user'; text: string };
+
+/**
+ * One turn of a conversation: an agent step (a call with its observation, or a reply, which no longer ends
+ * the episode) or a user message. A plain `Step[]` is the agent's side of it (what the rewards replay).
+ */
+export type Turn = Step | UserTurn;
+
+/**
+ * The user's next turn. `meaning` is a structured account of what a scripted user said (what it revealed,
+ * what it confirmed), for scripted agents that stand in for perfect understanding, as the expert reads a
+ * task's intent; a model agent never sees it, and a model user leaves it out.
+ */
+export type UserAct<M = unknown> =
+  | { kind: 'message'; text: string; meaning?: M }
+  | { kind: 'stop'; token: UserStopToken; text: string; meaning?: M };
+
+export interface UserSimulator<M = unknown> {
+  /**
+   * The user's turn after `conversation`: the turns so far, normally ending with an agent reply (τ²: the agent
+   * greets first); an empty conversation asks for the opening message. A pure function of the conversation
+   * and the simulator's construction (task, seed), so a recorded conversation replays to the same user turns.
+   * Only what a user can see counts: agent replies, never calls or observations.
+   */
+  next(conversation: readonly Turn[]): UserAct<M>;
+}
+
+/** The agent's side of a conversation, which is what the real reward and the judge score. */
+export function agentSteps(conversation: readonly Turn[]): Step[] {
+  return conversation.filter((t): t is Step => t.kind !== 'user');
+}
 
 export interface Task {
   id: string;
@@ -170,6 +225,10 @@ export interface Domain<T extends Task = Task> {
   /** A fresh environment over the domain's initial database (cheap: shares the frozen base). */
   createEnv(): Environment;
   tasks: TaskSource<T>;
+  /** A scripted user for a task, deterministic under `seed` (absent where the domain has none yet). */
+  user?(task: T, opts?: { seed?: number }): UserSimulator;
+  /** What counts as a write and which of its details a user must have said yes to (src/env/confirmation.ts). */
+  confirmation?: ConfirmationOptions;
   /** Runs the scripted expert on a task in the given (fresh) environment. */
   expert(task: T, env: Environment, opts?: ExpertOptions): ExpertResult;
   /** Canonicalises arguments before the judge compares them (e.g. unordered id lists); identity by default. */

@@ -17,8 +17,15 @@ export type {
   ToolCall,
   ToolDefinition,
   ToolSpec,
+  Turn,
+  UserAct,
+  UserSimulator,
+  UserStopToken,
+  UserTurn,
 } from './domain';
-export { ToolError, toolDefinitions } from './domain';
+export { agentSteps, AGENT_GREETING, ToolError, toolDefinitions, USER_OUT_OF_SCOPE, USER_STOP, USER_STOP_TOKENS, USER_TRANSFER, userStopToken } from './domain';
+export { breaksConfirmation, isExplicitYes, normaliseForMatch, unconfirmedWrites } from './confirmation';
+export type { ConfirmationDetail, ConfirmationOptions, UnconfirmedWrite } from './confirmation';
 export { Environment } from './env';
 export { BaseData, Store } from './store';
 export type { Overlay, StoreTx } from './store';

@@ -9,6 +9,8 @@ import { realReward } from '../reward';
 import type { BaseData } from '../store';
 import { CANCEL_REASONS, RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
+import { retailUser } from './user';
+import { retailConfirmationOptions } from './confirm-details';
 import { RetailTaskGenerator } from './generator';
 import { WORLDS, worldBase, type WorldName } from './worlds';
 import type { RetailTask } from './intent';
@@ -21,6 +23,11 @@ export type { RetailTask, RetailIntent, Request, Family } from './intent';
 export { intentSplit, userSplit, type HeldOut } from './generator';
 export { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary, worldUserIds, type WorldName, type WorldSpec } from './worlds';
 export { FAMILY_TIER, familyTier, TIERS, type Tier } from './tiers';
+export { retailUser, ScriptedRetailUser, type RetailUserMeaning } from './user';
+export { runRetailExpertConversation, type ConversationOptions, type ConversationResult } from './expert-conversation';
+export { renderInstructions, tau2TaskJson, type Tau2Instructions } from './instructions';
+export { retailConfirmationDetails, retailConfirmationOptions } from './confirm-details';
+export { PROFILE_RATES, userProfile, type UserProfile } from './user-profile';
 
 /** A factory of fresh retail environments over one shared base. */
 export function retailEnvFactory(base: BaseData): () => Environment {
@@ -70,6 +77,8 @@ export function retailDomain(base: BaseData, world: WorldName = 'retail'): Domai
     createEnv: fresh,
     tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
     expert: (task, env, opts) => runRetailExpert(task, env, opts),
+    user: (task, opts) => retailUser(task, opts),
+    confirmation: retailConfirmationOptions(base),
     normaliseArgs: retailNormaliseArgs,
     statedValues: () => retailStatedValues(base),
     floatKeys: RETAIL_FLOAT_KEYS,
