@@ -70,7 +70,7 @@ export const DEFAULTS: Settings = {
   backend: '',
   model: '',
   // The lesson's run: measured on the mini world on the CPU path (docs/lesson.md;
-  // scripts/lesson-grpo.sh runs the same settings in Node).
+  // research/scripts/lesson-grpo.sh runs the same settings in Node).
   lr: 1e-3,
   steps: 100,
   ttsMode: 'parallel',

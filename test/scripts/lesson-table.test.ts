@@ -1,7 +1,7 @@
-// scripts/lesson-table.ts --summary: one row per lesson records folder, read from the committed records
+// research/scripts/lesson-table.ts --summary: one row per lesson records folder, read from the committed records
 // (docs/lesson-records), so the table docs/lesson.md quotes is the one these files give.
 import { describe, expect, it } from 'vitest';
-import { LESSON_STEPS, lessonTableCli } from '../../scripts/lesson-table';
+import { LESSON_STEPS, lessonTableCli } from '../../research/scripts/lesson-table';
 import { DEFAULTS } from '../../src/ui/settings.svelte';
 import { captureIo } from '../helpers/cli';
 
