@@ -4,7 +4,7 @@
 // refusals of a cancellation or a return (why: the status or the reasons allowed; design R's habit), counted in
 // each half of the run (steps 1-20 and 21-40 of a 40-step run): how many stated it, and how many of those earned
 // the reward.
-// usage: node docs/lesson-records/session24/habit.cjs RUN_DIR...   (record: habit.json)
+// usage: node research/records/lesson-records/session24/habit.cjs RUN_DIR...   (record: habit.json)
 const fs = require('fs');
 const out = {};
 for (const dir of process.argv.slice(2)) {

@@ -3,7 +3,7 @@
 // of a delivered or processed order, the status that stops a cancellation, return, exchange or item change, the
 // account's orders when an order is not found — counted in each half of the run: how many stated it, and how many of
 // those earned the reward (and of those that left it out).
-// usage: node docs/lesson-records/session25/lookups.cjs RUN_DIR...   (record: lookups.json)
+// usage: node research/records/lesson-records/session25/lookups.cjs RUN_DIR...   (record: lookups.json)
 const fs = require('fs');
 const out = {};
 for (const dir of process.argv.slice(2)) {
