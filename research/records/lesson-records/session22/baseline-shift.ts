@@ -1,7 +1,7 @@
 // The expectation in PREREGISTERED.md: the default run's own rollouts (session 20's five seeds; rollouts.jsonl is not
 // committed, rerun scripts/lesson-grpo.sh to have it) under both baselines. Usage: node --import tsx research/records/lesson-records/session22/baseline-shift.ts OUT
 import { readFileSync } from 'node:fs';
-import { computeAdvantages, type AdvantageRow } from '../../../src/method/advantage';
+import { computeAdvantages, type AdvantageRow } from '../../../../src/method/advantage';
 for (const s of [1, 2, 3, 4, 5]) {
   const L = readFileSync(`${process.argv[2] ?? "runs/s20/lesson"}/real-s${s}/rollouts.jsonl`, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   const bySteps = new Map<number, any[]>();
