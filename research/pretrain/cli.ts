@@ -30,6 +30,7 @@ import { timeGrpoStep, type GrpoTiming } from './grpo-timing';
 import { FULL_SPEC, machineDescription, MINI_SPEC, pretrain, QUICK_SPEC } from './pipeline';
 import { widenShape } from './grow';
 import { ensureDir, IoError, writeFileAtomic } from '../../src/util/atomic-file';
+import { recordCommand, recordPath } from '../../src/util/record-path';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
@@ -246,10 +247,10 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const { config, host } = await readHostWeights(src);
         const probe = attentionProbe(new PlainQwen3(config, host), await Tokenizer.load(src), { ...drills, filler });
         log(`${label} (${dir}): best head source mass ${Math.max(...probe.heads.map((h) => h.sourceMass)).toFixed(2)} over ${probe.positions} positions`);
-        models.push({ label, dir, probe });
+        models.push({ label, dir: recordPath(dir), probe });
       }
       const command = `npm run pretrain -- --probe-attention --world ${world} --out ${outArg}${before.length ? ` --before '${strFlag(v, 'before')}'` : ''}`;
-      const record: AttentionRecord = { command, ...drills, models };
+      const record: AttentionRecord = { command: recordCommand(command), ...drills, models };
       await write('attention-probe.json', JSON.stringify(record, null, 1) + '\n');
       return;
     }
@@ -276,7 +277,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         const rehearsePrompt = spec.groundingChars !== undefined ? { maxGroundingChars: spec.groundingChars } : {};
         const probe = await probeRehearsals(model, tokenizer, domain, tasks, { maxRehearseTokens: tokenBudgets(domain, tokenizer).rehearse, rehearsePrompt });
         const command = `npm run pretrain -- --probe-rehearsal --world ${world} --out ${strFlag(v, 'out') ?? out}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}`;
-        await write('rehearsal-probe.json', JSON.stringify({ command, ...probe }, null, 1) + '\n');
+        await write('rehearsal-probe.json', JSON.stringify({ command: recordCommand(command), ...probe }, null, 1) + '\n');
         const { calls: _calls, byTool: _byTool, ...summary } = probe;
         io.out(JSON.stringify(summary) + '\n');
         return;
@@ -296,7 +297,8 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init, snapshotEvery });
       const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.model.numLayers !== base.model.numLayers ? ` --layers ${spec.model.numLayers}` : ''}${spec.model.hiddenSize !== base.model.hiddenSize ? ` --width-factor ${spec.model.hiddenSize / base.model.hiddenSize}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.retokenize ? ' --retokenize' : ''}${spec.valueLossWeight !== undefined ? ` --value-weight ${spec.valueLossWeight}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.rehearseOnlyTasks !== base.rehearseOnlyTasks ? ` --rehearse-only-tasks ${spec.rehearseOnlyTasks}` : ''}${spec.rehearseLossWeight !== base.rehearseLossWeight ? ` --rehearse-weight ${spec.rehearseLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}${spec.expertRehearse === false ? ' --no-expert-rehearse' : ''}${spec.rehearseSwapShare !== undefined ? ` --rehearse-swap-share ${spec.rehearseSwapShare}` : ''}${spec.recordCopies !== undefined ? ` --record-copies ${spec.recordCopies}` : ''}${spec.valueSwaps !== undefined ? ` --value-swaps ${spec.valueSwaps}` : ''}${spec.valueSwapDrills !== undefined ? ` --value-swap-drills ${spec.valueSwapDrills}` : ''}${spec.drillAllKinds ? ' --drill-all-kinds' : ''}${spec.changeTasks ? ` --change-tasks ${spec.changeTasks}` : ''}${spec.changeCallDrills ? ` --change-call-drills ${spec.changeCallDrills}` : ''}${spec.amountSwaps ? ` --amount-swaps ${spec.amountSwaps}` : ''}${spec.amountSwapDrills ? ` --amount-swap-drills ${spec.amountSwapDrills}` : ''}${spec.carelessRate ? ` --careless-replies ${spec.carelessRate}` : ''}${spec.carelessAbout && spec.carelessAbout.join(',') !== DEFAULT_CARELESS_ABOUT.join(',') ? ` --careless-about ${spec.carelessAbout.join(',')}` : ''}${snapshotEvery ? ` --snapshot-every ${snapshotEvery}` : ''}`;
-      await write('pretrain.json', JSON.stringify({ command, ...result }, null, 1) + '\n');
+      const record = { command: recordCommand(command), ...result, out: recordPath(result.out) };
+      await write('pretrain.json', JSON.stringify(record, null, 1) + '\n');
       let evaluation = null;
       if (evalTasks > 0) {
         // Evaluate what was written, through the same loader and tokenizer the lab uses.
@@ -308,9 +310,9 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         model.free();
         await write('eval.json', JSON.stringify(evaluation, null, 1) + '\n');
       }
-      const { losses, ...summary } = result;
+      const { losses, ...summary } = record;
       void losses;
-      io.out(JSON.stringify({ command, ...summary, wallSeconds: (performance.now() - t0) / 1000, eval: evaluation && { tasks: evaluation.tasks, real: evaluation.real, rehearsal: evaluation.rehearsal } }, null, 1) + '\n');
+      io.out(JSON.stringify({ ...summary, wallSeconds: (performance.now() - t0) / 1000, eval: evaluation && { tasks: evaluation.tasks, real: evaluation.real, rehearsal: evaluation.rehearsal } }, null, 1) + '\n');
     } finally {
       b.dispose();
     }

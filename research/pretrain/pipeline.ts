@@ -14,6 +14,7 @@ import type { StepReport } from '../../src/train/trainer';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import type { ToolDefinition } from '../../src/rollout/chat';
 import { Bpe, trainBpe, type PreTokenizerName } from '../../src/model/bpe';
+import { recordPath } from '../../src/util/record-path';
 import { Rng } from '../../src/util/rng';
 import { DEFAULT_MEMORY_TOKENS } from '../../src/eval/private-rehearsal';
 import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare, valueSwapSource } from './augment';
@@ -293,7 +294,7 @@ export async function pretrain(
     bpe = new Bpe(theirs.tokens, theirs.merges, theirs.specials, { preTokenizer: spec.preTokenizer, lexicon });
   } else bpe = trainBpe(tokTexts, { vocabSize: spec.vocabSize, specials: SPECIAL_STRINGS, maxTokenBytes: 100_000, preTokenizer: spec.preTokenizer, lexicon });
   const tokenizerSeconds = (performance.now() - t0) / 1000;
-  log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges ${spec.retokenize ? `kept from ${o.init}, cut by the ${spec.preTokenizer} pre-tokenizer` : `in ${tokenizerSeconds.toFixed(1)} s`}${lexicon.length ? ` (lexicon of ${lexicon.length} stated values)` : ''}`);
+  log(`tokenizer: ${bpe.size} tokens, ${bpe.merges.length} merges ${spec.retokenize ? `kept from ${o.init && recordPath(o.init)}, cut by the ${spec.preTokenizer} pre-tokenizer` : `in ${tokenizerSeconds.toFixed(1)} s`}${lexicon.length ? ` (lexicon of ${lexicon.length} stated values)` : ''}`);
 
   // Swapped identities replace the rows of a seeded share of the tasks; review and memory-conditioned rows
   // and the drills come after the expert rows. With all of them off the data is the expert rows alone.
@@ -399,7 +400,7 @@ export async function pretrain(
     } else ({ model } = await loadQwen3(patched, b, { format: 'f32' }));
     const same = (Object.keys(config) as (keyof Qwen3Config)[]).every((k) => model.config[k] === config[k]);
     if (!same) throw new Error(`--init ${o.init}: config differs from the spec`);
-    log(`continuing from ${o.init}${from !== config.maxPositionEmbeddings ? ` (context ${String(from)} -> ${config.maxPositionEmbeddings})` : ''}${grownFrom.numLayers !== config.numLayers ? ` (grown from ${grownFrom.numLayers} to ${config.numLayers} layers)` : ''}${grownFrom.hiddenSize !== config.hiddenSize ? ` (widened from hidden ${grownFrom.hiddenSize} to ${config.hiddenSize})` : ''}`);
+    log(`continuing from ${o.init && recordPath(o.init)}${from !== config.maxPositionEmbeddings ? ` (context ${String(from)} -> ${config.maxPositionEmbeddings})` : ''}${grownFrom.numLayers !== config.numLayers ? ` (grown from ${grownFrom.numLayers} to ${config.numLayers} layers)` : ''}${grownFrom.hiddenSize !== config.hiddenSize ? ` (widened from hidden ${grownFrom.hiddenSize} to ${config.hiddenSize})` : ''}`);
   } else ({ model } = await buildQwen3(b, config, initWeights(config, seed), { format: 'f32' }));
   const tr = pretrainer(model, hyper);
   log(`model: ${paramCount(config)} parameters, ${JSON.stringify(config)}`);
@@ -449,7 +450,7 @@ export async function pretrain(
     if (o.snapshotEvery && st.step % o.snapshotEvery === 0 && st.step < spec.steps) {
       const dir = join(o.out, 'snapshots', `step-${st.step}`);
       await writeModelFolder(dir);
-      log(`snapshot: ${dir}`);
+      log(`snapshot: ${recordPath(dir)}`);
     }
     const el = (performance.now() - t0) / 1000;
     if (st.step % 5 === 0 || st.step === spec.steps)

@@ -20,7 +20,7 @@
 // --table-only: no new runs; the tables from the finished records.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { cpus, hostname } from 'node:os';
+import { cpus, hostname, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
@@ -59,7 +59,7 @@ export const ABLATION_FLAGS: FlagSpec = {
   lr: { type: 'string', arg: 'LR', help: 'AdamW learning rate', default: '2e-3' },
   rank: { type: 'string', arg: 'R', help: 'LoRA rank, 1..256 (alpha 2 × rank)', default: '8' },
   configs: { type: 'string', arg: 'IDS', help: `configurations to run, comma-separated: ${ABLATION_CONFIGS.map((c) => c.id).join(', ')}`, default: `${DEFAULT_CONFIG_IDS.join(',')} (--pilot: real,envace)` },
-  out: { type: 'string', arg: 'DIR', help: 'records folder: one <config>-s<seed>/ per run; finished runs are skipped, unfinished ones resumed', default: '/tmp/envace-ablation (--pilot: /tmp/envace-pilot)' },
+  out: { type: 'string', arg: 'DIR', help: 'records folder: one <config>-s<seed>/ per run; finished runs are skipped, unfinished ones resumed', default: '$TMPDIR/envace-ablation (--pilot: $TMPDIR/envace-pilot)' },
   'only-seeds': { type: 'string', arg: 'LIST', help: 'run only these seeds (comma-separated), so two processes or machines can share an ablation', default: 'all' },
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
@@ -153,7 +153,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       if (!(Number.isInteger(n) && n >= 0)) throw new ArgError(`--only-seeds: ${JSON.stringify(s)} is not a seed`);
       return n;
     });
-    const out = resolve(strFlag(v, 'out') ?? (pilot ? '/tmp/envace-pilot' : '/tmp/envace-ablation'));
+    const out = resolve(strFlag(v, 'out') ?? join(tmpdir(), pilot ? 'envace-pilot' : 'envace-ablation'));
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const threads = threadsFlag(v);
     const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));

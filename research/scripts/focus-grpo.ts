@@ -23,6 +23,7 @@ import { DEFAULT_LIMITS, grpoRunConfig } from '../../src/rl/grpo-config';
 import { GrpoRun } from '../../src/rl/run';
 import { DirStore } from '../../src/rl/store-node';
 import { tokenBudgets } from '../../src/rollout/budget';
+import { recordCommand } from '../../src/util/record-path';
 
 export const FOCUS_GRPO_USAGE = `usage: node --import tsx research/scripts/focus-grpo.ts --out DIR [--families cancel,...|all] [--seed S] [--steps N] [--lr LR]
   [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR] [--train-on train|held-out]`;
@@ -127,7 +128,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     return { steps: [from, to], table };
   });
   const record = {
-    command: `node --import tsx research/scripts/focus-grpo.ts ${argv.join(' ')}`,
+    command: recordCommand(`node --import tsx research/scripts/focus-grpo.ts ${argv.join(' ')}`),
     families, trainOn, trainTasks: train.length, config, evals, cancelReasons: quarters, wallS: (performance.now() - t0) / 1000,
   };
   await writeFile(`${out}/focus.json`, JSON.stringify(record, null, 1) + '\n');

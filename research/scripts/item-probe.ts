@@ -8,13 +8,13 @@
 //     given the call up to them, after the history as it is and after the request alone;
 //   - the reply after the real result: does the greedy reply state the price difference (the task's fact)?
 import { writeFile } from 'node:fs/promises';
-import { relative } from 'node:path';
 import { enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
 import { parse } from '../../src/env/toolcall';
 import { generate, GREEDY, logprobs } from '../../src/model/generate';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
+import { recordCommand, recordPath } from '../../src/util/record-path';
 
 export const ITEM_PROBE_USAGE = 'usage: node --import tsx research/scripts/item-probe.ts [--model DIR] [--count N] [--split train|test] [--out FILE]';
 
@@ -124,8 +124,8 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     backend.dispose();
   }
   const record = {
-    command: `node --import tsx research/scripts/item-probe.ts ${argv.join(' ')}`.trim(),
-    model: relative(process.cwd(), policy.dir) || '.',
+    command: recordCommand(`node --import tsx research/scripts/item-probe.ts ${argv.join(' ')}`).trim(),
+    model: recordPath(policy.dir),
     split,
     counts: n,
     tooLongForTheContext: tooLong,

@@ -18,6 +18,7 @@ import { formatObservation } from '../../src/env/toolcall';
 import { classifyStep } from '../pretrain/rehearsal-probe';
 import { tokenBudgets } from '../../src/rollout/budget';
 import { evalRehearsalFidelity, type FidelityEvalStep } from '../../src/rollout/fidelity-eval';
+import { recordCommand, recordPath } from '../../src/util/record-path';
 
 /** Longest token n-gram that occurs twice in `t` (0: none of length 2). */
 function longestRepeat(t: readonly number[]): number {
@@ -121,8 +122,8 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     }
     b.sample = sample;
     const record = {
-      command: `node --import tsx research/scripts/no-repeat-rehearsal.ts --model ${modelDir} --world ${world} --n ${nList}`,
-      model: modelDir,
+      command: recordCommand(`node --import tsx research/scripts/no-repeat-rehearsal.ts --model ${modelDir} --world ${world} --n ${nList}`),
+      model: recordPath(modelDir),
       heldOutTasks: tasks.length,
       maxRehearseTokens,
       realObservations: { count: repeats.length, longestRepeatedNgram: { p50: repeats[repeats.length >> 1], p99: repeats[Math.floor(repeats.length * 0.99)], max: repeats[repeats.length - 1] } },

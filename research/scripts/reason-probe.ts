@@ -14,7 +14,6 @@
 // spell one in the constant tool block (its description lists both reasons), from a plain forward over the
 // checkpoint (research/pretrain/attention-probe.ts PlainQwen3, tested against the engine).
 import { writeFile } from 'node:fs/promises';
-import { relative } from 'node:path';
 import { enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
@@ -25,6 +24,7 @@ import { PlainQwen3 } from '../pretrain/attention-probe';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import type { ChatMessage } from '../../src/rollout/chat';
 import { Rng } from '../../src/util/rng';
+import { recordCommand, recordPath } from '../../src/util/record-path';
 
 export const REASON_PROBE_USAGE = 'usage: node --import tsx research/scripts/reason-probe.ts [--model DIR] [--count N] [--attention-tasks N] [--split train|test] [--out FILE]';
 
@@ -128,8 +128,8 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     if (REASONS.some((r) => t.includes(r)) && !(REASONS as readonly string[]).includes(t)) fused.push(t);
   }
   const record = {
-    command: `node --import tsx research/scripts/reason-probe.ts ${argv.join(' ')}`.trim(),
-    model: relative(process.cwd(), policy.dir) || '.', contexts, example, attentionAtTheReason: attention,
+    command: recordCommand(`node --import tsx research/scripts/reason-probe.ts ${argv.join(' ')}`).trim(),
+    model: recordPath(policy.dir), contexts, example, attentionAtTheReason: attention,
     tokensFusingAReason: { count: fused.length, shortest: fused.sort((a, b) => a.length - b.length).slice(0, 12) },
   };
   const text = JSON.stringify(record, null, 1) + '\n';

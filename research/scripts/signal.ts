@@ -16,6 +16,7 @@ import { DEFAULT_LIMITS } from '../../src/rl/grpo-config';
 import { tokenBudgets } from '../../src/rollout/budget';
 import { isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../../src/method/modes';
 import { runRollouts } from '../../src/rollout/rollout';
+import { recordPath } from '../../src/util/record-path';
 
 export const SIGNAL_USAGE = 'usage: npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse] [--split train|test] [--out FILE] [...]';
 
@@ -75,7 +76,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
   const measured = tokenBudgets(domain, policy.tokenizer);
   const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };
-  const result: Record<string, unknown> = { world, model: policy.dir, split, taskSeed, prompts: count, k, temperature, seed, limits };
+  const result: Record<string, unknown> = { world, model: recordPath(policy.dir), split, taskSeed, prompts: count, k, temperature, seed, limits };
   try {
     for (const mode of modes) {
       const t0 = performance.now();

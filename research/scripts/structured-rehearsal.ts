@@ -13,6 +13,7 @@ import { observationStringLimits, tokenBudgets } from '../../src/rollout/budget'
 import { evalRehearsalFidelity } from '../../src/rollout/fidelity-eval';
 import { REHEARSE_NGRAM, STRING_MARGIN, type RehearseConstraintOptions } from '../../src/rollout/rehearse-constraint';
 import { countRehearsals, REHEARSAL_MODEL_FLAGS, rehearsalModelFlags } from './no-repeat-rehearsal';
+import { recordCommand, recordPath } from '../../src/util/record-path';
 
 export const STRUCTURED_REHEARSAL_USAGE = 'usage: node --import tsx research/scripts/structured-rehearsal.ts [--model models/retail] [--world mini|retail] [--count N] [--task-seed S] [--check-only] [--threads T] [--out FILE]';
 
@@ -67,9 +68,9 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
       results.push(row);
     }
     const record = {
-      command: `node --import tsx research/scripts/structured-rehearsal.ts --model ${modelDir} --world ${world} --count ${values.count ?? '100'} --task-seed ${values['task-seed'] ?? String(HELD_OUT_TASK_SEED)}${checkOnly ? ' --check-only' : ''}`,
+      command: recordCommand(`node --import tsx research/scripts/structured-rehearsal.ts --model ${modelDir} --world ${world} --count ${values.count ?? '100'} --task-seed ${values['task-seed'] ?? String(HELD_OUT_TASK_SEED)}${checkOnly ? ' --check-only' : ''}`),
       taskSeed,
-      model: modelDir,
+      model: recordPath(modelDir),
       heldOutTasks: tasks.length,
       maxRehearseTokens,
       longestRealString: longest,

@@ -17,7 +17,7 @@
 // markers.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { cpus } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
@@ -62,7 +62,7 @@ export const TTS_FLAGS: FlagSpec = {
   'history-chars': HISTORY_CHARS_FLAG,
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
-  out: { type: 'string', arg: 'DIR', help: 'records folder: one cells/<policy>-<mode>-n<N>-s<seed>.json per finished cell; finished cells are skipped', default: '/tmp/envace-tts' },
+  out: { type: 'string', arg: 'DIR', help: 'records folder: one cells/<policy>-<mode>-n<N>-s<seed>.json per finished cell; finished cells are skipped', default: '$TMPDIR/envace-tts' },
   results: { type: 'string', arg: 'FILE', help: 'the results file whose private-rehearsal section is replaced', default: 'docs/results.md' },
   'budget-minutes': { type: 'string', arg: 'M', help: 'stop before running when the projected wall-clock exceeds M minutes', default: 'no limit' },
   estimate: { type: 'boolean', help: 'measure one task (N = 0, and N = 1 in each mode), print the projected wall-clock and stop' },
@@ -117,7 +117,7 @@ function paperFigure(policy: TtsRun['policy'], mode: TtsMode, n: number): string
 
 /** An EnvACE (role-wise) training run with a checkpoint: runs/ in the repo first, then the ablation's default out. */
 function findEnvaceRun(): string | null {
-  for (const base of [join(ROOT, 'runs'), join(ROOT, 'runs/ablation'), '/tmp/envace-ablation']) {
+  for (const base of [join(ROOT, 'runs'), join(ROOT, 'runs/ablation'), join(tmpdir(), 'envace-ablation')]) {
     if (!existsSync(base)) continue;
     const dirs = readdirSync(base).filter((d) => /^envace-s\d+$/.test(d)).sort();
     for (const d of dirs) {
@@ -222,7 +222,7 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
   };
   const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
   const threads = threadsFlag(v);
-  const out = resolve(strFlag(v, 'out') ?? '/tmp/envace-tts');
+  const out = resolve(strFlag(v, 'out') ?? join(tmpdir(), 'envace-tts'));
   const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));
   const budgetMinutes = v['budget-minutes'] === undefined ? Infinity : numFlag(v, 'budget-minutes', 30);
   const adapterArg = strFlag(v, 'adapter') ?? 'auto';
@@ -250,7 +250,7 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
       } catch (e) {
         adapterNote = `not run: ${adapterDir} has no loadable adapter (${(e as Error).message})`;
       }
-    } else adapterNote = 'not run: no EnvACE adapter found (runs/*/envace-s*, /tmp/envace-ablation/envace-s*; pass --adapter DIR)';
+    } else adapterNote = 'not run: no EnvACE adapter found (runs/*/envace-s*, $TMPDIR/envace-ablation/envace-s*; pass --adapter DIR)';
     const policies: TtsRun['policy'][] = envace ? ['base', 'envace'] : ['base'];
     log(`model ${policy.dir} (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}) on ${backendName}; ${machine}`);
 

@@ -18,6 +18,7 @@ import { tokenBudgets } from '../rollout/budget';
 import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-prompt';
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
+import { recordPath } from '../util/record-path';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
@@ -147,7 +148,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
         log(`success ${f(report.success)}  reward ${f(report.meanReward)}  calls without error ${f(report.callsWithoutError)}  tool P ${f(report.toolPrecision)} R ${f(report.toolRecall)}${report.fidelity ? `  fidelity exact ${f(report.fidelity.exact)} f1 ${f(report.fidelity.f1)} invalid ${f(report.fidelity.invalid)}` : ''}${report.fidelityGrounded ? ` (grounded as in rollouts: exact ${f(report.fidelityGrounded.exact)} invalid ${f(report.fidelityGrounded.invalid)})` : ''}`);
         log(`by tier: ${Object.entries(report.byTier).map(([k, g]) => `${k} ${f(g.success)} (${g.tasks})`).join(', ') || '-'}`);
         const result: EvalResult = {
-          model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,
+          model: recordPath(policy.dir), adapter: adapterDir ? recordPath(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,
           world: domain.name, tasksFrom: tasksArg, rehearseDecoding: rehearsePrompt.decoding ?? 'structured', backend: backendName, tts: tts ? { mode: tts, n } : null, wallS: (performance.now() - t0) / 1000, ...report,
         };
         io.out(JSON.stringify(result) + '\n');

@@ -2,7 +2,7 @@
 # Session 20's pre-registered rule: the earliest snapshot of the vs5 replay (every 200 steps from 600) whose
 # reader is formed (P(right) >= 0.9) and that meets the issue's base bars (held-out >= 40 %, exact >= 60 %).
 set -u
-cd /work/main
+cd "$(dirname "$0")/../../../../.."
 out=runs/s20/vs5-snap; mkdir -p $out
 for n in 600 800 1000 1200 1400 1600 1800 2000; do
   d=runs/s20/vs5/snapshots/step-$n
