@@ -70,7 +70,7 @@ interface RunConfig {
   updateEpochs?: number; taskSampling?: string; topP?: number; reward?: string; lossAggregation?: string; greedyMember?: boolean;
 }
 
-/** The lesson's length: src/ui/settings.svelte.ts DEFAULTS.steps (a runes module tsx cannot load; the test ties them). 40 until session 26, so older runs read "40 steps". */
+/** The lesson's length: src/ui/settings.svelte.ts DEFAULTS.steps (a runes module tsx cannot load; the test ties them). 40 until commit de6fbd8, so older runs read "40 steps". */
 export const LESSON_STEPS = 100;
 
 /** What a run changed from the lesson's settings (research/scripts/lesson-grpo.sh defaults), or "the lesson's settings". */
@@ -90,7 +90,7 @@ function offLesson(c: RunConfig): string {
   return o.join(', ') || "the lesson's settings";
 }
 
-/** The bundled policy's folders: runs/sv1 is where its last stage wrote it before it became models/default (session 12). */
+/** The bundled policy's folders: runs/sv1 is where its last stage wrote it before it became models/default (2026-12-02, commit 8cfa1da). */
 const BUNDLED = new Set(['models/default', 'runs/sv1']);
 
 /** The base's folder when it is not the bundled policy (eval.json records it as an absolute path of its machine). */

@@ -1,5 +1,6 @@
 // docs/ is for people: pages and the images they show. Records, scripts and weights live in research/ (issue
-// 49), and every relative link of the pages a reader opens first resolves to a file of the checkout.
+// 49), and every relative link of the pages a reader opens first resolves to a file of the checkout. History is
+// told by date and commit, which a reader can resolve (git show), never by the project's internal session numbers.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -41,6 +42,14 @@ describe('docs', () => {
     expect(PAGES).toContain('README.md');
     expect(PAGES).toContain('docs/architecture.md');
     expect(PAGES.flatMap(brokenLinks)).toEqual([]);
+  });
+
+  it('dates history by date and commit, never by session numbers, in the pages, the code, the UI and the model cards', () => {
+    const models = readdirSync(join(ROOT, 'models')).map((m) => `models/${m}/README.md`).filter((f) => existsSync(join(ROOT, f)));
+    const texts = ['README.md', ...walk('docs'), ...walk('src'), ...walk('workers'), ...models].filter((f) => /\.(md|ts|svelte|js|json|html|css)$/.test(f));
+    expect(texts.length).toBeGreaterThan(100);
+    const numbered = texts.filter((f) => /[Ss]essions? [0-9]/.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(numbered).toEqual([]);
   });
 
   it('reads links the way a Markdown viewer does (a check on the reader)', () => {

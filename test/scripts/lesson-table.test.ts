@@ -12,12 +12,12 @@ describe('lesson-table --summary', () => {
     expect(await lessonTableCli(['--summary', ...dirs], io)).toBe(0);
     const rows = io.stdout().trim().split('\n');
     expect(rows).toHaveLength(2 + dirs.length);
-    // Session 20's five default seeds: 50, 52, 55, 51, 53 % from 45 % (docs/lesson.md).
+    // Commit 9cf1efe's five default seeds: 50, 52, 55, 51, 53 % from 45 % (docs/lesson.md).
     expect(rows[2]).toContain("| research/records/lesson-records/session20/default | 40 steps | 45.0% | 1, 2, 3, 4, 5 | 50.0%, 52.0%, 55.0%, 51.0%, 53.0% | **+7.2** (+4.8 to +9.6) |");
     expect(rows[3]).toContain('| 40 steps, loss aggregation token-mean | 45.0% | 1, 2, 3 | 53.0%, 51.0%, 54.0% | **+7.7** (+3.9 to +11.5) |');
     // One seed has no interval.
     expect(rows[4]).toContain('| 40 steps, rank 32 | 45.0% | 1 | 52.0% | **+7.0** (one seed) |');
-    // Runs before session 26 are 40 steps, the lesson's length then (100 since).
+    // Runs before commit de6fbd8 are 40 steps, the lesson's length then (100 since).
     // A base other than the bundled policy is named by its folder (the bundled one's earlier name, runs/sv1, is not).
     expect(rows[5]).toContain("| 40 steps | 45.0% | 1, 2, 3, 4, 5 |");
     expect(rows[6]).toContain("| 40 steps | 45.0% (runs/careless7) | 1, 2, 3 | 45.0%, 47.0%, 46.0% | **+1.0** (-1.5 to +3.5) |");
