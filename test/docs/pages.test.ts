@@ -38,6 +38,15 @@ describe('docs', () => {
     expect(other).toEqual([]);
   });
 
+  it('README.md is a front door: at most 200 lines, the two Quick-start commands, the lab\'s screenshot', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(200);
+    expect(readme).toMatch(/^npm run lab {5}# /m);
+    expect(readme).toMatch(/^npm test {8}# /m);
+    expect(readme).toContain('](docs/screenshots/lab-1280x800.png)');
+    for (const page of ['CONTRIBUTING.md', 'docs/architecture.md', 'docs/benchmarks.md']) expect(readme, page).toContain(`](${page})`);
+  });
+
   it('every relative link of README.md and the docs pages resolves', () => {
     expect(PAGES).toContain('README.md');
     expect(PAGES).toContain('docs/architecture.md');
@@ -48,7 +57,8 @@ describe('docs', () => {
     const models = readdirSync(join(ROOT, 'models')).map((m) => `models/${m}/README.md`).filter((f) => existsSync(join(ROOT, f)));
     const texts = ['README.md', ...walk('docs'), ...walk('src'), ...walk('workers'), ...models].filter((f) => /\.(md|ts|svelte|js|json|html|css)$/.test(f));
     expect(texts.length).toBeGreaterThan(100);
-    const numbered = texts.filter((f) => /[Ss]essions? [0-9]/.test(readFileSync(join(ROOT, f), 'utf8')));
+    // \s: a number on the next line of a wrapped paragraph counts too.
+    const numbered = texts.filter((f) => /[Ss]essions?\s+[0-9]/.test(readFileSync(join(ROOT, f), 'utf8')));
     expect(numbered).toEqual([]);
   });
 

@@ -5,7 +5,7 @@
 //
 //   LAB_LESSON_RUN=1 npx vitest run test/e2e/lesson-run.test.ts
 //   LAB_LESSON_RUN=1 LAB_SCREENSHOTS=docs/screenshots LAB_RECORDS=research/records npx vitest run test/e2e/lesson-run.test.ts
-//   (the README's image and record)
+//   (the image and record docs/lab.md shows)
 //
 // It writes the dashboard's screenshot (lesson-run.png) and a record of the run (lesson-run.json: settings as
 // the page shows them, the held-out success before and after, wall-clock, machine, date, commit), the record
