@@ -27,7 +27,7 @@ import { probeRehearsals } from './rehearsal-probe';
 import { tokenBudgets } from '../../src/rollout/budget';
 import { attentionProbe, PlainQwen3, type AttentionRecord } from './attention-probe';
 import { timeGrpoStep, type GrpoTiming } from './grpo-timing';
-import { FULL_SPEC, machineDescription, MINI_SPEC, pretrain, QUICK_SPEC } from './pipeline';
+import { FULL_SPEC, machineDescription, MINI_SPEC, pretrain, QUICK_SPEC, type PretrainSpec } from './pipeline';
 import { widenShape } from './grow';
 import { ensureDir, IoError, writeFileAtomic } from '../../src/util/atomic-file';
 import { recordCommand, recordPath } from '../../src/util/record-path';
@@ -120,6 +120,69 @@ function cardWorld(command: string): CardInputs['world'] {
   if (!isWorldName(name)) return undefined;
   const spec = WORLDS[name];
   return { name, description: spec.description, heldOut: spec.heldOut, summary: worldSummary(worldBase(loadRetailBase(), spec)) };
+}
+
+/** What a run was given, to write the command that reproduces it. */
+export interface CommandInputs {
+  world: string;
+  seed: number;
+  backend: string;
+  quick: boolean;
+  init: string | undefined;
+  /** --lr as typed (the spec's lr is the parsed number). */
+  lr: string | undefined;
+  snapshotEvery: number | undefined;
+  spec: PretrainSpec;
+  /** The spec the world (or --quick) starts from: only settings that differ from it are written. */
+  base: PretrainSpec;
+}
+
+/** The `npm run pretrain` command of a run: the world, seed, steps and backend, then every setting off its base. */
+export function pretrainCommand(c: CommandInputs): string {
+  const { spec, base } = c;
+  const changed = <K extends keyof PretrainSpec>(k: K): PretrainSpec[K] | undefined => (spec[k] !== base[k] ? spec[k] : undefined);
+  const given = <T>(x: T | undefined | null | false | 0): T | undefined => (x ? x : undefined);
+  const habits = spec.carelessAbout?.join(',');
+  // [flag, value]: a value of true writes the bare flag, undefined leaves the flag out.
+  const flags: [string, unknown][] = [
+    ['--quick', given(c.quick)],
+    ['--init', given(c.init)],
+    ['--lr', given(c.lr)],
+    ['--review-tasks', changed('reviewTasks')],
+    ['--swap-share', changed('swapShare')],
+    ['--context', changed('maxLen')],
+    ['--layers', spec.model.numLayers !== base.model.numLayers ? spec.model.numLayers : undefined],
+    ['--width-factor', spec.model.hiddenSize !== base.model.hiddenSize ? spec.model.hiddenSize / base.model.hiddenSize : undefined],
+    ['--copy-drills', changed('copyDrills')],
+    ['--pre-tokenizer', changed('preTokenizer')],
+    ['--retokenize', given(spec.retokenize)],
+    ['--value-weight', spec.valueLossWeight],
+    ['--span-steps', changed('spanSteps')],
+    ['--span-source', changed('spanSource')],
+    ['--drill-steps', changed('drillSteps')],
+    ['--train-tasks', changed('trainTasks')],
+    ['--act-weight', changed('actLossWeight')],
+    ['--act-only-tasks', changed('actOnlyTasks')],
+    ['--rehearse-only-tasks', changed('rehearseOnlyTasks')],
+    ['--rehearse-weight', changed('rehearseLossWeight')],
+    ['--prompt-loss', changed('promptLossWeight')],
+    ['--grounding-chars', spec.groundingChars],
+    ['--no-expert-rehearse', spec.expertRehearse === false || undefined],
+    ['--rehearse-swap-share', spec.rehearseSwapShare],
+    ['--record-copies', spec.recordCopies],
+    ['--value-swaps', spec.valueSwaps],
+    ['--value-swap-drills', spec.valueSwapDrills],
+    ['--drill-all-kinds', given(spec.drillAllKinds)],
+    ['--change-tasks', given(spec.changeTasks)],
+    ['--change-call-drills', given(spec.changeCallDrills)],
+    ['--amount-swaps', given(spec.amountSwaps)],
+    ['--amount-swap-drills', given(spec.amountSwapDrills)],
+    ['--careless-replies', given(spec.carelessRate)],
+    ['--careless-about', habits && habits !== DEFAULT_CARELESS_ABOUT.join(',') ? habits : undefined],
+    ['--snapshot-every', given(c.snapshotEvery)],
+  ];
+  const rest = flags.filter(([, x]) => x !== undefined).map(([f, x]) => (x === true ? ` ${f}` : ` ${f} ${x}`));
+  return `npm run pretrain -- --world ${c.world} --seed ${c.seed} --steps ${spec.steps} --backend ${c.backend}${rest.join('')}`;
 }
 
 export async function pretrainCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
@@ -296,7 +359,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       const init = initFlag ? resolve(initFlag) : undefined;
       // Stage 2 reads the init folder before anything is written (it may be the output folder itself).
       const result = await pretrain(b, domain, spec, { seed, out, log, init, snapshotEvery });
-      const command = `npm run pretrain -- --world ${world} --seed ${seed} --steps ${spec.steps} --backend ${backendName}${quick ? ' --quick' : ''}${initFlag ? ` --init ${initFlag}` : ''}${v.lr ? ` --lr ${v.lr}` : ''}${spec.reviewTasks !== base.reviewTasks ? ` --review-tasks ${spec.reviewTasks}` : ''}${spec.swapShare !== base.swapShare ? ` --swap-share ${spec.swapShare}` : ''}${spec.maxLen !== base.maxLen ? ` --context ${spec.maxLen}` : ''}${spec.model.numLayers !== base.model.numLayers ? ` --layers ${spec.model.numLayers}` : ''}${spec.model.hiddenSize !== base.model.hiddenSize ? ` --width-factor ${spec.model.hiddenSize / base.model.hiddenSize}` : ''}${spec.copyDrills !== base.copyDrills ? ` --copy-drills ${spec.copyDrills}` : ''}${spec.preTokenizer !== base.preTokenizer ? ` --pre-tokenizer ${spec.preTokenizer}` : ''}${spec.retokenize ? ' --retokenize' : ''}${spec.valueLossWeight !== undefined ? ` --value-weight ${spec.valueLossWeight}` : ''}${spec.spanSteps !== base.spanSteps ? ` --span-steps ${spec.spanSteps}` : ''}${spec.spanSource !== base.spanSource ? ` --span-source ${spec.spanSource}` : ''}${spec.drillSteps !== base.drillSteps ? ` --drill-steps ${spec.drillSteps}` : ''}${spec.trainTasks !== base.trainTasks ? ` --train-tasks ${spec.trainTasks}` : ''}${spec.actLossWeight !== base.actLossWeight ? ` --act-weight ${spec.actLossWeight}` : ''}${spec.actOnlyTasks !== base.actOnlyTasks ? ` --act-only-tasks ${spec.actOnlyTasks}` : ''}${spec.rehearseOnlyTasks !== base.rehearseOnlyTasks ? ` --rehearse-only-tasks ${spec.rehearseOnlyTasks}` : ''}${spec.rehearseLossWeight !== base.rehearseLossWeight ? ` --rehearse-weight ${spec.rehearseLossWeight}` : ''}${spec.promptLossWeight !== base.promptLossWeight ? ` --prompt-loss ${spec.promptLossWeight}` : ''}${spec.groundingChars !== undefined ? ` --grounding-chars ${spec.groundingChars}` : ''}${spec.expertRehearse === false ? ' --no-expert-rehearse' : ''}${spec.rehearseSwapShare !== undefined ? ` --rehearse-swap-share ${spec.rehearseSwapShare}` : ''}${spec.recordCopies !== undefined ? ` --record-copies ${spec.recordCopies}` : ''}${spec.valueSwaps !== undefined ? ` --value-swaps ${spec.valueSwaps}` : ''}${spec.valueSwapDrills !== undefined ? ` --value-swap-drills ${spec.valueSwapDrills}` : ''}${spec.drillAllKinds ? ' --drill-all-kinds' : ''}${spec.changeTasks ? ` --change-tasks ${spec.changeTasks}` : ''}${spec.changeCallDrills ? ` --change-call-drills ${spec.changeCallDrills}` : ''}${spec.amountSwaps ? ` --amount-swaps ${spec.amountSwaps}` : ''}${spec.amountSwapDrills ? ` --amount-swap-drills ${spec.amountSwapDrills}` : ''}${spec.carelessRate ? ` --careless-replies ${spec.carelessRate}` : ''}${spec.carelessAbout && spec.carelessAbout.join(',') !== DEFAULT_CARELESS_ABOUT.join(',') ? ` --careless-about ${spec.carelessAbout.join(',')}` : ''}${snapshotEvery ? ` --snapshot-every ${snapshotEvery}` : ''}`;
+      const command = pretrainCommand({ world, seed, backend: backendName, quick, init: initFlag, lr: v.lr === undefined ? undefined : String(v.lr), snapshotEvery, spec, base });
       const record = { command: recordCommand(command), ...result, out: recordPath(result.out) };
       await write('pretrain.json', JSON.stringify(record, null, 1) + '\n');
       let evaluation = null;
