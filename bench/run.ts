@@ -1,6 +1,6 @@
 // npm run bench [suite…] [--quick]: runs the named suites (all but gpu by default), writes
 // bench/results/<suite>.json and prints a table with ratios to the onnxruntime-web baseline.
-// npm run bench -- --table: regenerates README.md's benchmark tables from bench/results/*.json
+// npm run bench -- --table: regenerates docs/benchmarks.md's benchmark tables from bench/results/*.json
 // (--check-table: only checks they match).
 import { formatTable, writeResults, type BenchRecord, type BenchSuite } from './lib';
 import { commitName, machineName } from './lib';
@@ -33,7 +33,7 @@ async function nodeAdapterName(): Promise<string | undefined> {
 async function main() {
   const args = process.argv.slice(2);
   if (args.includes('--table') || args.includes('--check-table')) {
-    // README tables from the committed records (bench/table.ts); no suite runs.
+    // docs/benchmarks.md's tables from the committed records (bench/table.ts); no suite runs.
     const { main: table } = await import('./table');
     process.exitCode = table(args.includes('--check-table') ? ['--check'] : []);
     return;

@@ -1,7 +1,7 @@
-// The README's benchmark tables, generated from the committed records in bench/results/*.json (never
+// The benchmark tables of docs/benchmarks.md, generated from the committed records in bench/results/*.json (never
 // typed by hand). `npm run bench -- --table` (or `node --import tsx bench/table.ts`) rewrites
-// every block between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in README.md; `--check` only
-// reports whether README.md is up to date (exit 1 if not).
+// every block between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->` in docs/benchmarks.md; `--check` only
+// reports whether docs/benchmarks.md is up to date (exit 1 if not).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,30 +227,33 @@ export const TABLES: Record<string, () => string | null> = {
   'cpu-browser': cpuBrowserTable,
 };
 
-/** README text with every bench block regenerated. */
+/** The page's text with every bench block regenerated. */
 export function renderReadme(text: string): string {
   return text.replace(/<!-- bench:([\w.-]+) -->[\s\S]*?<!-- \/bench:\1 -->/g, (whole, name: string) => {
     const make = TABLES[name];
-    if (!make) throw new Error(`README.md: unknown bench block '${name}' (have: ${Object.keys(TABLES).join(', ')})`);
+    if (!make) throw new Error(`docs/benchmarks.md: unknown bench block '${name}' (have: ${Object.keys(TABLES).join(', ')})`);
     const body = make() ?? '_No records yet: run the suite, then `npm run bench -- --table`._';
     return `<!-- bench:${name} -->\n${body}\n<!-- /bench:${name} -->`;
   });
 }
 
+/** Where the tables live (moved out of README.md, which stays short: issue 49). */
+export const PAGE = 'docs/benchmarks.md';
+
 export function main(args: string[]): number {
-  const path = join(ROOT, 'README.md');
+  const path = join(ROOT, PAGE);
   const text = readFileSync(path, 'utf8');
   const next = renderReadme(text);
   if (args.includes('--check')) {
     if (next !== text) {
-      console.error('README.md benchmark tables differ from bench/results/*.json: run npm run bench -- --table');
+      console.error(`${PAGE} benchmark tables differ from bench/results/*.json: run npm run bench -- --table`);
       return 1;
     }
-    console.error('README.md benchmark tables match the records');
+    console.error(`${PAGE} benchmark tables match the records`);
     return 0;
   }
   writeFileSync(path, next);
-  console.error(next === text ? 'README.md tables already up to date' : 'README.md tables regenerated from bench/results/*.json');
+  console.error(next === text ? `${PAGE} tables already up to date` : `${PAGE} tables regenerated from bench/results/*.json`);
   return 0;
 }
 

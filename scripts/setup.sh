@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One idempotent install for a fresh clone: system packages (Vulkan + lavapipe, Chromium) and npm packages.
-# What it changes on the system is in README.md (Quick start): apt packages libvulkan1, mesa-vulkan-drivers and
+# What it changes on the system is in docs/setup.md: apt packages libvulkan1, mesa-vulkan-drivers and
 # chromium when missing, and on Debian 12 the bookworm-backports suite in /etc/apt/sources.list.d/; each change
 # is printed as it is made.
 # onnxruntime-node (pulled in by @huggingface/transformers) would try to download CUDA binaries in its

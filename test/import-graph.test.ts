@@ -1,5 +1,5 @@
 // The layering of docs/architecture.md, enforced on the import graph. Every .ts file under src/, workers/,
-// bench/ and scripts/ and every .svelte file's <script> blocks are read with TypeScript's own
+// bench/, scripts/ and research/ and every .svelte file's <script> blocks are read with TypeScript's own
 // ts.preProcessFile (static, type-only, re-exported and dynamic imports all count); each relative import is
 // an arrow between two layers. An arrow the layer table below does not allow fails: there are no exceptions.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -8,11 +8,11 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
-const SCANNED = ['src', 'workers', 'bench', 'scripts'];
+const SCANNED = ['src', 'workers', 'bench', 'scripts', 'research'];
 
 // The library layers, lowest first; each may import those listed (and itself). Everything not listed is a
 // "never" arrow. docs/architecture.md gives the rule behind each row.
-const LIBRARY = ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval', 'src/pretrain', 'src/server'];
+const LIBRARY = ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval', 'src/server'];
 const MAY_IMPORT: Record<string, string[]> = {
   'src/util': [],
   'src/method': [],
@@ -23,7 +23,6 @@ const MAY_IMPORT: Record<string, string[]> = {
   'src/rollout': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model'],
   'src/rl': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout'],
   'src/eval': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/rollout'],
-  'src/pretrain': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval'],
   'src/server': ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/rollout'],
   'src/cli': LIBRARY,
   'src/worker-protocol': ['src/method'],
@@ -32,6 +31,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   workers: ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/eval', 'src/worker-protocol'],
   bench: ['src/util', 'src/method', 'src/engine', 'src/env', 'src/model', 'src/train', 'src/rollout', 'src/rl', 'src/server'],
   scripts: [...LIBRARY, 'src/cli'],
+  // Research stands beside the library at the top: it may use everything, and no row above lists it.
+  research: [...LIBRARY, 'src/cli'],
 };
 
 function files(dir: string): string[] {
@@ -116,5 +117,22 @@ describe('import graph', () => {
     expect(check(importsOf('src/rollout/x.ts', `import { evaluateHeldOut } from '../eval/evaluate';`)).violations).toHaveLength(1);
     expect(check(importsOf('bench/suites/x.ts', `import { nodeGpu } from '../../test/helpers/gpu';`)).violations).toHaveLength(1);
     expect(check(importsOf('src/newlayer/x.ts', `import { Rng } from '../util/rng';`)).unknownLayers).toEqual(new Set(['src/newlayer']));
+  });
+
+  it('keeps research beside the library: research may import it, nothing in the library imports research', () => {
+    expect(graph.some((a) => a.from.startsWith('research/') && a.to.startsWith('src/')), 'the reader sees research/').toBe(true);
+    expect(check(importsOf('research/pretrain/x.ts', `import { Rng } from '../../src/util/rng';\nimport { parseFlags } from '../../src/cli/args';`)).violations).toEqual([]);
+    expect(check(importsOf('research/scripts/x.ts', `import { meanCI } from '../ablation/stats';`)).violations).toEqual([]);
+    for (const [from, spec] of [
+      ['src/rl/x.ts', '../../research/ablation/stats'],
+      ['src/cli/x.ts', '../../research/pretrain/pipeline'],
+      ['src/ui/x.svelte', '../../research/ablation/stats'],
+      ['workers/lab/x.ts', '../../research/pretrain/data'],
+      ['bench/suites/x.ts', '../../research/ablation/stats'],
+      ['scripts/x.ts', '../research/scripts/plots'],
+    ]) {
+      const text = from.endsWith('.svelte') ? `<script lang="ts">\n  import { x } from '${spec}';\n</script>` : `import { x } from '${spec}';`;
+      expect(check(importsOf(from, text)).violations, `${from} -> ${spec}`).toHaveLength(1);
+    }
   });
 });

@@ -19,6 +19,7 @@ import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-p
 import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
 import { REVISE_SCOPES } from '../rollout/episode';
+import { recordPath } from '../util/record-path';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
@@ -156,7 +157,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
         }
         log(`by tier: ${Object.entries(report.byTier).map(([k, g]) => `${k} ${f(g.success)} (${g.tasks})`).join(', ') || '-'}`);
         const result: EvalResult = {
-          model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,
+          model: recordPath(policy.dir), adapter: adapterDir ? recordPath(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null,
           world: domain.name, tasksFrom: tasksArg, rehearseDecoding: rehearsePrompt.decoding ?? 'structured', backend: backendName, tts: tts ? { mode: tts, n } : null, wallS: (performance.now() - t0) / 1000, ...report,
         };
         io.out(JSON.stringify(result) + '\n');

@@ -11,7 +11,7 @@ export type QuantKind = 'q8' | 'q4';
  * The format of the embedding table and the LM head (tied or not) when a model loads as `format`.
  * Under q4 they stay q8 by default: that halves q4's logit error on the bundled model and lowers it by a
  * tenth on a random Qwen3-0.6B shape, for 26 % / 16 % more bytes (bench/suites/quant.ts measures every
- * scheme against f32; README, Benchmarks).
+ * scheme against f32; docs/benchmarks.md).
  */
 export function defaultEmbedFormat(format: QuantKind | 'f32'): QuantKind | 'f32' {
   return format === 'q4' ? 'q8' : format;

@@ -17,7 +17,7 @@ export const ADVANTAGES = ['role-wise', 'pooled'] as const;
 export const BASELINES: readonly Baseline[] = ['row-weighted', 'rollout-mean'];
 
 /**
- * Episode limits of the bundled policy's model card evaluation (src/pretrain/evaluate.ts EVAL_LIMITS):
+ * Episode limits of the bundled policy's model card evaluation (research/pretrain/evaluate.ts EVAL_LIMITS):
  * retail tasks need up to ~8 calls; a rehearsed observation (an order with its items) can run to a few
  * hundred tokens of the domain tokenizer.
  */

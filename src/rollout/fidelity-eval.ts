@@ -35,7 +35,7 @@ export interface FidelityEvalOptions {
   signal?: AbortSignal;
   /** Keep each step's Rehearse prompt text (what a failure analysis compares the output with); default off. */
   keepPromptText?: boolean;
-  /** Settings of structured decoding other than the defaults (to measure them: scripts/structured-rehearsal.ts). */
+  /** Settings of structured decoding other than the defaults (to measure them: research/scripts/structured-rehearsal.ts). */
   constraint?: RehearseConstraintOptions;
 }
 

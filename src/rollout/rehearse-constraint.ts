@@ -68,7 +68,7 @@ export function domainStringLimits(domain: object): Record<string, number> {
 
 /**
  * The constraint a rollout or an evaluation uses for a Rehearse request, or undefined for free decoding.
- * `settings` replaces the defaults (to measure them: scripts/structured-rehearsal.ts).
+ * `settings` replaces the defaults (to measure them: research/scripts/structured-rehearsal.ts).
  */
 export function rehearseConstraintFor(
   decoding: RehearseDecoding | undefined,

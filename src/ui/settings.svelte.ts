@@ -70,7 +70,7 @@ export const DEFAULTS: Settings = {
   backend: '',
   model: '',
   // The lesson's run: measured on the mini world on the CPU path (docs/lesson.md;
-  // scripts/lesson-grpo.sh runs the same settings in Node).
+  // research/scripts/lesson-grpo.sh runs the same settings in Node).
   lr: 1e-3,
   steps: 100,
   ttsMode: 'parallel',
@@ -79,7 +79,7 @@ export const DEFAULTS: Settings = {
   evalEvery: 50,
   evalTasks: 100,
   prompts: 4,
-  // Measured on the lesson's run and not better than these (docs/lesson.md, sessions 16, 21 and 22); here to try.
+  // Measured on the lesson's run and not better than these (docs/lesson.md, commits df999c5, d353515 and e2519dd); here to try.
   epochs: 1,
   tsamp: 'uniform',
   topP: 1,

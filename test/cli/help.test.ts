@@ -1,27 +1,27 @@
 // Every CLI answers --help with exit 0 and a table of all its flags, each with its meaning and default
 // (issue 13), through the same frame (runCli) — `pretrain` included, which used to print a stack trace —
 // and so do the newer `export` and `serve`, and the research scripts (ablation, tts-table, plots, signal, and the
-// one-off probes run as `node --import tsx scripts/<name>.ts`: reason-probe, item-probe, focus-grpo,
+// one-off probes run as `node --import tsx research/scripts/<name>.ts`: reason-probe, item-probe, focus-grpo,
 // no-repeat-rehearsal, structured-rehearsal, lesson-table).
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import type { CliIo, FlagSpec } from '../../src/cli/args';
 import { ENV_FLAGS, envCli } from '../../src/cli/env';
 import { EVAL_FLAGS, evalCli } from '../../src/cli/eval';
-import { PRETRAIN_FLAGS, pretrainCli } from '../../src/cli/pretrain';
+import { PRETRAIN_FLAGS, pretrainCli } from '../../research/pretrain/cli';
 import { EXPORT_FLAGS, exportMain } from '../../src/cli/export';
 import { SERVE_FLAGS, serveMain } from '../../src/cli/serve';
 import { TRAIN_FLAGS, trainCli } from '../../src/cli/train';
-import { ABLATION_FLAGS, ABLATION_USAGE, ablationCli } from '../../scripts/ablation';
-import { PLOTS_FLAGS, PLOTS_USAGE, plotsCli } from '../../scripts/plots';
-import { TTS_FLAGS, TTS_USAGE, ttsCli } from '../../scripts/tts-table';
-import { SIGNAL_FLAGS, SIGNAL_USAGE, signalCli } from '../../scripts/signal';
-import { REASON_PROBE_FLAGS, REASON_PROBE_USAGE, reasonProbeCli } from '../../scripts/reason-probe';
-import { ITEM_PROBE_FLAGS, ITEM_PROBE_USAGE, itemProbeCli } from '../../scripts/item-probe';
-import { FOCUS_GRPO_FLAGS, FOCUS_GRPO_USAGE, focusGrpoCli } from '../../scripts/focus-grpo';
-import { NO_REPEAT_REHEARSAL_FLAGS, NO_REPEAT_REHEARSAL_USAGE, noRepeatRehearsalCli } from '../../scripts/no-repeat-rehearsal';
-import { STRUCTURED_REHEARSAL_FLAGS, STRUCTURED_REHEARSAL_USAGE, structuredRehearsalCli } from '../../scripts/structured-rehearsal';
-import { LESSON_TABLE_FLAGS, LESSON_TABLE_USAGE, lessonTableCli } from '../../scripts/lesson-table';
+import { ABLATION_FLAGS, ABLATION_USAGE, ablationCli } from '../../research/scripts/ablation';
+import { PLOTS_FLAGS, PLOTS_USAGE, plotsCli } from '../../research/scripts/plots';
+import { TTS_FLAGS, TTS_USAGE, ttsCli } from '../../research/scripts/tts-table';
+import { SIGNAL_FLAGS, SIGNAL_USAGE, signalCli } from '../../research/scripts/signal';
+import { REASON_PROBE_FLAGS, REASON_PROBE_USAGE, reasonProbeCli } from '../../research/scripts/reason-probe';
+import { ITEM_PROBE_FLAGS, ITEM_PROBE_USAGE, itemProbeCli } from '../../research/scripts/item-probe';
+import { FOCUS_GRPO_FLAGS, FOCUS_GRPO_USAGE, focusGrpoCli } from '../../research/scripts/focus-grpo';
+import { NO_REPEAT_REHEARSAL_FLAGS, NO_REPEAT_REHEARSAL_USAGE, noRepeatRehearsalCli } from '../../research/scripts/no-repeat-rehearsal';
+import { STRUCTURED_REHEARSAL_FLAGS, STRUCTURED_REHEARSAL_USAGE, structuredRehearsalCli } from '../../research/scripts/structured-rehearsal';
+import { LESSON_TABLE_FLAGS, LESSON_TABLE_USAGE, lessonTableCli } from '../../research/scripts/lesson-table';
 import { captureIo } from '../helpers/cli';
 
 function expectTable(text: string, spec: FlagSpec): void {
@@ -71,7 +71,7 @@ describe('--help', () => {
     it(`${name} --help lists every flag with its meaning and default, exit 0, and runs nothing`, async () => {
       const io = captureIo();
       expect(await cli(['--help'], io)).toBe(0);
-      expect(usage).toMatch(new RegExp(`^usage: (npm run ${name} --|node --import tsx scripts/${name}\\.ts)( |$)`));
+      expect(usage).toMatch(new RegExp(`^usage: (npm run ${name} --|node --import tsx research/scripts/${name}\\.ts)( |$)`));
       expect(io.stdout().startsWith(`${usage}\n`), 'the help opens with the usage').toBe(true);
       expectTable(io.stdout(), spec);
       expect(io.stderr()).toBe('');
@@ -137,7 +137,7 @@ describe('--help', () => {
   }, 120_000);
 
   it('an unknown flag is a usage error (exit 2) naming the flag, with no stack trace', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/pretrain.ts', '--bogus'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'research/pretrain/cli.ts', '--bogus'], { encoding: 'utf8', timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/Unknown option '--bogus'/);
     expect(r.stderr).not.toMatch(/\n\s+at /);

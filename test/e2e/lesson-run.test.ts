@@ -4,10 +4,12 @@
 // on this machine? Over ten minutes on the 2-core development machine, so it is not part of `npm test`:
 //
 //   LAB_LESSON_RUN=1 npx vitest run test/e2e/lesson-run.test.ts
-//   LAB_LESSON_RUN=1 LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e/lesson-run.test.ts   (the README's image and record)
+//   LAB_LESSON_RUN=1 LAB_SCREENSHOTS=docs/screenshots LAB_RECORDS=research/records npx vitest run test/e2e/lesson-run.test.ts
+//   (the image and record docs/lab.md shows)
 //
 // It writes the dashboard's screenshot (lesson-run.png) and a record of the run (lesson-run.json: settings as
-// the page shows them, the held-out success before and after, wall-clock, machine, date, commit).
+// the page shows them, the held-out success before and after, wall-clock, machine, date, commit), the record
+// into LAB_RECORDS when given (docs/ holds pages and their images, never records), else beside the screenshot.
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +60,7 @@ describe.runIf(run)('the lesson run in the browser (opt-in: LAB_LESSON_RUN=1)', 
     await page.locator('[data-testid=train-panel]').screenshot({ path: join(SHOTS, 'lesson-run.png') });
     const commit = commitName();
     const record = { date: new Date().toISOString(), commit, machine: `${cpus()[0]?.model.trim()} (${cpus().length} cores), Chromium headless`, settings, summary, before, after, atStep, wallS, pageErrors: errors };
-    writeFileSync(join(SHOTS, 'lesson-run.json'), JSON.stringify(record, null, 1) + '\n');
+    writeFileSync(join(process.env.LAB_RECORDS ?? SHOTS, 'lesson-run.json'), JSON.stringify(record, null, 1) + '\n');
     expect(errors).toEqual([]);
     expect(atStep).toBe(settings.steps);
     expect(after, summary).toBeGreaterThan(before);

@@ -7,7 +7,7 @@
 // JS heap, GPU bytes, the Chromium processes' peak resident memory, tokens/s and step time go to a bench
 // record (bench/results/real-size-e2e.json for the full model).
 //
-//   LAB_REAL_SIZE=1 npx vitest run test/e2e/real-size.test.ts          # the 28-layer model (slow: see README)
+//   LAB_REAL_SIZE=1 npx vitest run test/e2e/real-size.test.ts          # the 28-layer model (slow: see docs/benchmarks.md)
 //   LAB_REAL_SIZE=1 LAB_REAL_SIZE_LAYERS=2 npx vitest run test/e2e/real-size.test.ts   # same widths, 2 layers
 //
 // Not part of `npm test`: skipped unless LAB_REAL_SIZE=1. Every phase has its own generous time limit

@@ -7,8 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import type { Task, ToolCall } from '../../src/env/domain';
 import type { Environment } from '../../src/env/env';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { Tokenizer } from '../../src/model/tokenizer';
@@ -17,17 +15,10 @@ import { privateRehearsal, TtsConfigError, type PrivateRehearsalOptions, type Tt
 import { MEMORY_HEADER } from '../../src/rollout/rehearsal-memory';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { runRollouts, type RolloutBatch, type RolloutDomain } from '../../src/rollout/rollout';
+import { compactRetail, retail } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-// Compact domain view: the byte-level tiny tokenizer makes every character a token.
-const keep = new Set(['get_order_details', 'cancel_pending_order']);
-const domain: RolloutDomain = {
-  policy: 'You are a retail agent. Use the tools.',
-  definitions: () => retail.definitions().filter((t) => keep.has(t.function.name)),
-  createEnv: () => retail.createEnv(),
-  normaliseArgs: retail.normaliseArgs,
-};
+const domain: RolloutDomain = compactRetail(['get_order_details', 'cancel_pending_order']);
 const details: ToolCall = { name: 'get_order_details', arguments: { order_id: '#W9373487' } };
 const cancel: ToolCall = { name: 'cancel_pending_order', arguments: { order_id: '#W9373487', reason: 'no longer needed' } };
 const tasks: Task[] = [

@@ -1,17 +1,13 @@
-// Shared by the in-process CLI tests: an io that captures what a CLI writes, and the retail domain shown
-// with one tool and a short policy so that prompts fit the tiny random-weight model.
+// Shared by the in-process CLI tests: an io that captures what a CLI writes, and a tiny random-weight model
+// folder per test file (the retail domain they show it, one tool and a short policy, is test/fixtures').
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { CliIo } from '../../src/cli/args';
-import type { Domain } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-export const calculateOnlyDomain: Domain = { ...retail, policy: 'You are a retail agent.', definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate') };
+export { calculateOnlyDomain } from '../fixtures/domains';
 
 export function captureIo(): CliIo & { stdout: () => string; stderr: () => string } {
   let o = '';

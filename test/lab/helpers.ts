@@ -1,26 +1,16 @@
-// Shared fixtures of the lab tests: a tiny random-weight model on the CPU backend and a compact view of
-// the retail domain (a one-line policy, two tool schemas: the tiny model's tokenizer is byte-level, so
-// every character of a prompt is a token). Calls still run against the whole retail environment.
+// The lab tests' fixtures, from the shared ones (test/fixtures): the tiny random-weight model with a
+// trained-looking adapter, and the retail domain with two tool schemas.
 import type { Backend } from '../../src/engine/backend';
-import { createBackend } from '../../src/engine/index';
 import { Rng } from '../../src/util/rng';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import type { Qwen3Model } from '../../src/model/qwen3';
-import { MemorySource } from '../../src/model/source';
-import { Tokenizer } from '../../src/model/tokenizer';
-import { loadQwen3 } from '../../src/model/weights';
+import type { Tokenizer } from '../../src/model/tokenizer';
 import type { LabDomain } from '../../workers/lab/episode';
-import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
+import { compactRetail } from '../fixtures/domains';
+import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-export const retail = retailDomain(loadRetailBase());
-const keep = new Set(['find_user_id_by_email', 'get_order_details']);
-export const domain: LabDomain = {
-  ...retail,
-  policy: 'You are a retail agent. Use the tools.',
-  definitions: () => retail.definitions().filter((t) => keep.has(t.function.name)),
-};
+export { retail } from '../fixtures/domains';
+export const domain: LabDomain = compactRetail(['find_user_id_by_email', 'get_order_details']);
 
 export interface Tiny {
   backend: Backend;
@@ -31,10 +21,7 @@ export interface Tiny {
 }
 
 export async function loadTiny(maxPositionEmbeddings = 8192): Promise<Tiny> {
-  const backend = await createBackend('cpu-fast', { threads: 1 });
-  const src = new MemorySource(await tinyModelFiles(tinyConfig({ maxPositionEmbeddings }), 5));
-  const model = (await loadQwen3(src, backend, { format: 'f32' })).model;
-  const tok = await Tokenizer.load(src);
+  const { backend, model, tok } = await loadTinyPolicy(5, maxPositionEmbeddings);
   const adapter = createLoraAdapter(backend, model.config, { name: 'policy', rank: 2, alpha: 4, seed: 3 });
   const rng = new Rng(4);
   for (const [name, t] of adapter.parameters()) {

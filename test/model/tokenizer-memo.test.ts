@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { expertRows, rowToExample } from '../../src/pretrain/data';
+import { expertRows, rowToExample } from '../../research/pretrain/data';
 import type { ToolDefinition } from '../../src/rollout/chat';
 import { QWEN3_TOKENIZER_DIR } from '../fixtures/tiny-model';
 

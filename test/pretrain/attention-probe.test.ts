@@ -7,8 +7,8 @@ import { MemorySource } from '../../src/model/source';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
-import { attentionProbe, PlainQwen3 } from '../../src/pretrain/attention-probe';
-import { initWeights } from '../../src/pretrain/trainer';
+import { attentionProbe, PlainQwen3 } from '../../research/pretrain/attention-probe';
+import { initWeights } from '../../research/pretrain/trainer';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 
 describe('attention probe', () => {

@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng';
 import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
-import { copyDrills, copyTargets, recordCopies, spanCopies, statedValueSwaps, swapIdentities, swapRecordValues, valueSwapSource } from '../../src/pretrain/augment';
+import { copyDrills, copyTargets, recordCopies, spanCopies, statedValueSwaps, swapIdentities, swapRecordValues, valueSwapSource } from '../../research/pretrain/augment';
 import { loadWorldDomain } from '../../src/env/retail/node';
-import { expertRows, rowToExample } from '../../src/pretrain/data';
+import { expertRows, rowToExample } from '../../research/pretrain/data';
 
 const d = retailDomain(loadRetailBase());
 const defs = d.definitions() as never;

@@ -1,7 +1,7 @@
 // The model card states the run's own measurements (nothing in it is typed by hand).
 import { describe, expect, it } from 'vitest';
-import { modelCard, type CardInputs } from '../../src/pretrain/card';
-import { FULL_SPEC } from '../../src/pretrain/pipeline';
+import { modelCard, type CardInputs } from '../../research/pretrain/card';
+import { FULL_SPEC } from '../../research/pretrain/pipeline';
 
 const stats = (mean: number) => ({ n: 10, min: 1, p50: mean, p90: mean * 2, p99: mean * 3, max: mean * 4, mean });
 const inputs: CardInputs = {

@@ -1,9 +1,9 @@
-// Item-change rows and reply-amount swaps (src/pretrain/change-drills.ts) on the mini world's expert rows.
+// Item-change rows and reply-amount swaps (research/pretrain/change-drills.ts) on the mini world's expert rows.
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng';
 import { loadWorldDomain } from '../../src/env/retail/node';
-import { amountSwapSource, amountSwaps, changeCallDrills, changeRows } from '../../src/pretrain/change-drills';
-import { expertRows, rowToExample, type Example } from '../../src/pretrain/data';
+import { amountSwapSource, amountSwaps, changeCallDrills, changeRows } from '../../research/pretrain/change-drills';
+import { expertRows, rowToExample, type Example } from '../../research/pretrain/data';
 
 const mini = loadWorldDomain('mini');
 const defs = mini.definitions() as never;

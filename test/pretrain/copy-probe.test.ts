@@ -12,8 +12,8 @@ import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { FinishReason } from '../../src/model/generate';
-import { probeCopying, type Complete } from '../../src/pretrain/copy-probe';
-import { expertRows, rowToExample } from '../../src/pretrain/data';
+import { probeCopying, type Complete } from '../../research/pretrain/copy-probe';
+import { expertRows, rowToExample } from '../../research/pretrain/data';
 import type { ToolDefinition } from '../../src/rollout/chat';
 
 const domain = retailDomain(loadRetailBase());

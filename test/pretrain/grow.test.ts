@@ -6,7 +6,7 @@ import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { buildQwen3 } from '../../src/model/weights';
 import { randomWeights } from '../../src/model/random';
 import { forward, KvCache, type Qwen3Model } from '../../src/model/qwen3';
-import { GrowError, grownWeights } from '../../src/pretrain/grow';
+import { GrowError, grownWeights } from '../../research/pretrain/grow';
 import { tinyConfig } from '../fixtures/tiny-model';
 import { Rng } from '../../src/util/rng';
 

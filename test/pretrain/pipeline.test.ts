@@ -14,8 +14,8 @@ import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3 } from '../../src/model/weights';
 import { fromTokenizerJson } from '../../src/model/hf-tokenizer';
-import { widenShape } from '../../src/pretrain/grow';
-import { pretrain, QUICK_SPEC } from '../../src/pretrain/pipeline';
+import { widenShape } from '../../research/pretrain/grow';
+import { pretrain, QUICK_SPEC } from '../../research/pretrain/pipeline';
 
 const domain = retailDomain(loadRetailBase());
 const dirs: string[] = [];
@@ -136,7 +136,7 @@ describe('pretrain (quick)', () => {
   it('the CLI exits non-zero with a clear message on bad options', async () => {
     // The CLI's exit status and stderr (null when it exits 0).
     const fails = (args: string[]) =>
-      promisify(execFile)('node', ['--import', 'tsx', 'src/cli/pretrain.ts', ...args], { cwd: process.cwd() }).then(
+      promisify(execFile)('node', ['--import', 'tsx', 'research/pretrain/cli.ts', ...args], { cwd: process.cwd() }).then(
         () => null,
         (e: { code: number; stderr: string }) => e,
       );

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Observation } from '../../src/env/domain';
 import { formatObservation } from '../../src/env/toolcall';
 import type { FidelityEvalStep } from '../../src/rollout/fidelity-eval';
-import { classifyStep, repeatsItself } from '../../src/pretrain/rehearsal-probe';
+import { classifyStep, repeatsItself } from '../../research/pretrain/rehearsal-probe';
 
 const real: Observation = { ok: true, name: 'get_order_details', result: { items: [{ id: '111', color: 'red' }, { id: '222', color: 'blue' }] } };
 const want = formatObservation(real);

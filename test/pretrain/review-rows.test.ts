@@ -7,8 +7,8 @@ import { retailDomain } from '../../src/env/retail/index';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { SPECIAL_STRINGS } from '../../src/model/hf-tokenizer';
 import { trainBpe } from '../../src/model/bpe';
-import { expertRows } from '../../src/pretrain/data';
-import { reviewRows, writeReview } from '../../src/pretrain/review-rows';
+import { expertRows } from '../../research/pretrain/data';
+import { reviewRows, writeReview } from '../../research/pretrain/review-rows';
 import { MEMORY_HEADER } from '../../src/rollout/rehearsal-memory';
 import { buildSelfEvalPrompt, SELF_EVAL_SYSTEM } from '../../src/rollout/self-eval';
 

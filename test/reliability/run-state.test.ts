@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evalCli } from '../../src/cli/eval';
-import { pretrainCli } from '../../src/cli/pretrain';
+import { pretrainCli } from '../../research/pretrain/cli';
 import { trainCli } from '../../src/cli/train';
 import { Rng } from '../../src/util/rng';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ABLATION_CONFIGS, ABLATION_END, ABLATION_START, DEFAULT_CONFIG_IDS, emptyResultsDoc, renderAblation, replaceSection, stat, summarize, TTS_END, TTS_START, verdict,
   type AblationMeta, type AblationRun,
-} from '../../src/rl/grpo-ablation';
+} from '../../research/ablation/grpo-ablation';
 
 const TASKS = 40;
 /** A run whose first `solved` of TASKS tasks succeed. */

@@ -6,8 +6,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import type { Task } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { Tokenizer } from '../../src/model/tokenizer';
@@ -18,14 +16,10 @@ import { GrpoRun, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
 import type { RolloutMode } from '../../src/method/modes';
 import type { RolloutDomain } from '../../src/rollout/rollout';
+import { calculateOnlyDomain } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-const domain: RolloutDomain = {
-  policy: 'You are a retail agent.',
-  definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate'),
-  createEnv: retail.createEnv,
-};
+const domain: RolloutDomain = calculateOnlyDomain;
 const calc = (e: string) => ({ name: 'calculate', arguments: { expression: e } });
 const train: Task[] = ['Hi.', '2+2?', 'Hello!'].map((m, i) => ({ id: `t${i}`, userMessages: [m], referenceActions: [calc('2+2')], facts: [], checklist: [] }));
 const evalTasks: Task[] = [{ id: 'e0', userMessages: ['3*3?'], referenceActions: [calc('3*3')], facts: ['9'], checklist: [] }];

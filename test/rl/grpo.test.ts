@@ -3,32 +3,23 @@
 // have non-zero advantages; everything else (rows, old log-probs, packing, the loss head, AdamW) is real.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
-import { createBackend } from '../../src/engine/index';
 import { Rng } from '../../src/util/rng';
 import type { Task } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import { logprobs } from '../../src/model/generate';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import type { Qwen3Model } from '../../src/model/qwen3';
-import { MemorySource } from '../../src/model/source';
-import { Tokenizer } from '../../src/model/tokenizer';
-import { loadQwen3 } from '../../src/model/weights';
+import type { Tokenizer } from '../../src/model/tokenizer';
 import { packBatch } from '../../src/train/batch';
 import { Trainer } from '../../src/train/trainer';
 import { MODES } from '../../src/method/modes';
 import { GrpoError, grpoUpdate, microBatches, rowToSequence } from '../../src/rl/grpo';
 import { makeRow, type TrainingRow } from '../../src/rollout/rows';
 import { runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
-import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
+import { calculateOnlyDomain } from '../fixtures/domains';
+import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-const domain: RolloutDomain = {
-  policy: 'You are a retail agent.',
-  definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate'),
-  createEnv: retail.createEnv,
-};
+const domain: RolloutDomain = calculateOnlyDomain;
 const calc = { name: 'calculate', arguments: { expression: '2+2' } };
 const tasks: Task[] = [
   { id: 'a', userMessages: ['Hi.'], referenceActions: [calc], facts: [], checklist: [] },
@@ -60,10 +51,7 @@ const meanLogp = async (rows: TrainingRow[], a: LoraAdapter | null) =>
   );
 
 beforeAll(async () => {
-  backend = await createBackend('cpu-fast', { threads: 1 });
-  const src = new MemorySource(await tinyModelFiles(tinyConfig({ maxPositionEmbeddings: 2048 }), 9));
-  model = (await loadQwen3(src, backend, { format: 'f32' })).model;
-  tok = await Tokenizer.load(src);
+  ({ backend, model, tok } = await loadTinyPolicy(9));
 });
 afterAll(() => backend?.dispose());
 

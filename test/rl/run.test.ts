@@ -4,21 +4,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import type { Task } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { GrpoRun, RunConfigError, type GrpoRunConfig } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
 import type { RolloutDomain } from '../../src/rollout/rollout';
+import { calculateOnlyDomain } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-const domain: RolloutDomain = {
-  policy: 'You are a retail agent.',
-  definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate'),
-  createEnv: retail.createEnv,
-};
+const domain: RolloutDomain = calculateOnlyDomain;
 const calc = { name: 'calculate', arguments: { expression: '2+2' } };
 const train: Task[] = ['Hi.', '2+2?', 'Hello!'].map((m, i) => ({ id: `t${i}`, userMessages: [m], referenceActions: [calc], facts: [], checklist: [] }));
 const evalTasks: Task[] = [{ id: 'e0', userMessages: ['3*3?'], referenceActions: [{ name: 'calculate', arguments: { expression: '3*3' } }], facts: ['9'], checklist: [] }];

@@ -1,9 +1,9 @@
-// The tables' statistics (src/rl/stats.ts) on hand-checkable cases: constant data give a zero-width interval,
+// The tables' statistics (research/ablation/stats.ts) on hand-checkable cases: constant data give a zero-width interval,
 // a constant shift is recovered exactly by the paired interval, the interval is deterministic per seed and
 // covers the truth on a simulated case, the base policy's single seed pairs with every seed, t-intervals and
 // pass@k match textbook values.
 import { describe, expect, it } from 'vitest';
-import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairDiffs, pairedBootstrap, PairingError, passAtK, quantile, t975, type Obs } from '../../src/rl/stats';
+import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairDiffs, pairedBootstrap, PairingError, passAtK, quantile, t975, type Obs } from '../../research/ablation/stats';
 
 const grid = (seeds: number, tasks: number, f: (s: number, t: number) => number): Obs[] =>
   Array.from({ length: seeds }, (_, s) => Array.from({ length: tasks }, (_, t) => ({ seed: s, task: `t${t}`, value: f(s, t) }))).flat();

@@ -9,10 +9,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ablationCli } from '../../scripts/ablation';
-import { CHROMIUM, plotsCli } from '../../scripts/plots';
-import { ttsCli } from '../../scripts/tts-table';
-import { emptyResultsDoc } from '../../src/rl/grpo-ablation';
+import { ablationCli } from '../../research/scripts/ablation';
+import { CHROMIUM, plotsCli } from '../../research/scripts/plots';
+import { ttsCli } from '../../research/scripts/tts-table';
+import { emptyResultsDoc } from '../../research/ablation/grpo-ablation';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 import { calculateOnlyDomain as domain, captureIo as io } from '../helpers/cli';
 

@@ -1,7 +1,7 @@
 // The private-rehearsal table's paper column: EnvACE's Table 3, τ²-Bench average (not its Overall, which
 // averages in BFCL multi-turn), and nothing where the paper reports nothing for τ² (its N sweep is BFCL only).
 import { describe, expect, it } from 'vitest';
-import { paperFigure } from '../../scripts/tts-table';
+import { paperFigure } from '../../research/scripts/tts-table';
 
 describe('paper τ² figures of private rehearsal', () => {
   it('are Table 3 τ² Avg at N = 0 and N = 2, and absent elsewhere', () => {

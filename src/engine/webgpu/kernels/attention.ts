@@ -14,6 +14,7 @@
 //     query heads h of its group: dk_j = scale sum p (dp - D) q_t, dv_j = sum p dOut_t.
 // Head size D is a compile-time constant (one pipeline per D), so the per-thread vectors and
 // accumulators are unrolled into registers.
+import { attentionDims } from '../../attention-args';
 import { assertShape } from '../../errors';
 import { type GpuContext, grid1d } from '../context';
 import { GpuTensor, assertF32 } from '../tensor';
@@ -229,13 +230,9 @@ export function attentionParts(t: number, hq: number, maxT: number): number {
 // q (T,Hq,D), caches (S,maxT,Hkv,D), slot/pos (T) i32 -> (T,Hq,D)
 export function attention(ctx: GpuContext, q: GpuTensor, kc: GpuTensor, vc: GpuTensor, slot: GpuTensor, pos: GpuTensor): GpuTensor {
   for (const [x, n] of [[q, 'q'], [kc, 'kCache'], [vc, 'vCache']] as const) assertF32(x, `attention ${n}`);
-  assertShape(q.shape.length === 3 && kc.shape.length === 4 && vc.shape.join() === kc.shape.join(), `attention: q (${q.shape}), caches (${kc.shape}) / (${vc.shape})`);
-  const [t, hq, d] = q.shape;
-  const [s, maxT, hkv, dk] = kc.shape;
-  assertShape(dk === d && hkv > 0 && hq % hkv === 0, `attention: q (${q.shape}) vs cache (${kc.shape})`);
+  const { T: t, Hq: hq, D: d, S: s, maxT, Hkv: hkv } = attentionDims('attention', q, kc, vc, slot, pos);
   assertShape(d <= MAX_D, `attention: head dim ${d} > ${MAX_D}`);
   assertShape(t <= 65535 && hq <= 65535, `attention: ${t} tokens x ${hq} heads exceeds one dispatch grid (65535 per axis)`);
-  assertShape(slot.dtype === 'i32' && pos.dtype === 'i32' && slot.size === t && pos.size === t, `attention: slot/pos must be (${t}) i32`);
   assertShape(samePartition(kc, vc), 'attention: k and v caches are sharded differently');
   const y = ctx.empty(q.shape, 'f32');
   const parts = attentionParts(t, hq, maxT);
@@ -425,13 +422,9 @@ function emptyLike(ctx: GpuContext, like: GpuTensor): GpuTensor {
 /** dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) (possibly sharded by slots), slot/pos (T) -> dq (T,Hq,D), dkCache, dvCache (sharded like the caches) */
 export function attentionBackward(ctx: GpuContext, dOut: GpuTensor, q: GpuTensor, kCache: GpuTensor, vCache: GpuTensor, slot: GpuTensor, pos: GpuTensor) {
   for (const t of [dOut, q, kCache, vCache]) assertF32(t, 'attentionBackward');
-  const [T, Hq, D] = q.shape;
-  const [, maxT, Hkv] = kCache.shape;
-  assertShape(q.shape.length === 3 && kCache.shape.length === 4 && kCache.shape[3] === D && Hq % Hkv === 0, `attentionBackward: q (${q.shape}) vs cache (${kCache.shape})`);
-  assertShape(dOut.size === q.size && slot.size === T && pos.size === T, `attentionBackward: dOut (${dOut.shape}), slot/pos (${slot.size}) vs q (${q.shape})`);
-  assertShape(vCache.parts.length === kCache.parts.length && vCache.parts.every((p, i) => p.row0 === kCache.parts[i].row0), 'attentionBackward: k and v caches are sharded differently');
+  const { T, Hq, D, S, maxT, Hkv } = attentionDims('attentionBackward', q, kCache, vCache, slot, pos, dOut);
+  assertShape(samePartition(kCache, vCache), 'attentionBackward: k and v caches are sharded differently');
   assertShape(D <= 256, `attentionBackward: head size ${D} > 256 is not supported`);
-  const S = kCache.shape[0];
   const dq = ctx.empty(q.shape, 'f32');
   const stats = ctx.empty([T * Hq, 2], 'f32');
   const ranges = ctx.empty([S, 2], 'i32');

@@ -122,30 +122,6 @@ export function accumulate(ctx: GpuContext, dst: GpuTensor, src: GpuTensor, s: n
   ctx.dispatch(AXPY, [src.buf, dst.buf], [dst.size, { f32: s }], grid1d(dst.size, WG));
 }
 
-const SCATTER_ROWS = {
-  code: /* wgsl */ `
-struct P { n: u32, c: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> rows: array<i32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-${INDEX}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) w: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
-  let i = index(w, nw, l);
-  if (i < p.n * p.c) { y[u32(rows[i / p.c]) * p.c + i % p.c] += x[i]; }
-}`,
-};
-
-/** dst (R,C), src (n,C), rows (n) distinct: dst[rows[i]] += src[i] */
-export function scatterAddRows(ctx: GpuContext, dst: GpuTensor, src: GpuTensor, rows: GpuTensor): void {
-  assertF32(dst, 'scatterAddRows');
-  assertF32(src, 'scatterAddRows');
-  const C = dst.shape[dst.shape.length - 1];
-  assertShape(rows.dtype === 'i32' && src.size === rows.size * C, `scatterAddRows: src (${src.shape}) vs ${rows.size} rows of ${C}`);
-  ctx.dispatch(SCATTER_ROWS, [src.buf, rows.buf, dst.buf], [rows.size, C], grid1d(src.size, WG));
-}
-
 const FILL = {
   code: /* wgsl */ `
 struct P { n: u32, v: f32 }

@@ -1,0 +1,429 @@
+// The miniature of the paper's ablation: the configurations, the per-run record, the
+// aggregation (bootstrap intervals over tasks and seeds, paired differences; research/ablation/stats.ts) and the
+// Markdown tables that docs/results.md carries, with the paper's τ²-Bench figures beside ours. Pure
+// functions; research/scripts/ablation.ts runs the experiments.
+import type { RolloutMode } from '../../src/method/modes';
+import type { Baseline } from '../../src/method/advantage';
+import type { RewardRule } from '../../src/method/reward-rules';
+import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
+
+export interface AblationConfig {
+  id: string;
+  label: string;
+  /** null: the base policy, evaluated without training. */
+  mode: RolloutMode | null;
+  advantage: 'role-wise' | 'pooled';
+  baseline: Baseline;
+  /** k3 KL coefficient to the base policy (0: off, as in the reference launcher). */
+  kl: number;
+  /** How training rollouts are scored; absent: the mode's own rule (src/method/reward-rules.ts). */
+  reward?: RewardRule;
+  /** Prompts per step, where the configuration spends a smaller budget than the ablation's (absent: the budget's). */
+  prompts?: number;
+  /** Rehearsing modes: prompts per step that run in the real environment (GrpoRunConfig.realPrompts). */
+  realPrompts?: number;
+  /** Cross-entropy coefficient of Rehearse rows on real observations (GrpoRunConfig.observationCoef). */
+  observationCoef?: number;
+  /** Not run unless named in --configs. */
+  optional?: boolean;
+  /** The paper's τ²-Bench overall success (%) for the matching configuration, where it reports one. */
+  paper: { b8: number | null; b1_7: number | null };
+}
+
+const NO_PAPER = { b8: null, b1_7: null };
+
+/**
+ * The paper's standard GRPO trains Act against a frozen LLM simulator: our `frozen-simulator`. `real` (GRPO
+ * against the executable environment) is the upper reference the paper could not run. The baseline axis
+ * (row-weighted, the reference code's, vs rollout-mean) and the KL term are varied on EnvACE only.
+ */
+export const ABLATION_CONFIGS: readonly AblationConfig[] = [
+  { id: 'base', label: 'base policy', mode: null, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 30.0, b1_7: null } },
+  { id: 'real', label: 'GRPO, real environment', mode: 'real', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
+  // The real environment scored by the rehearsed runs' checklist judge: tells the judge's effect from the rehearsal's.
+  { id: 'real-checklist', label: 'GRPO, real environment, checklist reward', mode: 'real', reward: 'checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // EnvACE with the judge all or nothing: does rehearsed training keep its writes without the partial credit?
+  { id: 'envace-strict', label: 'EnvACE, role-wise, strict checklist', mode: 'rehearse', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // The frozen simulator with the same strict judge: is its loss the partial credit too, or the frozen imagined observations?
+  { id: 'frozen-strict', label: 'GRPO, frozen simulator, strict checklist', mode: 'frozen-simulator', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 31.2, b1_7: 14.7 } },
+  { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 35.5, b1_7: 14.0 } },
+  { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 36.7, b1_7: 15.3 } },
+  { id: 'envace-pooled', label: 'EnvACE, pooled groups', mode: 'rehearse', advantage: 'pooled', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
+  { id: 'envace-rollout-mean', label: 'EnvACE, rollout-mean baseline', mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0, paper: NO_PAPER },
+  { id: 'envace-kl', label: 'EnvACE, KL 1e-4 (k3)', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 1e-4, optional: true, paper: NO_PAPER },
+  // EnvACE whose imagined episodes are scored by replaying their calls on a fresh real database at the end:
+  // one real reward per episode, no real observation ever shown to Act (the judge's control).
+  { id: 'envace-verifier', label: 'EnvACE, verifier replay', mode: 'rehearse', reward: 'verifier', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // The real-interaction budget (the paper's premise): a quarter of real GRPO's episodes, 1 prompt × K real per step.
+  { id: 'real-q', label: 'GRPO, real environment, 1/4 of the real episodes', mode: 'real', prompts: 1, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // The same real episodes plus 3 rehearsed prompts per step (Dyna-style; the imagined ones scored by the strict
+  // checklist, the real ones by the verifier), with and without the simulator learning from the real observations.
+  { id: 'dyna-q', label: 'EnvACE + 1/4 real episodes', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-q-obs', label: 'EnvACE + 1/4 real episodes, simulator on real observations', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  // Real GRPO whose adapter also learns the real observations (the simulator grounded, every episode real).
+  { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+];
+
+/** Real episodes a configuration spends over a run of `steps` (the real-interaction budget). */
+export function realEpisodesOf(c: AblationConfig, budget: { steps: number; prompts: number; k: number }, steps = budget.steps): number {
+  if (c.mode === null) return 0;
+  const prompts = c.prompts ?? budget.prompts;
+  return steps * budget.k * (c.mode === 'real' ? prompts : (c.realPrompts ?? 0));
+}
+
+/** The configurations run when --configs is not given (all but the optional ones). */
+export const DEFAULT_CONFIG_IDS = ABLATION_CONFIGS.filter((c) => !c.optional).map((c) => c.id);
+
+export interface FidelityFigures {
+  exact: number;
+  f1: number;
+  errorAgree: number;
+  invalid: number;
+  steps: number;
+}
+
+/** One point of a learning curve: held-out evaluation after `step` GRPO steps (0: before training). */
+export interface CurvePoint {
+  step: number;
+  tasks: number;
+  success: number;
+  meanReward: number;
+  fidelity: FidelityFigures | null;
+  s: number;
+}
+
+/** The record of one finished (configuration, seed) run: <out>/<config>-s<seed>/result.json. */
+export interface AblationRun {
+  /** Fingerprint of the budget, limits, world and weights: records of another budget are not mixed in. */
+  key: string;
+  config: string;
+  seed: number;
+  steps: number;
+  success: number;
+  meanReward: number;
+  toolPrecision: number;
+  toolRecall: number;
+  fidelity: FidelityFigures | null;
+  /** Per held-out task, for the bootstrap over tasks and the paired differences (tier, family: for breakdowns). */
+  perTask: { taskId: string; reward: number; tier?: number | null; family?: string | null }[];
+  /** Fraction of the real calls that ran without an error observation (a graded signal where success is rare). */
+  callsWithoutError?: number;
+  /** Mean reward of the training rollouts: first step, last step, mean over steps (rehearsed modes: the judge's). */
+  trainReward: { first: number; last: number; mean: number } | null;
+  /** Mean over steps of the fraction of advantage groups with a non-zero reward spread. */
+  spread: number | null;
+  /** Seconds: training steps (summed over sessions), curve evaluations, the final evaluation; wall = their sum. */
+  trainS: number;
+  curveS: number;
+  evalS: number;
+  wallS: number;
+}
+
+interface LimitsLike {
+  maxTurns: number;
+  maxActTokens: number;
+  maxRehearseTokens: number;
+}
+
+export interface AblationMeta {
+  date: string;
+  world: string;
+  model: string;
+  /** First hex digits of the weights file's sha256. */
+  modelHash?: string;
+  modelParams: number | null;
+  backend: string;
+  machine: string;
+  command: string;
+  budget: { steps: number; seeds: number; evalTasks: number; trainTasks: number; k: number; prompts: number; lr: number; rank: number };
+  /** Episode limits of the training rollouts and of the evaluation. */
+  limits?: { train: LimitsLike; eval: LimitsLike };
+  /** Learning-curve evaluations: every N steps on the first M held-out tasks (null: none). */
+  curve?: { every: number; tasks: number } | null;
+  /** Bootstrap replicates and seed. */
+  bootstrap: { reps: number; seed: number };
+  /** Set when the budget is below the intended one: printed above the table. */
+  reduced: string | null;
+  /** What came out, in words, printed under the table. */
+  note?: string | null;
+  /** Learning-curve figures (paths relative to docs/), shown under the tables. */
+  figures?: string[];
+}
+
+export interface Stat {
+  mean: number;
+  sd: number;
+  n: number;
+}
+
+/** Mean and sample sd (n - 1) of the finite values; NaN when there are none (sd 0 for one value). */
+export function stat(xs: readonly number[]): Stat {
+  const v = xs.filter((x) => Number.isFinite(x));
+  const n = v.length;
+  if (n === 0) return { mean: NaN, sd: NaN, n: 0 };
+  const mean = v.reduce((s, x) => s + x, 0) / n;
+  const sd = n > 1 ? Math.sqrt(v.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1)) : 0;
+  return { mean, sd, n };
+}
+
+/** Success (reward 1) per task and seed, the observations of the bootstrap. */
+export function successObs(runs: readonly AblationRun[]): Obs[] {
+  return runs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward >= 1 ? 1 : 0 })));
+}
+
+function tierSuccess(rs: readonly AblationRun[]): AblationRow['byTier'] {
+  const acc: AblationRow['byTier'] = {};
+  for (const t of rs.flatMap((r) => r.perTask)) {
+    if (t.tier === null || t.tier === undefined) continue;
+    const a = (acc[String(t.tier)] ??= { results: 0, success: 0 });
+    a.success = (a.success * a.results + (t.reward >= 1 ? 1 : 0)) / (a.results + 1);
+    a.results++;
+  }
+  return acc;
+}
+
+export interface AblationRow {
+  config: AblationConfig;
+  runs: number;
+  seeds: number[];
+  /** Held-out tasks per run (the largest; runs of one budget all have the same). */
+  tasks: number;
+  success: Interval;
+  reward: Interval;
+  /** Paired against the base policy on the same tasks (null for the base itself or without a base run). */
+  vsBase: PairedInterval | null;
+  precision: Interval;
+  recall: Interval;
+  fidelityExact: Interval;
+  fidelityF1: Interval;
+  fidelityErr: Interval;
+  fidelityInvalid: Interval;
+  trainFirst: Interval;
+  trainLast: Interval;
+  spread: Interval;
+  /** Wall-clock seconds per seed (training + evaluations), in seed order. */
+  wallS: { seed: number; s: number }[];
+  /** Success per task tier, pooled over seeds and tasks (tiers: src/env/retail/tiers.ts); empty without tiers. */
+  byTier: Record<string, { results: number; success: number }>;
+}
+
+export interface PairRow {
+  a: AblationConfig;
+  b: AblationConfig;
+  diff: PairedInterval;
+  /** A key pair, stated in its expected direction (A > B); the other pairs carry no expectation. */
+  expected: boolean;
+}
+
+export interface AblationSummary {
+  rows: AblationRow[];
+  pairs: PairRow[];
+}
+
+/**
+ * The comparisons the text needs first, each in its expected direction (A > B): the paper's ordering, the proof
+ * that the loop learns and its upper reference, the secondary axes.
+ */
+export const KEY_PAIRS: readonly [string, string][] = [
+  ['real', 'base'],
+  ['frozen-simulator', 'base'],
+  ['per-role', 'frozen-simulator'],
+  ['envace', 'per-role'],
+  ['envace', 'frozen-simulator'],
+  ['envace', 'base'],
+  ['real', 'envace'],
+  ['envace', 'envace-pooled'],
+  ['envace', 'envace-rollout-mean'],
+  ['envace-kl', 'envace'],
+  // The judge alone, without rehearsal: training on the judge's partial credit instead of the verifier's objective is
+  // expected to cost; real observations are expected to beat imagined ones under the same judge.
+  ['real', 'real-checklist'],
+  ['real-checklist', 'envace'],
+  ['envace-strict', 'envace'],
+  ['frozen-strict', 'frozen-simulator'],
+  ['envace-strict', 'frozen-strict'],
+];
+
+/** Per configuration: bootstrap intervals, the paired difference to the base; then the paired differences between configurations. */
+export function summarize(runs: readonly AblationRun[], configs: readonly AblationConfig[] = ABLATION_CONFIGS, boot: BootstrapOptions = {}): AblationSummary {
+  const byConfig = new Map(configs.map((c) => [c.id, runs.filter((r) => r.config === c.id).sort((x, y) => x.seed - y.seed)]));
+  const base = configs.find((c) => c.mode === null);
+  const baseObs = base ? successObs(byConfig.get(base.id) ?? []) : [];
+  const rows = configs
+    .map((config): AblationRow => {
+      const rs = byConfig.get(config.id)!;
+      const obs = successObs(rs);
+      const rewardObs = rs.flatMap((r) => r.perTask.map((t) => ({ seed: r.seed, task: t.taskId, value: t.reward })));
+      return {
+        config,
+        runs: rs.length,
+        seeds: rs.map((r) => r.seed),
+        tasks: Math.max(0, ...rs.map((r) => r.perTask.length)),
+        success: bootstrapMean(obs, boot),
+        reward: bootstrapMean(rewardObs, boot),
+        vsBase: config.mode !== null && baseObs.length > 0 && obs.length > 0 ? pairedBootstrap(obs, baseObs, { ...boot, broadcast: true }) : null,
+        precision: meanCI(rs.map((r) => r.toolPrecision)),
+        recall: meanCI(rs.map((r) => r.toolRecall)),
+        fidelityExact: meanCI(rs.map((r) => r.fidelity?.exact ?? NaN)),
+        fidelityF1: meanCI(rs.map((r) => r.fidelity?.f1 ?? NaN)),
+        fidelityErr: meanCI(rs.map((r) => r.fidelity?.errorAgree ?? NaN)),
+        fidelityInvalid: meanCI(rs.map((r) => r.fidelity?.invalid ?? NaN)),
+        trainFirst: meanCI(rs.map((r) => r.trainReward?.first ?? NaN)),
+        trainLast: meanCI(rs.map((r) => r.trainReward?.last ?? NaN)),
+        spread: meanCI(rs.map((r) => r.spread ?? NaN)),
+        wallS: rs.map((r) => ({ seed: r.seed, s: r.wallS })),
+        byTier: tierSuccess(rs),
+      };
+    })
+    .filter((r) => r.runs > 0);
+  const present = rows.map((r) => r.config);
+  const order: [AblationConfig, AblationConfig, boolean][] = [];
+  const seen = new Set<string>();
+  const add = (a: AblationConfig | undefined, b: AblationConfig | undefined, expected: boolean) => {
+    if (!a || !b || a.id === b.id) return;
+    const k = [a.id, b.id].sort().join('|');
+    if (seen.has(k)) return;
+    seen.add(k);
+    order.push([a, b, expected]);
+  };
+  for (const [a, b] of KEY_PAIRS) add(present.find((c) => c.id === a), present.find((c) => c.id === b), true);
+  for (let i = 0; i < present.length; i++) for (let j = i + 1; j < present.length; j++) add(present[j], present[i], false);
+  const pairs = order.map(([a, b, expected]) => ({ a, b, expected, diff: pairedBootstrap(successObs(byConfig.get(a.id)!), successObs(byConfig.get(b.id)!), { ...boot, broadcast: b.mode === null }) }));
+  return { rows, pairs };
+}
+
+const num = (x: number | null) => (x === null ? '–' : x.toFixed(1));
+const params = (n: number | null) => (n === null ? '?' : n >= 1e6 ? `${(n / 1e6).toFixed(1)} M` : `${Math.round(n / 1e3)} K`);
+const lim = (l: LimitsLike) => `${l.maxTurns} turns, ${l.maxActTokens} Act / ${l.maxRehearseTokens} Rehearse tokens`;
+const pct = (x: Interval) => fmtInterval(x, 100, 1);
+const r2 = (x: Interval) => (x.n === 0 || !Number.isFinite(x.mean) ? '–' : x.mean.toFixed(2));
+const mins = (s: number) => (s / 60).toFixed(1);
+
+/** reproduced / contradicted / not resolved, for "a > b" as the paper has it. */
+/** Against the expected direction A > B (a key pair), or only which side is ahead (any other pair). */
+export function verdict(d: PairedInterval, expected = true): string {
+  if (d.n === 0) return 'not run';
+  if (!d.significant) return 'not resolved';
+  if (expected) return d.mean > 0 ? 'reproduced' : 'contradicted';
+  return d.mean > 0 ? 'A > B' : 'A < B';
+}
+
+/** The Markdown of the ablation section (without the markers). */
+export function renderAblation(sum: AblationSummary, meta: AblationMeta): string {
+  const { rows, pairs } = sum;
+  const b = meta.budget;
+  const base = rows.find((r) => r.config.mode === null);
+  const fid3 = (r: AblationRow) => `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)}`;
+  const out: string[] = [];
+  out.push('## Ablation: world rehearsal in miniature');
+  out.push('');
+  if (meta.reduced) out.push(`> **Reduced budget.** ${meta.reduced}`, '');
+  out.push(
+    `World \`${meta.world}\`. Held-out real-environment evaluation on ${b.evalTasks} test-split tasks, one greedy episode per task, the same tasks for every run; ` +
+      `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks, LoRA r ${b.rank}, lr ${b.lr}` +
+      `${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; ${b.seeds} training seed(s) per configuration ` +
+      `(the base policy is deterministic under greedy evaluation: one run stands for every seed). ` +
+      `Success = reward 1 (final database equals the reference one and every required fact stated), with a 95 % two-level bootstrap interval over seeds and tasks ` +
+      `(${meta.bootstrap.reps} replicates, seed ${meta.bootstrap.seed}; research/ablation/stats.ts). Δ vs base: the paired difference on the same tasks (each seed's run against the base), ` +
+      `in points, with its paired bootstrap interval; **yes** when the interval excludes zero. Other columns: mean over seeds [95 % t-interval over seeds]. ` +
+      `Tool P/R: calls matching the reference actions (name and arguments). Fidelity: the policy rehearses every reference call from the real history before it; ` +
+      `exact JSON match / field-level F1 / error-or-not agreement with the real observation (an unparseable rehearsal counts as a miss); per-role: its Rehearse adapter; ` +
+      `real and frozen-simulator: the Act-trained adapter playing the environment. Training reward: the rollouts' own (the verifier's 0 or 1 in the real environment; ` +
+      `the checklist judge's partial credit on imagined trajectories, and on real ones in a configuration named "checklist reward"; all or nothing in one named "strict checklist"), so it compares within a row. Groups with spread: the mean over steps of the fraction of advantage groups whose rewards ` +
+      `are not all equal (the others carry no gradient).`,
+  );
+  out.push('');
+  out.push('| configuration | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | reward [95 % CI] | tool P / R % | fidelity exact / F1 / error-agree % | unparseable rehearsals % | training reward, step 1 → last | groups with spread % | paper τ²-Bench 8B | paper 1.7B |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const seedsNote = r.config.mode !== null && r.runs < b.seeds ? `${r.runs} of ${b.seeds}` : `${r.runs}`;
+    const vs = r.vsBase ? fmtDiff(r.vsBase) : '–';
+    const sig = r.vsBase ? (r.vsBase.significant ? '**yes**' : 'no') : '–';
+    out.push(
+      `| ${r.config.label} | ${seedsNote} | ${pct(r.success)} | ${vs} | ${sig} | ${fmtInterval(r.reward, 1, 3)} | ${pct(r.precision)} / ${pct(r.recall)} | ${fid3(r)} | ${pct(r.fidelityInvalid)} | ` +
+        `${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${r.config.mode === null ? '–' : pct(r.spread)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`,
+    );
+  }
+  out.push('');
+  if (pairs.length) {
+    out.push('### Paired differences between configurations');
+    out.push('');
+    out.push('Success of A minus success of B on the same held-out tasks and training seeds (points; base: its one run against every seed), 95 % paired bootstrap interval. The first rows are stated in their expected direction (A > B): the paper\'s ordering (EnvACE > per-role > GRPO > base), the proof that the loop learns (real > base) and its upper reference (real > EnvACE), the secondary axes, and the judge\'s own cost (the verifier > the checklist in the real environment; real > imagined observations under the checklist; the strict checklist > the partial one when rehearsing). The rest carry no expectation: only which side is ahead.');
+    out.push('');
+    out.push('| A − B | Δ success, pts [95 % CI] | significant | expected direction (A > B) | paired results |');
+    out.push('|---|---|---|---|---|');
+    for (const p of pairs) out.push(`| ${p.a.label} − ${p.b.label} | ${fmtDiff(p.diff)} | ${p.diff.significant ? '**yes**' : 'no'} | ${verdict(p.diff, p.expected)} | ${p.diff.n} |`);
+    out.push('');
+  }
+  const tiers = [...new Set(rows.flatMap((r) => Object.keys(r.byTier)))].sort((x, y) => Number(x) - Number(y));
+  if (tiers.length) {
+    out.push('### Success by task tier');
+    out.push('');
+    out.push('Success % per tier of the held-out tasks (src/env/retail/tiers.ts), pooled over seeds and tasks (results in parentheses).');
+    out.push('');
+    out.push(`| configuration | ${tiers.map((t) => `tier ${t}`).join(' | ')} |`);
+    out.push(`|---|${tiers.map(() => '---|').join('')}`);
+    for (const r of rows) out.push(`| ${r.config.label} | ${tiers.map((t) => (r.byTier[t] ? `${(100 * r.byTier[t].success).toFixed(1)} (${r.byTier[t].results})` : '–')).join(' | ')} |`);
+    out.push('');
+  }
+  const trained = rows.filter((r) => r.config.mode !== null);
+  if (trained.length || base) {
+    const seeds = [...new Set(rows.flatMap((r) => r.seeds))].sort((x, y) => x - y);
+    out.push('### Wall-clock per configuration × seed');
+    out.push('');
+    out.push('Minutes per run: training steps (summed over resumed sessions), learning-curve evaluations and the final held-out evaluation. Target: ≤ 20 min per configuration × seed on the 2-core machine.');
+    out.push('');
+    out.push(`| configuration | ${seeds.map((s) => `seed ${s}`).join(' | ')} | mean | max |`);
+    out.push(`|---|${seeds.map(() => '---|').join('')}---|---|`);
+    for (const r of rows) {
+      const cell = (s: number) => {
+        const w = r.wallS.find((x) => x.seed === s);
+        return w ? mins(w.s) : '–';
+      };
+      const ws = r.wallS.map((w) => w.s);
+      out.push(`| ${r.config.label} | ${seeds.map(cell).join(' | ')} | ${mins(ws.reduce((a, x) => a + x, 0) / ws.length)} | ${mins(Math.max(...ws))} |`);
+    }
+    out.push('');
+  }
+  if (meta.figures?.length) {
+    out.push('### Learning curves');
+    out.push('');
+    out.push(
+      `Per step and configuration, mean over seeds (line) and 95 % t-band over seeds (shaded): held-out success and rehearsal fidelity` +
+        `${meta.curve ? ` (every ${meta.curve.every} steps on the first ${meta.curve.tasks} held-out tasks; step 0 and the last step from the base's and the run's final evaluation)` : ''}, ` +
+        `training reward, and the fraction of advantage groups with a non-zero reward spread. Rendered by \`npm run plots\` from the run records.`,
+    );
+    out.push('');
+    for (const f of meta.figures) out.push(`![learning curves](${f})`, '');
+  }
+  if (meta.note) out.push(`**What came out.** ${meta.note}`, '');
+  out.push(
+    `Paper figures: EnvACE (arXiv 2608.06197), τ²-Bench overall success, Qwen3-8B and Qwen3-1.7B; its "GRPO" trains Act against a frozen LLM simulator ` +
+      `(our frozen-simulator row); it has no real-environment GRPO, no pooled-group and no baseline ablation. Our policy is a ${params(meta.modelParams)}-parameter ` +
+      `model on one domain, so only the direction of the differences, not their size, is comparable.`,
+  );
+  out.push('');
+  out.push(`Model: \`${meta.model}\`${meta.modelHash ? ` (model.safetensors sha256 ${meta.modelHash}…)` : ''}. Machine: ${meta.machine}; backend ${meta.backend}. Date: ${meta.date}.`);
+  out.push('');
+  out.push(`Command: \`${meta.command}\``);
+  return out.join('\n');
+}
+
+export const ABLATION_START = '<!-- ablation:start -->';
+export const ABLATION_END = '<!-- ablation:end -->';
+export const TTS_START = '<!-- tts:start -->';
+export const TTS_END = '<!-- tts:end -->';
+
+/** A fresh docs/results.md: the ablation section and the (empty) test-time section another script fills. */
+export function emptyResultsDoc(): string {
+  return `# Results\n\nProduced by scripts; edit the scripts, not the sections between the markers.\n\n${ABLATION_START}\n${ABLATION_END}\n\n${TTS_START}${TTS_END}\n`;
+}
+
+/** Replaces what lies between `start` and `end` (markers kept); refuses a document without both, in order. */
+export function replaceSection(doc: string, start: string, end: string, body: string): string {
+  const i = doc.indexOf(start);
+  const j = doc.indexOf(end, i < 0 ? 0 : i + start.length);
+  if (i < 0 || j < 0) throw new Error(`the document has no ${start} … ${end} section`);
+  return doc.slice(0, i + start.length) + '\n' + body.trim() + '\n' + doc.slice(j);
+}
