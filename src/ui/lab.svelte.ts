@@ -5,6 +5,7 @@ import type {
   BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
+import { pendingRun } from './run-state';
 import { settings } from './settings.svelte';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
@@ -222,7 +223,8 @@ export async function startTraining(extend = 0): Promise<void> {
     ...(settings.greedy ? { greedyMember: true } : {}),
   };
   if (!lab.train) await refreshTraining();
-  if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };
+  // A new run trains in the world and on the model the lab holds now (the worker saves the same two).
+  if (lab.train && !lab.train.config && lab.env && lab.model) lab.train = pendingRun(lab.train, req, lab.env.world, lab.model.modelLabel);
   lab.training = true;
   try {
     if (extend > 0 && lab.train) lab.train = { ...lab.train, total: lab.train.total + extend };

@@ -29,6 +29,7 @@ const mean = (xs: number[]) => (xs.length ? xs.reduce((a, v) => a + v, 0) / xs.l
 interface Saved {
   req: TrainRequest;
   model: string;
+  /** Absent in runs saved before there were worlds: those trained in the full retail world. */
   world?: string;
 }
 
@@ -126,7 +127,7 @@ export class Training {
     const e0 = evals.get(0);
     const start = e0 ? heldOutEval(e0) : null;
     const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step), [...(rolls.get(m.step)?.values() ?? [])], gpp));
-    return { config: saved?.req ?? null, start, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved?.world ?? 'retail' };
+    return { config: saved?.req ?? null, start, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved ? (saved.world ?? 'retail') : null };
   }
 
   async files(): Promise<NamedFile[]> {
