@@ -7,9 +7,9 @@ import { worldDomain, type WorldName } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
 import { MemoryStore } from '../../src/rl/store';
 import { pendingRun, runWarnings } from '../../src/ui/run-state';
-import type { TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { Progress, TrainRequest, TrainStatus } from '../../src/worker-protocol';
 import type { Policy } from '../../workers/lab/load';
-import { Training } from '../../workers/lab/training';
+import { runProgress, Training } from '../../workers/lab/training';
 import { loadTiny, type Tiny } from './helpers';
 
 const REQ: TrainRequest = {
@@ -85,4 +85,59 @@ describe('the run and its world: the worker side', () => {
       expect(runWarnings(done, { world: other, model: 'tiny' })).toEqual([`The saved run trains in the ${world} world; switch back to it, or reset the run.`]);
     });
   }
+});
+
+// Issue 48: three silent minutes before the first step (the starting policy's evaluation and fidelity check
+// showed no count, an empty bar and no time left).
+describe('progress before the first step', () => {
+  const base = { steps: 20, perStep: 16, evalTasks: 100, tokens: 0, fidelityCheck: true } as const;
+
+  it('the evaluation counts episodes against the held-out tasks, with its own time left', () => {
+    const p = runProgress({ ...base, stepNo: 0, phase: 'held-out evaluation', finished: 37, round: 'round 4, Act: 63 generations', fidelity: null, phaseLeftMs: 42_000 });
+    expect(p).toEqual({ phase: expect.stringContaining('before training, part 1 of 2'), done: 37, total: 100, etaMs: 42_000 });
+    expect(p.phase).toContain('37 of 100 finished (round 4, Act: 63 generations)');
+    expect(p.phase).toContain('then the fidelity check, then step 1 (time left: this part)');
+  });
+
+  it('the fidelity check counts rehearsals decoded', () => {
+    const waiting = runProgress({ ...base, stepNo: 0, phase: 'held-out fidelity', finished: 0, fidelity: null });
+    expect(waiting).toMatchObject({ done: 0, total: 1, etaMs: undefined });
+    expect(waiting.phase).toContain('part 2 of 2');
+    const p = runProgress({ ...base, stepNo: 0, phase: 'held-out fidelity', finished: 0, fidelity: { done: 120, total: 310 }, phaseLeftMs: 9000 });
+    expect(p).toMatchObject({ done: 120, total: 310, etaMs: 9000 });
+    expect(p.phase).toContain('120 of 310 rehearsals of the reference calls decoded; then step 1');
+  });
+
+  it('without the fidelity check the evaluation is the only part; from step 1 on the bar counts steps', () => {
+    expect(runProgress({ ...base, fidelityCheck: false, stepNo: 0, phase: 'held-out evaluation', finished: 0, fidelity: null }).phase).toContain('part 1 of 1');
+    const step = runProgress({ ...base, stepNo: 3, phase: 'rollouts', finished: 8, fidelity: null, runLeftMs: 60_000, phaseLeftMs: 1 });
+    expect(step).toMatchObject({ done: 2.4, total: 20, etaMs: 60_000 });
+    expect(step.phase).toMatch(/^step 3 of 20 · rollouts: 8 of 16 finished/);
+  });
+
+  it('a real run reports the starting evaluation as its own counted part', async () => {
+    const tiny = await loadTiny();
+    try {
+      const t = Object.assign(new Training(), { store: new MemoryStore() }) as unknown as Training;
+      const full = worldDomain('mini', loadRetailBase());
+      const domain = { ...full, policy: 'You are a retail agent.', definitions: () => full.definitions().slice(0, 1) };
+      const policy = { backend: tiny.backend, model: tiny.model, tok: tiny.tok, adapter: tiny.adapter, label: 'tiny', untrained: true } as unknown as Policy;
+      const seen: Progress[] = [];
+      let starting = null;
+      await t.start(policy, domain, 'mini', { ...REQ, evalEvery: 1, evalTasks: 3 }, new AbortController().signal, () => undefined, (p) => seen.push(p), 0, () => undefined, (e) => (starting = e));
+      expect(starting).not.toBeNull();
+      const before = seen.filter((p) => p.phase.startsWith('before training'));
+      expect(before.length).toBeGreaterThan(0);
+      expect(before.every((p) => /part [12] of 2/.test(p.phase))).toBe(true);
+      const evaluation = before.filter((p) => p.phase.includes('held-out evaluation'));
+      expect(evaluation.length).toBeGreaterThan(0);
+      for (const p of evaluation) {
+        expect(p.total).toBe(3);
+        expect(p.phase).toContain(`${p.done} of 3 finished`);
+      }
+      expect(seen.some((p) => p.phase.startsWith('step 1 of 1'))).toBe(true);
+    } finally {
+      tiny.backend.dispose();
+    }
+  });
 });
