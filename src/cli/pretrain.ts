@@ -52,12 +52,13 @@ function unitFlag(v: Parameters<typeof numFlag>[0], name: string): number {
   return x;
 }
 
-export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
+export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--write-committed] [--backend B] [--quick] [--eval N] [...]
        npm run pretrain -- --time-grpo [--out DIR] [--backend B]   (times one GRPO step: grpo-timing-<backend>.json)
        npm run pretrain -- --probe-copy [--out DIR]                (does the policy copy values? copy-probe.json)
        npm run pretrain -- --probe-rehearsal [--out DIR] [--grounding-chars N]  (where rehearsals leave the real observation: rehearsal-probe.json)
        npm run pretrain -- --probe-attention [--out DIR] [--before 'LABEL=DIR;...']  (attention on the copy source: attention-probe.json)
-       npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)`;
+       npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)
+       (without --out: runs/pretrain-<world>/, git-ignored; models/… only with --write-committed)`;
 
 export const PRETRAIN_FLAGS: FlagSpec = {
   world: WORLD_FLAG,
