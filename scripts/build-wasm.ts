@@ -9,9 +9,10 @@
 // installed, and CI must rebuild on a bare machine), exposes every SIMD instruction as an intrinsic,
 // and its Binaryen optimizer does the unrolling/inlining/constant folding that hand-written WAT would
 // need by hand, while the source stays readable and close to C.
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import asc from 'assemblyscript/asc';
+import { HELP_FLAG, helpText, isEntry, parseFlags, processIo, progress, REPO_ROOT, runCli, type CliIo, type FlagSpec } from '../src/cli/args';
 
 export const ENTRY = 'src/engine/cpu/fast/kernels/index.ts';
 export const OUTPUT = 'src/engine/cpu/fast/wasm.gen.ts';
@@ -52,8 +53,33 @@ export async function buildWasmModule(): Promise<string> {
   ].join('\n');
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const text = await buildWasmModule();
-  writeFileSync(OUTPUT, text);
-  console.error(`[build:wasm] wrote ${OUTPUT} (${text.length} chars)`);
+export const BUILD_WASM_USAGE = 'usage: npm run build:wasm   (rebuilds src/engine/cpu/fast/wasm.gen.ts from the AssemblyScript kernels)';
+export const BUILD_WASM_FLAGS: FlagSpec = {
+  check: { type: 'boolean', help: 'write nothing: exit 1 when the committed build differs from a fresh one' },
+  help: HELP_FLAG,
+};
+const BUILD_WASM_NOTES = `The file is rewritten only when a fresh build differs from it (the sources changed): the build is a pure function
+of the sources and the pinned compiler, so an unchanged checkout stays unchanged. exit status: 0 ok, 1 failure, 2 usage error.`;
+
+export async function buildWasmCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  let status = 0;
+  const code = await runCli(io, BUILD_WASM_USAGE, async () => {
+    const v = parseFlags(argv, BUILD_WASM_FLAGS);
+    if (v.help) return void io.out(helpText(BUILD_WASM_USAGE, BUILD_WASM_FLAGS, BUILD_WASM_NOTES));
+    const log = progress(io, 'build:wasm');
+    const out = join(REPO_ROOT, OUTPUT);
+    const text = await buildWasmModule();
+    const same = existsSync(out) && readFileSync(out, 'utf8') === text;
+    if (v.check) {
+      log(same ? `${OUTPUT} matches a fresh build` : `${OUTPUT} differs from a fresh build: run npm run build:wasm`);
+      status = same ? 0 : 1;
+    } else if (same) log(`${OUTPUT} is up to date (${text.length} chars): not rewritten`);
+    else {
+      writeFileSync(out, text);
+      log(`wrote ${OUTPUT} (${text.length} chars)`);
+    }
+  });
+  return code || status;
 }
+
+if (isEntry(import.meta.url)) process.exitCode = await buildWasmCli(process.argv.slice(2));

@@ -339,8 +339,8 @@ export interface TrainStatus {
   running: boolean;
   points: TrainPoint[];
   model: string;
-  /** The world the run trains in. */
-  world: string;
+  /** The world the run trains in; null when there is no run (a world must never be guessed for it). */
+  world: string | null;
 }
 
 export interface TtsRequest {

@@ -1,4 +1,4 @@
-// npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
+// npm run pretrain -- [--seed S] [--steps N] [--out DIR] [--write-committed] [--backend cpu-fast|cpu-ref|webgpu] [--threads T]
 //                     [--quick] [--eval N] [--init DIR] [--lr LR] [--review-tasks N] [--swap-share X] [--copy-drills N]
 //        npm run pretrain -- --time-grpo [--out DIR] [--backend ...]   (times one GRPO step of a trained folder,
 //                                                                     writes grpo-timing-<backend>.json)
@@ -7,7 +7,8 @@
 //        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
 // Trains the bundled default policy from scratch on the retail expert's Act and Rehearse rows and writes a
 // Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
-// generation_config.json, pretrain.json). With --eval N > 0 it then reloads the folder from disk and
+// generation_config.json, pretrain.json), by default under runs/ (git-ignored); a folder the repository commits
+// (the bundled models/default, models/retail) is written only with --write-committed. With --eval N > 0 it then reloads the folder from disk and
 // evaluates N held-out test-split tasks in the real environment (eval.json). Progress on stderr, the
 // result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error naming the file (--help lists flags).
 import { readdir, readFile } from 'node:fs/promises';
@@ -32,7 +33,7 @@ import { widenShape } from './grow';
 import { ensureDir, IoError, writeFileAtomic } from '../../src/util/atomic-file';
 import { recordCommand, recordPath } from '../../src/util/record-path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, checkOutput, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, runsPath, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 
 /** A comma-separated list of the careless demonstrator's habits, each named once. */
@@ -52,18 +53,20 @@ function unitFlag(v: Parameters<typeof numFlag>[0], name: string): number {
   return x;
 }
 
-export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--backend B] [--quick] [--eval N] [...]
+export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] [--seed S] [--steps N] [--out DIR] [--write-committed] [--backend B] [--quick] [--eval N] [...]
        npm run pretrain -- --time-grpo [--out DIR] [--backend B]   (times one GRPO step: grpo-timing-<backend>.json)
        npm run pretrain -- --probe-copy [--out DIR]                (does the policy copy values? copy-probe.json)
        npm run pretrain -- --probe-rehearsal [--out DIR] [--grounding-chars N]  (where rehearsals leave the real observation: rehearsal-probe.json)
        npm run pretrain -- --probe-attention [--out DIR] [--before 'LABEL=DIR;...']  (attention on the copy source: attention-probe.json)
-       npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)`;
+       npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)
+       (without --out: runs/pretrain-<world>/, git-ignored; models/… only with --write-committed)`;
 
 export const PRETRAIN_FLAGS: FlagSpec = {
   world: WORLD_FLAG,
   seed: { type: 'string', arg: 'S', help: 'seed of data, initialisation and evaluation, 0..2^32-1', default: '0' },
   steps: { type: 'string', arg: 'N', help: 'optimizer steps, 1..1000000', default: `${MINI_SPEC.steps} (mini), ${FULL_SPEC.steps} (retail), ${QUICK_SPEC.steps} (--quick)` },
-  out: { type: 'string', arg: 'DIR', help: 'model folder to write (or to read, with --time-grpo, --probe-copy, --card)', default: 'models/default; models/quick with --quick' },
+  out: { type: 'string', arg: 'DIR', help: 'model folder to write (or to read and add records to, with --time-grpo, --probe-*, --card); a folder the repository commits (models/default, models/retail) needs --write-committed', default: 'runs/pretrain-<world>; runs/pretrain-quick with --quick (git-ignored)' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
   quick: { type: 'boolean', help: 'a seconds-long tiny configuration for smoke runs' },
@@ -246,11 +249,14 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     const threads = threadsFlag(v);
     const initFlag = strFlag(v, 'init');
     const snapshotEvery = v['snapshot-every'] === undefined ? undefined : intFlag(v, 'snapshot-every', 1, 1, 1_000_000);
-    const out = resolve(strFlag(v, 'out') ?? (quick ? 'models/quick' : 'models/default'));
+    // Unnamed, the folder is under runs/ (git-ignored): a first try never replaces the bundled policy or its card.
+    const out = resolve(strFlag(v, 'out') ?? runsPath(quick ? 'pretrain-quick' : `pretrain-${world}`));
+    const guardOut = () => checkOutput(strFlag(v, 'out') ?? out, '--out', v);
     const log = progress(io, 'pretrain');
     const write = (name: string, text: string) => writeFileAtomic(join(out, name), text);
 
     if (v.card) {
+      guardOut();
       const read = async (name: string) => {
         const file = join(out, name);
         const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(file, 'read', e.code, e.message)));
@@ -301,6 +307,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         if (!m) throw new ArgError(`--before wants LABEL=DIR[;LABEL=DIR...], got ${JSON.stringify(s)}`);
         return { label: m[1], dir: m[2] };
       });
+      guardOut();
       const drills = { drills: 40, seed: 5 };
       const models = [];
       const outArg = strFlag(v, 'out') ?? out;
@@ -317,6 +324,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       await write('attention-probe.json', JSON.stringify(record, null, 1) + '\n');
       return;
     }
+    guardOut();
     // The output folder must be writable before minutes of training start.
     if (!v['time-grpo'] && !v['probe-copy'] && !v['probe-rehearsal']) await ensureDir(out);
     const domain = loadWorldDomain(world);

@@ -13,7 +13,7 @@
 // The run folder is a normal run (run.json, metrics.jsonl, rollouts.jsonl, ckpt/); focus.json holds the record.
 import { writeFile } from 'node:fs/promises';
 import {
-  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, type CliIo, type FlagSpec,
+  ArgError, checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 import { TRAIN_FLAGS } from '../../src/cli/train';
 import { HELD_OUT_TASK_SEED, type Task } from '../../src/env/domain';
@@ -41,6 +41,7 @@ export const FOCUS_GRPO_FLAGS: FlagSpec = {
   threads: THREADS_FLAG,
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the mini world's bundled policy (models/default)" },
   'train-on': { type: 'string', arg: 'SET', help: 'train (the training split) or held-out (a diagnostic: GRPO trains on the very tasks it is evaluated on)', default: 'train' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -53,7 +54,9 @@ export async function focusGrpoCli(argv: readonly string[], io: CliIo = processI
 async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const values = parseFlags(argv, FOCUS_GRPO_FLAGS);
   if (values.help) return void io.out(helpText(FOCUS_GRPO_USAGE, FOCUS_GRPO_FLAGS));
-  const out = strFlag(values, 'out');
+  const outNamed = strFlag(values, 'out');
+  // A committed record (docs/…, models/…) is rewritten only with --write-committed.
+  const out = outNamed === undefined ? undefined : checkOutput(outNamed, '--out', values);
   if (!out) throw new ArgError('--out DIR is required');
   const seed = intFlag(values, 'seed', 1, 0, 0xffffffff);
   const steps = intFlag(values, 'steps', 40, 1, 1_000_000);

@@ -8,7 +8,8 @@
 //     given the call up to them, after the history as it is and after the request alone;
 //   - the reply after the real result: does the greedy reply state the price difference (the task's fact)?
 import { writeFile } from 'node:fs/promises';
-import { enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
+import { relative } from 'node:path';
+import { checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
 import { parse } from '../../src/env/toolcall';
@@ -23,6 +24,7 @@ export const ITEM_PROBE_FLAGS: FlagSpec = {
   count: { type: 'string', arg: 'N', help: 'item-change tasks (exchanges, item modifications) to probe, 1..10000', default: '60' },
   split: { type: 'string', arg: 'S', help: 'test (the held-out split of npm run eval) or train (the lesson\'s training stream), seed 1', default: 'test' },
   out: { type: 'string', arg: 'FILE', help: 'also write the JSON record here', default: 'stdout only' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -39,7 +41,9 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const split = enumFlag(values, 'split', ['train', 'test'] as const, 'test');
   const count = intFlag(values, 'count', 60, 1, 10_000);
   const model = strFlag(values, 'model');
-  const out = strFlag(values, 'out');
+  const outNamed = strFlag(values, 'out');
+  // A committed record (docs/…, models/…) is rewritten only with --write-committed.
+  const out = outNamed === undefined ? undefined : checkOutput(outNamed, '--out', values);
   const domain = loadWorldDomain('mini');
   const tasks = domain.tasks
     .generate({ split, count: 30 * count, seed: 1 })

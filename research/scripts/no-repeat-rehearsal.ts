@@ -8,7 +8,7 @@
 //   node --import tsx research/scripts/no-repeat-rehearsal.ts [--model models/retail] [--world retail] [--n 0,16,24] [--out FILE] (--help lists every flag)
 import { writeFileSync } from 'node:fs';
 import {
-  ArgError, enumFlag, HELP_FLAG, helpText, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec, type FlagValues,
+  ArgError, checkOutput, enumFlag, HELP_FLAG, helpText, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec, type FlagValues,
 } from '../../src/cli/args';
 import { CpuTensor } from '../../src/engine/cpu/tensor';
 import { HELD_OUT_TASK_SEED } from '../../src/env/domain';
@@ -63,6 +63,7 @@ export const NO_REPEAT_REHEARSAL_FLAGS: FlagSpec = {
   ...REHEARSAL_MODEL_FLAGS,
   n: { type: 'string', arg: 'N,...', help: 'n-gram sizes of the no-repeat ban, comma-separated, each 0 (no ban) or >= 2', default: '0,16,24' },
   out: { type: 'string', arg: 'FILE', help: 'write the JSON record (command, settings, results) here; stdout gets one line per n, then the real observations', default: 'none' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -79,7 +80,9 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     if (!/^\d+$/.test(s) || s === '1') throw new ArgError(`--n wants n-gram sizes >= 2 (0 = no ban), comma-separated, got ${JSON.stringify(s)}`);
     return Number(s);
   });
-  const outFile = strFlag(values, 'out');
+  const outFileNamed = strFlag(values, 'out');
+  // A committed record (docs/…, models/…) is rewritten only with --write-committed.
+  const outFile = outFileNamed === undefined ? undefined : checkOutput(outFileNamed, '--out', values);
   const domain = loadWorldDomain(world);
   const b = await openBackend('cpu-fast', threads);
   try {

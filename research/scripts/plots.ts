@@ -1,4 +1,5 @@
-// npm run plots -- <records dir> [--out docs/figures/ablation-curves.png] [--configs id,id,..] [--title "..."]
+// npm run plots -- <records dir> [--out FILE.png] [--write-committed] [--configs id,id,..] [--title "..."]
+// (without --out: runs/plots/ablation-curves.png; the README's docs/figures/… are rewritten only with --write-committed)
 // Learning curves of an ablation (or pilot) from its run records (research/scripts/ablation.ts: <dir>/<config>-s<seed>/
 // metrics.jsonl per training step, curve.jsonl per held-out evaluation): six panels, per step and configuration,
 // the mean over seeds (line) and the 95 % t-band over seeds (shaded; research/ablation/stats.ts):
@@ -12,16 +13,16 @@
 // /usr/bin/chromium; no native Node dependencies). Prints {png, svg, panels} as JSON.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { ArgError, HELP_FLAG, helpText, isEntry, parseFlags, processIo, progress, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
+import { ArgError, checkOutput, HELP_FLAG, helpText, isEntry, parseFlags, processIo, progress, runCli, runsPath, strFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { ABLATION_CONFIGS, type CurvePoint } from '../ablation/grpo-ablation';
 import type { StepMetrics } from '../../src/rl/run';
 import { meanCI } from '../ablation/stats';
 
-export const PLOTS_USAGE = 'usage: npm run plots -- <records dir> [--out FILE.png] [--configs id,id,..] [--title "..."] [--chromium PATH]';
-const ROOT = resolve(import.meta.dirname, '../..');
+export const PLOTS_USAGE = 'usage: npm run plots -- <records dir> [--out FILE.png] [--write-committed] [--configs id,id,..] [--title "..."] [--chromium PATH]';
 export const CHROMIUM = '/usr/bin/chromium';
 export const PLOTS_FLAGS: FlagSpec = {
-  out: { type: 'string', arg: 'FILE.png', help: 'the figure; an .svg of the same name is written beside it', default: 'docs/figures/ablation-curves.png' },
+  out: { type: 'string', arg: 'FILE.png', help: 'the figure; an .svg of the same name is written beside it; a committed one (docs/figures/…) needs --write-committed', default: 'runs/plots/ablation-curves.png (git-ignored)' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   configs: { type: 'string', arg: 'IDS', help: 'only these configurations (run-folder prefixes), comma-separated', default: 'all found' },
   title: { type: 'string', arg: 'TEXT', help: "the figure's title", default: 'Learning curves: mean over seeds, 95 % band' },
   chromium: { type: 'string', arg: 'PATH', help: 'the Chromium that rasterizes the SVG', default: CHROMIUM },
@@ -238,8 +239,11 @@ export async function plotsCli(argv: readonly string[], io: CliIo = processIo): 
     const log = progress(io, 'plots');
     if (positionals.length !== 1) throw new ArgError('give one records folder (the --out of npm run ablation)');
     const dir = resolve(positionals[0]);
-    const png = resolve(strFlag(v, 'out') ?? join(ROOT, 'docs/figures/ablation-curves.png'));
+    const png = resolve(strFlag(v, 'out') ?? runsPath('plots/ablation-curves.png'));
     if (!png.endsWith('.png')) throw new ArgError(`--out must name a .png file, got ${png}`);
+    // The figure and the .svg beside it: the README's committed figures are regenerated only on purpose.
+    checkOutput(png, '--out', v);
+    checkOutput(png.replace(/\.png$/, '.svg'), '--out', v);
     const only = strFlag(v, 'configs')?.split(',').filter(Boolean);
     const data = collectCurves(dir, only);
     if (data.series.length === 0) throw new ArgError(`${dir}: no run records (<config>-s<seed>/metrics.jsonl or curve.jsonl)`);

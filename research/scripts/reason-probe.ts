@@ -14,7 +14,8 @@
 // spell one in the constant tool block (its description lists both reasons), from a plain forward over the
 // checkpoint (research/pretrain/attention-probe.ts PlainQwen3, tested against the engine).
 import { writeFile } from 'node:fs/promises';
-import { enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
+import { relative } from 'node:path';
+import { checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
 import { logprobs } from '../../src/model/generate';
@@ -34,6 +35,7 @@ export const REASON_PROBE_FLAGS: FlagSpec = {
   'attention-tasks': { type: 'string', arg: 'N', help: 'of them, how many to read attention on (history as it is), 0..10000', default: '20' },
   split: { type: 'string', arg: 'S', help: 'train (the lesson\'s GRPO stream, seed 1) or test (the held-out split of npm run eval)', default: 'train' },
   out: { type: 'string', arg: 'FILE', help: 'also write the JSON record here', default: 'stdout only' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -51,7 +53,9 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const count = intFlag(values, 'count', 60, 1, 10_000);
   const attentionTasks = intFlag(values, 'attention-tasks', 20, 0, 10_000);
   const model = strFlag(values, 'model');
-  const out = strFlag(values, 'out');
+  const outNamed = strFlag(values, 'out');
+  // A committed record (docs/…, models/…) is rewritten only with --write-committed.
+  const out = outNamed === undefined ? undefined : checkOutput(outNamed, '--out', values);
   const domain = loadWorldDomain('mini');
   // Training tasks of seed 1 (the lesson's GRPO stream), or the held-out split of `npm run eval` (seed 1 as well).
   const tasks = domain.tasks.generate({ split, count: 40 * count, seed: 1 }).filter((t) => t.family === 'cancel').slice(0, count);

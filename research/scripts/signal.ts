@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { WORLD_NAMES } from '../../src/env/retail/index';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import {
-  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 import { DEFAULT_LIMITS } from '../../src/rl/grpo-config';
 import { tokenBudgets } from '../../src/rollout/budget';
@@ -33,6 +33,7 @@ export const SIGNAL_FLAGS: FlagSpec = {
   threads: THREADS_FLAG,
   'max-concurrent': { type: 'string', arg: 'N', help: 'decode at most N sequences at once, without KV reuse (large K × count)', default: 'one cache slot per episode' },
   out: { type: 'string', arg: 'FILE', help: 'also write the JSON result here', default: 'stdout only' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -66,7 +67,9 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const taskSeed = intFlag(values, 'task-seed', 7, 0, 2 ** 32 - 1);
   const threads = threadsFlag(values);
   const maxConcurrent = values['max-concurrent'] === undefined ? undefined : intFlag(values, 'max-concurrent', 1, 1);
-  const out = strFlag(values, 'out');
+  const outNamed = strFlag(values, 'out');
+  // A committed record (docs/…, models/…) is rewritten only with --write-committed.
+  const out = outNamed === undefined ? undefined : checkOutput(outNamed, '--out', values);
   const log = progress(io, 'signal');
 
   const domain = loadWorldDomain(world);

@@ -6,7 +6,7 @@
 // that were chosen on the default held-out tasks).
 //   node --import tsx research/scripts/structured-rehearsal.ts [--model models/retail] [--world retail] [--task-seed S] [--check-only] [--out FILE] (--help lists every flag)
 import { writeFileSync } from 'node:fs';
-import { HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
+import { checkOutput, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { HELD_OUT_TASK_SEED } from '../../src/env/domain';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { observationStringLimits, tokenBudgets } from '../../src/rollout/budget';
@@ -23,6 +23,7 @@ export const STRUCTURED_REHEARSAL_FLAGS: FlagSpec = {
   'task-seed': { type: 'string', arg: 'S', help: 'seed of the held-out task split, 0..2^32-1', default: `${HELD_OUT_TASK_SEED} (the held-out tasks of npm run eval)` },
   'check-only': { type: 'boolean', help: 'measure only free decoding and the defaults, not the whole sweep' },
   out: { type: 'string', arg: 'FILE', help: 'write the JSON record (command, settings, results) here; stdout gets one line per variant', default: 'none' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -39,7 +40,9 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const count = intFlag(values, 'count', 100, 1, 100_000);
   const taskSeed = intFlag(values, 'task-seed', HELD_OUT_TASK_SEED, 0, 0xffffffff);
   const checkOnly = values['check-only'] === true;
-  const outFile = strFlag(values, 'out');
+  const outFileNamed = strFlag(values, 'out');
+  // A committed record (docs/…, models/…) is rewritten only with --write-committed.
+  const outFile = outFileNamed === undefined ? undefined : checkOutput(outFileNamed, '--out', values);
   const domain = loadWorldDomain(world);
   const b = await openBackend('cpu-fast', threads);
   try {

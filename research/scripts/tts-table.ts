@@ -1,7 +1,7 @@
 // npm run tts-table -- [--world mini|retail] [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
 //   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval self|judge|both|none] [--memory-placement user|system] [--max-eval-tokens N]
 //   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
-//   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
+//   [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write] [--write-committed]
 //   [--run base,envace] [--render-only] [--note "what came out"]
 // The test-time private-rehearsal table (src/eval/private-rehearsal.ts): N = 0..3 imagined attempts,
 // parallel and sequential, with the base policy and with an EnvACE-trained adapter, scored on held-out tasks in
@@ -13,14 +13,14 @@
 // and the table aggregates every finished cell: success with a 95 % bootstrap interval over tasks and seeds, the paired
 // difference to N = 0 and, for the EnvACE adapter, to the base policy on the same tasks (research/ablation/stats.ts).
 // --estimate measures one task (N = 0, and N = 1 in each mode) and prints the projected wall-clock; a budget
-// over --budget-minutes stops before the run. At the end the table goes into docs/results.md between the tts
-// markers.
+// over --budget-minutes stops before the run. At the end the table goes into <out>/tts-table.md and, with
+// --write-committed, into docs/results.md between the tts markers.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { cpus, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, checkOutput, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 import type { Domain, Task } from '../../src/env/domain';
 import { WORLD_NAMES } from '../../src/env/retail/index';
@@ -38,7 +38,7 @@ import { MEMORY_EVALUATIONS } from '../../src/rollout/rehearsal-memory';
 export const TTS_USAGE = `usage: npm run tts-table -- [--world ${WORLD_NAMES.join('|')}] [--model DIR] [--adapter DIR|auto|none] [--tasks T] [--seeds S] [--ns 0,1,2,3]
   [--modes parallel,sequential] [--memory-tokens M] [--memory-eval ${MEMORY_EVALUATIONS.join('|')}] [--memory-placement user|system] [--max-eval-tokens N]
   [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N] [--grounding-chars N] [--history-chars N]
-  [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write]
+  [--backend B] [--threads T] [--out DIR] [--results FILE] [--budget-minutes M] [--estimate] [--reduced "why"] [--no-write] [--write-committed]
   [--run base,envace] [--render-only] [--note "what came out"] [--boot-reps N]
   --run: which policies to compute now (e.g. the EnvACE cells in a second process); the table shows every finished cell.
   --render-only: compute nothing, write the table from the finished cells.`;
@@ -63,14 +63,15 @@ export const TTS_FLAGS: FlagSpec = {
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
   out: { type: 'string', arg: 'DIR', help: 'records folder: one cells/<policy>-<mode>-n<N>-s<seed>.json per finished cell; finished cells are skipped', default: '$TMPDIR/envace-tts' },
-  results: { type: 'string', arg: 'FILE', help: 'the results file whose private-rehearsal section is replaced', default: 'docs/results.md' },
+  results: { type: 'string', arg: 'FILE', help: 'the results file whose private-rehearsal section is replaced (named, it is written; a committed one needs --write-committed)', default: 'docs/results.md, written only with --write-committed' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   'budget-minutes': { type: 'string', arg: 'M', help: 'stop before running when the projected wall-clock exceeds M minutes', default: 'no limit' },
   estimate: { type: 'boolean', help: 'measure one task (N = 0, and N = 1 in each mode), print the projected wall-clock and stop' },
   run: { type: 'string', arg: 'LIST', help: 'which policies to compute now (base, envace), e.g. the EnvACE cells in a second process; the table shows every finished cell', default: 'base,envace' },
   'render-only': { type: 'boolean', help: 'compute nothing: write the table from the finished cells' },
   reduced: { type: 'string', arg: 'WHY', help: 'states why the budget is smaller than the full one, above the table', default: 'none' },
   note: { type: 'string', arg: 'TEXT', help: 'findings written under the table', default: 'none' },
-  'no-write': { type: 'boolean', help: 'print the table and write <out>/tts-table.md only, not into the results file' },
+  'no-write': { type: 'boolean', help: 'print the table and write <out>/tts-table.md only, not into the results file (what happens anyway without --results or --write-committed)' },
   'boot-reps': { type: 'string', arg: 'N', help: 'bootstrap replicates of the intervals, 100..100000', default: '2000' },
   help: HELP_FLAG,
 };
@@ -229,6 +230,10 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
   const threads = threadsFlag(v);
   const out = resolve(strFlag(v, 'out') ?? join(tmpdir(), 'envace-tts'));
   const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));
+  // The committed results file changes only when asked for (a named --results, or --write-committed), and a
+  // committed one only with --write-committed: checked now, not after hours of evaluation.
+  const writeResults = !v['no-write'] && (v.results !== undefined || !!v['write-committed']);
+  if (writeResults) checkOutput(resultsPath, '--results', v);
   const budgetMinutes = v['budget-minutes'] === undefined ? Infinity : numFlag(v, 'budget-minutes', 30);
   const adapterArg = strFlag(v, 'adapter') ?? 'auto';
   const adapterDir = adapterArg === 'none' ? null : adapterArg === 'auto' ? findEnvaceRun() : resolve(adapterArg);
@@ -347,14 +352,15 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
       `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}, model.safetensors sha256 ${weightsId}…). EnvACE adapter: ${envace ? `\`${relative(ROOT, adapterDir!)}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
       '',
       // The budget flags only: the prose flags are printed above and below the table already.
-      `Command: \`npm run tts-table -- ${argv.filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}\``,
+      `Command: \`npm run tts-table -- ${argv.filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write', '--write-committed'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}\``,
     ];
     const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote, boot });
     const note = strFlag(v, 'note');
     const full = note ? `${md}\n\n**What came out.** ${note}` : md;
     writeFileSync(join(out, 'tts-table.md'), full + '\n');
     io.out(full + '\n');
-    if (!v['no-write']) {
+    if (!writeResults) log(`table written to ${join(out, 'tts-table.md')}; --write-committed puts it into ${resultsPath}`);
+    else {
       mkdirSync(resolve(resultsPath, '..'), { recursive: true });
       const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
       writeFileSync(resultsPath, replaceSection(doc, TTS_START, TTS_END, full));

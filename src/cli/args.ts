@@ -3,8 +3,9 @@
 // table (meaning and default of each flag), a progress logger on stderr, the exit-status convention
 // (0 ok, 1 failure, 2 usage error, 74 I/O error naming the file, 130 interrupted), and opening the backend
 // and the model folder. Node only.
-import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Backend } from '../engine/backend';
@@ -15,6 +16,7 @@ import { DirSource } from '../model/source-node';
 import { EXIT_IO, IoError, isSystemError } from '../util/atomic-file';
 import { TaskSetError } from '../server/tasks';
 import { WORLDS, type WorldName } from '../env/retail/index';
+import { formatLeft } from '../util/eta';
 
 /** A usage error: a bad, missing or unknown flag. */
 export class ArgError extends Error {
@@ -35,6 +37,10 @@ export type FlagSpec = Record<string, Flag>;
 export type FlagValues = Record<string, string | boolean | undefined>;
 
 export const HELP_FLAG: Flag = { type: 'boolean', short: 'h', help: 'print this help and exit' };
+export const WRITE_COMMITTED_FLAG: Flag = {
+  type: 'boolean',
+  help: 'allow writing over files the repository commits (bundled models, model cards, docs/ figures and records); without it such an output is refused',
+};
 
 // Flags several CLIs take with one meaning: defined once, so their help reads the same everywhere.
 export const WORLD_FLAG: Flag = { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' };
@@ -120,16 +126,125 @@ export function strFlag(v: FlagValues, name: string, dflt?: string): string | un
 export interface CliIo {
   out: (s: string) => void;
   err: (s: string) => void;
+  /** stderr is a terminal: progress redraws one bar in place instead of printing lines. */
+  tty?: boolean;
 }
 
 export const processIo: CliIo = {
   out: (s) => process.stdout.write(s),
   err: (s) => process.stderr.write(s),
+  tty: !!process.stderr.isTTY,
 };
+
+/** The repository checkout this file belongs to. */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** Where outputs go when no output is named: git ignores it (.gitignore), so a command leaves the checkout clean. */
+export const RUNS_DIR = join(REPO_ROOT, 'runs');
+/** `runs/<rel>` at the repository root, whatever the cwd: the default place of a command's output. */
+export const runsPath = (rel: string): string => join(RUNS_DIR, rel);
+
+/**
+ * The files the repository commits at `path` (the file itself, or every tracked file under a folder), relative to
+ * the root; empty outside the checkout. Without git (an exported tarball) every existing path inside the checkout
+ * but outside runs/ counts as committed: refusing too much is the safe side there.
+ */
+export function committedFiles(path: string): string[] {
+  // Through symlinks (public/models -> ../models): git knows the files by their real place.
+  const abs = realPathOf(resolve(path));
+  const root = realPathOf(REPO_ROOT);
+  const rel = relative(root, abs);
+  if (rel.startsWith('..') || isAbsolute(rel)) return [];
+  try {
+    const out = execFileSync('git', ['ls-files', '-z', '--', rel || '.'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return out.split('\0').filter(Boolean);
+  } catch {
+    const inRuns = rel === 'runs' || rel.startsWith(`runs${sep}`);
+    return !inRuns && existsSync(abs) ? [rel || '.'] : [];
+  }
+}
+
+/** The real path of `p`, resolved as far as it exists (the part that does not exist yet is kept as given). */
+function realPathOf(p: string): string {
+  let head = p;
+  const tail: string[] = [];
+  while (!existsSync(head)) {
+    const up = dirname(head);
+    if (up === head) return p;
+    tail.unshift(basename(head));
+    head = up;
+  }
+  return join(realpathSync(head), ...tail);
+}
+
+/**
+ * Resolves an output path (`what` names it in errors: "--out") and refuses one that would overwrite committed
+ * files unless --write-committed was given: a student's run must never replace the bundled policy or its card.
+ */
+export function checkOutput(path: string, what: string, v: FlagValues): string {
+  const abs = resolve(path);
+  if (v['write-committed']) return abs;
+  const tracked = committedFiles(abs);
+  if (tracked.length === 0) return abs;
+  const shown = tracked.slice(0, 3).join(', ') + (tracked.length > 3 ? `, … (${tracked.length} files)` : '');
+  throw new ArgError(`${what} ${path} would overwrite files the repository commits (${shown}): pass --write-committed to regenerate them, or name an output elsewhere (runs/ is git-ignored)`);
+}
 
 /** A timestamped progress line on stderr. */
 export function progress(io: CliIo, tag: string): (s: string) => void {
   return (s) => io.err(`[${tag} ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+}
+
+export interface Meter {
+  /** `what` is being done, `done` of `total` so far, about `etaMs` left (undefined: not yet measurable). */
+  update(what: string, done: number, total: number, etaMs?: number): void;
+  /** Ends the bar (a TTY gets its newline); the next update starts a new one. */
+  end(): void;
+}
+
+/**
+ * Progress of a long phase on stderr: on a terminal one bar redrawn in place (at most every 100 ms); otherwise a
+ * plain line when the phase starts, when it ends and at most every `everyMs` between (a log file must stay readable).
+ */
+export function meter(io: CliIo, tag: string, o: { everyMs?: number; now?: () => number } = {}): Meter {
+  const now = o.now ?? (() => performance.now());
+  const everyMs = o.everyMs ?? (io.tty ? 100 : 5000);
+  let lastAt = -Infinity;
+  let lastWhat = '';
+  let open = false;
+  const text = (what: string, done: number, total: number, etaMs?: number) => {
+    const left = done >= total ? 'done' : etaMs === undefined ? 'estimating the time left' : formatLeft(etaMs);
+    if (!io.tty) return `[${tag} ${new Date().toISOString().slice(11, 19)}] ${what}: ${done} of ${total} (${left})`;
+    const w = 24;
+    const filled = total > 0 ? Math.round((w * Math.min(done, total)) / total) : 0;
+    return `[${tag}] ${what} [${'#'.repeat(filled)}${'.'.repeat(w - filled)}] ${done}/${total} · ${left}`;
+  };
+  // The phase whose last line (done = total) is out: a repeat of it adds nothing.
+  let ended = '';
+  return {
+    update(what, done, total, etaMs) {
+      const t = now();
+      const last = done >= total;
+      if (what === ended) return;
+      if (what === lastWhat && !last && t - lastAt < everyMs) return;
+      if (open && what !== lastWhat && io.tty) io.err('\n');
+      ended = '';
+      lastAt = t;
+      lastWhat = what;
+      open = true;
+      io.err(io.tty ? `\r${text(what, done, total, etaMs).padEnd(100)}` : `${text(what, done, total, etaMs)}\n`);
+      if (last) {
+        this.end();
+        ended = what;
+      }
+    },
+    end() {
+      if (open && io.tty) io.err('\n');
+      open = false;
+      lastWhat = '';
+      lastAt = -Infinity;
+      ended = '';
+    },
+  };
 }
 
 /** Runs a CLI body and turns its outcome into an exit status; errors are printed, never thrown. */

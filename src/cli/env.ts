@@ -12,7 +12,8 @@
 //   Runs the scripted expert on generated tasks in the real environment; one JSON line per task
 //   {"id","family","ok","reward","judge","mistakes"}, a summary line, exit 1 if any task failed; --rows
 //   writes the Act/Rehearse rows as JSONL (the train split only: test-split rows are never written).
-// Every command takes --help; output files are written atomically; exit 0 ok, 1 failure, 2 usage error,
+// Every command takes --help; output files are written atomically, and one the repository commits (data/…) only
+// with --write-committed; exit 0 ok, 1 failure, 2 usage error,
 // 74 I/O error naming the file.
 
 import { readFile } from 'node:fs/promises';
@@ -26,7 +27,7 @@ import { loadTaskFile } from '../env/tau2';
 import { jsonDiff, replayTask, traceLineText } from '../env/trace';
 import { checkWritablePath, IoError, parseJsonl, writeFileAtomic } from '../util/atomic-file';
 import {
-  ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, parseFlags, processIo, runCli, strFlag, WORLD_FLAG, type CliIo, type FlagSpec, type FlagValues,
+  ArgError, checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, parseFlags, processIo, runCli, strFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec, type FlagValues,
 } from './args';
 
 /** Tasks a single generate/expert call may produce: the generators enumerate real records, far fewer than this. */
@@ -48,13 +49,15 @@ export const ENV_FLAGS: Record<'replay' | 'generate' | 'expert', FlagSpec> = {
     trace: { type: 'string', arg: 'FILE', help: 'write the replay trace in the gold-train.jsonl format' },
     gold: { type: 'string', arg: 'FILE', help: 'compare each task\'s trace with the gold line of the same id' },
     db: { type: 'string', arg: 'FILE', help: 'retail database to replay on', default: 'the bundled τ²-bench retail db.json' },
+    'write-committed': WRITE_COMMITTED_FLAG,
     help: HELP_FLAG,
   },
-  generate: { ...GEN_FLAGS, out: { type: 'string', arg: 'FILE', help: 'write the tasks (JSON array) to FILE', default: 'stdout' }, help: HELP_FLAG },
+  generate: { ...GEN_FLAGS, out: { type: 'string', arg: 'FILE', help: 'write the tasks (JSON array) to FILE', default: 'stdout' }, 'write-committed': WRITE_COMMITTED_FLAG, help: HELP_FLAG },
   expert: {
     ...GEN_FLAGS,
     mistakes: { type: 'string', arg: 'RATE', help: 'rate of scripted expert mistakes (recovered from), 0..1', default: '0' },
     rows: { type: 'string', arg: 'FILE', help: 'write the Act/Rehearse rows as JSONL (train split only)' },
+    'write-committed': WRITE_COMMITTED_FLAG,
     help: HELP_FLAG,
   },
 };
@@ -84,7 +87,7 @@ async function replay(argv: readonly string[], io: CliIo): Promise<number> {
   if (values.help) return help(io);
   if (positionals.length !== 1) throw new ArgError('replay needs exactly one task file');
   const trace = strFlag(values, 'trace');
-  if (trace) await checkWritablePath(trace, '--trace');
+  if (trace) await checkWritablePath(checkOutput(trace, '--trace', values), '--trace');
   const tasks = loadTaskFile(await readText(positionals[0], 'the task file'));
   if (tasks.length === 0) throw new Error(`${resolve(positionals[0])}: the task file holds no tasks (nothing to replay)`);
   const gold = new Map<string, unknown>();
@@ -137,7 +140,7 @@ async function generate(argv: readonly string[], io: CliIo): Promise<number> {
   if (values.help) return help(io);
   const { world, split, count, seed } = genOptions(values);
   const out = strFlag(values, 'out');
-  if (out) await checkWritablePath(out, '--out');
+  if (out) await checkWritablePath(checkOutput(out, '--out', values), '--out');
   const tasks = loadWorldDomain(world).tasks.generate({ split, count, seed });
   const text = JSON.stringify(tasks, null, 1) + '\n';
   if (out) await writeFileAtomic(out, text);
@@ -154,7 +157,7 @@ async function expert(argv: readonly string[], io: CliIo): Promise<number> {
   if (rate > 1) throw new ArgError(`--mistakes must be in [0, 1], got ${JSON.stringify(values.mistakes)}`);
   const rowsFile = strFlag(values, 'rows');
   if (rowsFile && split === 'test') throw new ArgError('refusing to write rows for the test split (it is never used for training)');
-  if (rowsFile) await checkWritablePath(rowsFile, '--rows');
+  if (rowsFile) await checkWritablePath(checkOutput(rowsFile, '--rows', values), '--rows');
   const domain = loadWorldDomain(world);
   const tasks = domain.tasks.generate({ split, count, seed });
   const rows: string[] = [];

@@ -21,7 +21,7 @@ import { privateRehearsal } from '../eval/private-rehearsal';
 import { REVISE_SCOPES } from '../rollout/episode';
 import { recordPath } from '../util/record-path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, meter, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
@@ -84,6 +84,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       return;
     }
     const log = progress(io, 'eval');
+    const bar = meter(io, 'eval');
     const tasksArg = strFlag(v, 'tasks');
     if (!tasksArg) throw new ArgError('--tasks is required (test, train, or a task file)');
     const count = intFlag(v, 'count', 40, 1, MAX_EVAL_COUNT);
@@ -146,8 +147,12 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
         } else {
           report = await evaluateHeldOut(
             { model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, ...(adapters?.rehearse ? { rehearseAdapter: adapters.rehearse } : {}) },
-            domain, tasks, { limits, seed, fidelityTokens, rehearsePrompt, kvReuse: true, ...(revise ? { revise } : {}), log },
+            domain, tasks, {
+              limits, seed, fidelityTokens, rehearsePrompt, kvReuse: true, ...(revise ? { revise } : {}), log,
+              onProgress: (p) => bar.update(p.phase === 'episodes' ? 'held-out episodes (real environment, greedy) finished' : 'fidelity check: rehearsals of the reference calls decoded', p.done, p.total, p.etaMs),
+            },
           );
+          bar.end();
         }
         const f = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '-');
         log(`success ${f(report.success)}  reward ${f(report.meanReward)}  calls without error ${f(report.callsWithoutError)}  tool P ${f(report.toolPrecision)} R ${f(report.toolRecall)}${report.fidelity ? `  fidelity exact ${f(report.fidelity.exact)} f1 ${f(report.fidelity.f1)} invalid ${f(report.fidelity.invalid)}` : ''}${report.fidelityGrounded ? ` (grounded as in rollouts: exact ${f(report.fidelityGrounded.exact)} invalid ${f(report.fidelityGrounded.invalid)})` : ''}`);

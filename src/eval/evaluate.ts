@@ -16,6 +16,7 @@ import { groupSuccess, matchToolCalls, summarizeRollouts, type GroupSuccess, typ
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import type { ReviseOptions } from '../rollout/episode';
 import { runRollouts, type RolloutDomain, type RolloutLimits, type RolloutRecord } from '../rollout/rollout';
+import { RoundEta } from '../util/eta';
 
 export interface EvalPolicy {
   model: Qwen3Model;
@@ -37,6 +38,16 @@ export interface HeldOutOptions {
   revise?: ReviseOptions;
   signal?: AbortSignal;
   log?: (s: string) => void;
+  /** How far each phase is, with time left once measurable (the fidelity check alone can take a minute). */
+  onProgress?: (p: EvalProgress) => void;
+}
+
+/** Progress of a held-out evaluation: episodes finished, then rehearsals of the fidelity check decoded. */
+export interface EvalProgress {
+  phase: 'episodes' | 'fidelity';
+  done: number;
+  total: number;
+  etaMs?: number;
 }
 
 /**
@@ -137,6 +148,7 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
   if (!(Number.isInteger(opts.fidelityTokens) && opts.fidelityTokens >= 0)) throw new EvalError(`fidelityTokens must be an integer >= 0, got ${opts.fidelityTokens}`);
   const log = opts.log ?? (() => {});
   const refs = new Map(tasks.map((t) => [t.id, t.referenceActions]));
+  const episodes = new RoundEta(tasks.length, opts.limits.maxTurns);
   const batch = await runRollouts({ model: policy.model, tokenizer: policy.tokenizer, adapter: policy.actAdapter }, domain, tasks, {
     mode: 'real',
     k: 1,
@@ -146,8 +158,14 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
     kvReuse: opts.kvReuse,
     ...(opts.revise ? { revise: opts.revise } : {}),
     signal: opts.signal,
-    onProgress: (e) => log(`eval real: round ${e.round}, ${e.active}/${tasks.length} episodes active`),
+    onProgress: (e) => {
+      episodes.round(e.round, e.active);
+      opts.onProgress?.({ phase: 'episodes', done: episodes.finished, total: tasks.length, etaMs: episodes.leftMs() });
+    },
+    // Within a round only the clock moves: the time left counts down between rounds.
+    onStep: () => opts.onProgress?.({ phase: 'episodes', done: episodes.finished, total: tasks.length, etaMs: episodes.leftMs() }),
   });
+  opts.onProgress?.({ phase: 'episodes', done: tasks.length, total: tasks.length, etaMs: 0 });
   const s = summarizeRollouts(batch, (id) => refs.get(id) ?? []);
   const family = new Map(tasks.map((t) => [t.id, t.family ?? null]));
   const perTask = batch.rollouts.map((r): TaskResult => taskResult(r.taskId, family.get(r.taskId) ?? null, r, refs.get(r.taskId) ?? []));
@@ -164,9 +182,18 @@ export async function evaluateHeldOut(policy: EvalPolicy, domain: RolloutDomain,
     const rehearser = policy.rehearseAdapter === undefined ? policy.actAdapter : policy.rehearseAdapter;
     const calls = tasks.reduce((n, t) => n + t.referenceActions.length, 0);
     log(`eval fidelity: rehearsing ${calls} reference calls without the call's own example and grounded as in rollouts`);
+    let eta: RoundEta | null = null;
+    let token = 0;
     const [strict, grounded] = await evalRehearsalFidelityVariants(
       policy.model, policy.tokenizer, rehearser, domain, tasks,
-      { maxRehearseTokens: opts.fidelityTokens, maxContext: opts.limits.maxContext, signal: opts.signal },
+      {
+        maxRehearseTokens: opts.fidelityTokens, maxContext: opts.limits.maxContext, signal: opts.signal,
+        onStep: (done, total) => {
+          eta ??= new RoundEta(total, opts.fidelityTokens);
+          eta.round(token++, total - done);
+          opts.onProgress?.({ phase: 'fidelity', done, total, etaMs: eta.leftMs() });
+        },
+      },
       [{ ...opts.rehearsePrompt, excludeSameCall: true }, { ...opts.rehearsePrompt, excludeSameCall: false }],
     );
     fidelity = toHeldOutFidelity(strict);

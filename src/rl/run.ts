@@ -96,6 +96,8 @@ export interface RunHooks {
   /** The rollouts' own callbacks (training and held-out rollouts): per round, per generated token. */
   onRolloutProgress?: RolloutConfig['onProgress'];
   onRolloutStep?: RolloutConfig['onStep'];
+  /** The held-out fidelity check, per decoded token: rehearsals finished of all to decode (it can take a minute). */
+  onFidelityStep?: (done: number, total: number) => void;
 }
 
 export type RunPhase = 'rollouts' | 'update' | 'checkpoint' | 'held-out evaluation' | 'held-out fidelity';
@@ -415,6 +417,7 @@ export class GrpoRun {
       this.hooks.onPhase?.('held-out fidelity');
       const f = await evalRehearsalFidelity(this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, this.evalTasks, {
         maxRehearseTokens: c.evalFidelityTokens, rehearsePrompt: c.rehearsePrompt, maxContext: c.limits.maxContext, signal: this.hooks.signal,
+        onStep: this.hooks.onFidelityStep,
       });
       m.fidelity = { exact: f.summary.exact, f1: f.summary.f1, errorAgree: f.summary.errorAgree, invalid: f.invalid, steps: f.summary.steps };
     }

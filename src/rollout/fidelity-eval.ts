@@ -33,6 +33,8 @@ export interface FidelityEvalOptions {
   maxConcurrent?: number;
   maxBatchTokens?: number;
   signal?: AbortSignal;
+  /** After every decoded token of the batch: rehearsals finished of all to decode (a long phase shows how far it is). */
+  onStep?: (done: number, total: number) => void;
   /** Keep each step's Rehearse prompt text (what a failure analysis compares the output with); default off. */
   keepPromptText?: boolean;
   /** Settings of structured decoding other than the defaults (to measure them: research/scripts/structured-rehearsal.ts). */
@@ -133,7 +135,7 @@ export async function evalRehearsalFidelityVariants(
       history.push({ role: 'assistant', content: formatCall(call) }, { role: 'tool', content: serializeObservation(real) });
     });
   }
-  const out = requests.length === 0 ? [] : await generate(model, tok, requests, { adapter, maxConcurrent: opts.maxConcurrent, maxBatchTokens: opts.maxBatchTokens, signal: opts.signal });
+  const out = requests.length === 0 ? [] : await generate(model, tok, requests, { adapter, maxConcurrent: opts.maxConcurrent, maxBatchTokens: opts.maxBatchTokens, signal: opts.signal, onStep: opts.onStep });
   return perVariant.map(({ items, skipped }) => {
     const steps: FidelityEvalStep[] = items.map((it) => {
       const r = out[it.out];

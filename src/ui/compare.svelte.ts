@@ -22,7 +22,7 @@ export async function loadKept(): Promise<void> {
 /** The current run as a record (null: no run with a step yet). */
 export function currentRecord(): RunRecordView | null {
   const t = lab.train;
-  if (!t?.config || t.points.length === 0) return null;
+  if (!t?.config || !t.world || t.points.length === 0) return null;
   return { id: 'current', name: '', config: t.config, model: t.model, world: t.world, points: t.points, current: true };
 }
 

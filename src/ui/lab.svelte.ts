@@ -5,6 +5,8 @@ import type {
   BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
+import { pendingRun } from './run-state';
+import { clearWorldOwned } from './world';
 import { settings } from './settings.svelte';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
@@ -32,6 +34,8 @@ export const lab = $state({
   budget: null as BudgetInfo | null,
   /** The choice the current model was loaded from (reloading on another backend reuses it). */
   choice: null as ModelChoice | null,
+  /** "Try the policy": the loaded model's output for the prompt (it belongs to that model: a load clears it). */
+  tried: null as GenView | null,
 });
 
 /** The budgets a request will really use: the user's numbers, or the measured defaults (0). */
@@ -101,15 +105,20 @@ export async function switchWorld(world: WorldName, taskFile?: File): Promise<vo
   if (!env) return;
   lab.env = env;
   settings.world = env.world;
-  lab.rollout = null;
-  lab.group = null;
-  lab.tts = null;
+  // Everything measured in or made by the other world goes: its rollouts, its budgets (until measured again
+  // here) and the other world's model output.
+  resetForWorld();
   if (!env.tasks.some((t) => t.id === settings.task)) settings.task = env.tasks[0]?.id ?? '';
   // Each world has its own bundled policy (its tokenizer and its database); a user's own model stays.
   const reload = lab.choice?.kind === 'bundled' && lab.choice.world !== env.world;
   if (reload) await loadModel({ kind: 'bundled', world: env.world });
   // A load measures the budgets itself; without one (a user's model, or a failed load) they are measured here.
   if (!reload || lab.loadError) lab.budget = await api.budgets().catch(() => null);
+}
+
+/** What belongs to the world the lab served before a switch (the run itself stays, and says so). */
+export function resetForWorld(): void {
+  clearWorldOwned(lab);
 }
 
 export async function loadModel(choice: ModelChoice): Promise<void> {
@@ -122,6 +131,7 @@ export async function loadModel(choice: ModelChoice): Promise<void> {
     lab.choice = choice;
     lab.rollout = null;
     lab.group = null;
+    lab.tried = null;
     lab.budget = await api.budgets().catch(() => null);
   } else lab.loadError = lab.error;
 }
@@ -178,8 +188,9 @@ export async function runGroup(): Promise<void> {
   }
 }
 
-export async function tryGenerate(prompt: string, maxNew: number): Promise<GenView | null> {
-  return (await run('generating', () => api.generate(prompt, maxNew, settings.seed, onProgress))) ?? null;
+export async function tryGenerate(prompt: string, maxNew: number): Promise<void> {
+  const v = await run('generating', () => api.generate(prompt, maxNew, settings.seed, onProgress));
+  if (v) lab.tried = v;
 }
 
 export async function refreshTraining(): Promise<void> {
@@ -222,7 +233,8 @@ export async function startTraining(extend = 0): Promise<void> {
     ...(settings.greedy ? { greedyMember: true } : {}),
   };
   if (!lab.train) await refreshTraining();
-  if (lab.train && !lab.train.config) lab.train = { ...lab.train, total: req.steps, config: req };
+  // A new run trains in the world and on the model the lab holds now (the worker saves the same two).
+  if (lab.train && !lab.train.config && lab.env && lab.model) lab.train = pendingRun(lab.train, req, lab.env.world, lab.model.modelLabel);
   lab.training = true;
   try {
     if (extend > 0 && lab.train) lab.train = { ...lab.train, total: lab.train.total + extend };

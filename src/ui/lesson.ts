@@ -2,7 +2,7 @@
 // rollout stepped in rehearse mode, a group whose rewards differ, a training run with a held-out
 // evaluation, an EnvACE and a frozen-simulator run of the same length, a private rehearsal shown beside the
 // same task without memory. Pure, so the unit tests and the page share it.
-import type { RolloutView, TrainMode, TrainPoint, TtsView } from '../worker-protocol';
+import type { RolloutView, TrainMode, TrainPoint, TtsView, WorldName } from '../worker-protocol';
 
 export interface LessonState {
   /** Rollouts stepped in the stepper (the current one and the logged ones). */
@@ -12,6 +12,20 @@ export interface LessonState {
   /** Training runs: the current one and the kept ones. */
   runs: readonly { mode: TrainMode; points: readonly Pick<TrainPoint, 'step' | 'heldOutSuccess'>[] }[];
   tts: Pick<TtsView, 'withoutMemory'> | null;
+  /**
+   * Whose bundled policy is loaded (null or absent: another model). Step 3 describes what the policy it trains
+   * learned, so it must name the loaded policy's story, not the other world's.
+   */
+  bundled?: WorldName | null;
+}
+
+/** What step 3 says about the policy that GRPO starts from. */
+export function policyStory(bundled: WorldName | null | undefined): string {
+  if (bundled === 'mini')
+    return 'The bundled mini policy learned from a demonstrator who, on purpose, often leaves out what a lookup found (an order\'s tracking number, the status that stops a cancellation, the orders on the account); the default run, GRPO in the real environment, is paid only when the user is told, and the per-family table shows which tasks it wins back.';
+  if (bundled === 'retail')
+    return 'The bundled retail policy imitated an attentive demonstrator on the full τ²-bench retail world; GRPO in the real environment is paid only for a task done right (the database and every stated fact), and the per-family table shows which tasks it gains or loses.';
+  return 'GRPO in the real environment is paid only for a task done right (the database and every stated fact); the per-family table shows which tasks the run gains or loses.';
 }
 
 export interface LessonStep {
@@ -41,7 +55,7 @@ export function lessonSteps(s: LessonState): LessonStep[] {
     },
     {
       n: 3, title: 'Train and watch held-out success and fidelity', done: trained,
-      what: 'Press Train: the dashboard plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step. The bundled policy learned from a demonstrator who, on purpose, often leaves out what a lookup found (an order\'s tracking number, the status that stops a cancellation, the orders on the account); the default run, GRPO in the real environment, is paid only when the user is told, and the per-family table shows which tasks it wins back. Switch the mode to rehearse for EnvACE.',
+      what: `Press Train: the dashboard plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step. ${policyStory(s.bundled)} Switch the mode to rehearse for EnvACE.`,
     },
     {
       n: 4, title: 'Compare EnvACE and the frozen simulator', done: compared,

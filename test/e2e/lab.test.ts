@@ -88,6 +88,22 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     // The measured budgets are stated with what they were measured on.
     expect(await page.textContent('[data-testid=budget-info]')).toMatch(/Rehearse \d+ tokens\. Measured on the mini world/);
     // One control switches the world: the task list, the URL and the budgets follow; then back to mini.
+    // What belongs to the other world goes (issue 48): the previous model's output, the lesson's story of the other
+    // policy, and a budget text measured in the other world is never shown beside this one's.
+    await page.fill('[data-testid=try-prompt]', 'Hi');
+    await page.click('[data-testid=try-generate]');
+    await page.waitForSelector('[data-testid=try-output]', { timeout: 240_000 });
+    await idle();
+    expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('bundled mini policy');
+    await page.evaluate(() => {
+      const w = window as unknown as { __staleBudget: string[] };
+      w.__staleBudget = [];
+      new MutationObserver(() => {
+        const world = document.querySelector('[data-testid=world-info]')?.textContent ?? '';
+        const b = document.querySelector('[data-testid=budget-info]')?.textContent ?? '';
+        if (world.startsWith('full') && b.includes('Measured on the mini world')) w.__staleBudget.push(b);
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
     const miniTasks = await page.locator('[data-testid=task-select] option').allTextContents();
     await page.selectOption('[data-testid=world-select]', 'retail');
     await idle();
@@ -97,6 +113,9 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the retail world/);
     // Each world brings its own bundled policy (its own tokenizer and database).
     await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled retail policy \(models\/retail\)/);
+    expect(await page.locator('[data-testid=try-output]').count()).toBe(0);
+    expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('bundled retail policy');
+    expect(await page.evaluate(() => (window as unknown as { __staleBudget: string[] }).__staleBudget)).toEqual([]);
     await page.selectOption('[data-testid=world-select]', 'mini');
     await idle();
     await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the mini world/);
@@ -185,16 +204,23 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(async () => Number(await page.getAttribute('[data-testid=runlog-plot]', 'data-points')), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
     expect(await page.textContent('[data-testid=train-step-count]')).toBe('0 of 2 training steps');
     // Record every progress text (and time estimate) the status bar shows while training.
+    // And every warning about the run (issue 48: a fresh mini-world run used to read "trains in the retail world").
     await page.evaluate(() => {
-      const w = window as unknown as { __progress: string[]; __eta: string[] };
+      const w = window as unknown as { __progress: string[]; __eta: string[]; __before: [string, string][]; __warnings: string[] };
       w.__progress = [];
       w.__eta = [];
+      w.__before = [];
+      w.__warnings = [];
       new MutationObserver(() => {
         const b = document.querySelector('[data-testid=busy]')?.textContent ?? '';
         const e = document.querySelector('[data-testid=eta]')?.textContent ?? '';
         if (b && b !== w.__progress[w.__progress.length - 1]) w.__progress.push(b);
         if (e) w.__eta.push(e);
+        if (b.includes('before training')) w.__before.push([b, e]);
       }).observe(document.querySelector('.statusbar')!, { subtree: true, childList: true, characterData: true });
+      new MutationObserver(() => {
+        for (const el of document.querySelectorAll('[data-testid=run-warning]')) w.__warnings.push(el.textContent ?? '');
+      }).observe(document.querySelector('[data-testid=train-panel]')!, { subtree: true, childList: true, characterData: true });
     });
     // Two of the settings beyond the lesson's defaults, to see that they reach the run (run.json below).
     await page.click('[data-testid=train-advanced] summary');
@@ -205,9 +231,15 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 360_000, interval: 500 }).toBe('2 of 2 training steps');
     await idle();
     const seen = await page.evaluate(() => {
-      const w = window as unknown as { __progress: string[]; __eta: string[] };
-      return { __progress: [...w.__progress], __eta: [...w.__eta] };
+      const w = window as unknown as { __progress: string[]; __eta: string[]; __before: [string, string][]; __warnings: string[] };
+      return { __progress: [...w.__progress], __eta: [...w.__eta], __before: [...w.__before], __warnings: [...w.__warnings] };
     });
+    // No warning from Start to the end of a fresh run in the world the lab serves.
+    expect(seen.__warnings).toEqual([]);
+    // Before the first step: the starting policy's evaluation and fidelity check each show a count and time left.
+    expect(seen.__before.some(([b]) => /part 1 of 2.*held-out evaluation.*: \d of 4 finished/.test(b))).toBe(true);
+    expect(seen.__before.some(([b]) => /part 2 of 2.*: \d+ of \d+ rehearsals of the reference calls decoded/.test(b))).toBe(true);
+    expect(seen.__before.some(([, e]) => /left$/.test(e))).toBe(true);
     // Progress changes inside a step (not only between steps): phases, finished rollouts, tokens.
     const inStep1 = [...new Set(seen.__progress.filter((t) => t.includes('step 1 of 2')))];
     expect(inStep1.length).toBeGreaterThan(2);

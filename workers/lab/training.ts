@@ -10,7 +10,8 @@ import { effectiveGroups, trainedRoles } from '../../src/method/modes';
 import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
-import type { HeldOutEval, LossAggregation, NamedFile, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { HeldOutEval, LossAggregation, NamedFile, Progress, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import { RoundEta } from '../../src/util/eta';
 import type { Aggregation } from '../../src/train/batch';
 import type { Policy } from './load';
 import { OpfsStore } from './opfs-store';
@@ -29,6 +30,7 @@ const mean = (xs: number[]) => (xs.length ? xs.reduce((a, v) => a + v, 0) / xs.l
 interface Saved {
   req: TrainRequest;
   model: string;
+  /** Absent in runs saved before there were worlds: those trained in the full retail world. */
   world?: string;
 }
 
@@ -91,6 +93,56 @@ const PHASE: Record<RunPhase, string> = {
   'held-out fidelity': 'held-out rehearsal fidelity',
 };
 
+/** What the status bar needs to say about a run at one moment (workers/lab/training.ts keeps it up to date). */
+export interface RunMoment {
+  /** 0: before the first step (the starting policy's evaluation). */
+  stepNo: number;
+  steps: number;
+  phase: RunPhase;
+  /** Rollouts (or held-out episodes) finished in this phase. */
+  finished: number;
+  perStep: number;
+  evalTasks: number;
+  /** The rollouts' current round, in words. */
+  round?: string;
+  tokens: number;
+  /** The held-out fidelity check: rehearsals decoded of all to decode, once it has started. */
+  fidelity: { done: number; total: number } | null;
+  /** Whether held-out evaluations include the fidelity check. */
+  fidelityCheck: boolean;
+  /** Time left of the run, from the steps timed so far (none before the first step ends). */
+  runLeftMs?: number;
+  /** Time left of the current held-out phase (src/util/eta.ts). */
+  phaseLeftMs?: number;
+}
+
+/**
+ * The status bar's line, bar and time left. Before the first step the starting policy's evaluation and fidelity
+ * check take minutes with no step timed yet: each is its own part, its bar counts episodes or rehearsals, and the
+ * time left is the part's, as the line says. From step 1 on the bar counts steps and the time left is the run's.
+ */
+export function runProgress(m: RunMoment): Progress {
+  const heldOut = m.phase === 'held-out evaluation' || m.phase === 'held-out fidelity';
+  const count =
+    m.phase === 'rollouts' || m.phase === 'held-out evaluation'
+      ? `: ${m.finished} of ${m.phase === 'rollouts' ? m.perStep : m.evalTasks} finished${m.round ? ` (${m.round})` : ''}, ≈${m.tokens} tokens generated`
+      : m.phase === 'held-out fidelity'
+        ? m.fidelity ? `: ${m.fidelity.done} of ${m.fidelity.total} rehearsals of the reference calls decoded` : ': preparing the rehearsals of the reference calls'
+        : '';
+  if (m.stepNo === 0 && heldOut) {
+    const parts = m.fidelityCheck ? 2 : 1;
+    const part = m.phase === 'held-out evaluation' ? 1 : 2;
+    const [done, total] = m.phase === 'held-out evaluation' ? [m.finished, m.evalTasks] : m.fidelity ? [m.fidelity.done, m.fidelity.total] : [0, 1];
+    const next = part < parts ? 'the fidelity check, then step 1' : 'step 1';
+    return {
+      phase: `before training, part ${part} of ${parts}, the starting policy · ${PHASE[m.phase]}${count}; then ${next} (time left: this part)`,
+      done, total, etaMs: m.phaseLeftMs,
+    };
+  }
+  const done = Math.max(0, m.stepNo - 1 + (m.phase === 'rollouts' ? 0.8 * (m.finished / m.perStep) : 0.9));
+  return { phase: `${m.stepNo === 0 ? 'before training' : `step ${m.stepNo} of ${m.steps}`} · ${PHASE[m.phase]}${count}`, done, total: m.steps, etaMs: m.runLeftMs };
+}
+
 export class Training {
   private store: RunStore | null = null;
   private pauseAsked = false;
@@ -126,7 +178,7 @@ export class Training {
     const e0 = evals.get(0);
     const start = e0 ? heldOutEval(e0) : null;
     const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step), [...(rolls.get(m.step)?.values() ?? [])], gpp));
-    return { config: saved?.req ?? null, start, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved?.world ?? 'retail' };
+    return { config: saved?.req ?? null, start, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved ? (saved.world ?? 'retail') : null };
   }
 
   async files(): Promise<NamedFile[]> {
@@ -209,17 +261,21 @@ export class Training {
     let phase: RunPhase = 'rollouts';
     let finished = 0;
     let tokens = 0;
+    let round: string | undefined;
+    let fidelity: { done: number; total: number } | null = null;
+    let fidelityTokens = 0;
+    // The held-out phases' own time left: before the first step there is no step time to go by.
+    let phaseEta: RoundEta | null = null;
     let stepT0 = performance.now();
     const stepMs: number[] = [];
-    const report = (round?: string) => {
+    const report = () => {
       checkCancel();
       const avg = stepMs.length ? stepMs.reduce((a, v) => a + v, 0) / stepMs.length : null;
-      const left = avg === null ? undefined : Math.max(0, avg * (config.steps - stepNo + 1) - (performance.now() - stepT0));
-      const what =
-        phase === 'rollouts' || phase === 'held-out evaluation'
-          ? `${PHASE[phase]}: ${finished} of ${phase === 'rollouts' ? perStep : tasks.eval.length} finished${round ? ` (${round})` : ''}, ≈${tokens} tokens generated`
-          : PHASE[phase];
-      onProgress({ phase: `${stepNo === 0 ? 'before training' : `step ${stepNo} of ${config.steps}`} · ${what}`, done: Math.max(0, stepNo - 1 + (phase === 'rollouts' ? 0.8 * (finished / perStep) : 0.9)), total: config.steps, etaMs: left });
+      onProgress(runProgress({
+        stepNo, steps: config.steps, phase, finished, perStep, evalTasks: tasks.eval.length, round, tokens, fidelity, fidelityCheck: !!config.evalFidelityTokens,
+        runLeftMs: avg === null ? undefined : Math.max(0, avg * (config.steps - stepNo + 1) - (performance.now() - stepT0)),
+        phaseLeftMs: phaseEta?.leftMs(),
+      }));
     };
     const run = await GrpoRun.open(policy.model, policy.tok, domain, tasks, st, config, {
       signal,
@@ -227,14 +283,26 @@ export class Training {
         phase = p;
         finished = 0;
         tokens = 0;
+        round = undefined;
+        fidelity = null;
+        fidelityTokens = 0;
+        phaseEta = p === 'held-out evaluation' ? new RoundEta(tasks.eval.length, config.limits.maxTurns) : null;
         report();
       },
       onRolloutProgress: (e) => {
         finished = (phase === 'rollouts' ? perStep : tasks.eval.length) - e.active;
-        report(`round ${e.round + 1}, ${e.phase === 'act' ? 'Act' : 'Rehearse'}: ${e.requests} generations`);
+        if (phase === 'held-out evaluation') phaseEta?.round(e.round, e.active);
+        round = `round ${e.round + 1}, ${e.phase === 'act' ? 'Act' : 'Rehearse'}: ${e.requests} generations`;
+        report();
       },
       onRolloutStep: (_role, done, total) => {
         tokens += total - done;
+        report();
+      },
+      onFidelityStep: (done, total) => {
+        if (!fidelity) phaseEta = new RoundEta(total, config.evalFidelityTokens ?? 1);
+        fidelity = { done, total };
+        phaseEta?.round(fidelityTokens++, total - done);
         report();
       },
     });
@@ -254,6 +322,8 @@ export class Training {
         phase = 'rollouts';
         finished = 0;
         tokens = 0;
+        round = undefined;
+        phaseEta = null;
         report();
         const evalsBefore = lines(await st.read('eval.jsonl')).length;
         const m = await run.trainStep();

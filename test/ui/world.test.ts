@@ -1,0 +1,37 @@
+// Issue 48: switching worlds left the other world's things on the page: the lesson describing the mini policy's
+// habit, the previous model's "Try the policy" output, the budget text naming the other world.
+import { describe, expect, it } from 'vitest';
+import { lessonSteps, policyStory } from '../../src/ui/lesson';
+import { budgetOf, clearWorldOwned, WORLD_OWNED } from '../../src/ui/world';
+import type { BudgetInfo } from '../../src/worker-protocol';
+
+const budget = (world: string): BudgetInfo => ({ world } as BudgetInfo);
+
+describe('switching worlds', () => {
+  it("clears every result that belongs to the other world, and nothing else", () => {
+    const state = { rollout: {}, group: {}, tts: {}, budget: budget('mini'), tried: { text: 'hi' }, train: { world: 'mini' }, model: { label: 'm' } };
+    clearWorldOwned(state);
+    expect(state).toEqual({ rollout: null, group: null, tts: null, budget: null, tried: null, train: { world: 'mini' }, model: { label: 'm' } });
+    expect([...WORLD_OWNED].sort()).toEqual(['budget', 'group', 'rollout', 'tried', 'tts']);
+  });
+
+  it('a budget measured in the other world is not shown', () => {
+    expect(budgetOf(budget('mini'), 'retail')).toBeNull();
+    expect(budgetOf(budget('retail'), 'retail')).toEqual(budget('retail'));
+    expect(budgetOf(budget('mini'), undefined)).toBeNull();
+    expect(budgetOf(null, 'mini')).toBeNull();
+  });
+
+  it("the lesson's training step tells the loaded policy's story, not the other world's", () => {
+    const step3 = (bundled: 'mini' | 'retail' | null) => lessonSteps({ stepperRollouts: [], groups: [], runs: [], tts: null, bundled })[2].what;
+    expect(step3('mini')).toContain('leaves out what a lookup found');
+    expect(step3('mini')).toContain(policyStory('mini'));
+    for (const other of ['retail', null] as const) {
+      expect(step3(other)).not.toContain('leaves out what a lookup found');
+      expect(step3(other)).not.toContain('mini');
+      expect(step3(other)).toContain(policyStory(other));
+    }
+    expect(step3('retail')).toContain('bundled retail policy');
+    expect(step3(null)).not.toContain('bundled');
+  });
+});
