@@ -17,6 +17,7 @@ import { Episode } from '../rollout/episode';
 import { buildRehearsePrompt, parseExecutionResult, RESULT_OPEN, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { defaultReward } from '../rollout/reward-rule';
 import { referenceGrounding } from '../rollout/rollout';
+import type { Journal, JournaledEpisode } from './journal';
 
 /** A request the client got wrong (HTTP 4xx); `status` is the HTTP status, `code` a stable word. */
 export class ApiError extends Error {
@@ -25,6 +26,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Seconds after which a retry may succeed (sent as Retry-After). */
+    readonly retryAfterS?: number,
   ) {
     super(message);
   }
@@ -53,10 +56,14 @@ export interface EpisodeStoreOptions {
   ttlMs: number;
   /** Live episodes at most; creating one more is refused (503). */
   maxEpisodes: number;
+  /** Live episodes one client (one remote address) may hold; one more is refused (429). */
+  maxPerClient?: number;
   /** Act turns per episode (each call is one turn, as in the lab). */
   maxTurns: number;
   /** Called when an episode goes away (released, expired, shut down). */
   onRemove?: (ep: ServerEpisode, why: 'released' | 'expired' | 'shutdown') => void;
+  /** Where episodes are persisted (--state DIR); none: they live in memory only. */
+  journal?: Journal;
 }
 
 /** Chat messages as trainers send them (OpenAI / Hugging Face layout); only what we read is typed. */
@@ -79,11 +86,18 @@ export interface ScoreResult {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const OPEN_TAG = '<tool_call>';
+const CLOSE_TAG = '</tool_call>';
 
 /** The Act text for a call received as data: the expert's format when it is a well-formed call, else raw JSON. */
 export function callText(name: unknown, args: unknown): string {
   if (typeof name === 'string' && (args === undefined || isObject(args) || typeof args === 'string')) {
-    return formatCall({ name, arguments: (args ?? {}) as Record<string, unknown> });
+    const text = formatCall({ name, arguments: (args ?? {}) as Record<string, unknown> });
+    // A call that arrives as data is already structured: a string value holding "</tool_call>" or "<think>"
+    // must not end the block or open a think span when the text is parsed back. Inside JSON, '<' can only
+    // stand in a string, where \u003c means the same character to JSON.parse and nothing to the scanner.
+    const inner = text.slice(OPEN_TAG.length, -CLOSE_TAG.length);
+    return inner.includes('<') ? OPEN_TAG + inner.replaceAll('<', '\\u003c') + CLOSE_TAG : text;
   }
   let body: string;
   try {
@@ -106,8 +120,6 @@ export function requireCall(body: Record<string, unknown>): ToolCall {
 const flatVerdicts = (items: readonly ItemVerdict[]) => items.map(({ item, satisfied, turn }) => ({ ...item, satisfied, turn }));
 
 export class ServerEpisode {
-  readonly id = randomUUID();
-  readonly created = Date.now();
   lastUsed = Date.now();
   /** The lab's episode, in real mode: its `env` is this episode's own database. */
   readonly ep: Episode;
@@ -119,6 +131,12 @@ export class ServerEpisode {
     readonly task: Task,
     readonly grounding: readonly GroundingExample[],
     maxTurns: number,
+    /** Who created it (the remote address): the per-client quota counts by it. */
+    readonly client = 'local',
+    readonly id: string = randomUUID(),
+    readonly created = Date.now(),
+    /** Set by the MCP layer: the episode is an MCP session. */
+    readonly mcp = false,
   ) {
     this.ep = new Episode(task.id, this.id, task, 'real', domain.createEnv(), grounding, maxTurns);
   }
@@ -265,6 +283,7 @@ export function assistantText(m: WireMessage): string {
 
 export class EpisodeStore {
   private readonly live = new Map<string, ServerEpisode>();
+  private readonly perClient = new Map<string, number>();
   private readonly groundingCache = new Map<string, GroundingExample[]>();
   private reaper: ReturnType<typeof setInterval> | null = null;
   readonly tools: ToolDefinition[];
@@ -297,21 +316,70 @@ export class EpisodeStore {
     return t;
   }
 
-  create(taskId: unknown): ServerEpisode {
+  /** Seconds until the first of `eps` expires if left idle (a Retry-After for refusals). */
+  private retryAfter(eps: Iterable<ServerEpisode>): number {
+    let first = Infinity;
+    for (const e of eps) first = Math.min(first, e.lastUsed + this.opts.ttlMs);
+    return Math.max(1, Math.ceil((Math.min(first, Date.now() + this.opts.ttlMs) - Date.now()) / 1000));
+  }
+
+  /** Live episodes of `client`. */
+  countOf(client: string): number {
+    return this.perClient.get(client) ?? 0;
+  }
+
+  create(taskId: unknown, client = 'local', o: { mcp?: boolean; restore?: { id: string; created: number } } = {}): ServerEpisode {
+    const restore = o.restore;
     const task = this.task(taskId);
-    if (this.live.size >= this.opts.maxEpisodes) {
-      this.reap();
-      if (this.live.size >= this.opts.maxEpisodes) throw new ApiError(503, 'too_many_episodes', `${this.live.size} live episodes (the cap); release some or retry later`);
+    const perClient = this.opts.maxPerClient ?? this.opts.maxEpisodes;
+    if (!restore && (this.live.size >= this.opts.maxEpisodes || this.countOf(client) >= perClient)) this.reap();
+    if (!restore && perClient < this.opts.maxEpisodes && this.countOf(client) >= perClient) {
+      // Checked before the global cap: one client filling its share gets told so, and the others still get in.
+      const mine = [...this.live.values()].filter((e) => e.client === client);
+      throw new ApiError(429, 'client_quota', `this client (${client}) holds ${mine.length} live episodes, its quota; release some (DELETE /episodes/ID) or retry later`, this.retryAfter(mine));
+    }
+    if (!restore && this.live.size >= this.opts.maxEpisodes) {
+      throw new ApiError(503, 'too_many_episodes', `${this.live.size} live episodes (the server's cap); release some or retry later`, this.retryAfter(this.live.values()));
     }
     let g = this.groundingCache.get(task.id);
     if (!g) {
       g = referenceGrounding(this.domain, task);
       this.groundingCache.set(task.id, g);
     }
-    const ep = new ServerEpisode(this.domain, task, g, this.opts.maxTurns);
+    const ep = new ServerEpisode(this.domain, task, g, this.opts.maxTurns, client, restore?.id, restore?.created, o.mcp ?? false);
+    if (!restore) this.opts.journal?.create({ id: ep.id, task: task.id, client, created: ep.created, mcp: ep.mcp });
     this.live.set(ep.id, ep);
+    this.perClient.set(client, this.countOf(client) + 1);
     this.stats.created++;
     return ep;
+  }
+
+  /** One call in `ep` (ServerEpisode.call), journaled before the caller answers it. */
+  call(ep: ServerEpisode, name: unknown, args: unknown): Observation {
+    const obs = ep.call(name, args);
+    this.opts.journal?.call(ep.id, name, args);
+    this.stats.calls++;
+    return obs;
+  }
+
+  /**
+   * Rebuilds journaled episodes by replaying their calls (the same deterministic path as when they were
+   * made). An episode whose task this server does not serve is skipped and its id returned.
+   */
+  restore(eps: readonly JournaledEpisode[]): { restored: number; skipped: string[] } {
+    const skipped: string[] = [];
+    let restored = 0;
+    for (const j of eps) {
+      if (!this.tasks.byId.has(j.task)) {
+        skipped.push(j.id);
+        this.opts.journal?.end(j.id, 'task-not-served');
+        continue;
+      }
+      const ep = this.create(j.task, j.client, { mcp: j.mcp, restore: { id: j.id, created: j.created } });
+      for (const c of j.calls) if (!ep.ep.done) ep.call(c.name, c.arguments);
+      restored++;
+    }
+    return { restored, skipped };
   }
 
   get(id: string): ServerEpisode {
@@ -329,6 +397,11 @@ export class EpisodeStore {
     const ep = this.live.get(id);
     if (!ep) return false;
     this.live.delete(id);
+    const n = this.countOf(ep.client) - 1;
+    if (n > 0) this.perClient.set(ep.client, n);
+    else this.perClient.delete(ep.client);
+    // A shutdown keeps the episode in the journal: it is live again after a restart.
+    if (why !== 'shutdown') this.opts.journal?.end(id, why);
     if (why === 'released') this.stats.released++;
     if (why === 'expired') this.stats.expired++;
     const close = ep.close;

@@ -1,0 +1,131 @@
+// Episodes that outlive the process (--state DIR). An episode is its task plus the calls made in it: every
+// call goes through the lab's deterministic Episode over a fresh copy of the world, so replaying the calls
+// rebuilds the same conversation, the same observations and the same database hash. The journal is one
+// append-only JSON-lines file, DIR/episodes.jsonl:
+//   {"e":"create","id","task","client","created","mcp"}   {"e":"call","id","name","arguments"}   {"e":"end","id","why"}
+// Each record is written and fdatasync'ed before the request that made it is answered, so an answered call
+// survives a crash of the process (kill -9) and of the machine. A graceful shutdown writes nothing: the live
+// episodes are still live after a restart. On open, the journal is read, a torn last line (a crash in the
+// middle of a write) is dropped, and the file is compacted to the live episodes (temp file, fsync, rename).
+//
+// Why not an embedded database: the lab's only persistent need is this ordered log, replayed in full on
+// start; node:sqlite needs Node 22 (the lab supports 20) and better-sqlite3 a native build. A JSONL log is
+// readable with jq, has no dependency, and one write + fdatasync per call costs about what the call does.
+import { closeSync, existsSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface JournalCall {
+  name: unknown;
+  arguments: unknown;
+}
+
+export interface JournaledEpisode {
+  id: string;
+  task: string;
+  client: string;
+  created: number;
+  mcp: boolean;
+  calls: JournalCall[];
+}
+
+type JournalRecord =
+  | { e: 'create'; id: string; task: string; client: string; created: number; mcp: boolean }
+  | { e: 'call'; id: string; name: unknown; arguments: unknown }
+  | { e: 'end'; id: string; why: string };
+
+export const JOURNAL_FILE = 'episodes.jsonl';
+
+/** Reads a journal's text into the live episodes, in creation order; `dropped` counts unreadable lines. */
+export function readJournal(text: string): { live: JournaledEpisode[]; dropped: number } {
+  const live = new Map<string, JournaledEpisode>();
+  let dropped = 0;
+  const lines = text.split('\n');
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    let r: JournalRecord;
+    try {
+      r = JSON.parse(line) as JournalRecord;
+    } catch {
+      // A torn last line (the process died mid-write) or damage: skipped and counted, never fatal.
+      dropped++;
+      continue;
+    }
+    if (r === null || typeof r !== 'object' || typeof r.id !== 'string') {
+      dropped++;
+      continue;
+    }
+    if (r.e === 'create' && typeof r.task === 'string') {
+      live.set(r.id, { id: r.id, task: r.task, client: typeof r.client === 'string' ? r.client : 'local', created: Number(r.created) || Date.now(), mcp: r.mcp === true, calls: [] });
+    } else if (r.e === 'call') {
+      live.get(r.id)?.calls.push({ name: r.name, arguments: r.arguments });
+    } else if (r.e === 'end') {
+      live.delete(r.id);
+    } else dropped++;
+  }
+  return { live: [...live.values()], dropped };
+}
+
+export class Journal {
+  private fd: number | null;
+
+  private constructor(
+    readonly path: string,
+    fd: number,
+  ) {
+    this.fd = fd;
+  }
+
+  /**
+   * Opens (creating) DIR/episodes.jsonl: returns the journal, compacted to its live episodes, and those
+   * episodes for the caller to rebuild.
+   */
+  static open(dir: string): { journal: Journal; live: JournaledEpisode[]; dropped: number } {
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, JOURNAL_FILE);
+    const { live, dropped } = existsSync(path) ? readJournal(readFileSync(path, 'utf8')) : { live: [], dropped: 0 };
+    const tmp = path + '.tmp';
+    const t = openSync(tmp, 'w', 0o600);
+    try {
+      const lines: string[] = [];
+      for (const ep of live) {
+        lines.push(JSON.stringify({ e: 'create', id: ep.id, task: ep.task, client: ep.client, created: ep.created, mcp: ep.mcp }));
+        for (const c of ep.calls) lines.push(JSON.stringify({ e: 'call', id: ep.id, name: c.name, arguments: c.arguments }));
+      }
+      if (lines.length > 0) writeSync(t, lines.join('\n') + '\n');
+      fsyncSync(t);
+    } finally {
+      closeSync(t);
+    }
+    renameSync(tmp, path);
+    const d = openSync(dir, 'r');
+    try {
+      fsyncSync(d); // the rename itself is durable only once the directory is
+    } finally {
+      closeSync(d);
+    }
+    return { journal: new Journal(path, openSync(path, 'a', 0o600)), live, dropped };
+  }
+
+  private append(r: JournalRecord): void {
+    if (this.fd === null) return;
+    writeSync(this.fd, JSON.stringify(r) + '\n');
+    fdatasyncSync(this.fd);
+  }
+
+  create(ep: Omit<JournaledEpisode, 'calls'>): void {
+    this.append({ e: 'create', id: ep.id, task: ep.task, client: ep.client, created: ep.created, mcp: ep.mcp });
+  }
+
+  call(id: string, name: unknown, args: unknown): void {
+    this.append({ e: 'call', id, name, arguments: args });
+  }
+
+  end(id: string, why: string): void {
+    this.append({ e: 'end', id, why });
+  }
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
