@@ -115,7 +115,7 @@ export async function serveMain(argv: readonly string[], io: CliIo = processIo, 
       maxTurns: intFlag(v, 'max-turns', DEFAULTS.maxTurns, 1, 1000),
       maxBodyBytes: intFlag(v, 'max-body', DEFAULTS.maxBodyBytes, 1024, 1 << 30),
     });
-    io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp?task=TASK_ID` }) + '\n');
+    io.out(JSON.stringify({ url: server.url, mcp: `${server.url}/mcp?task=TASK_ID`, pid: process.pid }) + '\n');
     const why = await (stop ?? stopSignal());
     log({ level: 'info', event: 'stop', why: typeof why === 'string' ? why : 'requested' });
     await server.close();
