@@ -24,38 +24,45 @@ export interface TaskOptions {
 }
 
 /**
- * What a task names that `domain`'s database lacks: the users and orders its reference actions name by id,
- * and the users its lookups (find_user_id_by_*) find by email or name and zip. Generated tasks always pass;
- * a τ² task file served on the compact world does not, and its first call would answer "User not found".
+ * What of a task's reference actions does not resolve in `domain`: tools it lacks, lookups (find_user_id_by_*)
+ * that find no user, user and order ids it does not hold. Tasks name missing things on purpose (a wrong email
+ * tried first, an order number the user misremembers), so this alone does not make a task wrong for a world:
+ * checkTaskWorld compares with the other worlds.
  */
-export function missingReferences(domain: Domain, task: Task): string[] {
+export function unresolvedReferences(domain: Domain, task: Task): string[] {
   const env = domain.createEnv();
-  const missing: string[] = [];
+  const out = new Set<string>();
   for (const a of task.referenceActions) {
-    const args = a.arguments;
-    if (typeof args.user_id === 'string' && !env.store.get('users', args.user_id)) missing.push(`user ${args.user_id}`);
-    if (typeof args.order_id === 'string' && !env.store.get('orders', args.order_id)) missing.push(`order ${args.order_id}`);
-    if (a.name.startsWith('find_user_id_by_') && !env.execute(a).ok) missing.push(`the user of ${a.name}(${JSON.stringify(args)})`);
+    if (!env.tool(a.name)) out.add(`tool ${a.name}`);
+    else if (a.name.startsWith('find_user_id_by_') && !env.execute(a).ok) out.add(`the user of ${a.name}(${JSON.stringify(a.arguments)})`);
+    const { user_id: user, order_id: order } = a.arguments;
+    if (typeof user === 'string' && !env.store.get('users', user)) out.add(`user ${user}`);
+    if (typeof order === 'string' && !env.store.get('orders', order)) out.add(`order ${order}`);
   }
-  return [...new Set(missing)];
+  return [...out];
 }
 
 /**
- * Refuses a task set that names users or orders `world` does not hold (a usage error, TaskSetError), naming the
- * world that holds them all when there is one.
+ * Refuses (TaskSetError, a usage error) a task set served on a world that lacks what its tasks name while
+ * another world has it: a τ² task file on the compact world, whose first call would answer "User not
+ * found". The message names the world that resolves them. Things no world has (deliberate misspellings) pass.
  */
 export function checkTaskWorld(tasks: readonly Task[], world: WorldName, domain: Domain = loadWorldDomain(world), source = 'the tasks'): void {
-  const bad = tasks.map((t) => ({ t, m: missingReferences(domain, t) })).filter((x) => x.m.length > 0);
+  const here = tasks.map((t) => ({ t, refs: unresolvedReferences(domain, t) })).filter((x) => x.refs.length > 0);
+  if (here.length === 0) return;
+  const others = WORLD_NAMES.filter((w) => w !== world).map((w) => ({ w, d: loadWorldDomain(w) }));
+  const bad: { t: Task; wrong: string[]; holders: WorldName[] }[] = [];
+  for (const { t, refs } of here) {
+    const elsewhere = others.map((o) => ({ w: o.w, missing: new Set(unresolvedReferences(o.d, t)) }));
+    const wrong = refs.filter((r) => r.startsWith('tool ') || elsewhere.some((e) => !e.missing.has(r)));
+    if (wrong.length > 0) bad.push({ t, wrong, holders: elsewhere.filter((e) => wrong.every((r) => !e.missing.has(r))).map((e) => e.w) });
+  }
   if (bad.length === 0) return;
-  const holder = WORLD_NAMES.find((w) => {
-    if (w === world) return false;
-    const d = loadWorldDomain(w);
-    return tasks.every((t) => missingReferences(d, t).length === 0);
-  });
+  const holder = others.map((o) => o.w).find((w) => bad.every((b) => b.holders.includes(w)));
   const first = bad[0];
   throw new TaskSetError(
-    `${source}: ${bad.length} of ${tasks.length} tasks name users or orders that world '${world}' does not have (task ${JSON.stringify(first.t.id)}: ${first.m.slice(0, 3).join(', ')}); ` +
-      (holder ? `they are tasks of world '${holder}': pass --world ${holder}` : 'no world holds them all'),
+    `${source}: ${bad.length} of ${tasks.length} tasks name users or orders that world '${world}' does not have (task ${JSON.stringify(first.t.id)}: ${first.wrong.slice(0, 3).join(', ')}); ` +
+      (holder ? `they are tasks of world '${holder}': pass --world ${holder}` : 'no world has them all'),
   );
 }
 
