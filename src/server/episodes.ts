@@ -362,6 +362,11 @@ export class EpisodeStore {
     return obs;
   }
 
+  /** Resolves once what the journal holds so far is on disk: await it before answering a change. */
+  durable(): Promise<void> {
+    return this.opts.journal?.durable() ?? Promise.resolve();
+  }
+
   /**
    * Rebuilds journaled episodes by replaying their calls (the same deterministic path as when they were
    * made). An episode whose task this server does not serve is skipped and its id returned.

@@ -207,6 +207,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       if (closing) throw new ApiError(503, 'closing', 'the server is shutting down');
       const b = objectBody(await readJson(req, maxBody, maxDepth));
       const ep = store.create(b.task_id, client);
+      await store.durable();
       log({ level: 'debug', event: 'episode_start', episode: ep.id, task: ep.task.id });
       send(res, 201, { episode_id: ep.id, task_id: ep.task.id, tools: store.tools, messages: ep.firstMessages(), prompt: ep.actPrompt() });
       return ep.id;
@@ -216,6 +217,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (parts.length === 2) {
       if (method === 'DELETE') {
         store.remove(id, 'released');
+        await store.durable();
         send(res, 200, { released: true, episode_id: id });
       } else if (method === 'GET') {
         send(res, 200, { episode_id: id, task_id: ep.task.id, turns: ep.ep.turns, done: ep.ep.done, end: ep.ep.end, db_hash: ep.hash(), changed: ep.ep.env.changed(), messages: ep.ep.messages });
@@ -227,6 +229,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     switch (parts[2]) {
       case 'calls': {
         const obs = store.call(ep, b.name, Object.hasOwn(b, 'arguments') ? b.arguments : undefined);
+        await store.durable();
         send(res, 200, { observation: serializeObservation(obs), ok: obs.ok, error: obs.ok ? null : obs.error, code: obs.ok ? null : obs.code, done: ep.ep.done });
         break;
       }
@@ -305,7 +308,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   http.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
     http.once('error', (e) => {
-      opened?.journal.close();
+      void opened?.journal.close();
       reject(e);
     });
     http.listen(o.port ?? 0, o.host ?? DEFAULTS.host, () => resolve());
@@ -327,7 +330,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     while (inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     http.closeAllConnections();
     await done;
-    opened?.journal.close();
+    await opened?.journal.close();
     log({ level: 'info', event: 'closed' });
   }
 

@@ -62,6 +62,7 @@ function mcpServerFor(store: EpisodeStore, ep: ServerEpisode): Server {
     store.get(ep.id); // touches lastUsed
     try {
       const obs = store.call(ep, req.params.name, args);
+      await store.durable();
       return { content: [{ type: 'text' as const, text: serializeObservation(obs) }], isError: !obs.ok };
     } catch (e) {
       if (e instanceof ApiError) return { content: [{ type: 'text' as const, text: e.message }], isError: true };
@@ -120,6 +121,7 @@ export async function handleMcp(store: EpisodeStore, req: IncomingMessage, res: 
   let ep: ServerEpisode;
   try {
     ep = store.create(task, client, { mcp: true });
+    await store.durable();
   } catch (e) {
     if (e instanceof ApiError) {
       jsonRpcError(res, e.status, e.message);
