@@ -4,9 +4,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveMain } from '../../src/cli/serve';
 import { startServer } from '../../src/server/http';
@@ -198,6 +199,21 @@ describe('a server beyond loopback needs a token', () => {
       await c.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp?task=${task}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
       expect((await c.listTools()).tools.length).toBeGreaterThan(0);
       await c.close();
+      // The Python client (verl's side) sends the token from ENVACE_TOKEN_FILE.
+      if (existsSync('/usr/bin/python3')) {
+        // Asynchronous: the server answers from this process's event loop while Python runs.
+        const py = await new Promise<{ out: string; err: string }>((done) => {
+          const p = spawn('/usr/bin/python3', ['-c', 'from envace_verl.client import EnvaceClient as C; import sys; print(len(C(sys.argv[1]).task_ids()))', base], {
+            cwd: resolve(__dirname, '../../integrations/verl'), env: { ...process.env, ENVACE_TOKEN_FILE: join(dir, 'token'), ENVACE_TOKEN: '' },
+          });
+          let out = '';
+          let err = '';
+          p.stdout.on('data', (d) => (out += d));
+          p.stderr.on('data', (d) => (err += d));
+          p.on('close', () => done({ out, err }));
+        });
+        expect(py.out.trim(), py.err).toBe('2');
+      }
     } finally {
       stop();
       expect(await done).toBe(0);

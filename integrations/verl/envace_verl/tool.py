@@ -85,7 +85,8 @@ class EnvaceTool(BaseTool):
         self.mode = config.get("mode", "real")
         if self.mode not in ("real", "simulate"):
             raise ValueError(f"EnvaceTool: mode must be 'real' or 'simulate', got {self.mode!r}")
-        self.client = EnvaceClient(config.get("base_url", "http://127.0.0.1:8765"), float(config.get("timeout", 30)))
+        self.client = EnvaceClient(config.get("base_url", "http://127.0.0.1:8765"), float(config.get("timeout", 30)),
+                                   token=config.get("token"), token_file=config.get("token_file"))
         self.simulator_url = config.get("simulator_url")
         self.simulator_model = config.get("simulator_model", "")
         self.max_rehearse_tokens = int(config.get("max_rehearse_tokens", 512))
