@@ -17,7 +17,8 @@ import { Episode } from '../rollout/episode';
 import { buildRehearsePrompt, parseExecutionResult, RESULT_OPEN, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { defaultReward } from '../rollout/reward-rule';
 import { referenceGrounding } from '../rollout/rollout';
-import type { Journal, JournaledEpisode } from './journal';
+import type { Journal, JournalCall, JournaledEpisode } from './journal';
+import { applyAct, applyRehearse, type TurnResult } from './trajectory';
 
 /** A request the client got wrong (HTTP 4xx); `status` is the HTTP status, `code` a stable word. */
 export class ApiError extends Error {
@@ -367,6 +368,13 @@ export class EpisodeStore {
     return this.opts.journal?.durable() ?? Promise.resolve();
   }
 
+  /** A trajectory step (trajectory.ts: an Act or a Rehearse generation), journaled like a call. */
+  step(ep: ServerEpisode, c: Exclude<JournalCall, { name: unknown }>): TurnResult {
+    const r = 'act' in c ? applyAct(ep, c.act, c.mode) : applyRehearse(ep, c.rehearse);
+    this.opts.journal?.step(ep.id, c);
+    return r;
+  }
+
   /**
    * Rebuilds journaled episodes by replaying their calls (the same deterministic path as when they were
    * made). An episode whose task this server does not serve is skipped and its id returned.
@@ -381,7 +389,16 @@ export class EpisodeStore {
         continue;
       }
       const ep = this.create(j.task, j.client, { mcp: j.mcp, restore: { id: j.id, created: j.created } });
-      for (const c of j.calls) if (!ep.ep.done) ep.call(c.name, c.arguments);
+      for (const c of j.calls) {
+        // The same code path as when the change was made, so errors it raised then it raises now: skip them.
+        try {
+          if ('name' in c) ep.call(c.name, c.arguments);
+          else if ('act' in c) applyAct(ep, c.act, c.mode);
+          else applyRehearse(ep, c.rehearse);
+        } catch (e) {
+          if (!(e instanceof ApiError)) throw e;
+        }
+      }
       restored++;
     }
     return { restored, skipped };

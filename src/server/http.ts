@@ -10,6 +10,8 @@
 //   POST   /episodes/ID/score {"messages"?, "imagined"?, "replay"?, "terminated"?}  {"reward", "checklist", "kind", …}
 //          messages: real reward of this episode's calls + the replies in messages; replay: true: real reward
 //          of the calls in messages replayed on a fresh database; imagined: the checklist judge
+//   POST   /episodes/ID/act {"text", "mode"?}    POST /episodes/ID/rehearse {"text"}   a whole trajectory's raw
+//          generations, applied by the lab's Episode (trajectory.ts); score {"trajectory": true} is its reward
 //   DELETE /episodes/ID                         {"released": true}
 //   *      /mcp?task=ID                          MCP streamable HTTP (one session = one episode)
 // Every request first passes the guard (guard.ts: Host, Origin, bearer token, JSON content type).
@@ -25,6 +27,7 @@ import { parseExecutionResult } from '../rollout/rehearse-prompt';
 import { ApiError, EpisodeStore, requireCall, type TaskSet, type WireMessage } from './episodes';
 import { createGuard } from './guard';
 import { Journal } from './journal';
+import { scoreTrajectory } from './trajectory';
 import { handleMcp, SERVER_NAME, SERVER_VERSION } from './mcp';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -245,7 +248,20 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         send(res, 200, r.ok ? { ok: true, observation: serializeObservation(r.observation), error: null } : { ok: false, observation: null, error: { code: r.error.code, message: r.error.message } });
         break;
       }
+      case 'act':
+      case 'rehearse': {
+        if (b.mode !== undefined && b.mode !== 'real' && b.mode !== 'simulate') throw new ApiError(400, 'bad_request', '"mode" must be "real" or "simulate"');
+        if (typeof b.text !== 'string') throw new ApiError(400, 'bad_request', `"text" must be the ${parts[2] === 'act' ? 'Act' : 'Rehearse'} generation (a string)`);
+        const r = store.step(ep, parts[2] === 'act' ? { act: b.text, mode: (b.mode as 'real' | 'simulate' | undefined) ?? 'real' } : { rehearse: b.text });
+        await store.durable();
+        send(res, 200, r);
+        break;
+      }
       case 'score': {
+        if (b.trajectory === true) {
+          send(res, 200, scoreTrajectory(ep));
+          break;
+        }
         if (b.terminated !== undefined && typeof b.terminated !== 'boolean') throw new ApiError(400, 'bad_request', '"terminated" must be a boolean');
         if (b.imagined !== undefined && b.messages !== undefined) throw new ApiError(400, 'bad_request', 'send "messages" (real reward) or "imagined" (judge), not both');
         if (b.replay !== undefined && typeof b.replay !== 'boolean') throw new ApiError(400, 'bad_request', '"replay" must be a boolean');

@@ -3,6 +3,7 @@
 // rebuilds the same conversation, the same observations and the same database hash. The journal is one
 // append-only JSON-lines file, DIR/episodes.jsonl:
 //   {"e":"create","id","task","client","created","mcp"}   {"e":"call","id","name","arguments"}   {"e":"end","id","why"}
+//   {"e":"act","id","text","mode"}   {"e":"rehearse","id","text"}   (whole trajectories: trajectory.ts)
 // Each record is written (write(2)) when it happens, and fdatasync'ed before the request that made it is
 // answered, so an answered call survives a crash of the process (kill -9: the page cache has it) and of the
 // machine. The fdatasync is a group commit: requests answered in the same moment wait on one sync (one sync
@@ -17,10 +18,8 @@ import { fdatasync } from 'node:fs';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
-export interface JournalCall {
-  name: unknown;
-  arguments: unknown;
-}
+/** One change to an episode, in order: a structured call, an Act generation, or a Rehearse generation. */
+export type JournalCall = { name: unknown; arguments: unknown } | { act: string; mode: 'real' | 'simulate' } | { rehearse: string };
 
 export interface JournaledEpisode {
   id: string;
@@ -34,9 +33,17 @@ export interface JournaledEpisode {
 type JournalRecord =
   | { e: 'create'; id: string; task: string; client: string; created: number; mcp: boolean }
   | { e: 'call'; id: string; name: unknown; arguments: unknown }
+  | { e: 'act'; id: string; text: string; mode: 'real' | 'simulate' }
+  | { e: 'rehearse'; id: string; text: string }
   | { e: 'end'; id: string; why: string };
 
 export const JOURNAL_FILE = 'episodes.jsonl';
+
+function recordOf(id: string, c: JournalCall): JournalRecord {
+  if ('act' in c) return { e: 'act', id, text: c.act, mode: c.mode };
+  if ('rehearse' in c) return { e: 'rehearse', id, text: c.rehearse };
+  return { e: 'call', id, name: c.name, arguments: c.arguments };
+}
 
 /** Reads a journal's text into the live episodes, in creation order; `dropped` counts unreadable lines. */
 export function readJournal(text: string): { live: JournaledEpisode[]; dropped: number } {
@@ -61,6 +68,10 @@ export function readJournal(text: string): { live: JournaledEpisode[]; dropped: 
       live.set(r.id, { id: r.id, task: r.task, client: typeof r.client === 'string' ? r.client : 'local', created: Number(r.created) || Date.now(), mcp: r.mcp === true, calls: [] });
     } else if (r.e === 'call') {
       live.get(r.id)?.calls.push({ name: r.name, arguments: r.arguments });
+    } else if (r.e === 'act' && typeof r.text === 'string') {
+      live.get(r.id)?.calls.push({ act: r.text, mode: r.mode === 'simulate' ? 'simulate' : 'real' });
+    } else if (r.e === 'rehearse' && typeof r.text === 'string') {
+      live.get(r.id)?.calls.push({ rehearse: r.text });
     } else if (r.e === 'end') {
       live.delete(r.id);
     } else dropped++;
@@ -96,7 +107,7 @@ export class Journal {
       const lines: string[] = [];
       for (const ep of live) {
         lines.push(JSON.stringify({ e: 'create', id: ep.id, task: ep.task, client: ep.client, created: ep.created, mcp: ep.mcp }));
-        for (const c of ep.calls) lines.push(JSON.stringify({ e: 'call', id: ep.id, name: c.name, arguments: c.arguments }));
+        for (const c of ep.calls) lines.push(JSON.stringify(recordOf(ep.id, c)));
       }
       if (lines.length > 0) writeSync(t, lines.join('\n') + '\n');
       fsyncSync(t);
@@ -146,6 +157,10 @@ export class Journal {
 
   call(id: string, name: unknown, args: unknown): void {
     this.append({ e: 'call', id, name, arguments: args });
+  }
+
+  step(id: string, c: JournalCall): void {
+    this.append(recordOf(id, c));
   }
 
   end(id: string, why: string): void {
