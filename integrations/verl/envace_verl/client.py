@@ -105,6 +105,19 @@ class EnvaceClient:
             body["terminated"] = True
         return self._request("POST", f"/episodes/{episode_id}/score", body)
 
+    def act(self, episode_id: str, text: str, mode: str = "real") -> dict:
+        """Applies one raw Act generation through the lab's Episode: {"done", "end", "turns", "tool_messages",
+        "continuation", "rehearse"} (`rehearse`: simulate mode's pending call and its Rehearse prompt)."""
+        return self._request("POST", f"/episodes/{episode_id}/act", {"text": text, "mode": mode})
+
+    def rehearse(self, episode_id: str, text: str) -> dict:
+        """Applies the raw Rehearse generation of the pending call (simulate mode); same answer as act."""
+        return self._request("POST", f"/episodes/{episode_id}/rehearse", {"text": text})
+
+    def score_trajectory(self, episode_id: str) -> dict:
+        """The lab's reward of the trajectory built with act/rehearse (real: τ²'s rule; simulate: the judge)."""
+        return self._request("POST", f"/episodes/{episode_id}/score", {"trajectory": True})
+
     def release(self, episode_id: str) -> None:
         try:
             self._request("DELETE", f"/episodes/{episode_id}")

@@ -112,8 +112,8 @@ class EnvaceTool(BaseTool):
                 ep = _Episode(r["episode_id"], task_id)
                 self._episodes[key] = ep
             ep.refs += 1
-        # verl's agent loop unpacks (instance_id, response); the SGLang rollout takes the id alone.
-        return (key, None) if "create_kwargs" in kwargs and instance_id is None else key
+        # verl's BaseTool.create returns (instance_id, ToolResponse) (pinned commit, see agent_loop.py).
+        return key, (ToolResponse() if ToolResponse is not None else None)
 
     async def execute(self, instance_id: str, parameters: Any, **kwargs) -> tuple[Any, float, dict]:
         ep = self._episode(instance_id)

@@ -81,7 +81,7 @@ class LiveTests(unittest.TestCase):
             iid = "traj-" + task["id"]
             used = sorted({a["name"] for a in task["actions"]})
             for name in used:  # every tool object of the trajectory joins the same episode
-                self.assertEqual(run(tools[name].create(iid, task_id=task["id"])), iid)
+                self.assertEqual(run(tools[name].create(iid, task_id=task["id"]))[0], iid)
             ep = EnvaceTool._episodes[iid].episode_id
             for a in task["actions"]:
                 resp, step_reward, metrics = run(tools[a["name"]].execute(iid, a["arguments"]))
