@@ -52,7 +52,7 @@ it.skipIf(!PY && process.env.CI !== 'true')('passes the Python adapter tests aga
     p.on('close', (code) => done({ code, out }));
   });
   expect(code, out).toBe(0);
-  expect(out).toMatch(/Ran 14 tests/);
+  expect(out).toMatch(/Ran 16 tests/);
   expect(out).not.toMatch(/needs a live server/);
   expect(h.server.store.size).toBe(0); // every episode the adapter opened was released
 });

@@ -60,7 +60,7 @@ class ScriptedPolicy:
             text = format_call(acts[self.acts]["name"], acts[self.acts]["arguments"]) if self.acts < len(acts) else "Done. " + ", ".join(self.task["facts"])
             self.acts += 1
             self.generated.append(text)
-        ids = self.tok.encode(text) + [EOS]
+        ids = self.tok.encode(text, add_special_tokens=False) + [self.tok.eos_token_id]
         return SimpleNamespace(token_ids=ids, log_probs=[-0.5] * len(ids), num_preempted=None)
 
 
