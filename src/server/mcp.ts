@@ -14,7 +14,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { serializeObservation } from '../env/toolcall';
-import { ApiError, type EpisodeStore, type ServerEpisode } from './episodes';
+import { ApiError, type ServerEpisode } from './episodes';
+import type { EpisodeStore } from './store';
 
 export const SERVER_NAME = 'envace-lab';
 export const SERVER_VERSION = '0.1.0';
