@@ -313,6 +313,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         if (e instanceof ApiError) {
           if (e.status === 413) res.setHeader('connection', 'close');
           if (e.retryAfterS !== undefined) res.setHeader('retry-after', String(e.retryAfterS));
+          if (e.status === 401) res.setHeader('www-authenticate', 'Bearer realm="envace"');
           send(res, e.status, { error: { code: e.code, message: e.message } });
         } else {
           log({ level: 'error', event: 'internal_error', path: url.pathname, message: (e as Error)?.message ?? String(e) });

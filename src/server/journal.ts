@@ -9,7 +9,8 @@
 // machine. The fdatasync is a group commit: requests answered in the same moment wait on one sync (one sync
 // per call cost half the throughput and seconds of p99 on a busy disk). A graceful shutdown writes nothing: the live
 // episodes are still live after a restart. On open, the journal is read, a torn last line (a crash in the
-// middle of a write) is dropped, and the file is compacted to the live episodes (temp file, fsync, rename).
+// middle of a write) is dropped, and the file is compacted to the live episodes (temp file, fsync, rename);
+// while running, it is compacted again whenever released and expired episodes make up most of it.
 //
 // Why not an embedded database: the lab's only persistent need is this ordered log, replayed in full on
 // start; node:sqlite needs Node 22 (the lab supports 20) and better-sqlite3 a native build. A JSONL log is
@@ -80,54 +81,91 @@ export function readJournal(text: string): { live: JournaledEpisode[]; dropped: 
 }
 
 export class Journal {
-  private fd: number | null;
+  private fd: number | null = null;
   /** Records written, and how many of them an fdatasync has made durable. */
   private written = 0;
   private synced = 0;
   private syncing: Promise<void> | null = null;
+  /** Each live episode's lines, in order: what a compaction writes. */
+  private readonly lines = new Map<string, string[]>();
+  private liveLines = 0;
+  private fileLines = 0;
 
   private constructor(
+    readonly dir: string,
     readonly path: string,
-    fd: number,
-  ) {
-    this.fd = fd;
-  }
+    /** Compact once the file holds this many lines and four times the live ones. */
+    private readonly compactAt: number,
+  ) {}
 
   /**
    * Opens (creating) DIR/episodes.jsonl: returns the journal, compacted to its live episodes, and those
    * episodes for the caller to rebuild.
    */
-  static open(dir: string): { journal: Journal; live: JournaledEpisode[]; dropped: number } {
+  static open(dir: string, o: { compactAt?: number } = {}): { journal: Journal; live: JournaledEpisode[]; dropped: number } {
     mkdirSync(dir, { recursive: true });
     const path = join(dir, JOURNAL_FILE);
     const { live, dropped } = existsSync(path) ? readJournal(readFileSync(path, 'utf8')) : { live: [], dropped: 0 };
-    const tmp = path + '.tmp';
+    const j = new Journal(dir, path, o.compactAt ?? 100_000);
+    for (const ep of live) {
+      const lines = [JSON.stringify({ e: 'create', id: ep.id, task: ep.task, client: ep.client, created: ep.created, mcp: ep.mcp }), ...ep.calls.map((c) => JSON.stringify(recordOf(ep.id, c)))];
+      j.lines.set(ep.id, lines);
+      j.liveLines += lines.length;
+    }
+    j.rewrite();
+    return { journal: j, live, dropped };
+  }
+
+  /** How many lines the file holds (for tests and /health). */
+  get size(): { fileLines: number; liveLines: number } {
+    return { fileLines: this.fileLines, liveLines: this.liveLines };
+  }
+
+  /**
+   * Replaces the file by the live episodes' lines: a temp file, fsync, rename, fsync of the directory (the
+   * rename is durable only then). Everything live is on disk afterwards, so nothing is left to sync.
+   */
+  private rewrite(): void {
+    const tmp = this.path + '.tmp';
     const t = openSync(tmp, 'w', 0o600);
     try {
-      const lines: string[] = [];
-      for (const ep of live) {
-        lines.push(JSON.stringify({ e: 'create', id: ep.id, task: ep.task, client: ep.client, created: ep.created, mcp: ep.mcp }));
-        for (const c of ep.calls) lines.push(JSON.stringify(recordOf(ep.id, c)));
-      }
-      if (lines.length > 0) writeSync(t, lines.join('\n') + '\n');
+      const all = [...this.lines.values()].flat();
+      if (all.length > 0) writeSync(t, all.join('\n') + '\n');
       fsyncSync(t);
     } finally {
       closeSync(t);
     }
-    renameSync(tmp, path);
-    const d = openSync(dir, 'r');
+    renameSync(tmp, this.path);
+    const d = openSync(this.dir, 'r');
     try {
-      fsyncSync(d); // the rename itself is durable only once the directory is
+      fsyncSync(d);
     } finally {
       closeSync(d);
     }
-    return { journal: new Journal(path, openSync(path, 'a', 0o600)), live, dropped };
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = openSync(this.path, 'a', 0o600);
+    this.fileLines = this.liveLines;
+    this.synced = this.written;
   }
 
   private append(r: JournalRecord): void {
     if (this.fd === null) return;
-    writeSync(this.fd, JSON.stringify(r) + '\n');
+    const line = JSON.stringify(r);
+    writeSync(this.fd, line + '\n');
     this.written++;
+    this.fileLines++;
+    if (r.e === 'end') {
+      this.liveLines -= this.lines.get(r.id)?.length ?? 0;
+      this.lines.delete(r.id);
+    } else {
+      let l = this.lines.get(r.id);
+      if (!l) this.lines.set(r.id, (l = []));
+      l.push(line);
+      this.liveLines++;
+    }
+    // Released and expired episodes would grow the file forever; compact between syncs (a sync in flight
+    // holds the old descriptor), once the dead lines clearly outnumber the live ones.
+    if (!this.syncing && this.fileLines >= this.compactAt && this.fileLines > 4 * this.liveLines) this.rewrite();
   }
 
   /** Resolves once every record written so far is on disk (one fdatasync serves all who wait on it). */

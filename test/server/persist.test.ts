@@ -12,7 +12,7 @@ import { loadWorldDomain } from '../../src/env/retail/node';
 import { serializeObservation } from '../../src/env/toolcall';
 import { taskSet } from '../../src/server/episodes';
 import { startServer } from '../../src/server/http';
-import { JOURNAL_FILE, readJournal } from '../../src/server/journal';
+import { Journal, JOURNAL_FILE, readJournal } from '../../src/server/journal';
 import { api } from './helpers';
 
 const ROOT = resolve(__dirname, '../..');
@@ -160,5 +160,29 @@ describe('the journal', () => {
     } finally {
       await s.close(500);
     }
+  });
+
+  it('compacts itself while running: released episodes do not grow the file forever', async () => {
+    const state = tmp();
+    const { journal } = Journal.open(state, { compactAt: 200 });
+    const keep = ['keep-1', 'keep-2'];
+    for (const id of keep) {
+      journal.create({ id, task: tasks[0].id, client: 'c', created: 1, mcp: false });
+      journal.call(id, 'get_user_details', { user_id: id });
+    }
+    for (let i = 0; i < 500; i++) {
+      const id = `gone-${i}`;
+      journal.create({ id, task: tasks[1].id, client: 'c', created: 2, mcp: false });
+      for (let k = 0; k < 3; k++) journal.call(id, 'get_order_details', { order_id: `#W${k}` });
+      journal.end(id, 'released');
+      await journal.durable();
+    }
+    const lines = readFileSync(join(state, JOURNAL_FILE), 'utf8').trim().split('\n').length;
+    expect(lines).toBeLessThan(200);
+    expect(journal.size.liveLines).toBe(4);
+    const { live, dropped } = readJournal(readFileSync(join(state, JOURNAL_FILE), 'utf8'));
+    expect(dropped).toBe(0);
+    expect(live.map((e) => [e.id, e.calls.length])).toEqual([['keep-1', 1], ['keep-2', 1]]);
+    await journal.close();
   });
 });

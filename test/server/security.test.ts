@@ -188,6 +188,7 @@ describe('a server beyond loopback needs a token', () => {
       const none = await raw(base, 'GET', '/tasks', { host: `127.0.0.1:${p}` });
       expect(none.status).toBe(401);
       expect(none.json.error.message).toMatch(/Authorization: Bearer/);
+      expect(none.headers['www-authenticate']).toBe('Bearer realm="envace"');
       expect((await raw(base, 'GET', '/tasks', { host: `127.0.0.1:${p}`, authorization: 'Bearer wrong-token-0123456789' })).status).toBe(401);
       const ok = await raw(base, 'GET', '/tasks', { host: `127.0.0.1:${p}`, authorization: `Bearer ${token}` });
       expect(ok.status).toBe(200);
