@@ -98,7 +98,8 @@ export async function handleMcp(store: EpisodeStore, req: IncomingMessage, res: 
     const ep = store.get(sid);
     const t = transports.get(ep);
     if (!t) {
-      jsonRpcError(res, 404, 'this episode is not an MCP session');
+      // A restart (--state) rebuilds the episode but not the SDK's session: 404 tells the client to start a new one.
+      jsonRpcError(res, 404, ep.mcp ? `the MCP session did not survive a server restart; its episode lives on at /episodes/${sid}; open a new session` : 'this episode is not an MCP session');
       return sid;
     }
     stashArgs(ep, body);

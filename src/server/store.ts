@@ -28,7 +28,7 @@ export class EpisodeStore {
   private reaper: ReturnType<typeof setInterval> | null = null;
   readonly tools: ToolDefinition[];
   /** Counters for /health and logs. */
-  readonly stats = { created: 0, released: 0, expired: 0, calls: 0 };
+  readonly stats = { created: 0, restored: 0, released: 0, expired: 0, calls: 0 };
 
   constructor(
     readonly domain: Domain,
@@ -90,7 +90,8 @@ export class EpisodeStore {
     if (!restore) this.opts.journal?.create({ id: ep.id, task: task.id, client, created: ep.created, mcp: ep.mcp });
     this.live.set(ep.id, ep);
     this.perClient.set(client, this.countOf(client) + 1);
-    this.stats.created++;
+    if (restore) this.stats.restored++;
+    else this.stats.created++;
     return ep;
   }
 

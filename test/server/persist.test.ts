@@ -137,6 +137,7 @@ describe('the journal', () => {
       expect((await api(s.url, 'GET', `/episodes/${a}`)).json).toEqual(before);
       expect((await api(s.url, 'GET', `/episodes/${b}`)).status).toBe(404);
       expect(s.store.size).toBe(1);
+      expect((await api(s.url, 'GET', '/health')).json).toMatchObject({ restored: 1, created: 0, live_episodes: 1 });
     } finally {
       await s.close(500);
     }
