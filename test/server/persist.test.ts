@@ -2,6 +2,8 @@
 // comes back with every episode, each continuing with the observations it had and ending on the database
 // hash a straight replay of its calls gives. Plus the journal's own rules: a graceful stop keeps episodes,
 // release and expiry end them, a torn last line is skipped, an episode whose task is not served is dropped.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -158,6 +160,32 @@ describe('the journal', () => {
     try {
       expect((await api(s.url, 'GET', `/episodes/${a}`)).json.turns).toBe(1);
       expect((await api(s.url, 'GET', `/episodes/${c}`)).status).toBe(404);
+    } finally {
+      await s.close(500);
+    }
+  });
+
+  it('rebuilds an MCP session\'s episode; the session itself ends with a 404 that says why', async () => {
+    const state = tmp();
+    let s = await start(state);
+    const client = new Client({ name: 'mcp-restart', version: '0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp?task=${tasks[0].id}`));
+    await client.connect(transport);
+    const sid = transport.sessionId!;
+    await client.callTool({ name: tasks[0].referenceActions[0].name, arguments: tasks[0].referenceActions[0].arguments });
+    const before = (await api(s.url, 'GET', `/episodes/${sid}`)).json;
+    await s.close(500);
+    await client.close().catch(() => {});
+    s = await start(state);
+    try {
+      expect((await api(s.url, 'GET', `/episodes/${sid}`)).json).toEqual(before);
+      const r = await fetch(`${s.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(r.status).toBe(404);
+      expect((await r.json()).error.message).toMatch(/did not survive a server restart.*open a new session/);
     } finally {
       await s.close(500);
     }
