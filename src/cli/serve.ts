@@ -48,13 +48,12 @@ export const SERVE_FLAGS: FlagSpec = {
 const SERVE_NOTES = `SIGINT/SIGTERM (to node or to npm) shut the server down gracefully, letting requests in flight finish.
 exit status: 0 after a clean shutdown, 1 failure, 2 usage error, 74 I/O error (the message names the file).`;
 
-/** The bearer token from --token, --token-file or ENVACE_TOKEN (one of them at most). */
+/** The bearer token from --token or --token-file (not both), else ENVACE_TOKEN (which clients read too). */
 function tokenOf(v: FlagValues): string | undefined {
   const flag = strFlag(v, 'token');
   const file = strFlag(v, 'token-file');
-  const env = process.env.ENVACE_TOKEN || undefined;
-  if ([flag, file, env].filter((x) => x !== undefined).length > 1) throw new ArgError('give the token one way: --token, --token-file or ENVACE_TOKEN');
-  let t = flag ?? env;
+  if (flag !== undefined && file !== undefined) throw new ArgError('give the token one way: --token or --token-file');
+  let t = flag ?? (file === undefined ? process.env.ENVACE_TOKEN || undefined : undefined);
   if (file !== undefined) {
     try {
       t = readFileSync(resolve(file), 'utf8').trim();
