@@ -17,6 +17,9 @@ import { ApiError, type ScoreResult, type ServerEpisode } from './episodes';
 
 export type TrajectoryMode = 'real' | 'simulate';
 
+const TURN_HEADER = '<|im_start|>assistant\n';
+const TURN_END = '<|im_end|>\n';
+
 export interface TurnResult {
   mode: TrajectoryMode;
   done: boolean;
@@ -53,7 +56,14 @@ function result(se: ServerEpisode, ep: Episode, mode: TrajectoryMode, before: nu
   if (closed && !ep.done && text !== null) {
     const next = buildActPrompt(se.domain.policy, se.domain.definitions(), ep.messages);
     const at = next.lastIndexOf(text);
-    continuation = at >= 0 ? next.slice(at + text.length) : null;
+    if (at >= 0) continuation = next.slice(at + text.length);
+    else {
+      // The renderer changed the text (Qwen3's template drops a think span from history): the turn then ends
+      // at the first end-of-turn after its own header, the one before the final generation prompt.
+      const header = next.lastIndexOf(TURN_HEADER, next.lastIndexOf(TURN_HEADER) - 1);
+      const end = header >= 0 ? next.indexOf(TURN_END, header) : -1;
+      continuation = end >= 0 ? next.slice(end) : null;
+    }
   }
   return {
     mode, done: ep.done, end: ep.end, turns: ep.turns, tool_messages: toolMessages, continuation,

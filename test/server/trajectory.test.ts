@@ -60,6 +60,19 @@ describe('trajectories in real mode', () => {
     }
     expect(rewards.has(1)).toBe(true);
   });
+
+  it('places a turn whose text the template re-renders (blank lines around a think span)', async () => {
+    const task = h.train[0];
+    const id = await newEpisode(task);
+    const text = '<think>\n\n\nlook the user up\n\n\n</think>\n\n' + formatCall(task.referenceActions[0]);
+    const r = (await api(h.server.url, 'POST', `/episodes/${id}/act`, { text })).json;
+    const lab = new Episode(task.id, 'lab', task, 'real', h.domain.createEnv(), [], 30);
+    lab.applyAct(text);
+    const next = buildActPrompt(h.domain.policy, h.domain.definitions(), lab.messages);
+    expect(next).not.toContain(text); // the renderer trimmed the blank lines
+    expect(r.continuation).toMatch(/^<\|im_end\|>\n<\|im_start\|>user\n<tool_response>/);
+    expect(next.endsWith(formatCall(task.referenceActions[0]) + r.continuation)).toBe(true);
+  });
 });
 
 describe('trajectories in simulate mode', () => {
