@@ -10,6 +10,7 @@ import { resolve } from 'node:path';
 import { HELD_OUT_TASK_SEED, type Domain, type Task } from '../env/domain';
 import { WORLD_NAMES } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
+import { checkTaskWorld } from '../server/tasks';
 import { loadTaskFile } from '../env/tau2';
 import { loadAdapters } from '../rl/checkpoint';
 import { evaluateHeldOut, type HeldOutReport } from '../eval/evaluate';
@@ -123,6 +124,8 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       tasks = loadTaskFile(text).slice(0, count);
     }
     if (tasks.length === 0) throw new ArgError(`--tasks ${tasksArg}: no tasks`);
+    // A task file on the wrong world fails at its first call ("User not found"): refuse it here instead.
+    else if (tasksArg !== 'test' && tasksArg !== 'train') checkTaskWorld(tasks, world, domain, `--tasks ${tasksArg}`);
 
     const backend = await openBackend(backendName, threads);
     try {

@@ -29,6 +29,7 @@ export const EXPORT_FLAGS: FlagSpec = {
   'task-seed': { type: 'string', arg: 'S', help: 'generator seed (train uses S, test S + 1, as npm run serve)', default: '0' },
   out: { type: 'string', arg: 'FILE', help: 'output file; one the repository commits needs --write-committed', default: 'runs/export/ (git-ignored): envace-<world>-<split>.<format>, rollouts.<format> or envace_<world>_tools_<mode>.yaml' },
   'write-committed': WRITE_COMMITTED_FLAG,
+  'agent-loop': { type: 'string', arg: 'A', help: 'the rows\' agent_name: tool_agent (verl\'s, a fresh episode per call) or envace_agent (integrations/verl: one episode per trajectory)', default: 'tool_agent' },
   mode: { type: 'string', arg: 'M', help: 'tool-config: real (the served environment) or simulate (an LLM simulator)', default: 'real' },
   'base-url': { type: 'string', arg: 'URL', help: 'tool-config: the npm run serve address', default: 'http://127.0.0.1:8765' },
   'simulator-url': { type: 'string', arg: 'URL', help: 'tool-config, simulate: the simulator\'s OpenAI-compatible endpoint' },
@@ -99,6 +100,7 @@ export async function exportMain(argv: readonly string[], io: CliIo = processIo)
     const tasks = await loadTasks(domain, { tasks: split, count: intFlag(v, 'count', 200, 1, 100_000), seed: intFlag(v, 'task-seed', 0, 0, 0xfffffff0) });
     const rows = taskRows(domain, world, tasks);
     const out = await write(outPath(v, `envace-${world}-${split}.${format}`), format === 'parquet' ? taskParquet(domain, rows) : jsonl(rows));
+    const rows = taskRows(domain, world, tasks, enumFlag(v, 'agent-loop', ['tool_agent', 'envace_agent'] as const, 'tool_agent'));
     log(`${rows.length} ${split} tasks (${world}) -> ${out}`);
     io.out(JSON.stringify({ out, rows: rows.length }) + '\n');
   });

@@ -4,8 +4,7 @@
 // Act text the lab's expert would write for it, so the untrusted-input parsing, the observation text, the
 // conversation and the turn limit are the lab's; the rehearse prompt is buildRehearsePrompt with the task's
 // reference grounding (rollout.ts referenceGrounding); rewards are the lab's defaultReward on a lab Episode.
-//
-// The store holds the live episodes with a TTL (idle time) and a cap; the reaper reclaims expired ones.
+// The live episodes themselves are held by store.ts.
 import { randomUUID } from 'node:crypto';
 import type { ChecklistItem, Domain, GroundingExample, Observation, Step, Task, ToolCall, ToolDefinition } from '../env/domain';
 import { EMPTY_RESPONSE_REWARD, judge, judgeOptions, type ItemVerdict } from '../env/judge';
@@ -16,7 +15,6 @@ import type { ChatMessage } from '../rollout/chat';
 import { Episode } from '../rollout/episode';
 import { buildRehearsePrompt, parseExecutionResult, RESULT_OPEN, type RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { defaultReward } from '../rollout/reward-rule';
-import { referenceGrounding } from '../rollout/rollout';
 
 /** A request the client got wrong (HTTP 4xx); `status` is the HTTP status, `code` a stable word. */
 export class ApiError extends Error {
@@ -25,6 +23,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Seconds after which a retry may succeed (sent as Retry-After). */
+    readonly retryAfterS?: number,
   ) {
     super(message);
   }
@@ -48,17 +48,6 @@ export function taskSet(tasks: readonly Task[], defaultSplit: 'train' | 'test' =
   return { byId, splits };
 }
 
-export interface EpisodeStoreOptions {
-  /** Idle time after which an episode is reclaimed (ms). */
-  ttlMs: number;
-  /** Live episodes at most; creating one more is refused (503). */
-  maxEpisodes: number;
-  /** Act turns per episode (each call is one turn, as in the lab). */
-  maxTurns: number;
-  /** Called when an episode goes away (released, expired, shut down). */
-  onRemove?: (ep: ServerEpisode, why: 'released' | 'expired' | 'shutdown') => void;
-}
-
 /** Chat messages as trainers send them (OpenAI / Hugging Face layout); only what we read is typed. */
 export interface WireMessage {
   role: string;
@@ -79,11 +68,18 @@ export interface ScoreResult {
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const OPEN_TAG = '<tool_call>';
+const CLOSE_TAG = '</tool_call>';
 
 /** The Act text for a call received as data: the expert's format when it is a well-formed call, else raw JSON. */
 export function callText(name: unknown, args: unknown): string {
   if (typeof name === 'string' && (args === undefined || isObject(args) || typeof args === 'string')) {
-    return formatCall({ name, arguments: (args ?? {}) as Record<string, unknown> });
+    const text = formatCall({ name, arguments: (args ?? {}) as Record<string, unknown> });
+    // A call that arrives as data is already structured: a string value holding "</tool_call>" or "<think>"
+    // must not end the block or open a think span when the text is parsed back. Inside JSON, '<' can only
+    // stand in a string, where \u003c means the same character to JSON.parse and nothing to the scanner.
+    const inner = text.slice(OPEN_TAG.length, -CLOSE_TAG.length);
+    return inner.includes('<') ? OPEN_TAG + inner.replaceAll('<', '\\u003c') + CLOSE_TAG : text;
   }
   let body: string;
   try {
@@ -106,8 +102,6 @@ export function requireCall(body: Record<string, unknown>): ToolCall {
 const flatVerdicts = (items: readonly ItemVerdict[]) => items.map(({ item, satisfied, turn, reason }) => ({ ...item, satisfied, turn, reason }));
 
 export class ServerEpisode {
-  readonly id = randomUUID();
-  readonly created = Date.now();
   lastUsed = Date.now();
   /** The lab's episode, in real mode: its `env` is this episode's own database. */
   readonly ep: Episode;
@@ -119,6 +113,12 @@ export class ServerEpisode {
     readonly task: Task,
     readonly grounding: readonly GroundingExample[],
     maxTurns: number,
+    /** Who created it (the remote address): the per-client quota counts by it. */
+    readonly client = 'local',
+    readonly id: string = randomUUID(),
+    readonly created = Date.now(),
+    /** Set by the MCP layer: the episode is an MCP session. */
+    readonly mcp = false,
   ) {
     this.ep = new Episode(task.id, this.id, task, 'real', domain.createEnv(), grounding, maxTurns);
   }
@@ -261,101 +261,6 @@ export function assistantText(m: WireMessage): string {
     }
   }
   return text;
-}
-
-export class EpisodeStore {
-  private readonly live = new Map<string, ServerEpisode>();
-  private readonly groundingCache = new Map<string, GroundingExample[]>();
-  private reaper: ReturnType<typeof setInterval> | null = null;
-  readonly tools: ToolDefinition[];
-  /** Counters for /health and logs. */
-  readonly stats = { created: 0, released: 0, expired: 0, calls: 0 };
-
-  constructor(
-    readonly domain: Domain,
-    readonly tasks: TaskSet,
-    readonly opts: EpisodeStoreOptions,
-  ) {
-    this.tools = domain.definitions();
-  }
-
-  get size(): number {
-    return this.live.size;
-  }
-
-  /** Starts the reaper (every min(ttl/2, 5 s)); unref'd, so it never keeps the process alive. */
-  start(): void {
-    if (this.reaper) return;
-    this.reaper = setInterval(() => this.reap(), Math.max(10, Math.min(this.opts.ttlMs / 2, 5000)));
-    this.reaper.unref();
-  }
-
-  task(id: unknown): Task {
-    if (typeof id !== 'string') throw new ApiError(400, 'bad_request', '"task_id" must be a string');
-    const t = this.tasks.byId.get(id);
-    if (!t) throw new ApiError(404, 'unknown_task', `no task ${JSON.stringify(id.slice(0, 100))} on this server (GET /tasks lists them)`);
-    return t;
-  }
-
-  create(taskId: unknown): ServerEpisode {
-    const task = this.task(taskId);
-    if (this.live.size >= this.opts.maxEpisodes) {
-      this.reap();
-      if (this.live.size >= this.opts.maxEpisodes) throw new ApiError(503, 'too_many_episodes', `${this.live.size} live episodes (the cap); release some or retry later`);
-    }
-    let g = this.groundingCache.get(task.id);
-    if (!g) {
-      g = referenceGrounding(this.domain, task);
-      this.groundingCache.set(task.id, g);
-    }
-    const ep = new ServerEpisode(this.domain, task, g, this.opts.maxTurns);
-    this.live.set(ep.id, ep);
-    this.stats.created++;
-    return ep;
-  }
-
-  get(id: string): ServerEpisode {
-    const ep = this.live.get(id);
-    if (!ep) throw new ApiError(404, 'unknown_episode', `no live episode ${JSON.stringify(id.slice(0, 100))} (released, expired, or never created)`);
-    ep.lastUsed = Date.now();
-    return ep;
-  }
-
-  has(id: string): boolean {
-    return this.live.has(id);
-  }
-
-  remove(id: string, why: 'released' | 'expired' | 'shutdown' = 'released'): boolean {
-    const ep = this.live.get(id);
-    if (!ep) return false;
-    this.live.delete(id);
-    if (why === 'released') this.stats.released++;
-    if (why === 'expired') this.stats.expired++;
-    const close = ep.close;
-    ep.close = null;
-    close?.();
-    this.opts.onRemove?.(ep, why);
-    return true;
-  }
-
-  /** Removes episodes idle for longer than the TTL; returns how many. */
-  reap(now = Date.now()): number {
-    let n = 0;
-    for (const [id, ep] of this.live) {
-      if (now - ep.lastUsed > this.opts.ttlMs) {
-        this.remove(id, 'expired');
-        n++;
-      }
-    }
-    return n;
-  }
-
-  /** Stops the reaper and removes every episode. */
-  shutdown(): void {
-    if (this.reaper) clearInterval(this.reaper);
-    this.reaper = null;
-    for (const id of [...this.live.keys()]) this.remove(id, 'shutdown');
-  }
 }
 
 export { formatObservation, serializeObservation };

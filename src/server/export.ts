@@ -9,7 +9,7 @@
 //   prompt       list<{role, content}>  the Act prompt's system message (the domain policy) and the user messages;
 //                                   the tools come from the tool config (verl renders them into the system turn)
 //   ability      string            "agent"
-//   agent_name   string            "tool_agent" (verl's multi-turn agent loop)
+//   agent_name   string            "tool_agent" (verl's multi-turn agent loop) or "envace_agent" (integrations/verl)
 //   reward_model {style: "rule", ground_truth: task id}  (the server holds the reward; see envace_verl/reward.py)
 //   extra_info   {split, index, task_id, world, family, facts: list<string>,
 //                 tools_kwargs: {<tool>: {create_kwargs: {task_id}}} for every tool,
@@ -88,7 +88,7 @@ function rolloutType(): Struct {
   ]);
 }
 
-export function taskRows(domain: Domain, world: string, tasks: readonly Task[]): TaskRow[] {
+export function taskRows(domain: Domain, world: string, tasks: readonly Task[], agentName = 'tool_agent'): TaskRow[] {
   const tools: ToolDefinition[] = domain.definitions();
   const names = tools.map((t) => t.function.name);
   const toolsJson = JSON.stringify(tools);
@@ -96,7 +96,7 @@ export function taskRows(domain: Domain, world: string, tasks: readonly Task[]):
     data_source: `envace/${world}`,
     prompt: [{ role: 'system', content: domain.policy }, ...t.userMessages.map((content) => ({ role: 'user', content }))],
     ability: 'agent',
-    agent_name: 'tool_agent',
+    agent_name: agentName,
     reward_model: { style: 'rule', ground_truth: t.id },
     extra_info: {
       split: t.split ?? 'train',

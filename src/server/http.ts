@@ -10,8 +10,11 @@
 //   POST   /episodes/ID/score {"messages"?, "imagined"?, "replay"?, "terminated"?}  {"reward", "checklist", "kind", …}
 //          messages: real reward of this episode's calls + the replies in messages; replay: true: real reward
 //          of the calls in messages replayed on a fresh database; imagined: the checklist judge
+//   POST   /episodes/ID/act {"text", "mode"?}    POST /episodes/ID/rehearse {"text"}   a whole trajectory's raw
+//          generations, applied by the lab's Episode (trajectory.ts); score {"trajectory": true} is its reward
 //   DELETE /episodes/ID                         {"released": true}
 //   *      /mcp?task=ID                          MCP streamable HTTP (one session = one episode)
+// Every request first passes the guard (guard.ts: Host, Origin, bearer token, JSON content type).
 // Every error is {"error": {"code", "message"}} with a 4xx/5xx status. Bodies are limited in size and JSON
 // nesting; one JSON log line per request and per lifecycle event goes to the logger.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -21,7 +24,11 @@ import { jsonDepth } from '../env/toolcall';
 import { serializeObservation } from '../env/toolcall';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { parseExecutionResult } from '../rollout/rehearse-prompt';
-import { ApiError, EpisodeStore, requireCall, type TaskSet, type WireMessage } from './episodes';
+import { ApiError, requireCall, type TaskSet, type WireMessage } from './episodes';
+import { EpisodeStore } from './store';
+import { createGuard } from './guard';
+import { Journal } from './journal';
+import { scoreTrajectory } from './trajectory';
 import { handleMcp, SERVER_NAME, SERVER_VERSION } from './mcp';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -45,12 +52,20 @@ export interface ServeOptions {
   port?: number;
   ttlMs?: number;
   maxEpisodes?: number;
+  /** Live episodes per client (remote address); default half of maxEpisodes, so no one client locks the others out. */
+  maxEpisodesPerClient?: number;
   maxTurns?: number;
   /** Largest request body in bytes (413 above). */
   maxBodyBytes?: number;
   /** Deepest JSON nesting accepted in a body (400 above). */
   maxJsonDepth?: number;
   log?: Logger;
+  /** Host names clients may use besides the loopback ones (guard.ts); '*': any. */
+  allowedHosts?: readonly string[];
+  /** Bearer token every request must carry; required when `host` is not a loopback address. */
+  token?: string;
+  /** Directory of the episode journal (journal.ts): episodes survive a restart. None: memory only. */
+  stateDir?: string;
 }
 
 export const DEFAULTS = { host: '127.0.0.1', ttlMs: 10 * 60_000, maxEpisodes: 1024, maxTurns: 30, maxBodyBytes: 1 << 20, maxJsonDepth: 32 };
@@ -70,16 +85,26 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** The client went away before its request was read: nothing to answer, nothing wrong on our side. */
+class ClientGone extends Error {
+  override readonly name = 'ClientGone';
+}
+
 /** Reads a JSON body within the limits; an empty body is {}. */
 async function readJson(req: IncomingMessage, maxBytes: number, maxDepth: number): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) throw new ApiError(413, 'too_large', `request body of ${declared} bytes exceeds the limit of ${maxBytes}`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > maxBytes) throw new ApiError(413, 'too_large', `request body exceeds the limit of ${maxBytes} bytes`);
-    chunks.push(c as Buffer);
+  try {
+    for await (const c of req) {
+      size += (c as Buffer).length;
+      if (size > maxBytes) throw new ApiError(413, 'too_large', `request body exceeds the limit of ${maxBytes} bytes`);
+      chunks.push(c as Buffer);
+    }
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    throw new ClientGone(`the client aborted its upload after ${size} bytes (${(e as Error).message})`);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return {};
@@ -120,34 +145,52 @@ function rehearseOptions(v: unknown): RehearsePromptOptions {
   return o;
 }
 
+/** The quota's notion of a client: its remote address (IPv4-mapped IPv6 folded to IPv4). */
+function clientOf(req: IncomingMessage): string {
+  const a = req.socket.remoteAddress ?? 'unknown';
+  return a.startsWith('::ffff:') ? a.slice(7) : a;
+}
+
 export async function startServer(o: ServeOptions): Promise<RunningServer> {
   const log: Logger = o.log ?? jsonLogger('info');
   const maxBody = o.maxBodyBytes ?? DEFAULTS.maxBodyBytes;
   const maxDepth = o.maxJsonDepth ?? DEFAULTS.maxJsonDepth;
   const maxTurns = o.maxTurns ?? DEFAULTS.maxTurns;
+  const guard = createGuard({ bind: o.host ?? DEFAULTS.host, allowedHosts: o.allowedHosts, token: o.token });
+  const maxEpisodes = o.maxEpisodes ?? DEFAULTS.maxEpisodes;
+  const opened = o.stateDir === undefined ? null : Journal.open(o.stateDir);
   const store = new EpisodeStore(o.domain, o.tasks, {
     ttlMs: o.ttlMs ?? DEFAULTS.ttlMs,
-    maxEpisodes: o.maxEpisodes ?? DEFAULTS.maxEpisodes,
+    maxEpisodes,
+    maxPerClient: o.maxEpisodesPerClient ?? Math.max(1, Math.ceil(maxEpisodes / 2)),
     maxTurns,
+    journal: opened?.journal,
     onRemove: (ep, why) => log({ level: why === 'released' ? 'debug' : 'info', event: 'episode_end', episode: ep.id, task: ep.task.id, why, turns: ep.ep.turns, live_s: (Date.now() - ep.created) / 1000 }),
   });
+  if (opened) {
+    const r = store.restore(opened.live);
+    log({ level: 'info', event: 'restored', state: o.stateDir, episodes: r.restored, skipped: r.skipped.length, damaged_lines: opened.dropped });
+    if (r.skipped.length > 0) log({ level: 'warn', event: 'restore_skipped', why: 'their tasks are not served now', episodes: r.skipped.slice(0, 20) });
+  }
   const started = Date.now();
   let closing = false;
   let inflight = 0;
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<string | undefined> {
     const method = req.method ?? 'GET';
+    guard.check(req, method === 'POST');
+    const client = clientOf(req);
     const parts = url.pathname.split('/').filter(Boolean);
     if (parts[0] === 'mcp' && parts.length === 1) {
       if (closing && req.headers['mcp-session-id'] === undefined) throw new ApiError(503, 'closing', 'the server is shutting down');
       const body = method === 'POST' ? await readJson(req, maxBody, maxDepth) : undefined;
-      return handleMcp(store, req, res, url, body);
+      return handleMcp(store, req, res, url, body, client);
     }
     if (method === 'GET' && url.pathname === '/health') {
       send(res, 200, {
         status: closing ? 'closing' : 'ok', name: SERVER_NAME, version: SERVER_VERSION, world: o.world,
         tasks: { train: o.tasks.splits.train.length, test: o.tasks.splits.test.length },
-        live_episodes: store.size, max_episodes: store.opts.maxEpisodes, ttl_s: store.opts.ttlMs / 1000, ...store.stats,
+        live_episodes: store.size, max_episodes: store.opts.maxEpisodes, max_episodes_per_client: store.opts.maxPerClient, ttl_s: store.opts.ttlMs / 1000, ...store.stats,
         uptime_s: Math.round((Date.now() - started) / 1000), heap_mb: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
       });
       return;
@@ -167,7 +210,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
       if (method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'POST /episodes {"task_id"}');
       if (closing) throw new ApiError(503, 'closing', 'the server is shutting down');
       const b = objectBody(await readJson(req, maxBody, maxDepth));
-      const ep = store.create(b.task_id);
+      const ep = store.create(b.task_id, client);
+      await store.durable();
       log({ level: 'debug', event: 'episode_start', episode: ep.id, task: ep.task.id });
       send(res, 201, { episode_id: ep.id, task_id: ep.task.id, tools: store.tools, messages: ep.firstMessages(), prompt: ep.actPrompt() });
       return ep.id;
@@ -177,6 +221,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     if (parts.length === 2) {
       if (method === 'DELETE') {
         store.remove(id, 'released');
+        await store.durable();
         send(res, 200, { released: true, episode_id: id });
       } else if (method === 'GET') {
         send(res, 200, { episode_id: id, task_id: ep.task.id, turns: ep.ep.turns, done: ep.ep.done, end: ep.ep.end, db_hash: ep.hash(), changed: ep.ep.env.changed(), messages: ep.ep.messages });
@@ -187,8 +232,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     const b = objectBody(await readJson(req, maxBody, maxDepth));
     switch (parts[2]) {
       case 'calls': {
-        const obs = ep.call(b.name, Object.hasOwn(b, 'arguments') ? b.arguments : undefined);
-        store.stats.calls++;
+        const obs = store.call(ep, b.name, Object.hasOwn(b, 'arguments') ? b.arguments : undefined);
+        await store.durable();
         send(res, 200, { observation: serializeObservation(obs), ok: obs.ok, error: obs.ok ? null : obs.error, code: obs.ok ? null : obs.code, done: ep.ep.done });
         break;
       }
@@ -204,7 +249,20 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
         send(res, 200, r.ok ? { ok: true, observation: serializeObservation(r.observation), error: null } : { ok: false, observation: null, error: { code: r.error.code, message: r.error.message } });
         break;
       }
+      case 'act':
+      case 'rehearse': {
+        if (b.mode !== undefined && b.mode !== 'real' && b.mode !== 'simulate') throw new ApiError(400, 'bad_request', '"mode" must be "real" or "simulate"');
+        if (typeof b.text !== 'string') throw new ApiError(400, 'bad_request', `"text" must be the ${parts[2] === 'act' ? 'Act' : 'Rehearse'} generation (a string)`);
+        const r = store.step(ep, parts[2] === 'act' ? { act: b.text, mode: (b.mode as 'real' | 'simulate' | undefined) ?? 'real' } : { rehearse: b.text });
+        await store.durable();
+        send(res, 200, r);
+        break;
+      }
       case 'score': {
+        if (b.trajectory === true) {
+          send(res, 200, scoreTrajectory(ep));
+          break;
+        }
         if (b.terminated !== undefined && typeof b.terminated !== 'boolean') throw new ApiError(400, 'bad_request', '"terminated" must be a boolean');
         if (b.imagined !== undefined && b.messages !== undefined) throw new ApiError(400, 'bad_request', 'send "messages" (real reward) or "imagined" (judge), not both');
         if (b.replay !== undefined && typeof b.replay !== 'boolean') throw new ApiError(400, 'bad_request', '"replay" must be a boolean');
@@ -235,7 +293,8 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     }
     res.on('close', () => {
       inflight--;
-      log({ level: res.statusCode >= 500 ? 'error' : 'debug', event: 'request', method: req.method, path: url.pathname, status: res.statusCode, ms: Math.round((performance.now() - t0) * 100) / 100, ...(episode ? { episode } : {}) });
+      const status = res.headersSent ? res.statusCode : 'aborted';
+      log({ level: res.headersSent && res.statusCode >= 500 ? 'error' : 'debug', event: 'request', method: req.method, path: url.pathname, status, ms: Math.round((performance.now() - t0) * 100) / 100, ...(episode ? { episode } : {}) });
     });
     route(req, res, url).then(
       (ep) => {
@@ -246,8 +305,15 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
           res.destroy();
           return;
         }
+        if (e instanceof ClientGone) {
+          log({ level: 'info', event: 'client_aborted', path: url.pathname, message: e.message });
+          res.destroy();
+          return;
+        }
         if (e instanceof ApiError) {
           if (e.status === 413) res.setHeader('connection', 'close');
+          if (e.retryAfterS !== undefined) res.setHeader('retry-after', String(e.retryAfterS));
+          if (e.status === 401) res.setHeader('www-authenticate', 'Bearer realm="envace"');
           send(res, e.status, { error: { code: e.code, message: e.message } });
         } else {
           log({ level: 'error', event: 'internal_error', path: url.pathname, message: (e as Error)?.message ?? String(e) });
@@ -259,14 +325,17 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
   http.requestTimeout = 30_000;
   http.headersTimeout = 10_000;
   await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
+    http.once('error', (e) => {
+      void opened?.journal.close();
+      reject(e);
+    });
     http.listen(o.port ?? 0, o.host ?? DEFAULTS.host, () => resolve());
   });
   store.start();
   const addr = http.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
-  log({ level: 'info', event: 'listening', url, world: o.world, tasks: { train: o.tasks.splits.train.length, test: o.tasks.splits.test.length }, ttl_s: store.opts.ttlMs / 1000, max_episodes: store.opts.maxEpisodes });
+  log({ level: 'info', event: 'listening', url, allowed_hosts: guard.hosts, auth: o.token !== undefined, world: o.world, tasks: { train: o.tasks.splits.train.length, test: o.tasks.splits.test.length }, ttl_s: store.opts.ttlMs / 1000, max_episodes: store.opts.maxEpisodes });
 
   async function close(graceMs = 5000): Promise<void> {
     if (closing) return;
@@ -279,6 +348,7 @@ export async function startServer(o: ServeOptions): Promise<RunningServer> {
     while (inflight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     http.closeAllConnections();
     await done;
+    await opened?.journal.close();
     log({ level: 'info', event: 'closed' });
   }
 

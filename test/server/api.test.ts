@@ -215,7 +215,7 @@ describe('limits and hygiene', () => {
   });
 
   it('caps live episodes and reclaims expired ones', async () => {
-    const s = await startHarness('mini', { train: 2, test: 0 }, { maxEpisodes: 4, ttlMs: 150 });
+    const s = await startHarness('mini', { train: 2, test: 0 }, { maxEpisodes: 4, maxEpisodesPerClient: 4, ttlMs: 150 });
     try {
       const ids: string[] = [];
       for (let i = 0; i < 4; i++) ids.push((await api(s.server.url, 'POST', '/episodes', { task_id: s.train[i % 2].id })).json.episode_id);

@@ -21,7 +21,7 @@ describe('npm run serve', () => {
     stop();
     expect(await done).toBe(0);
     const events = io.stderr().trim().split('\n').map((l) => JSON.parse(l).event);
-    expect(events).toEqual(['listening', 'shutdown', 'closed']);
+    expect(events).toEqual(['listening', 'stop', 'shutdown', 'closed']);
   });
 
   it('rejects bad flags with a usage error', async () => {

@@ -36,6 +36,17 @@ async function run(args: string[]): Promise<{ code: number; out: string; err: st
 }
 
 describe('npm run export', () => {
+  it('names the agent loop of the rows: verl\'s tool_agent by default, envace_agent on request, nothing else', async () => {
+    const jl = join(dir, 'agent.jsonl');
+    expect((await run(['--split', 'test', '--format', 'jsonl', '--count', '2', '--out', jl])).code).toBe(0);
+    expect(readJsonl(jl).map((r) => r.agent_name)).toEqual(['tool_agent', 'tool_agent']);
+    expect((await run(['--split', 'test', '--format', 'jsonl', '--count', '2', '--agent-loop', 'envace_agent', '--out', jl])).code).toBe(0);
+    expect(readJsonl(jl).map((r) => r.agent_name)).toEqual(['envace_agent', 'envace_agent']);
+    const bad = await run(['--split', 'test', '--format', 'jsonl', '--agent-loop', 'mine', '--out', jl]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--agent-loop must be one of tool_agent, envace_agent/);
+  });
+
   it('writes train tasks as Parquet that an independent reader reads back row for row', async () => {
     const pq = join(dir, 'train.parquet');
     const jl = join(dir, 'train.jsonl');

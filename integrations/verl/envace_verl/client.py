@@ -4,6 +4,7 @@ src/server/http.ts). Standard library only, so it runs wherever verl runs withou
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from typing import Any, Optional
@@ -19,16 +20,32 @@ class EnvaceError(RuntimeError):
         self.message = message
 
 
+def _token(token: Optional[str], token_file: Optional[str]) -> Optional[str]:
+    """The server's bearer token: given, read from a file, or ENVACE_TOKEN / ENVACE_TOKEN_FILE (a server bound
+    beyond loopback requires one)."""
+    if token:
+        return token
+    path = token_file or os.environ.get("ENVACE_TOKEN_FILE")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    return os.environ.get("ENVACE_TOKEN") or None
+
+
 class EnvaceClient:
-    def __init__(self, base_url: str = "http://127.0.0.1:8765", timeout: float = 30.0):
+    def __init__(self, base_url: str = "http://127.0.0.1:8765", timeout: float = 30.0,
+                 token: Optional[str] = None, token_file: Optional[str] = None):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.token = _token(token, token_file)
 
     def _request(self, method: str, path: str, body: Optional[dict] = None) -> Any:
         data = None if body is None else json.dumps(body).encode("utf-8")
         req = urllib.request.Request(self.base_url + path, data=data, method=method)
         if data is not None:
             req.add_header("content-type", "application/json")
+        if self.token:
+            req.add_header("authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as res:
                 return json.loads(res.read().decode("utf-8"))
@@ -87,6 +104,19 @@ class EnvaceClient:
         if terminated:
             body["terminated"] = True
         return self._request("POST", f"/episodes/{episode_id}/score", body)
+
+    def act(self, episode_id: str, text: str, mode: str = "real") -> dict:
+        """Applies one raw Act generation through the lab's Episode: {"done", "end", "turns", "tool_messages",
+        "continuation", "rehearse"} (`rehearse`: simulate mode's pending call and its Rehearse prompt)."""
+        return self._request("POST", f"/episodes/{episode_id}/act", {"text": text, "mode": mode})
+
+    def rehearse(self, episode_id: str, text: str) -> dict:
+        """Applies the raw Rehearse generation of the pending call (simulate mode); same answer as act."""
+        return self._request("POST", f"/episodes/{episode_id}/rehearse", {"text": text})
+
+    def score_trajectory(self, episode_id: str) -> dict:
+        """The lab's reward of the trajectory built with act/rehearse (real: τ²'s rule; simulate: the judge)."""
+        return self._request("POST", f"/episodes/{episode_id}/score", {"trajectory": True})
 
     def release(self, episode_id: str) -> None:
         try:

@@ -85,7 +85,8 @@ class EnvaceTool(BaseTool):
         self.mode = config.get("mode", "real")
         if self.mode not in ("real", "simulate"):
             raise ValueError(f"EnvaceTool: mode must be 'real' or 'simulate', got {self.mode!r}")
-        self.client = EnvaceClient(config.get("base_url", "http://127.0.0.1:8765"), float(config.get("timeout", 30)))
+        self.client = EnvaceClient(config.get("base_url", "http://127.0.0.1:8765"), float(config.get("timeout", 30)),
+                                   token=config.get("token"), token_file=config.get("token_file"))
         self.simulator_url = config.get("simulator_url")
         self.simulator_model = config.get("simulator_model", "")
         self.max_rehearse_tokens = int(config.get("max_rehearse_tokens", 512))
@@ -111,8 +112,8 @@ class EnvaceTool(BaseTool):
                 ep = _Episode(r["episode_id"], task_id)
                 self._episodes[key] = ep
             ep.refs += 1
-        # verl's agent loop unpacks (instance_id, response); the SGLang rollout takes the id alone.
-        return (key, None) if "create_kwargs" in kwargs and instance_id is None else key
+        # verl's BaseTool.create returns (instance_id, ToolResponse) (pinned commit, see agent_loop.py).
+        return key, (ToolResponse() if ToolResponse is not None else None)
 
     async def execute(self, instance_id: str, parameters: Any, **kwargs) -> tuple[Any, float, dict]:
         ep = self._episode(instance_id)

@@ -81,7 +81,7 @@ class LiveTests(unittest.TestCase):
             iid = "traj-" + task["id"]
             used = sorted({a["name"] for a in task["actions"]})
             for name in used:  # every tool object of the trajectory joins the same episode
-                self.assertEqual(run(tools[name].create(iid, task_id=task["id"])), iid)
+                self.assertEqual(run(tools[name].create(iid, task_id=task["id"]))[0], iid)
             ep = EnvaceTool._episodes[iid].episode_id
             for a in task["actions"]:
                 resp, step_reward, metrics = run(tools[a["name"]].execute(iid, a["arguments"]))
@@ -180,6 +180,29 @@ class LiveTests(unittest.TestCase):
         finally:
             sim.shutdown()
             sim.server_close()
+
+    def test_schemas_are_enforced_by_the_server(self):
+        # verl's OpenAIFunctionToolSchema (pinned commit) keeps type/description/enum of each property and drops
+        # items, maxItems, maxLength and additionalProperties: the policy never sees them, so the server checks
+        # every call against the full schema. Calls that break only the dropped keywords are refused, database untouched.
+        tools = tools_for(self.client, {"base_url": URL, "mode": "real"})
+        task = TASKS[0]
+        iid = "schema-1"
+        run(tools["return_delivered_order_items"].create(iid, task_id=task["id"]))
+        ep = EnvaceTool._episodes[iid].episode_id
+        h0 = self.client.episode(ep)["db_hash"]
+        base = {"order_id": "#W0000000", "payment_method_id": "gift_card_0000000"}
+        for args, word in [
+            ({**base, "item_ids": [1, 2]}, "string"),                   # items.type
+            ({**base, "item_ids": ["1"] * 21}, "20"),                   # maxItems
+            ({**base, "item_ids": ["x" * 41]}, "40"),                   # items.maxLength
+            ({**base, "item_ids": ["1"], "note": "extra"}, "note"),     # additionalProperties: false
+        ]:
+            resp, _, metrics = run(tools["return_delivered_order_items"].execute(iid, args))
+            self.assertEqual(metrics["code"], "invalid_arguments", args)
+            self.assertIn(word, getattr(resp, "text", resp))
+        self.assertEqual(self.client.episode(ep)["db_hash"], h0)
+        run(tools["return_delivered_order_items"].release(iid))
 
     def test_reward_function(self):
         os.environ["ENVACE_URL"] = URL
