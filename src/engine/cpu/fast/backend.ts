@@ -30,6 +30,12 @@ export interface CpuFastOptions {
   shared?: 'auto' | boolean;
   /** Work (flops) from which an op uses every thread (default 2^20; 0 threads everything, for tests). */
   parallelMinWork?: number;
+  /**
+   * The attention kernels (forward and backward): 2, tiled (default), or 1, the simple per-row version
+   * (kernels/attention1.ts), kept for benchmarks and as a readable statement of the op. They agree to ~1e-7,
+   * not bit for bit (different order of operations); each is deterministic whatever the thread count.
+   */
+  attentionKernel?: 1 | 2;
 }
 
 const modules = new Map<boolean, Promise<WebAssembly.Module>>();
@@ -64,6 +70,14 @@ export class CpuFastBackend extends CpuRefBackend {
   /** Bytes of wasm memory held by tensors and caches (for leak checks). */
   get liveBytes(): number {
     return this.rt.heap.live;
+  }
+  /** The attention kernels' version (see CpuFastOptions.attentionKernel); settable, for side-by-side benchmarks. */
+  get attentionKernel(): 1 | 2 {
+    return this.rt.attentionKernel;
+  }
+  set attentionKernel(v: 1 | 2) {
+    if (v !== 1 && v !== 2) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
+    this.rt.attentionKernel = v;
   }
   /** Kernel calls that ran on every thread. */
   get parallelJobs(): number {
@@ -151,11 +165,15 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   }
   if (!Number.isInteger(threads) || threads < 1 || threads > 256)
     throw new EngineError('unsupported', `cpu-fast: threads must be an integer in [1, 256], got ${threads}`);
+  if (opts.attentionKernel !== undefined && opts.attentionKernel !== 1 && opts.attentionKernel !== 2)
+    throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(opts.attentionKernel)}`);
   const want = opts.shared ?? 'auto';
   const shared = want !== false && sharedMemoryAvailable();
   if (!shared && want === true) throw new EngineError('unsupported', 'cpu-fast: shared memory is not available here');
   const heap = new WasmHeap(shared);
   const module = await wasmModule(shared);
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
-  return new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork));
+  const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork));
+  if (opts.attentionKernel !== undefined) backend.attentionKernel = opts.attentionKernel;
+  return backend;
 }
