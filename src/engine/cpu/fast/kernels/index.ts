@@ -9,3 +9,4 @@ export { attention1, attentionBackward1 } from './attention1';
 export { attention2, attentionBackward2 } from './attention2';
 export { rmsnorm, swiglu, axpb, swigluBackward, adamw, rmsnormBackward } from './elementwise';
 export { softmaxRows } from './softmax';
+export { probeMulAdd, probeRead, probeCopy } from './probe';
