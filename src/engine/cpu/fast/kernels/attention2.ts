@@ -136,23 +136,39 @@ function accT4x8(a: usize, b: usize, bs: usize, rows: i32, out: usize, os: usize
   v128.store(o2, c20); v128.store(o2, c21, 16); v128.store(o3, c30); v128.store(o3, c31, 16);
 }
 
-// dst (D x BK) = the kn cache rows at src (kvRow bytes apart), transposed. Columns from kn on are left as they
-// are: every consumer masks the keys past a row's last one.
+// dst (D x BK) = the kn cache rows at src (kvRow bytes apart), transposed: 4 x 4 blocks through shuffles, the
+// edges one value at a time. Columns from kn on are left as they are: every consumer masks the keys past a row's
+// last one.
 @inline
 function loadT(dst: usize, src: usize, kvRow: usize, kn: i32, D: i32): void {
-  for (let j = 0; j < kn; j++) {
+  const D4 = D & ~3;
+  let j = 0;
+  for (; j + 4 <= kn; j += 4) {
+    const s0 = src + <usize>j * kvRow, s1 = s0 + kvRow, s2 = s1 + kvRow, s3 = s2 + kvRow;
+    const d0 = dst + (<usize>j << 2);
+    for (let d = 0; d < D4; d += 4) {
+      const o = <usize>d << 2;
+      const r0 = v128.load(s0 + o), r1 = v128.load(s1 + o), r2 = v128.load(s2 + o), r3 = v128.load(s3 + o);
+      const t0 = i32x4.shuffle(r0, r1, 0, 4, 1, 5), t1 = i32x4.shuffle(r0, r1, 2, 6, 3, 7);
+      const t2 = i32x4.shuffle(r2, r3, 0, 4, 1, 5), t3 = i32x4.shuffle(r2, r3, 2, 6, 3, 7);
+      const p = d0 + <usize>d * BKB;
+      v128.store(p, i32x4.shuffle(t0, t2, 0, 1, 4, 5));
+      v128.store(p + BKB, i32x4.shuffle(t0, t2, 2, 3, 6, 7));
+      v128.store(p + 2 * BKB, i32x4.shuffle(t1, t3, 0, 1, 4, 5));
+      v128.store(p + 3 * BKB, i32x4.shuffle(t1, t3, 2, 3, 6, 7));
+    }
+    for (let d = D4; d < D; d++) {
+      const p = d0 + <usize>d * BKB, o = <usize>d << 2;
+      store<f32>(p, load<f32>(s0 + o));
+      store<f32>(p, load<f32>(s1 + o), 4);
+      store<f32>(p, load<f32>(s2 + o), 8);
+      store<f32>(p, load<f32>(s3 + o), 12);
+    }
+  }
+  for (; j < kn; j++) {
     const s = src + <usize>j * kvRow;
     const d0 = dst + (<usize>j << 2);
-    let d = 0;
-    for (; d + 4 <= D; d += 4) {
-      const v = v128.load(s + (<usize>d << 2));
-      const o = d0 + <usize>d * BKB;
-      store<f32>(o, f32x4.extract_lane(v, 0));
-      store<f32>(o + BKB, f32x4.extract_lane(v, 1));
-      store<f32>(o + 2 * BKB, f32x4.extract_lane(v, 2));
-      store<f32>(o + 3 * BKB, f32x4.extract_lane(v, 3));
-    }
-    for (; d < D; d++) store<f32>(d0 + <usize>d * BKB, load<f32>(s + (<usize>d << 2)));
+    for (let d = 0; d < D; d++) store<f32>(d0 + <usize>d * BKB, load<f32>(s + (<usize>d << 2)));
   }
 }
 
