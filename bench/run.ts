@@ -128,7 +128,7 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
       const machine = machineName(process.env.BENCH_GPU_NAME ?? (await nodeAdapterName()));
       const commit = commitName();
       const gpu = USES_WEBGPU.includes(name);
-      const tracker = new LimitTracker(probe);
+      const tracker = new LimitTracker(probe, (m) => console.error(`[bench] ${name}: ${m}`));
       await tracker.start(gpu);
       const gpuBound = new Map<BenchRecord, number>(); // records bounded by the WebGPU copy bandwidth: set at the end
       console.error(`[bench] ${name}${args.quick ? ' (quick)' : ''}`);
@@ -147,7 +147,7 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
           records.push(rec);
         },
       });
-      if (gpu) await tracker.gpu();
+      if (gpu) tracker.gpu();
       const gpuCopy = tracker.gpuCopy();
       if (gpuCopy)
         for (const [rec, use] of gpuBound) {

@@ -69,9 +69,9 @@ export function vexp(x: v128): v128 {
   return v128.and(f32x4.mul(y, p2), keep);
 }
 
-// out (4 x 8, rows BKB apart) = scale * a (4 rows, `as` bytes apart) . bt (D x 8 of a D x BK block).
+// out (4 x 8, rows os bytes apart) = scale * a (4 rows, `as` bytes apart) . bt (D x 8 of a D x BK block).
 @inline
-function dot4x8(a: usize, as: usize, bt: usize, D: i32, out: usize, scale: v128): void {
+function dot4x8(a: usize, as: usize, bt: usize, D: i32, out: usize, os: usize, scale: v128): void {
   let c00 = f32x4.splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
   const a1 = a + as, a2 = a1 + as, a3 = a2 + as;
   let pb = bt;
@@ -86,15 +86,17 @@ function dot4x8(a: usize, as: usize, bt: usize, D: i32, out: usize, scale: v128)
     x = v128.load32_splat(a3 + o);
     c30 = madd(x, b0, c30); c31 = madd(x, b1, c31);
   }
+  const o1 = out + os, o2 = o1 + os, o3 = o2 + os;
   v128.store(out, f32x4.mul(c00, scale)); v128.store(out, f32x4.mul(c01, scale), 16);
-  v128.store(out + BKB, f32x4.mul(c10, scale)); v128.store(out + BKB, f32x4.mul(c11, scale), 16);
-  v128.store(out + 2 * BKB, f32x4.mul(c20, scale)); v128.store(out + 2 * BKB, f32x4.mul(c21, scale), 16);
-  v128.store(out + 3 * BKB, f32x4.mul(c30, scale)); v128.store(out + 3 * BKB, f32x4.mul(c31, scale), 16);
+  v128.store(o1, f32x4.mul(c10, scale)); v128.store(o1, f32x4.mul(c11, scale), 16);
+  v128.store(o2, f32x4.mul(c20, scale)); v128.store(o2, f32x4.mul(c21, scale), 16);
+  v128.store(o3, f32x4.mul(c30, scale)); v128.store(o3, f32x4.mul(c31, scale), 16);
 }
 
-// out (4 rows, os bytes apart, 8 values) += p (4 x kn, rows BKB apart) . y (kn rows, ys bytes apart, 8 values).
+// out (4 rows, os bytes apart, 8 values) += p (4 x kn, rows pst bytes apart) . y (kn rows, ys bytes apart, 8 values).
 @inline
-function acc4x8(p: usize, y: usize, ys: usize, kn: i32, out: usize, os: usize): void {
+function acc4x8(p: usize, pst: usize, y: usize, ys: usize, kn: i32, out: usize, os: usize): void {
+  const p1 = p + pst, p2 = p1 + pst, p3 = p2 + pst;
   const o1 = out + os, o2 = o1 + os, o3 = o2 + os;
   let c00 = v128.load(out), c01 = v128.load(out, 16), c10 = v128.load(o1), c11 = v128.load(o1, 16);
   let c20 = v128.load(o2), c21 = v128.load(o2, 16), c30 = v128.load(o3), c31 = v128.load(o3, 16);
@@ -103,25 +105,25 @@ function acc4x8(p: usize, y: usize, ys: usize, kn: i32, out: usize, os: usize): 
     const b0 = v128.load(py), b1 = v128.load(py, 16);
     let x = v128.load32_splat(p + o);
     c00 = madd(x, b0, c00); c01 = madd(x, b1, c01);
-    x = v128.load32_splat(p + o, BKB);
+    x = v128.load32_splat(p1 + o);
     c10 = madd(x, b0, c10); c11 = madd(x, b1, c11);
-    x = v128.load32_splat(p + o, 2 * BKB);
+    x = v128.load32_splat(p2 + o);
     c20 = madd(x, b0, c20); c21 = madd(x, b1, c21);
-    x = v128.load32_splat(p + o, 3 * BKB);
+    x = v128.load32_splat(p3 + o);
     c30 = madd(x, b0, c30); c31 = madd(x, b1, c31);
   }
   v128.store(out, c00); v128.store(out, c01, 16); v128.store(o1, c10); v128.store(o1, c11, 16);
   v128.store(o2, c20); v128.store(o2, c21, 16); v128.store(o3, c30); v128.store(o3, c31, 16);
 }
 
-// out (4 key rows, os bytes apart, 8 values) += a^T (the 4 columns at a of `rows` rows BKB apart) . b (rows, bs apart, 8 values).
+// out (4 key rows, os bytes apart, 8 values) += a^T (the 4 columns at a of `rows` rows ast bytes apart) . b (rows, bs apart, 8 values).
 @inline
-function accT4x8(a: usize, b: usize, bs: usize, rows: i32, out: usize, os: usize): void {
+function accT4x8(a: usize, ast: usize, b: usize, bs: usize, rows: i32, out: usize, os: usize): void {
   const o1 = out + os, o2 = o1 + os, o3 = o2 + os;
   let c00 = v128.load(out), c01 = v128.load(out, 16), c10 = v128.load(o1), c11 = v128.load(o1, 16);
   let c20 = v128.load(o2), c21 = v128.load(o2, 16), c30 = v128.load(o3), c31 = v128.load(o3, 16);
   let pa = a, pb = b;
-  for (let i = 0; i < rows; i++, pa += BKB, pb += bs) {
+  for (let i = 0; i < rows; i++, pa += ast, pb += bs) {
     const b0 = v128.load(pb), b1 = v128.load(pb, 16);
     let x = v128.load32_splat(pa);
     c00 = madd(x, b0, c00); c01 = madd(x, b1, c01);
@@ -265,7 +267,7 @@ export function attention2(args: usize, tid: i32, nth: i32): void {
       // scores, 4 rows x 8 keys at a time, as far as the tile's rows see
       for (let r = 0; r < R4; r += 4) {
         const lim = min(kn, maxN(nr, r) - kb);
-        for (let j = 0; j < lim; j += 8) dot4x8(Qs + <usize>r * ps, ps, Kt + (<usize>j << 2), D, Sb + <usize>r * BKB + (<usize>j << 2), scale);
+        for (let j = 0; j < lim; j += 8) dot4x8(Qs + <usize>r * ps, ps, Kt + (<usize>j << 2), D, Sb + <usize>r * BKB + (<usize>j << 2), BKB, scale);
       }
       // the softmax carried over key blocks: mask, block max, rescale, exp
       for (let r = 0; r < R4; r++) {
@@ -309,7 +311,7 @@ export function attention2(args: usize, tid: i32, nth: i32): void {
         if (lim <= 0) continue;
         // rows of the tile that see fewer keys have p = 0 there, or (all masked) a stale row: zero it
         for (let i = 0; i < 4; i++) if (load<i32>(nr + (<usize>(r + i) << 2)) <= kb) memory.fill(Sb + <usize>(r + i) * BKB, 0, BKB);
-        for (let d: usize = 0; d < ps; d += 32) acc4x8(Sb + <usize>r * BKB, Vr + d, ps, lim, Os + <usize>r * ps + d, ps);
+        for (let d: usize = 0; d < ps; d += 32) acc4x8(Sb + <usize>r * BKB, BKB, Vr + d, ps, lim, Os + <usize>r * ps + d, ps);
       }
     }
     for (let r = 0; r < rows; r++) {
@@ -322,11 +324,17 @@ export function attention2(args: usize, tid: i32, nth: i32): void {
 
 // Backward of `attention2`: dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dk, dv (S,maxT,Hkv,D) (dk
 // and dv zeroed by the caller; rows past a slot's last key stay 0). Items are (slot, kv head): each owns its dk/dv
-// rows and the dq rows of its query heads, so threads never write the same bytes.
+// rows and the dq rows of its query heads, so threads never write the same bytes. Per item, the slot's keys are
+// transposed once; then tiles of QB query rows: pass A computes the scores s and dp = dOut . v for every key the
+// tile sees (kept in scratch: QB x keys) with each row's max, sum and D = sum_j p_j dp_j carried over key blocks;
+// pass B turns them into p and ds = p (dp - D) scale and accumulates dV += p^T dOut, dK += ds^T q (the slot's
+// dK/dV in scratch, 4 keys x 8 values per register tile over the QB rows) and the tile's dq += ds K.
+// 10 flops per (row, key, value): s, dp, dV, dK, dq.
 // args: 0 dOut, 1 q, 2 kCache, 3 vCache, 4 dq, 5 dk, 6 dv, 7 order (T i32: tokens grouped by slot), 8 pos,
 // 9 slotStart (S+1 i32: slot s's tokens are order[slotStart[s]..slotStart[s+1])), 10 Hq, 11 Hkv, 12 D, 13 maxT,
-// 14 S, 15 scale (f32 bits), 16 rows (the most query rows of a slot, a multiple of 4), 17 scratch base,
-// 18 scratch bytes per thread (attentionBackward2Scratch in ../ops/attention.ts).
+// 14 S, 15 scale (f32 bits), 16 rows (the most query rows of a slot, a multiple of 4), 17 keys (the most keys a
+// token sees, rounded up to BK), 18 scratch base, 19 scratch bytes per thread (attentionBackward2Scratch in
+// ../ops/attention.ts).
 export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
   const G = <usize>load<u32>(args);
   const Q = <usize>load<u32>(args, 4);
@@ -343,27 +351,30 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
   const D = load<i32>(args, 48);
   const maxT = load<i32>(args, 52);
   const S = load<i32>(args, 56);
-  const scalar = load<f32>(args, 60);
-  const scale = f32x4.splat(scalar);
+  const scale = f32x4.splat(load<f32>(args, 60));
   const R = load<i32>(args, 64);
+  const NP = load<i32>(args, 68);
   const group = Hq / Hkv;
   const rowBytes = <usize>D << 2;
   const kvRow = <usize>Hkv * rowBytes;
   const Dp = (D + 7) & ~7;
   const ps = <usize>Dp << 2;
+  const SP = <usize>NP << 2; // a row of the tile's scores
+  const TB = <usize>Dp * BKB; // a transposed key block
   const one = f32x4.splat(1);
-  // scratch: Qs, dOs, dQs (R x Dp), Kt, Vt (D x BK), Kr, dKa, dVa (BK x Dp), Pb, dSb (QB x BK), n, m, 1/l, Dd, tok (R)
-  const Qs = <usize>load<u32>(args, 68) + <usize>tid * <usize>load<u32>(args, 72);
+  // scratch: Qs, dOs (R x Dp), dQt (QB x Dp), Kt, Vt (NP/BK transposed blocks), Kr, dKs, dVs (NP x Dp),
+  // Ss, Ds (QB x NP), n, m, 1/l, D, tok (R)
+  const Qs = <usize>load<u32>(args, 72) + <usize>tid * <usize>load<u32>(args, 76);
   const dOs = Qs + <usize>R * ps;
-  const dQs = dOs + <usize>R * ps;
-  const Kt = dQs + <usize>R * ps;
-  const Vt = Kt + <usize>Dp * BKB;
-  const Kr = Vt + <usize>Dp * BKB;
-  const dKa = Kr + <usize>BK * ps;
-  const dVa = dKa + <usize>BK * ps;
-  const Pb = dVa + <usize>BK * ps;
-  const dSb = Pb + <usize>QB * BKB;
-  const nr = dSb + <usize>QB * BKB;
+  const dQt = dOs + <usize>R * ps;
+  const Kt = dQt + <usize>QB * ps;
+  const Vt = Kt + <usize>NP * ps;
+  const Kr = Vt + <usize>NP * ps;
+  const dKs = Kr + <usize>NP * ps;
+  const dVs = dKs + <usize>NP * ps;
+  const Ss = dVs + <usize>NP * ps;
+  const Ds = Ss + <usize>QB * SP;
+  const nr = Ds + <usize>QB * SP;
   const mr = nr + (<usize>R << 2);
   const ir = mr + (<usize>R << 2);
   const dd = ir + (<usize>R << 2);
@@ -379,15 +390,12 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
     const rows = cnt * group;
     const R4 = (rows + 3) & ~3;
     let nmax = 0;
-    for (let r = 0; r < R4; r++) { // Qs, dOs, dQs: zero padding
-      memory.fill(Qs + <usize>r * ps, 0, ps);
-      memory.fill(dOs + <usize>r * ps, 0, ps);
-      memory.fill(dQs + <usize>r * ps, 0, ps);
-    }
     for (let r = 0; r < R4; r++) {
       const rb = <usize>r << 2;
+      memory.fill(Qs + <usize>r * ps, 0, ps);
+      memory.fill(dOs + <usize>r * ps, 0, ps);
       store<f32>(mr + rb, -Infinity);
-      store<f32>(ir + rb, 0); // the sum of exponentials until the end of pass 1, then its inverse
+      store<f32>(ir + rb, 0); // the sum of exponentials until the end of pass A, then its inverse
       store<f32>(dd + rb, 0);
       if (r < rows) {
         const ti = r / group;
@@ -399,146 +407,144 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
         const n = load<i32>(pos + (<usize>t << 2)) + 1;
         store<i32>(nr + rb, n);
         nmax = max(nmax, n);
-      } else store<i32>(nr + rb, 0);
+      } else store<i32>(nr + rb, 0); // padding: sees no key, contributes nothing
     }
-    // Pass 1: per row the max m, the sum l of exp(s - m) and D = sum_j p_j dp_j, carried over key blocks.
+    // the slot's keys: K and V transposed block by block, K as rows; dK, dV accumulators
     for (let kb = 0; kb < nmax; kb += BK) {
-      const kn = min(BK, nmax - kb);
       const src = base + <usize>kb * kvRow;
-      loadT(Kt, Kc + src, kvRow, kn, D);
-      loadT(Vt, Vc + src, kvRow, kn, D);
-      for (let r = 0; r < R4; r += 4) {
-        const lim = min(kn, maxN(nr, r) - kb);
-        if (lim <= 0) continue;
-        for (let j = 0; j < lim; j += 8) {
-          dot4x8(Qs + <usize>r * ps, ps, Kt + (<usize>j << 2), D, Pb + (<usize>j << 2), scale);
-          dot4x8(dOs + <usize>r * ps, ps, Vt + (<usize>j << 2), D, dSb + (<usize>j << 2), one);
-        }
-        for (let i = 0; i < 4; i++) {
-          const rb = <usize>(r + i) << 2;
-          const li = load<i32>(nr + rb) - kb;
-          if (li <= 0) continue;
-          const srow = Pb + <usize>i * BKB;
-          const drow = dSb + <usize>i * BKB;
-          const lv = i32x4.splat(li);
-          let idx = i32x4(0, 1, 2, 3);
-          let vm = f32x4.splat(-Infinity);
-          for (let j = 0; j < BK; j += 4) {
-            const o = <usize>j << 2;
-            const sv = v128.bitselect(v128.load(srow + o), f32x4.splat(-Infinity), i32x4.lt_s(idx, lv));
-            v128.store(srow + o, sv);
-            vm = f32x4.pmax(vm, sv);
-            idx = i32x4.add(idx, i32x4.splat(4));
-          }
-          const m0 = load<f32>(mr + rb);
-          const m = max(m0, hmax(vm));
-          const vmx = f32x4.splat(m);
-          let vs = f32x4.splat(0), vd = f32x4.splat(0);
-          idx = i32x4(0, 1, 2, 3);
-          for (let j = 0; j < BK; j += 4) {
-            const o = <usize>j << 2;
-            const e = vexp(f32x4.sub(v128.load(srow + o), vmx));
-            vs = f32x4.add(vs, e);
-            // past the row's last key e = 0 and dp is stale: mask the product
-            vd = f32x4.add(vd, v128.and(f32x4.mul(e, v128.load(drow + o)), i32x4.lt_s(idx, lv)));
-            idx = i32x4.add(idx, i32x4.splat(4));
-          }
-          const l0 = load<f32>(ir + rb);
-          const a0 = load<f32>(dd + rb);
-          if (m0 != m && l0 != 0) {
-            const alpha = Mathf.exp(m0 - m);
-            store<f32>(ir + rb, l0 * alpha + hsum(vs));
-            store<f32>(dd + rb, a0 * alpha + hsum(vd));
-          } else {
-            store<f32>(ir + rb, l0 + hsum(vs));
-            store<f32>(dd + rb, a0 + hsum(vd));
-          }
-          store<f32>(mr + rb, m);
-        }
-      }
-    }
-    for (let r = 0; r < R4; r++) {
-      const rb = <usize>r << 2;
-      if (load<i32>(nr + rb) == 0) {
-        store<f32>(mr + rb, 0);
-        continue; // padding: 1/l and D stay 0
-      }
-      const inv: f32 = 1 / load<f32>(ir + rb);
-      store<f32>(ir + rb, inv);
-      store<f32>(dd + rb, load<f32>(dd + rb) * inv);
-    }
-    // Pass 2, key block by key block: p, ds for every row; dV, dK of the block; dQ of every row.
-    for (let kb = 0; kb < nmax; kb += BK) {
       const kn = min(BK, nmax - kb);
-      const src = base + <usize>kb * kvRow;
-      loadT(Kt, Kc + src, kvRow, kn, D);
-      loadT(Vt, Vc + src, kvRow, kn, D);
-      loadRows(Kr, Kc + src, kvRow, kn, rowBytes, ps);
-      memory.fill(dKa, 0, <usize>BK * ps * 2); // dKa, dVa
-      for (let q0 = 0; q0 < R4; q0 += QB) {
-        const qn = min(QB, R4 - q0);
-        let tlim = 0;
-        for (let r = 0; r < qn; r += 4) tlim = max(tlim, min(kn, maxN(nr, q0 + r) - kb));
-        if (tlim <= 0) continue;
-        for (let r = 0; r < qn; r += 4) {
-          const rr = q0 + r;
-          const lim = min(kn, maxN(nr, rr) - kb);
-          if (lim <= 0) {
-            memory.fill(Pb + <usize>r * BKB, 0, 4 * BKB);
-            memory.fill(dSb + <usize>r * BKB, 0, 4 * BKB);
-            continue;
-          }
-          for (let j = 0; j < lim; j += 8) {
-            dot4x8(Qs + <usize>rr * ps, ps, Kt + (<usize>j << 2), D, Pb + <usize>r * BKB + (<usize>j << 2), scale);
-            dot4x8(dOs + <usize>rr * ps, ps, Vt + (<usize>j << 2), D, dSb + <usize>r * BKB + (<usize>j << 2), one);
-          }
-          for (let i = 0; i < 4; i++) {
-            const rb = <usize>(rr + i) << 2;
-            const li = load<i32>(nr + rb) - kb;
-            const prow = Pb + <usize>(r + i) * BKB;
-            const drow = dSb + <usize>(r + i) * BKB;
-            if (li <= 0) {
-              memory.fill(prow, 0, BKB);
-              memory.fill(drow, 0, BKB);
-              continue;
-            }
-            const lv = i32x4.splat(li);
-            const vmx = f32x4.splat(load<f32>(mr + rb));
-            const vil = f32x4.splat(load<f32>(ir + rb));
-            const vdd = f32x4.splat(load<f32>(dd + rb));
-            let idx = i32x4(0, 1, 2, 3);
-            for (let j = 0; j < BK; j += 4) {
-              const o = <usize>j << 2;
-              const keep = i32x4.lt_s(idx, lv);
-              const p = v128.and(f32x4.mul(vexp(f32x4.sub(v128.load(prow + o), vmx)), vil), keep);
-              const ds = v128.and(f32x4.mul(f32x4.mul(p, f32x4.sub(v128.load(drow + o), vdd)), scale), keep);
-              v128.store(prow + o, p);
-              v128.store(drow + o, ds);
-              idx = i32x4.add(idx, i32x4.splat(4));
-            }
-          }
-        }
-        // dV += p^T dO, dK += ds^T Q over the tile's rows; keys in fours up to the last one any row sees
-        for (let j = 0; j < tlim; j += 4) {
-          const jo = <usize>j << 2;
-          for (let d: usize = 0; d < ps; d += 32) {
-            accT4x8(Pb + jo, dOs + <usize>q0 * ps + d, ps, qn, dVa + <usize>j * ps + d, ps);
-            accT4x8(dSb + jo, Qs + <usize>q0 * ps + d, ps, qn, dKa + <usize>j * ps + d, ps);
-          }
-        }
-        // dQ += ds K
+      loadT(Kt + <usize>(kb / BK) * TB, Kc + src, kvRow, kn, D);
+      loadT(Vt + <usize>(kb / BK) * TB, Vc + src, kvRow, kn, D);
+    }
+    loadRows(Kr, Kc + base, kvRow, nmax, rowBytes, ps);
+    const n4 = <usize>((nmax + 3) & ~3) * ps;
+    memory.fill(dKs, 0, n4);
+    memory.fill(dVs, 0, n4);
+    for (let q0 = 0; q0 < R4; q0 += QB) {
+      const qn = min(QB, R4 - q0);
+      let tmax = 0;
+      for (let r = 0; r < qn; r += 4) tmax = max(tmax, maxN(nr, q0 + r));
+      if (tmax == 0) continue;
+      // Pass A: s and dp for every key the tile sees; per row max, sum, D carried over key blocks.
+      for (let kb = 0; kb < tmax; kb += BK) {
+        const kn = min(BK, tmax - kb);
+        const ktb = Kt + <usize>(kb / BK) * TB;
+        const vtb = Vt + <usize>(kb / BK) * TB;
+        const kb4 = <usize>kb << 2;
         for (let r = 0; r < qn; r += 4) {
           const lim = min(kn, maxN(nr, q0 + r) - kb);
           if (lim <= 0) continue;
-          for (let d: usize = 0; d < ps; d += 32) acc4x8(dSb + <usize>r * BKB, Kr + d, ps, lim, dQs + <usize>(q0 + r) * ps + d, ps);
+          for (let j = 0; j < lim; j += 8) {
+            const jo = <usize>j << 2;
+            dot4x8(Qs + <usize>(q0 + r) * ps, ps, ktb + jo, D, Ss + <usize>r * SP + kb4 + jo, SP, scale);
+            dot4x8(dOs + <usize>(q0 + r) * ps, ps, vtb + jo, D, Ds + <usize>r * SP + kb4 + jo, SP, one);
+          }
+          for (let i = 0; i < 4; i++) {
+            const rb = <usize>(q0 + r + i) << 2;
+            const li = load<i32>(nr + rb) - kb;
+            if (li <= 0) continue;
+            const srow = Ss + <usize>(r + i) * SP + kb4;
+            const drow = Ds + <usize>(r + i) * SP + kb4;
+            const lv = i32x4.splat(li);
+            let idx = i32x4(0, 1, 2, 3);
+            let vm = f32x4.splat(-Infinity);
+            for (let j = 0; j < BK; j += 4) {
+              const sv = v128.bitselect(v128.load(srow + (<usize>j << 2)), f32x4.splat(-Infinity), i32x4.lt_s(idx, lv));
+              vm = f32x4.pmax(vm, sv);
+              idx = i32x4.add(idx, i32x4.splat(4));
+            }
+            const m0 = load<f32>(mr + rb);
+            const m = max(m0, hmax(vm));
+            const vmx = f32x4.splat(m);
+            let vs = f32x4.splat(0), vd = f32x4.splat(0);
+            idx = i32x4(0, 1, 2, 3);
+            for (let j = 0; j < BK; j += 4) {
+              const o = <usize>j << 2;
+              const keep = i32x4.lt_s(idx, lv);
+              const e = v128.and(vexp(f32x4.sub(v128.load(srow + o), vmx)), keep);
+              vs = f32x4.add(vs, e);
+              // past the row's last key dp is stale: mask the product
+              vd = f32x4.add(vd, v128.and(f32x4.mul(e, v128.load(drow + o)), keep));
+              idx = i32x4.add(idx, i32x4.splat(4));
+            }
+            const l0 = load<f32>(ir + rb);
+            const a0 = load<f32>(dd + rb);
+            if (m0 != m && l0 != 0) {
+              const alpha = Mathf.exp(m0 - m);
+              store<f32>(ir + rb, l0 * alpha + hsum(vs));
+              store<f32>(dd + rb, a0 * alpha + hsum(vd));
+            } else {
+              store<f32>(ir + rb, l0 + hsum(vs));
+              store<f32>(dd + rb, a0 + hsum(vd));
+            }
+            store<f32>(mr + rb, m);
+          }
         }
       }
-      for (let j = 0; j < kn; j++) {
-        const o = src + <usize>j * kvRow;
-        memory.copy(dK + o, dKa + <usize>j * ps, rowBytes);
-        memory.copy(dV + o, dVa + <usize>j * ps, rowBytes);
+      for (let r = q0; r < q0 + qn; r++) {
+        const rb = <usize>r << 2;
+        if (load<i32>(nr + rb) == 0) {
+          store<f32>(mr + rb, 0);
+          continue; // padding: 1/l and D stay 0
+        }
+        const inv: f32 = 1 / load<f32>(ir + rb);
+        store<f32>(ir + rb, inv);
+        store<f32>(dd + rb, load<f32>(dd + rb) * inv);
       }
+      // Pass B, key block by key block: p and ds in place of s and dp; dV, dK of the block; the tile's dq.
+      memory.fill(dQt, 0, <usize>qn * ps);
+      for (let kb = 0; kb < tmax; kb += BK) {
+        const kn = min(BK, tmax - kb);
+        const kb4 = <usize>kb << 2;
+        let tlim = 0;
+        for (let r = 0; r < qn; r++) {
+          const rb = <usize>(q0 + r) << 2;
+          const li = load<i32>(nr + rb) - kb;
+          const prow = Ss + <usize>r * SP + kb4;
+          const drow = Ds + <usize>r * SP + kb4;
+          if (li <= 0) {
+            memory.fill(prow, 0, BKB);
+            memory.fill(drow, 0, BKB);
+            continue;
+          }
+          tlim = max(tlim, min(kn, li));
+          const lv = i32x4.splat(li);
+          const vmx = f32x4.splat(load<f32>(mr + rb));
+          const vil = f32x4.splat(load<f32>(ir + rb));
+          const vdd = f32x4.splat(load<f32>(dd + rb));
+          let idx = i32x4(0, 1, 2, 3);
+          for (let j = 0; j < BK; j += 4) {
+            const o = <usize>j << 2;
+            const keep = i32x4.lt_s(idx, lv);
+            const p = v128.and(f32x4.mul(vexp(f32x4.sub(v128.load(prow + o), vmx)), vil), keep);
+            const ds = v128.and(f32x4.mul(f32x4.mul(p, f32x4.sub(v128.load(drow + o), vdd)), scale), keep);
+            v128.store(prow + o, p);
+            v128.store(drow + o, ds);
+            idx = i32x4.add(idx, i32x4.splat(4));
+          }
+        }
+        // dV += p^T dO, dK += ds^T Q over the tile's rows, keys in fours up to the last one a row sees
+        for (let j = 0; j < tlim; j += 4) {
+          const jo = kb4 + (<usize>j << 2);
+          const ko = <usize>(kb + j) * ps;
+          for (let d: usize = 0; d < ps; d += 32) {
+            accT4x8(Ss + jo, SP, dOs + <usize>q0 * ps + d, ps, qn, dVs + ko + d, ps);
+            accT4x8(Ds + jo, SP, Qs + <usize>q0 * ps + d, ps, qn, dKs + ko + d, ps);
+          }
+        }
+        // dq += ds K
+        for (let r = 0; r < qn; r += 4) {
+          const lim = min(kn, maxN(nr, q0 + r) - kb);
+          if (lim <= 0) continue;
+          for (let d: usize = 0; d < ps; d += 32) acc4x8(Ds + <usize>r * SP + kb4, SP, Kr + <usize>kb * ps + d, ps, lim, dQt + <usize>r * ps + d, ps);
+        }
+      }
+      for (let r = 0; r < qn && q0 + r < rows; r++) memory.copy(dQ + <usize>load<i32>(tok + (<usize>(q0 + r) << 2)) * rowBytes, dQt + <usize>r * ps, rowBytes);
     }
-    for (let r = 0; r < rows; r++) memory.copy(dQ + <usize>load<i32>(tok + (<usize>r << 2)) * rowBytes, dQs + <usize>r * ps, rowBytes);
+    for (let j = 0; j < nmax; j++) {
+      const o = base + <usize>j * kvRow;
+      memory.copy(dK + o, dKs + <usize>j * ps, rowBytes);
+      memory.copy(dV + o, dVs + <usize>j * ps, rowBytes);
+    }
   }
 }

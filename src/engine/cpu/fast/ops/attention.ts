@@ -101,8 +101,11 @@ export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCac
       let most = 0;
       for (let s = 0; s < S; s++) most = Math.max(most, start[s + 1] - start[s]);
       const rows = roundUp(most * (Hq / Hkv), 4);
-      const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, rt.place(order, temps), ps, rt.place(start, temps), Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D)), rows];
-      rt.launch('attentionBackward2', slots, attentionBackward2Scratch(rows, D), 10 * work * Hq * D, temps);
+      let keys = 0;
+      for (let t = 0; t < T; t++) keys = Math.max(keys, pos[t] + 1);
+      keys = roundUp(keys, BK);
+      const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, rt.place(order, temps), ps, rt.place(start, temps), Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D)), rows, keys];
+      rt.launch('attentionBackward2', slots, attentionBackward2Scratch(rows, keys, D), 10 * work * Hq * D, temps);
     }
     return { dq: dq.finish(), dkCache: dk.finish(), dvCache: dv.finish() };
   } finally {
@@ -135,8 +138,8 @@ export function attention2Scratch(rows: number, D: number): number {
   return 4 * (2 * rows * Dp + Dp * BK + BK * Dp + rows * BK + 3 * rows);
 }
 
-/** Scratch bytes per thread of attentionBackward2 (Qs, dOs, dQs, Kt, Vt, Kr, dKa, dVa, Pb, dSb, n, m, 1/l, D, tok). */
-export function attentionBackward2Scratch(rows: number, D: number): number {
+/** Scratch bytes per thread of attentionBackward2 (Qs, dOs, dQt, Kt, Vt, Kr, dKs, dVs, Ss, Ds, n, m, 1/l, D, tok). */
+export function attentionBackward2Scratch(rows: number, keys: number, D: number): number {
   const Dp = roundUp(D, 8);
-  return 4 * (3 * rows * Dp + 2 * Dp * BK + 3 * BK * Dp + 2 * QB * BK + 5 * rows);
+  return 4 * (2 * rows * Dp + QB * Dp + 5 * keys * Dp + 2 * QB * keys + 5 * rows);
 }
