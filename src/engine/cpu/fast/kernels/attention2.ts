@@ -116,6 +116,39 @@ function acc4x8(p: usize, pst: usize, y: usize, ys: usize, kn: i32, out: usize, 
   v128.store(o2, c20); v128.store(o2, c21, 16); v128.store(o3, c30); v128.store(o3, c31, 16);
 }
 
+// dot4x8 and acc4x8 for 2 rows (a tile whose last two rows are padding or see no key of the block: a decode
+// step's 2 query heads per kv head). Each value is the same sequence of operations as in the 4-row kernels.
+@inline
+function dot2x8(a: usize, as: usize, bt: usize, D: i32, out: usize, os: usize, scale: v128): void {
+  let c00 = f32x4.splat(0), c01 = c00, c10 = c00, c11 = c00;
+  const a1 = a + as;
+  let pb = bt;
+  for (let o: usize = 0, e = <usize>D << 2; o < e; o += 4, pb += BKB) {
+    const b0 = v128.load(pb), b1 = v128.load(pb, 16);
+    let x = v128.load32_splat(a + o);
+    c00 = madd(x, b0, c00); c01 = madd(x, b1, c01);
+    x = v128.load32_splat(a1 + o);
+    c10 = madd(x, b0, c10); c11 = madd(x, b1, c11);
+  }
+  v128.store(out, f32x4.mul(c00, scale)); v128.store(out, f32x4.mul(c01, scale), 16);
+  v128.store(out + os, f32x4.mul(c10, scale)); v128.store(out + os, f32x4.mul(c11, scale), 16);
+}
+
+@inline
+function acc2x8(p: usize, pst: usize, y: usize, ys: usize, kn: i32, out: usize, os: usize): void {
+  const p1 = p + pst, o1 = out + os;
+  let c00 = v128.load(out), c01 = v128.load(out, 16), c10 = v128.load(o1), c11 = v128.load(o1, 16);
+  let py = y;
+  for (let o: usize = 0, e = <usize>kn << 2; o < e; o += 4, py += ys) {
+    const b0 = v128.load(py), b1 = v128.load(py, 16);
+    let x = v128.load32_splat(p + o);
+    c00 = madd(x, b0, c00); c01 = madd(x, b1, c01);
+    x = v128.load32_splat(p1 + o);
+    c10 = madd(x, b0, c10); c11 = madd(x, b1, c11);
+  }
+  v128.store(out, c00); v128.store(out, c01, 16); v128.store(o1, c10); v128.store(o1, c11, 16);
+}
+
 // out (4 key rows, os bytes apart, 8 values) += a^T (the 4 columns at a of `rows` rows ast bytes apart) . b (rows, bs apart, 8 values).
 @inline
 function accT4x8(a: usize, ast: usize, b: usize, bs: usize, rows: i32, out: usize, os: usize): void {
@@ -193,6 +226,13 @@ function storeScaled(out: usize, row: usize, s: f32, D: i32): void {
   for (; d < D; d++) store<f32>(out + (<usize>d << 2), load<f32>(row + (<usize>d << 2)) * s);
 }
 
+/** Whether rows r+2 and r+3 see no key of the block at kb (the 2-row kernels do). */
+@inline
+function halfTile(nr: usize, r: i32, kb: i32): bool {
+  const p = nr + (<usize>r << 2);
+  return max(load<i32>(p, 8), load<i32>(p, 12)) <= kb;
+}
+
 @inline
 function maxN(nr: usize, r: i32): i32 {
   const p = nr + (<usize>r << 2);
@@ -263,11 +303,22 @@ export function attention2(args: usize, tid: i32, nth: i32): void {
       const kn = min(BK, nmax - kb);
       const src = base + <usize>kb * kvRow;
       loadT(Kt, Kc + src, kvRow, kn, D);
-      loadRows(Vr, Vc + src, kvRow, kn, rowBytes, ps);
-      // scores, 4 rows x 8 keys at a time, as far as the tile's rows see
+      // V rows: read in place when a row is a whole number of 8-value columns, else copied with zero padding
+      let vr = Vc + src, vs = kvRow;
+      if (Dp != D) {
+        loadRows(Vr, Vc + src, kvRow, kn, rowBytes, ps);
+        vr = Vr;
+        vs = ps;
+      }
+      // scores, 4 rows x 8 keys at a time (2 when the last two rows see no key here), as far as the tile's rows see
       for (let r = 0; r < R4; r += 4) {
         const lim = min(kn, maxN(nr, r) - kb);
-        for (let j = 0; j < lim; j += 8) dot4x8(Qs + <usize>r * ps, ps, Kt + (<usize>j << 2), D, Sb + <usize>r * BKB + (<usize>j << 2), BKB, scale);
+        const half = halfTile(nr, r, kb);
+        for (let j = 0; j < lim; j += 8) {
+          const jo = <usize>j << 2;
+          if (half) dot2x8(Qs + <usize>r * ps, ps, Kt + jo, D, Sb + <usize>r * BKB + jo, BKB, scale);
+          else dot4x8(Qs + <usize>r * ps, ps, Kt + jo, D, Sb + <usize>r * BKB + jo, BKB, scale);
+        }
       }
       // the softmax carried over key blocks: mask, block max, rescale, exp
       for (let r = 0; r < R4; r++) {
@@ -311,7 +362,8 @@ export function attention2(args: usize, tid: i32, nth: i32): void {
         if (lim <= 0) continue;
         // rows of the tile that see fewer keys have p = 0 there, or (all masked) a stale row: zero it
         for (let i = 0; i < 4; i++) if (load<i32>(nr + (<usize>(r + i) << 2)) <= kb) memory.fill(Sb + <usize>(r + i) * BKB, 0, BKB);
-        for (let d: usize = 0; d < ps; d += 32) acc4x8(Sb + <usize>r * BKB, BKB, Vr + d, ps, lim, Os + <usize>r * ps + d, ps);
+        if (halfTile(nr, r, kb)) for (let d: usize = 0; d < ps; d += 32) acc2x8(Sb + <usize>r * BKB, BKB, vr + d, vs, lim, Os + <usize>r * ps + d, ps);
+        else for (let d: usize = 0; d < ps; d += 32) acc4x8(Sb + <usize>r * BKB, BKB, vr + d, vs, lim, Os + <usize>r * ps + d, ps);
       }
     }
     for (let r = 0; r < rows; r++) {
@@ -416,7 +468,13 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
       loadT(Kt + <usize>(kb / BK) * TB, Kc + src, kvRow, kn, D);
       loadT(Vt + <usize>(kb / BK) * TB, Vc + src, kvRow, kn, D);
     }
-    loadRows(Kr, Kc + base, kvRow, nmax, rowBytes, ps);
+    // K rows for dq += ds K: in place when a row is a whole number of 8-value columns, else copied padded
+    let kr = Kc + base, ks = kvRow;
+    if (Dp != D) {
+      loadRows(Kr, Kc + base, kvRow, nmax, rowBytes, ps);
+      kr = Kr;
+      ks = ps;
+    }
     const n4 = <usize>((nmax + 3) & ~3) * ps;
     memory.fill(dKs, 0, n4);
     memory.fill(dVs, 0, n4);
@@ -536,7 +594,7 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
         for (let r = 0; r < qn; r += 4) {
           const lim = min(kn, maxN(nr, q0 + r) - kb);
           if (lim <= 0) continue;
-          for (let d: usize = 0; d < ps; d += 32) acc4x8(Ds + <usize>r * SP + kb4, SP, Kr + <usize>kb * ps + d, ps, lim, dQt + <usize>r * ps + d, ps);
+          for (let d: usize = 0; d < ps; d += 32) acc4x8(Ds + <usize>r * SP + kb4, SP, kr + <usize>kb * ks + d, ks, lim, dQt + <usize>r * ps + d, ps);
         }
       }
       for (let r = 0; r < qn && q0 + r < rows; r++) memory.copy(dQ + <usize>load<i32>(tok + (<usize>(q0 + r) << 2)) * rowBytes, dQt + <usize>r * ps, rowBytes);
