@@ -37,7 +37,7 @@ export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Te
       return out.finish();
     }
     const group = Hq / Hkv;
-    const { order, start } = bySlot(slot, S);
+    const { order, start } = bySlot(slot, pos, S);
     // blocks of up to ~32 query rows (tokens x the query heads of a kv head), tokens of one slot each,
     // longest first so that the threads' last items are short ones
     const per = Math.max(1, Math.floor(ROWS / group));
@@ -97,7 +97,7 @@ export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCac
       const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, rt.place(slot, temps), ps, T, Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D))];
       rt.launch('attentionBackward1', slots, 2 * maxT * 4, 10 * work * Hq * D, temps);
     } else {
-      const { order, start } = bySlot(slot, S);
+      const { order, start } = bySlot(slot, pos, S);
       let most = 0;
       for (let s = 0; s < S; s++) most = Math.max(most, start[s + 1] - start[s]);
       const rows = roundUp(most * (Hq / Hkv), 4);
@@ -121,14 +121,24 @@ const QB = 32;
 
 const roundUp = (n: number, m: number) => Math.ceil(n / m) * m;
 
-/** The tokens grouped by slot (in token order within a slot): slot s has order[start[s]..start[s + 1]). */
-function bySlot(slot: Int32Array, S: number): { order: Int32Array; start: Int32Array } {
+/**
+ * The tokens grouped by slot, by position within a slot (then token order): slot s has order[start[s]..start[s + 1]).
+ * Sorted by position, a block or tile of query rows sees a narrow range of keys, so the causal mask lets the
+ * kernels skip whole key blocks whatever order the layout lists the tokens in.
+ */
+function bySlot(slot: Int32Array, pos: Int32Array, S: number): { order: Int32Array; start: Int32Array } {
   const start = new Int32Array(S + 1);
   for (const s of slot) start[s + 1]++;
   for (let s = 0; s < S; s++) start[s + 1] += start[s];
   const fill = start.slice(0, S);
   const order = new Int32Array(slot.length);
   for (let t = 0; t < slot.length; t++) order[fill[slot[t]]++] = t;
+  for (let s = 0; s < S; s++) {
+    const seg = order.subarray(start[s], start[s + 1]);
+    let sorted = true;
+    for (let i = 1; i < seg.length && sorted; i++) sorted = pos[seg[i - 1]] <= pos[seg[i]];
+    if (!sorted) seg.set(Array.from(seg).sort((a, b) => pos[a] - pos[b] || a - b));
+  }
   return { order, start };
 }
 
