@@ -182,6 +182,23 @@ describe('cpu-fast attention: versions and threads', () => {
     await expect(createCpuFastBackend({ threads: 1, attentionKernel: 0 as never })).rejects.toThrow(EngineError);
   });
 
+  it('CPU_FAST_ATTENTION=1 makes version 1 the default (to rerun records made with it); the option wins', async () => {
+    const before = process.env.CPU_FAST_ATTENTION;
+    process.env.CPU_FAST_ATTENTION = '1';
+    try {
+      const a = await createCpuFastBackend({ threads: 1 });
+      const b = await createCpuFastBackend({ threads: 1, attentionKernel: 2 });
+      expect([a.attentionKernel, b.attentionKernel]).toEqual([1, 2]);
+      a.dispose();
+      b.dispose();
+      process.env.CPU_FAST_ATTENTION = '7';
+      await expect(createCpuFastBackend({ threads: 1 })).rejects.toThrow(EngineError);
+    } finally {
+      if (before === undefined) delete process.env.CPU_FAST_ATTENTION;
+      else process.env.CPU_FAST_ATTENTION = before;
+    }
+  });
+
   it('each version gives the same bits on 1 and 3 threads, forward and backward', async () => {
     for (const v of [1, 2] as const) {
       one.attentionKernel = v;

@@ -34,6 +34,7 @@ export interface CpuFastOptions {
    * The attention kernels (forward and backward): 2, tiled (default), or 1, the simple per-row version
    * (kernels/attention1.ts), kept for benchmarks and as a readable statement of the op. They agree to ~1e-7,
    * not bit for bit (different order of operations); each is deterministic whatever the thread count.
+   * Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
    */
   attentionKernel?: 1 | 2;
 }
@@ -165,8 +166,11 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   }
   if (!Number.isInteger(threads) || threads < 1 || threads > 256)
     throw new EngineError('unsupported', `cpu-fast: threads must be an integer in [1, 256], got ${threads}`);
-  if (opts.attentionKernel !== undefined && opts.attentionKernel !== 1 && opts.attentionKernel !== 2)
-    throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(opts.attentionKernel)}`);
+  // Without the option, CPU_FAST_ATTENTION=1 in Node's environment selects version 1 (to rerun records made with it).
+  const envKernel = typeof process !== 'undefined' ? process.env?.CPU_FAST_ATTENTION : undefined;
+  const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as 1 | 2) : undefined);
+  if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2)
+    throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(attentionKernel)}`);
   const want = opts.shared ?? 'auto';
   const shared = want !== false && sharedMemoryAvailable();
   if (!shared && want === true) throw new EngineError('unsupported', 'cpu-fast: shared memory is not available here');
@@ -174,6 +178,6 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const module = await wasmModule(shared);
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
   const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork));
-  if (opts.attentionKernel !== undefined) backend.attentionKernel = opts.attentionKernel;
+  if (attentionKernel !== undefined) backend.attentionKernel = attentionKernel;
   return backend;
 }
