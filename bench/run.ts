@@ -33,6 +33,8 @@ with the figures; every record that a limit bounds carries fraction_of_limit.
 Suites: ${Object.keys(SUITES).join(', ')}
   (default: all but ${BY_NAME_ONLY.join(' and ')}, which drive Chromium and run by name only)
 
+Environment: BENCH_WEBGPU=0 leaves WebGPU out where a suite makes it optional (matmul), and its limit probe.
+
 Options:
   --quick              smaller shapes and fewer repeats (a smoke run)
   --out DIR            write DIR/<suite>.json (default: ${DEFAULT_OUT_DIR}/, git-ignored)
@@ -125,9 +127,10 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
       }
       const records: BenchRecord[] = [];
       const date = new Date().toISOString();
-      const machine = machineName(process.env.BENCH_GPU_NAME ?? (await nodeAdapterName()));
+      const webgpu = process.env.BENCH_WEBGPU !== '0';
+      const machine = machineName(process.env.BENCH_GPU_NAME ?? (webgpu ? await nodeAdapterName() : undefined));
       const commit = commitName();
-      const gpu = USES_WEBGPU.includes(name);
+      const gpu = webgpu && USES_WEBGPU.includes(name);
       const tracker = new LimitTracker(probe, (m) => console.error(`[bench] ${name}: ${m}`));
       await tracker.start(gpu);
       const gpuBound = new Map<BenchRecord, number>(); // records bounded by the WebGPU copy bandwidth: set at the end

@@ -39,6 +39,10 @@ const THREADS = [1, 2];
 const REF_MAX_M = 16;
 
 async function webgpuRunner(ctx: BenchContext): Promise<MatmulRunner | null> {
+  if (process.env.BENCH_WEBGPU === '0') {
+    ctx.log('webgpu skipped: BENCH_WEBGPU=0');
+    return null;
+  }
   const path = '../matmul-cases/webgpu';
   let mod: { webgpuMatmulRunner?: (version: string, log: (m: string) => void) => Promise<MatmulRunner & { adapter: string | null }> };
   try {
