@@ -10,7 +10,7 @@
 //   copy        memory.copy of 32 MiB, bytes read + written, GB/s
 //   gpu-copy    WebGPU copyBufferToBuffer of 4 MiB, bytes read + written, GB/s (in a child process: see measureGpu)
 //
-// Each probe lasts ~10-40 ms and keeps the best of a few repeats (the machine's capacity at that moment).
+// Each probe lasts ~10-50 ms and keeps the median of a few repeats (what the machine delivered at that moment).
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WasmHeap } from '../src/engine/cpu/fast/heap';
@@ -59,16 +59,21 @@ export class LimitProbe {
     return new LimitProbe(inst.exports as unknown as ProbeExports, heap, small, large, copyDst);
   }
 
-  /** Best rate (units per second) over `tries` runs of fn, which returns the units it did. */
+  /**
+   * Median rate (units per second) over `tries` runs of fn, which returns the units it did. The median, as for the
+   * figures themselves: on a shared machine the best of a few short runs catches quiet moments that a figure's
+   * longer calls do not, and would make the figure look further from its limit than the code is.
+   */
   private best(tries: number, fn: () => number): number {
-    let best = 0;
+    const rates: number[] = [];
     for (let i = 0; i < tries; i++) {
       const t0 = performance.now();
       const units = fn();
       const s = (performance.now() - t0) / 1000;
-      best = Math.max(best, units / s);
+      rates.push(units / s);
     }
-    return best;
+    rates.sort((a, b) => a - b);
+    return rates[rates.length >> 1];
   }
 
   /** A CPU limit now, in LIMITS[kind].unit (one thread). */
@@ -78,7 +83,7 @@ export class LimitProbe {
       case 'fma': {
         const iters = 200_000; // x 96 flops: ~1 ms at 20 GFLOP/s
         x.probeMulAdd(iters);
-        return this.best(5, () => ((this.sink += x.probeMulAdd(iters * 4)), iters * 4 * 96)) / 1e9;
+        return this.best(5, () => ((this.sink += x.probeMulAdd(iters * 10)), iters * 10 * 96)) / 1e9;
       }
       case 'read':
         x.probeRead(this.small, 4 * MiB, 1);
@@ -143,8 +148,8 @@ export class LimitProbe {
 
 /**
  * The limits of one suite's run. CPU limits are probed at the start and again right after every record that
- * names one, so each figure's limit is measured beside it (the best of the probes just before and just after
- * it); the WebGPU copy bandwidth (asynchronous) at the start and the end of the suite, the best of the two.
+ * names one, so each figure's limit is measured beside it (the mean of the probes just before and just after
+ * it); the WebGPU copy bandwidth at the start and the end of the suite, the better of the two.
  */
 export class LimitTracker {
   private readonly last = new Map<LimitKind, number>();
@@ -172,12 +177,12 @@ export class LimitTracker {
     if (v !== null) this.keep('gpu-copy', v);
   }
 
-  /** A CPU limit beside a figure just measured: max(the probe before it, a probe now). */
+  /** A CPU limit beside a figure just measured: the mean of the probe before it and a probe now. */
   beside(kind: Exclude<LimitKind, 'gpu-copy'>): number {
     const now = this.keep(kind, this.probe.measure(kind));
     const before = this.last.get(kind) ?? now;
     this.last.set(kind, now);
-    return Math.max(before, now);
+    return (before + now) / 2;
   }
 
   /** The best WebGPU copy bandwidth probed in this suite, if any. */
