@@ -378,8 +378,9 @@ export function attention2(args: usize, tid: i32, nth: i32): void {
 // and dv zeroed by the caller; rows past a slot's last key stay 0). Items are (slot, kv head): each owns its dk/dv
 // rows and the dq rows of its query heads, so threads never write the same bytes. Per item, the slot's keys are
 // transposed once; then tiles of QB query rows: pass A computes the scores s and dp = dOut . v for every key the
-// tile sees (kept in scratch: QB x keys) with each row's max, sum and D = sum_j p_j dp_j carried over key blocks;
-// pass B turns them into p and ds = p (dp - D) scale and accumulates dV += p^T dOut, dK += ds^T q (the slot's
+// tile sees (kept in scratch: QB x keys) with each row's max, sum and D = sum_j p_j dp_j carried over key blocks,
+// and keeps exp(s - the running max) in place of s; pass B rescales those to p (one exp per row and key block) and
+// forms ds = p (dp - D) scale and accumulates dV += p^T dOut, dK += ds^T q (the slot's
 // dK/dV in scratch, 4 keys x 8 values per register tile over the QB rows) and the tile's dq += ds K.
 // 10 flops per (row, key, value): s, dp, dV, dK, dq.
 // args: 0 dOut, 1 q, 2 kCache, 3 vCache, 4 dq, 5 dk, 6 dv, 7 order (T i32: tokens grouped by slot), 8 pos,
@@ -415,7 +416,7 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
   const TB = <usize>Dp * BKB; // a transposed key block
   const one = f32x4.splat(1);
   // scratch: Qs, dOs (R x Dp), dQt (QB x Dp), Kt, Vt (NP/BK transposed blocks), Kr, dKs, dVs (NP x Dp),
-  // Ss, Ds (QB x NP), n, m, 1/l, D, tok (R)
+  // Ss, Ds (QB x NP), n, m, 1/l, D, tok (R), Mb (QB x NP/BK)
   const Qs = <usize>load<u32>(args, 72) + <usize>tid * <usize>load<u32>(args, 76);
   const dOs = Qs + <usize>R * ps;
   const dQt = dOs + <usize>R * ps;
@@ -431,6 +432,8 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
   const ir = mr + (<usize>R << 2);
   const dd = ir + (<usize>R << 2);
   const tok = dd + (<usize>R << 2);
+  const NB = NP / BK;
+  const Mb = tok + (<usize>R << 2); // QB x NB: the running max each block's exponentials in pass A are relative to
   const items = S * Hkv;
   for (let it = claim(args); it < items; it = claim(args)) {
     const s = it / Hkv;
@@ -520,11 +523,13 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
               const o = <usize>j << 2;
               const keep = i32x4.lt_s(idx, lv);
               const e = v128.and(vexp(f32x4.sub(v128.load(srow + o), vmx)), keep);
+              v128.store(srow + o, e); // kept for pass B, with the max it is relative to
               vs = f32x4.add(vs, e);
               // past the row's last key dp is stale: mask the product
               vd = f32x4.add(vd, v128.and(f32x4.mul(e, v128.load(drow + o)), keep));
               idx = i32x4.add(idx, i32x4.splat(4));
             }
+            store<f32>(Mb + ((<usize>(r + i) * <usize>NB + <usize>(kb / BK)) << 2), m);
             const l0 = load<f32>(ir + rb);
             const a0 = load<f32>(dd + rb);
             if (m0 != m && l0 != 0) {
@@ -567,14 +572,15 @@ export function attentionBackward2(args: usize, tid: i32, nth: i32): void {
           }
           tlim = max(tlim, min(kn, li));
           const lv = i32x4.splat(li);
-          const vmx = f32x4.splat(load<f32>(mr + rb));
-          const vil = f32x4.splat(load<f32>(ir + rb));
+          // p = e exp(m_block - m) / l: e = exp(s - m_block) from pass A (zero past the row's last key)
+          const f = Mathf.exp(load<f32>(Mb + ((<usize>r * <usize>NB + <usize>(kb / BK)) << 2)) - load<f32>(mr + rb)) * load<f32>(ir + rb);
+          const vf = f32x4.splat(f);
           const vdd = f32x4.splat(load<f32>(dd + rb));
           let idx = i32x4(0, 1, 2, 3);
           for (let j = 0; j < BK; j += 4) {
             const o = <usize>j << 2;
             const keep = i32x4.lt_s(idx, lv);
-            const p = v128.and(f32x4.mul(vexp(f32x4.sub(v128.load(prow + o), vmx)), vil), keep);
+            const p = f32x4.mul(v128.load(prow + o), vf);
             const ds = v128.and(f32x4.mul(f32x4.mul(p, f32x4.sub(v128.load(drow + o), vdd)), scale), keep);
             v128.store(prow + o, p);
             v128.store(drow + o, ds);

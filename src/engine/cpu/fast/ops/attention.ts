@@ -148,8 +148,8 @@ export function attention2Scratch(rows: number, D: number): number {
   return 4 * (2 * rows * Dp + Dp * BK + BK * Dp + rows * BK + 3 * rows);
 }
 
-/** Scratch bytes per thread of attentionBackward2 (Qs, dOs, dQt, Kt, Vt, Kr, dKs, dVs, Ss, Ds, n, m, 1/l, D, tok). */
+/** Scratch bytes per thread of attentionBackward2 (Qs, dOs, dQt, Kt, Vt, Kr, dKs, dVs, Ss, Ds, n, m, 1/l, D, tok, Mb). */
 export function attentionBackward2Scratch(rows: number, keys: number, D: number): number {
   const Dp = roundUp(D, 8);
-  return 4 * (2 * rows * Dp + QB * Dp + 5 * keys * Dp + 2 * QB * keys + 5 * rows);
+  return 4 * (2 * rows * Dp + QB * Dp + 5 * keys * Dp + 2 * QB * keys + 5 * rows + QB * (keys / BK));
 }
