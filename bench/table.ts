@@ -64,6 +64,11 @@ function attentionTable(): string | null {
     const g = (v: number) => find(rs, { case: `attention v${v} ${pass}, ${name}`, metric: 'gflops', threads: sp.threads });
     rows.push(`| ${name} (${sp.shape}) | ${pass} | ${sp.threads} | ${fmt(g(1)?.value)} | ${ofLimit(g(1))} | ${fmt(g(2)?.value)} | ${ofLimit(g(2))} | **${sp.value.toFixed(2)}×** |`);
   }
+  for (const sp of rs.filter((r) => r.metric === 'speedup' && r.case.endsWith(', attention v2 / v1'))) {
+    const name = sp.case.slice(0, -', attention v2 / v1'.length);
+    const g = (v: number) => find(rs, { case: `${name}, attention v${v}`, metric: 'train_tok_s', threads: sp.threads });
+    rows.push(`| ${name}, whole step (${sp.model}) | tok/s | ${sp.threads} | ${fmt(g(1)?.value)} | ${ofLimit(g(1))} | ${fmt(g(2)?.value)} | ${ofLimit(g(2))} | **${sp.value.toFixed(2)}×** |`);
+  }
   return `${rows.join('\n')}\n\n${limitsLine(rs)}${provenance('attention', rs)}`;
 }
 

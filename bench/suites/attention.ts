@@ -3,10 +3,73 @@
 // alternate call by call on the same backend and inputs, so both see the same machine load, and the speedup is
 // the median of the per-pair ratios. GFLOP/s count 4 T_eff Hq D flops forward and 10 backward (T_eff = sum over
 // tokens of the keys they see; version 2's backward does 14, recomputing the scores in two passes), each record
-// bounded by the wasm-simd mul+add peak x threads measured beside it (bench/limits.ts).
+// bounded by the wasm-simd mul+add peak x threads measured beside it (bench/limits.ts). Then a whole training step of
+// a model of the bundled policy's shape on one 2,048-token row, v1 and v2 alternating step by step.
 import type { Tensor } from '../../src/engine/backend';
-import { createCpuFastBackend } from '../../src/engine/cpu/fast/backend';
-import type { BenchSuite } from '../lib';
+import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import { paramCount, type Qwen3Config } from '../../src/model/config';
+import { randomWeights } from '../../src/model/random';
+import { buildQwen3 } from '../../src/model/weights';
+import { packBatch } from '../../src/train/batch';
+import { Trainer } from '../../src/train/trainer';
+import { Rng } from '../../src/util/rng';
+import type { BenchContext, BenchSuite } from '../lib';
+
+/** The bundled policy's shape (models/default/config.json). */
+const BUNDLED_MODEL: Qwen3Config = {
+  hiddenSize: 128, intermediateSize: 384, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 32,
+  rmsNormEps: 1e-6, ropeTheta: 10_000, vocabSize: 4096, tieWordEmbeddings: true, maxPositionEmbeddings: 2048,
+};
+
+/**
+ * A full-parameter training step (forward, backward, AdamW) of a random model of the bundled policy's shape on one
+ * row of `len` tokens, with attention v1 and v2 alternating step by step on the same trainer: where attention's share
+ * of a step shows.
+ */
+async function trainStep(ctx: BenchContext, b: CpuFastBackend, threads: number): Promise<void> {
+  const len = ctx.quick ? 512 : 2048;
+  const { model } = await buildQwen3(b, BUNDLED_MODEL, randomWeights(BUNDLED_MODEL, 1, 'f32'), { format: 'f32' });
+  const tr = new Trainer(model, { mode: 'full', recompute: false, schedule: { kind: 'constant', lr: 1e-5 }, loss: { kind: 'ce' } });
+  const rng = new Rng(5);
+  const tokens = Array.from({ length: len }, () => rng.int(BUNDLED_MODEL.vocabSize));
+  const batch = packBatch([{ tokens, mask: tokens.map(() => 1) }], 'seq-mean-token-mean');
+  const step = async (v: 1 | 2) => {
+    b.attentionKernel = v;
+    const t0 = performance.now();
+    const r = await tr.trainStep([batch]);
+    if (!r.applied) throw new Error(`bench step refused: ${r.refused}`);
+    return (performance.now() - t0) / 1000;
+  };
+  try {
+    await step(1);
+    await step(2);
+    const s1: number[] = [];
+    const s2: number[] = [];
+    const ratio: number[] = [];
+    for (let i = 0; i < (ctx.quick ? 2 : 5); i++) {
+      const [a, c] = i % 2 ? [await step(2), await step(1)] : [await step(1), await step(2)];
+      const [v1, v2] = i % 2 ? [c, a] : [a, c];
+      s1.push(v1);
+      s2.push(v2);
+      ratio.push(v1 / v2);
+    }
+    const shape = `1x${len} tokens`;
+    const name = `train step, full, 1x${len}`;
+    // ~6 flops per parameter and token in the matmuls, plus attention's 14 T_eff Hq D per layer (forward 4 + backward 10)
+    const keys = (len * (len + 1)) / 2;
+    const flops = 6 * paramCount(BUNDLED_MODEL) * len + 14 * keys * BUNDLED_MODEL.numHeads * BUNDLED_MODEL.headDim * BUNDLED_MODEL.numLayers;
+    for (const [v, s] of [[1, median(s1)], [2, median(s2)]] as const) {
+      ctx.record({ case: `${name}, attention v${v}`, backend: 'cpu-fast', metric: 'train_tok_s', value: len / s, unit: 'tok/s', threads, shape, model: 'bundled-shape random f32', bound: { kind: 'fma', use: flops / s / 1e9 } });
+    }
+    const r = median(ratio);
+    ctx.record({ case: `${name}, attention v2 / v1`, backend: 'cpu-fast', metric: 'speedup', value: r, unit: 'x', threads, shape, model: 'bundled-shape random f32' });
+    ctx.log(`${threads}t ${name}: v1 ${median(s1).toFixed(2)} s, v2 ${median(s2).toFixed(2)} s a step, v2 ${r.toFixed(2)}x faster (median of interleaved pairs)`);
+  } finally {
+    b.attentionKernel = 2;
+    tr.free();
+    model.free();
+  }
+}
 
 interface Shape {
   name: string;
@@ -95,6 +158,7 @@ const suite: BenchSuite = {
           }
           for (const t of [q, dOut, kc, vc, layout.slot, layout.pos]) b.free(t);
         }
+        await trainStep(ctx, b, threads);
       } finally {
         b.attentionKernel = 2;
         b.dispose();
