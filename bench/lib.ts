@@ -2,6 +2,8 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
+import type { LimitKind } from './limits';
 
 export type BenchBackend = 'cpu-ref' | 'cpu-fast' | 'webgpu' | 'ort-wasm' | 'ort-webgpu' | 'transformersjs' | 'node';
 
@@ -21,11 +23,25 @@ export interface BenchRecord {
   date: string;
   /** The commit the code ran at; '+dirty' when src/ or bench/ had uncommitted changes. */
   commit?: string;
+  /**
+   * The figure as a fraction of the machine limit that bounds it, measured in the same run beside it
+   * (bench/limits.ts): e.g. GFLOP/s over the wasm-simd mul+add peak x threads, or weight bytes/s over the
+   * read bandwidth x threads. Absent where no hardware limit applies (wall times of whole programs, errors).
+   */
+  fraction_of_limit?: number;
+  /** Which limit, and its value: "fma x2 = 61.2 GFLOP/s". */
+  limit?: string;
+}
+
+/** The limit a record is measured against: its kind and the record's rate in that limit's unit (all threads together). */
+export interface Bound {
+  kind: LimitKind;
+  use: number;
 }
 
 export interface BenchContext {
   /** Record one measurement; machine, date and commit are filled in. */
-  record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit'>): void;
+  record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'fraction_of_limit' | 'limit'> & { bound?: Bound }): void;
   /** Quick mode (smaller shapes, fewer repeats) for smoke runs. */
   quick: boolean;
   log(msg: string): void;
@@ -65,9 +81,14 @@ export async function timeIt(fn: () => Promise<void> | void, reps = 5, warmup = 
   return times[Math.floor(times.length / 2)];
 }
 
-export function writeResults(suite: string, records: BenchRecord[]): string {
-  mkdirSync('bench/results', { recursive: true });
-  const path = `bench/results/${suite}.json`;
+/** The committed records' folder (written only with --write-committed). */
+export const COMMITTED_DIR = 'bench/results';
+/** Where a plain `npm run bench` writes (git-ignored). */
+export const DEFAULT_OUT_DIR = 'runs/bench';
+
+export function writeResults(suite: string, records: BenchRecord[], dir = DEFAULT_OUT_DIR): string {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${suite}.json`);
   writeFileSync(path, JSON.stringify(records, null, 2) + '\n');
   return path;
 }
@@ -80,12 +101,13 @@ export function formatTable(records: BenchRecord[]): string {
     const key = `${r.case} | ${r.shape ?? r.model ?? ''} | ${r.metric} | t=${r.threads}`;
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
-  const lines = [`${'case | shape | metric | threads'.padEnd(58)} ${'backend'.padEnd(12)} ${'value'.padStart(12)}  unit        vs ort`];
+  const lines = [`${'case | shape | metric | threads'.padEnd(58)} ${'backend'.padEnd(12)} ${'value'.padStart(12)}  unit        vs ort   of limit`];
   for (const [key, rs] of groups) {
     const base = rs.find((r) => baseline(r.backend));
     for (const r of rs) {
       const ratio = base && !baseline(r.backend) ? `${(r.value / base.value).toFixed(2)}x` : '';
-      lines.push(`${key.padEnd(58)} ${r.backend.padEnd(12)} ${r.value.toPrecision(4).padStart(12)}  ${r.unit.padEnd(10)}  ${ratio}`);
+      const lim = r.fraction_of_limit === undefined ? '' : `${(100 * r.fraction_of_limit).toFixed(1)}% of ${r.limit}`;
+      lines.push(`${key.padEnd(58)} ${r.backend.padEnd(12)} ${r.value.toPrecision(4).padStart(12)}  ${r.unit.padEnd(10)}  ${ratio.padEnd(7)}  ${lim}`);
     }
   }
   return lines.join('\n');

@@ -1,12 +1,15 @@
-// npm run bench [suite…] [--quick]: runs the named suites (all but gpu by default), writes
-// bench/results/<suite>.json and prints a table with ratios to the onnxruntime-web baseline.
-// npm run bench -- --table: regenerates docs/benchmarks.md's benchmark tables from bench/results/*.json
-// (--check-table: only checks they match).
-import { formatTable, writeResults, type BenchRecord, type BenchSuite } from './lib';
+// npm run bench [-- [suite…] [options]]: runs the named suites (all but the by-name-only ones by default),
+// measures this machine's limits beside them (bench/limits.ts), writes <out>/<suite>.json and prints a table
+// with ratios to the onnxruntime-web baseline and each figure's fraction of its limit. `npm run bench -- --help`
+// lists the options. Nothing is written into the checkout unless asked (--write-committed).
+import { pathToFileURL } from 'node:url';
+import { COMMITTED_DIR, DEFAULT_OUT_DIR, formatTable, writeResults, type BenchRecord, type BenchSuite } from './lib';
 import { commitName, machineName } from './lib';
+import { LIMITS, LimitProbe, LimitTracker, type LimitKind } from './limits';
 
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
   matmul: async () => (await import('./suites/matmul')).default,
+  attention: async () => (await import('./suites/attention')).default,
   inference: async () => (await import('./suites/inference')).default,
   training: async () => (await import('./suites/training')).default,
   quant: async () => (await import('./suites/quant')).default,
@@ -16,6 +19,67 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   grpo: async () => (await import('./suites/grpo')).default,
   'cpu-browser': async () => (await import('./suites/cpu-browser')).default,
 };
+/** Suites that drive Chromium: run by name only. */
+const BY_NAME_ONLY = ['gpu', 'cpu-browser'];
+/** Suites that use WebGPU in Node (their records may be bounded by the adapter's copy bandwidth). */
+const USES_WEBGPU = ['matmul', 'inference', 'training', 'gpu'];
+
+export const USAGE = `Usage: npm run bench -- [suite…] [options]
+
+Runs benchmark suites, measuring this machine's limits (wasm-simd mul+add peak per thread, read and copy
+bandwidth, and the WebGPU adapter's copy bandwidth for suites that use WebGPU) in the same process, interleaved
+with the figures; every record that a limit bounds carries fraction_of_limit.
+
+Suites: ${Object.keys(SUITES).join(', ')}
+  (default: all but ${BY_NAME_ONLY.join(' and ')}, which drive Chromium and run by name only)
+
+Environment: BENCH_WEBGPU=0 leaves WebGPU out where a suite makes it optional (matmul), and its limit probe.
+
+Options:
+  --quick              smaller shapes and fewer repeats (a smoke run)
+  --out DIR            write DIR/<suite>.json (default: ${DEFAULT_OUT_DIR}/, git-ignored)
+  --write-committed    write the committed records, ${COMMITTED_DIR}/<suite>.json (then: npm run bench -- --table)
+  --table              regenerate docs/benchmarks.md's benchmark tables from ${COMMITTED_DIR}/*.json (runs no suite)
+  --check-table        exit 1 if docs/benchmarks.md's tables differ from what ${COMMITTED_DIR}/*.json generate
+  -h, --help           print this help and exit
+`;
+
+export type BenchArgs =
+  | { kind: 'help' }
+  | { kind: 'error'; message: string }
+  | { kind: 'table'; check: boolean }
+  | { kind: 'run'; suites: string[]; quick: boolean; outDir: string };
+
+/** The command line, checked: unknown options and suites are usage errors. */
+export function parseArgs(argv: readonly string[]): BenchArgs {
+  const names: string[] = [];
+  let quick = false;
+  let out: string | null = null;
+  let committed = false;
+  let table: 'write' | 'check' | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '-h' || a === '--help') return { kind: 'help' };
+    else if (a === '--quick') quick = true;
+    else if (a === '--write-committed') committed = true;
+    else if (a === '--table') table = 'write';
+    else if (a === '--check-table') table = 'check';
+    else if (a === '--out' || a.startsWith('--out=')) {
+      const v = a === '--out' ? argv[++i] : a.slice('--out='.length);
+      if (!v || v.startsWith('-')) return { kind: 'error', message: '--out needs a folder' };
+      out = v;
+    } else if (a.startsWith('-')) return { kind: 'error', message: `unknown option '${a}'` };
+    else if (!SUITES[a]) return { kind: 'error', message: `unknown suite '${a}' (suites: ${Object.keys(SUITES).join(', ')})` };
+    else names.push(a);
+  }
+  if (table) {
+    if (names.length || quick || out || committed) return { kind: 'error', message: `--${table === 'check' ? 'check-' : ''}table runs no suite and takes no other argument` };
+    return { kind: 'table', check: table === 'check' };
+  }
+  if (out && committed) return { kind: 'error', message: '--out and --write-committed exclude each other' };
+  const suites = names.length ? [...new Set(names)] : Object.keys(SUITES).filter((n) => !BY_NAME_ONLY.includes(n));
+  return { kind: 'run', suites, quick, outDir: committed ? COMMITTED_DIR : (out ?? DEFAULT_OUT_DIR) };
+}
 
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */
 async function nodeAdapterName(): Promise<string | undefined> {
@@ -30,46 +94,106 @@ async function nodeAdapterName(): Promise<string | undefined> {
   }
 }
 
-async function main() {
-  const args = process.argv.slice(2);
-  if (args.includes('--table') || args.includes('--check-table')) {
-    // docs/benchmarks.md's tables from the committed records (bench/table.ts); no suite runs.
-    const { main: table } = await import('./table');
-    process.exitCode = table(args.includes('--check-table') ? ['--check'] : []);
-    return;
-  }
-  const quick = args.includes('--quick');
-  const names = args.filter((a) => !a.startsWith('--'));
-  // gpu and cpu-browser are run by name only (they drive Chromium too): npm run bench -- gpu
-  const chosen = names.length ? names : Object.keys(SUITES).filter((n) => n !== 'gpu' && n !== 'cpu-browser');
-  for (const n of chosen) if (!SUITES[n]) throw new Error(`unknown suite '${n}' (have: ${Object.keys(SUITES).join(', ')})`);
-  let failed = false;
-  for (const name of chosen) {
-    let suite: BenchSuite;
-    try {
-      suite = await SUITES[name]();
-    } catch (e) {
-      console.error(`[bench] suite ${name} is not available: ${(e as Error).message}`);
-      failed = true;
-      continue;
-    }
-    const records: BenchRecord[] = [];
-    const date = new Date().toISOString();
-    const machine = machineName(process.env.BENCH_GPU_NAME ?? (await nodeAdapterName()));
-    const commit = commitName();
-    console.error(`[bench] ${name}${quick ? ' (quick)' : ''}`);
-    await suite.run({
-      quick,
-      log: (m) => console.error(`[bench] ${name}: ${m}`),
-      record: (r) => records.push({ suite: name, ...r, machine, date, commit }),
-    });
-    const path = writeResults(name, records);
-    console.log(`\n## ${name}  (${path})\n${formatTable(records)}`);
-  }
-  if (failed) process.exitCode = 1;
+const PER_THREAD: LimitKind[] = ['fma', 'read', 'read-large', 'copy'];
+
+/** The limits measured during a suite, as records (median of the probes; their range in `shape`). */
+function limitRecords(tracker: LimitTracker): Omit<BenchRecord, 'suite' | 'machine' | 'date' | 'commit'>[] {
+  return [...tracker.samples].map(([kind, vs]) => {
+    const s = [...vs].sort((a, b) => a - b);
+    return {
+      case: `limit: ${LIMITS[kind].what}`,
+      backend: kind === 'gpu-copy' ? ('webgpu' as const) : ('node' as const),
+      metric: `limit_${kind.replace('-', '_')}`,
+      value: s[s.length >> 1],
+      unit: LIMITS[kind].unit,
+      threads: 1,
+      shape: `median of ${s.length} probes, ${s[0].toPrecision(3)}-${s[s.length - 1].toPrecision(3)}`,
+    };
+  });
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<number> {
+  let failed = false;
+  const probe = await LimitProbe.create();
+  try {
+    for (const name of args.suites) {
+      let suite: BenchSuite;
+      try {
+        suite = await SUITES[name]();
+      } catch (e) {
+        console.error(`[bench] suite ${name} is not available: ${(e as Error).message}`);
+        failed = true;
+        continue;
+      }
+      const records: BenchRecord[] = [];
+      const date = new Date().toISOString();
+      const webgpu = process.env.BENCH_WEBGPU !== '0';
+      const machine = machineName(process.env.BENCH_GPU_NAME ?? (webgpu ? await nodeAdapterName() : undefined));
+      const commit = commitName();
+      const gpu = webgpu && USES_WEBGPU.includes(name);
+      const tracker = new LimitTracker(probe, (m) => console.error(`[bench] ${name}: ${m}`));
+      await tracker.start(gpu);
+      const gpuBound = new Map<BenchRecord, number>(); // records bounded by the WebGPU copy bandwidth: set at the end
+      console.error(`[bench] ${name}${args.quick ? ' (quick)' : ''}`);
+      await suite.run({
+        quick: args.quick,
+        log: (m) => console.error(`[bench] ${name}: ${m}`),
+        record: ({ bound, ...r }) => {
+          const rec: BenchRecord = { suite: name, ...r, machine, date, commit };
+          if (bound?.kind === 'gpu-copy') gpuBound.set(rec, bound.use);
+          else if (bound) {
+            const threads = PER_THREAD.includes(bound.kind) ? r.threads : 1;
+            const lim = tracker.beside(bound.kind) * threads;
+            rec.fraction_of_limit = bound.use / lim;
+            rec.limit = `${bound.kind}${threads > 1 ? ` x${threads}` : ''} = ${lim.toPrecision(3)} ${LIMITS[bound.kind].unit}`;
+          }
+          records.push(rec);
+        },
+      });
+      if (gpu) tracker.gpu();
+      const gpuCopy = tracker.gpuCopy();
+      if (gpuCopy)
+        for (const [rec, use] of gpuBound) {
+          rec.fraction_of_limit = use / gpuCopy;
+          rec.limit = `gpu-copy = ${gpuCopy.toPrecision(3)} GB/s`;
+        }
+      for (const l of limitRecords(tracker)) records.push({ suite: name, ...l, machine, date, commit });
+      const path = writeResults(name, records, args.outDir);
+      console.log(`\n## ${name}  (${path})\n${formatTable(records)}`);
+    }
+  } finally {
+    probe.dispose();
+  }
+  return failed ? 1 : 0;
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  switch (args.kind) {
+    case 'help':
+      process.stdout.write(USAGE);
+      return 0;
+    case 'error':
+      process.stderr.write(`bench: ${args.message}\n\n${USAGE}`);
+      return 2;
+    case 'table': {
+      // docs/benchmarks.md's tables from the committed records (bench/table.ts); no suite runs.
+      const { main: table } = await import('./table');
+      return table(args.check ? ['--check'] : []);
+    }
+    case 'run':
+      return runSuites(args);
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}

@@ -40,10 +40,42 @@ function find(rs: BenchRecord[], p: Partial<BenchRecord>): BenchRecord | undefin
   return rs.find((r) => Object.entries(p).every(([k, v]) => (r as unknown as Record<string, unknown>)[k] === v));
 }
 
+/** "43 % of fma x2" for a record measured against a limit (bench/limits.ts), else "–". */
+function ofLimit(r?: BenchRecord): string {
+  if (r?.fraction_of_limit === undefined) return '–';
+  return `${(100 * r.fraction_of_limit).toFixed(0)} % of ${(r.limit ?? '').replace(/ = .*/, '')}`;
+}
+
+/** The limits a suite measured beside its figures (the limit_* records). */
+function limitsLine(rs: BenchRecord[]): string {
+  const ls = rs.filter((r) => r.metric.startsWith('limit_'));
+  if (!ls.length) return '';
+  return `Limits measured in the same run (bench/limits.ts; median of the probes, their range): ${ls.map((r) => `${r.case.replace('limit: ', '')} ${fmt(r.value)} ${r.unit} (${r.shape?.replace(/^median of /, '')})`).join('; ')}.\n\n`;
+}
+
+function attentionTable(): string | null {
+  const rs = load('attention');
+  if (!rs.length) return null;
+  const rows = ['| case | pass | threads | v1 (simple) GFLOP/s | v1 of limit | v2 (tiled) GFLOP/s | v2 of limit | v2 / v1 |', '|---|---|---|---|---|---|---|---|'];
+  for (const sp of rs.filter((r) => r.metric === 'speedup')) {
+    const m = /^attention v2 \/ v1 (\w+), (.*)$/.exec(sp.case);
+    if (!m) continue;
+    const [, pass, name] = m;
+    const g = (v: number) => find(rs, { case: `attention v${v} ${pass}, ${name}`, metric: 'gflops', threads: sp.threads });
+    rows.push(`| ${name} (${sp.shape}) | ${pass} | ${sp.threads} | ${fmt(g(1)?.value)} | ${ofLimit(g(1))} | ${fmt(g(2)?.value)} | ${ofLimit(g(2))} | **${sp.value.toFixed(2)}×** |`);
+  }
+  for (const sp of rs.filter((r) => r.metric === 'speedup' && r.case.endsWith(', attention v2 / v1'))) {
+    const name = sp.case.slice(0, -', attention v2 / v1'.length);
+    const g = (v: number) => find(rs, { case: `${name}, attention v${v}`, metric: 'train_tok_s', threads: sp.threads });
+    rows.push(`| ${name}, whole step (${sp.model}) | tok/s | ${sp.threads} | ${fmt(g(1)?.value)} | ${ofLimit(g(1))} | ${fmt(g(2)?.value)} | ${ofLimit(g(2))} | **${sp.value.toFixed(2)}×** |`);
+  }
+  return `${rows.join('\n')}\n\n${limitsLine(rs)}${provenance('attention', rs)}`;
+}
+
 function matmulTable(): string | null {
   const rs = load('matmul');
   if (!rs.length) return null;
-  const rows: string[] = ['| weights | M | threads | ort-wasm | cpu-fast | cpu-fast / ort | cpu-ref | webgpu |', '|---|---|---|---|---|---|---|---|'];
+  const rows: string[] = ['| weights | M | threads | ort-wasm | cpu-fast | cpu-fast / ort | cpu-fast, of limit | cpu-ref | webgpu |', '|---|---|---|---|---|---|---|---|---|'];
   let low = { ratio: Infinity, at: '' };
   for (const threads of uniq(rs.map((r) => r.threads)).sort())
     for (const shape of uniq(rs.map((r) => r.shape!)))
@@ -51,6 +83,7 @@ function matmulTable(): string | null {
         const cs = rs.filter((r) => r.shape === shape && r.case.includes(kind));
         if (!cs.length) continue;
         const get = (b: string, t = threads) => cs.find((r) => r.backend === b && r.threads === t)?.value;
+        const fastRec = cs.find((r) => r.backend === 'cpu-fast' && r.threads === threads);
         const ort = get('ort-wasm');
         const fast = get('cpu-fast');
         if (ort === undefined && fast === undefined) continue;
@@ -58,10 +91,10 @@ function matmulTable(): string | null {
         if (ratio !== undefined && ratio < low.ratio) low = { ratio, at: `${kind}, ${shape}, ${threads} thread(s)` };
         const M = /M=?(\d+)/.exec(shape)?.[1] ?? shape;
         rows.push(
-          `| ${kind} | ${M} | ${threads} | ${fmt(ort)} | ${fmt(fast)} | ${ratio ? `**${ratio.toFixed(2)}×**` : '–'} | ${threads === 1 ? fmt(get('cpu-ref', 1)) : '–'} | ${threads === 1 ? fmt(get('webgpu', 1)) : '–'} |`,
+          `| ${kind} | ${M} | ${threads} | ${fmt(ort)} | ${fmt(fast)} | ${ratio ? `**${ratio.toFixed(2)}×**` : '–'} | ${ofLimit(fastRec)} | ${threads === 1 ? fmt(get('cpu-ref', 1)) : '–'} | ${threads === 1 ? fmt(get('webgpu', 1)) : '–'} |`,
         );
       }
-  return `${rows.join('\n')}\n\nLowest cpu-fast / ort ratio: ${low.ratio.toFixed(2)}× (${low.at}).\n\n${provenance('matmul', rs)}`;
+  return `${rows.join('\n')}\n\nLowest cpu-fast / ort ratio: ${low.ratio.toFixed(2)}× (${low.at}).\n\n${limitsLine(rs)}${provenance('matmul', rs)}`;
 }
 
 function tinyTable(): string | null {
@@ -217,6 +250,7 @@ function cpuBrowserTable(): string | null {
 
 export const TABLES: Record<string, () => string | null> = {
   matmul: matmulTable,
+  attention: attentionTable,
   tiny: tinyTable,
   'qwen3-0.6b': q06Table,
   memory: memoryTable,

@@ -18,7 +18,8 @@ import { forward, KvCache, type Qwen3Model, type WeightFormat } from '../../src/
 import { exportQwen3Onnx, pastKey, pastValue, presentKey, presentValue } from '../../src/model/onnx/export';
 import { Rng } from '../../src/util/rng';
 import { nodeAdapter, nodeGpu } from '../gpu';
-import type { BenchContext, BenchSuite } from '../lib';
+import type { BenchContext, BenchSuite, Bound } from '../lib';
+import { weightBytesPerToken } from '../gpu/common';
 
 interface ModelCase {
   name: string;
@@ -174,10 +175,18 @@ const suite: BenchSuite = {
       const next = (spec: WeightSpec) => (spec.name === 'model.embed_tokens.weight' || spec.name === 'lm_head.weight' ? genTable(spec) : gen(spec));
       const host: HostWeights = (await buildQwen3(new CpuRefBackend(), mc.config, next, { format: mc.format, keepHost: true })).host!;
       ctx.log(`${mc.name}: weights ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      // Limits (bench/limits.ts): a decoded token reads every weight once (bound: the read bandwidth per thread,
+      // of main memory when the weights exceed 16 MiB, or the WebGPU adapter's copy bandwidth); a prefilled token
+      // costs ~2 flops per parameter (bound: the wasm-simd mul+add peak per thread; WebGPU: none measured).
+      const bytesPerToken = weightBytesPerToken(mc.config, host);
+      const flopsPerToken = 2 * paramCount(mc.config);
+      const gpuBackend = (b: string) => b === 'webgpu' || b === 'ort-webgpu';
+      const decodeBound = (b: string, tokS: number): Bound => ({ kind: gpuBackend(b) ? 'gpu-copy' : bytesPerToken > 16 * 2 ** 20 ? 'read-large' : 'read', use: (bytesPerToken * tokS) / 1e9 });
+      const prefillBound = (b: string, tokS: number): Bound | undefined => (gpuBackend(b) ? undefined : { kind: 'fma', use: (flopsPerToken * tokS) / 1e9 });
       const rec = (backend: Parameters<BenchContext['record']>[0]['backend'], th: number, r: { prefill: number; decode: number }, run: ModelCase = mc) => {
         const shape = `prompt=${run.prompt},decode=${run.decode}`;
-        ctx.record({ case: `prefill ${mc.name}`, backend, metric: 'prefill_tok_s', value: r.prefill, unit: 'tok/s', threads: th, shape, model: mc.name });
-        ctx.record({ case: `decode ${mc.name}`, backend, metric: 'decode_tok_s', value: r.decode, unit: 'tok/s', threads: th, shape, model: mc.name });
+        ctx.record({ case: `prefill ${mc.name}`, backend, metric: 'prefill_tok_s', value: r.prefill, unit: 'tok/s', threads: th, shape, model: mc.name, bound: prefillBound(backend, r.prefill) });
+        ctx.record({ case: `decode ${mc.name}`, backend, metric: 'decode_tok_s', value: r.decode, unit: 'tok/s', threads: th, shape, model: mc.name, bound: decodeBound(backend, r.decode) });
         ctx.log(`${mc.name} ${backend} (threads ${th}): prefill ${r.prefill.toPrecision(3)} tok/s, decode ${r.decode.toPrecision(3)} tok/s`);
       };
       for (const be of backends) {
@@ -197,7 +206,9 @@ const suite: BenchSuite = {
             const steps = Math.max(1, Math.floor(mc.decode / 2));
             const bp = mc.config.hiddenSize >= 1024 ? 2 : 8; // short prompts: only the decode is timed
             const v = await timeBatchedDecode(model, B, bp, steps);
-            ctx.record({ case: `decode x${B} ${mc.name}`, backend: be.name, metric: 'decode_tok_s', value: v, unit: 'tok/s', threads: be.threads, shape: `batch=${B},prompt=${bp},decode=${steps}`, model: mc.name });
+            // B tokens a step share one read of the weights
+            const bound = decodeBound(be.name, v / B);
+            ctx.record({ case: `decode x${B} ${mc.name}`, backend: be.name, metric: 'decode_tok_s', value: v, unit: 'tok/s', threads: be.threads, shape: `batch=${B},prompt=${bp},decode=${steps}`, model: mc.name, bound });
             ctx.log(`${mc.name} ${be.name}: ${B} sequences decoding together: ${v.toPrecision(3)} tok/s in all`);
           }
           model.free();

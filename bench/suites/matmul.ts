@@ -4,7 +4,7 @@
 //
 // WebGPU cases come from bench/matmul-cases/webgpu.ts (its `webgpuMatmulRunner`, kernel 'auto') when that
 // module loads and finds an adapter; otherwise they are skipped with a logged note.
-import type { BenchContext, BenchSuite } from '../lib';
+import type { BenchContext, BenchSuite, Bound } from '../lib';
 import { caseFlops, caseName, caseShape, cpuFastRunner, cpuRefRunner, type MatmulCase, type MatmulRunner, type WeightKind } from '../matmul-cases/cpu';
 import { caseData } from '../matmul-cases/cpu';
 import { startOrt } from '../matmul-cases/ort';
@@ -27,6 +27,9 @@ function headError(c: MatmulCase, head: number[]): number {
   return worst;
 }
 
+/** Bytes of the weights a product reads: f32, q8 (a byte a value, an f32 scale a row), q4 (a nibble a value, an f32 scale per 32). */
+const weightBytes = (c: MatmulCase) => (c.kind === 'f32' ? 4 * c.N * c.K : c.kind === 'q8' ? c.N * c.K + 4 * c.N : (c.N * c.K) / 2 + 4 * c.N * Math.ceil(c.K / 32));
+
 const K = 1024;
 const N = 1024;
 const MS = [1, 16, 256, 1024];
@@ -36,6 +39,10 @@ const THREADS = [1, 2];
 const REF_MAX_M = 16;
 
 async function webgpuRunner(ctx: BenchContext): Promise<MatmulRunner | null> {
+  if (process.env.BENCH_WEBGPU === '0') {
+    ctx.log('webgpu skipped: BENCH_WEBGPU=0');
+    return null;
+  }
   const path = '../matmul-cases/webgpu';
   let mod: { webgpuMatmulRunner?: (version: string, log: (m: string) => void) => Promise<MatmulRunner & { adapter: string | null }> };
   try {
@@ -65,8 +72,15 @@ const suite: BenchSuite = {
     const samples = ctx.quick ? 2 : 7;
     const cases: MatmulCase[] = MS.flatMap((M) => KINDS.map((kind) => ({ M, K, N, kind })));
     const gflops = (c: MatmulCase, s: number) => caseFlops(c) / s / 1e9;
+    // Limits (bench/limits.ts): M = 1 streams the weights once, so its bound is the read bandwidth of a 4 MiB
+    // buffer (the f32 weights' size; q8/q4 are smaller) per thread, or the adapter's copy bandwidth for WebGPU;
+    // M >= 16 is bound by the wasm-simd mul+add peak per thread (WebGPU: no compute peak measured).
+    const bound = (c: MatmulCase, backend: string, s: number): Bound | undefined => {
+      if (c.M === 1) return { kind: backend === 'webgpu' ? 'gpu-copy' : 'read', use: weightBytes(c) / s / 1e9 };
+      return backend === 'webgpu' ? undefined : { kind: 'fma', use: gflops(c, s) };
+    };
     const put = (c: MatmulCase, backend: 'ort-wasm' | 'cpu-fast' | 'cpu-ref' | 'webgpu', threads: number, s: number) =>
-      ctx.record({ case: caseName(c), backend, metric: 'gflops', value: gflops(c, s), unit: 'GFLOP/s', threads, shape: caseShape(c) });
+      ctx.record({ case: caseName(c), backend, metric: 'gflops', value: gflops(c, s), unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, backend, s) });
     const worst: string[] = [];
 
     for (const threads of THREADS) {

@@ -145,7 +145,12 @@ const suite: BenchSuite = {
           b = await be.make();
           const v = await trainTokS(b, mode, format, seqs, len, reps);
           const c = `train step ${mode} ${format}`;
-          ctx.record({ case: c, backend: be.name, metric: 'train_tok_s', value: v, unit: 'tok/s', threads: be.threads, shape: `${seqs}x${len} tokens`, model });
+          // Limit: the wasm-simd mul+add peak per thread (bench/limits.ts), against the matmul flops of a token:
+          // ~6 per parameter in full training (forward 2, backward 4), ~4 with a frozen base (LoRA: no weight
+          // gradients); attention and the rest are left out, so the fraction is a slight underestimate. WebGPU: none.
+          const flops = (mode === 'full' ? 6 : 4) * paramCount(TINY) * v;
+          const bound = be.name === 'webgpu' ? undefined : { kind: 'fma' as const, use: flops / 1e9 };
+          ctx.record({ case: c, backend: be.name, metric: 'train_tok_s', value: v, unit: 'tok/s', threads: be.threads, shape: `${seqs}x${len} tokens`, model, bound });
           ctx.log(`${c} ${be.name}: ${v.toPrecision(3)} tok/s`);
         } catch (e) {
           ctx.log(`${be.name} ${mode}: failed: ${(e as Error).message}`);

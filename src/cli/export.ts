@@ -98,9 +98,8 @@ export async function exportMain(argv: readonly string[], io: CliIo = processIo)
     const split = enumFlag(v, 'split', ['train', 'test'] as const, undefined);
     if (!split) throw new ArgError('--split train|test is required (or --rollouts FILE)');
     const tasks = await loadTasks(domain, { tasks: split, count: intFlag(v, 'count', 200, 1, 100_000), seed: intFlag(v, 'task-seed', 0, 0, 0xfffffff0) });
-    const rows = taskRows(domain, world, tasks);
-    const out = await write(outPath(v, `envace-${world}-${split}.${format}`), format === 'parquet' ? taskParquet(domain, rows) : jsonl(rows));
     const rows = taskRows(domain, world, tasks, enumFlag(v, 'agent-loop', ['tool_agent', 'envace_agent'] as const, 'tool_agent'));
+    const out = await write(outPath(v, `envace-${world}-${split}.${format}`), format === 'parquet' ? taskParquet(domain, rows) : jsonl(rows));
     log(`${rows.length} ${split} tasks (${world}) -> ${out}`);
     io.out(JSON.stringify({ out, rows: rows.length }) + '\n');
   });

@@ -12,7 +12,7 @@ import { Episode } from '../rollout/episode';
 import { buildActPrompt } from '../rollout/act-prompt';
 import { buildRehearsePrompt } from '../rollout/rehearse-prompt';
 import { defaultReward } from '../rollout/reward-rule';
-import { judge } from '../env/judge';
+import { judge, judgeOptions } from '../env/judge';
 import { ApiError, type ScoreResult, type ServerEpisode } from './episodes';
 
 export type TrajectoryMode = 'real' | 'simulate';
@@ -106,6 +106,6 @@ export function applyRehearse(se: ServerEpisode, text: unknown): TurnResult {
 export function scoreTrajectory(se: ServerEpisode): ScoreResult {
   const ep = imagined.get(se) ?? se.ep;
   const env = ep.env;
-  const j = judge(se.task.checklist, ep.steps, { isWrite: (n) => env.isWrite(n), normaliseArgs: se.domain.normaliseArgs?.bind(se.domain) });
-  return { kind: ep === se.ep ? 'real' : 'judge', reward: defaultReward(ep, se.domain), checklist: j.items.map(({ item, satisfied, turn }) => ({ ...item, satisfied, turn })), end: ep.end };
+  const j = judge(se.task.checklist, ep.steps, judgeOptions(env, se.domain.normaliseArgs?.bind(se.domain)));
+  return { kind: ep === se.ep ? 'real' : 'judge', reward: defaultReward(ep, se.domain), checklist: j.items.map(({ item, satisfied, turn, reason }) => ({ ...item, satisfied, turn, reason })), end: ep.end };
 }

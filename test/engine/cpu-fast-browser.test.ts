@@ -13,9 +13,14 @@ interface Probe {
   threads: number;
   parallelJobs: number;
   maxErr: number;
+  /** Largest difference of attention (forward, dq, dk, dv) from the reference. */
+  attnErr: number;
 }
 
-/** In the page: a 64x96x160 product (2.0 Mflop: threaded when possible) against a plain JS loop. */
+/**
+ * In the page: a 64x96x160 product (2.0 Mflop: threaded when possible) against a plain JS loop, then the attention
+ * kernels (forward and backward, two slots, one continuing at an offset) against the reference backend.
+ */
 async function probe(browser: Browser, server: ViteDevServer): Promise<Probe> {
   const page = await browser.newPage();
   try {
@@ -35,7 +40,29 @@ async function probe(browser: Browser, server: ViteDevServer): Promise<Probe> {
           for (let k = 0; k < K; k++) acc += x[m * K + k] * w[n * K + k];
           maxErr = Math.max(maxErr, Math.abs(acc - y[m * N + n]));
         }
-      const r = { isolated: crossOriginIsolated, shared: b.sharedMemory, threads: b.threads, parallelJobs: b.parallelJobs, maxErr };
+      const r = { isolated: crossOriginIsolated, shared: b.sharedMemory, threads: b.threads, parallelJobs: b.parallelJobs, maxErr, attnErr: 0 };
+      // attention (tiled version 2, threaded where possible: 2.6 Mflop) and its backward against the reference
+      const { CpuRefBackend } = await import('/src/engine/cpu/ref.ts');
+      const { CpuRefTrainOps } = await import('/src/engine/cpu/train-ops.ts');
+      const ref = new CpuRefBackend();
+      const [T, Hq, Hkv, D, S, maxT] = [100, 4, 2, 32, 2, 90];
+      const slot = Int32Array.from({ length: T }, (_, t) => (t < 90 ? 0 : 1));
+      const pos = Int32Array.from({ length: T }, (_, t) => (t < 90 ? t : t - 50));
+      const q = Float32Array.from({ length: T * Hq * D }, (_, i) => Math.sin(i * 0.37));
+      const g = Float32Array.from({ length: T * Hq * D }, (_, i) => Math.cos(i * 0.23));
+      const kc = Float32Array.from({ length: S * maxT * Hkv * D }, (_, i) => Math.sin(i * 0.71));
+      const vc = Float32Array.from({ length: S * maxT * Hkv * D }, (_, i) => Math.cos(i * 0.53));
+      const run = async (be, f) => {
+        const lay = { slot: be.tensor(slot, [T]), pos: be.tensor(pos, [T]) };
+        const args = [be.tensor(q, [T, Hq, D]), be.tensor(kc, [S, maxT, Hkv, D]), be.tensor(vc, [S, maxT, Hkv, D]), lay];
+        const out = await be.read(be.attention(...args));
+        const gr = f(be.tensor(g, [T, Hq, D]), ...args);
+        return [out, await be.read(gr.dq), await be.read(gr.dkCache), await be.read(gr.dvCache)];
+      };
+      const refTrain = new CpuRefTrainOps(ref);
+      const want = await run(ref, (...a) => refTrain.attentionBackward(...a));
+      const got = await run(b, (...a) => b.train.attentionBackward(...a));
+      for (let k = 0; k < 4; k++) for (let i = 0; i < want[k].length; i++) r.attnErr = Math.max(r.attnErr, Math.abs(want[k][i] - got[k][i]));
       b.dispose();
       return r;
     })()`)) as Probe;
@@ -66,6 +93,7 @@ describe.runIf(chromiumAvailable())('cpu-fast in Chromium', () => {
     const r = await probe(browser, server);
     expect(r).toMatchObject({ isolated: true, shared: true, threads: 2, parallelJobs: 1 });
     expect(r.maxErr).toBeLessThan(1e-4);
+    expect(r.attnErr).toBeLessThan(2e-5);
   });
 
   it('falls back to one thread on a page that is not cross-origin isolated', async () => {
@@ -74,5 +102,6 @@ describe.runIf(chromiumAvailable())('cpu-fast in Chromium', () => {
     const r = await probe(browser, server);
     expect(r).toMatchObject({ isolated: false, shared: false, threads: 1, parallelJobs: 0 });
     expect(r.maxErr).toBeLessThan(1e-4);
+    expect(r.attnErr).toBeLessThan(2e-5);
   });
 });

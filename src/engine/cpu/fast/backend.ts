@@ -30,6 +30,13 @@ export interface CpuFastOptions {
   shared?: 'auto' | boolean;
   /** Work (flops) from which an op uses every thread (default 2^20; 0 threads everything, for tests). */
   parallelMinWork?: number;
+  /**
+   * The attention kernels (forward and backward): 2, tiled (default), or 1, the simple per-row version
+   * (kernels/attention1.ts), kept for benchmarks and as a readable statement of the op. They agree to ~1e-7,
+   * not bit for bit (different order of operations); each is deterministic whatever the thread count.
+   * Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
+   */
+  attentionKernel?: 1 | 2;
 }
 
 const modules = new Map<boolean, Promise<WebAssembly.Module>>();
@@ -64,6 +71,14 @@ export class CpuFastBackend extends CpuRefBackend {
   /** Bytes of wasm memory held by tensors and caches (for leak checks). */
   get liveBytes(): number {
     return this.rt.heap.live;
+  }
+  /** The attention kernels' version (see CpuFastOptions.attentionKernel); settable, for side-by-side benchmarks. */
+  get attentionKernel(): 1 | 2 {
+    return this.rt.attentionKernel;
+  }
+  set attentionKernel(v: 1 | 2) {
+    if (v !== 1 && v !== 2) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
+    this.rt.attentionKernel = v;
   }
   /** Kernel calls that ran on every thread. */
   get parallelJobs(): number {
@@ -151,11 +166,18 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   }
   if (!Number.isInteger(threads) || threads < 1 || threads > 256)
     throw new EngineError('unsupported', `cpu-fast: threads must be an integer in [1, 256], got ${threads}`);
+  // Without the option, CPU_FAST_ATTENTION=1 in Node's environment selects version 1 (to rerun records made with it).
+  const envKernel = typeof process !== 'undefined' ? process.env?.CPU_FAST_ATTENTION : undefined;
+  const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as 1 | 2) : undefined);
+  if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2)
+    throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(attentionKernel)}`);
   const want = opts.shared ?? 'auto';
   const shared = want !== false && sharedMemoryAvailable();
   if (!shared && want === true) throw new EngineError('unsupported', 'cpu-fast: shared memory is not available here');
   const heap = new WasmHeap(shared);
   const module = await wasmModule(shared);
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
-  return new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork));
+  const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork));
+  if (attentionKernel !== undefined) backend.attentionKernel = attentionKernel;
+  return backend;
 }

@@ -37,6 +37,8 @@ export class WasmRuntime {
   private disposed = false;
   /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
   parallelJobs = 0;
+  /** The attention kernels' version: 2 (tiled, the default) or 1 (the simple one, kept for comparison). */
+  attentionKernel: 1 | 2 = 2;
   /** Workspace offset of the gemm kernel's packing buffers. */
   readonly gemmScratch: number;
 

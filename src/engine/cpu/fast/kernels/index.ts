@@ -5,6 +5,8 @@
 // the main thread and the worker threads run the same exports on the same shared memory.
 export { gemm, GEMM_SCRATCH, KC } from './gemm';
 export { gemv } from './gemv';
-export { attention, attentionBackward } from './attention';
+export { attention1, attentionBackward1 } from './attention1';
+export { attention2, attentionBackward2 } from './attention2';
 export { rmsnorm, swiglu, axpb, swigluBackward, adamw, rmsnormBackward } from './elementwise';
 export { softmaxRows } from './softmax';
+export { probeMulAdd, probeRead, probeCopy } from './probe';

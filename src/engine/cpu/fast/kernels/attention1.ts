@@ -1,5 +1,7 @@
 // @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
+// Attention, version 1 (the simple one, kept beside the tiled version 2 in ./attention2.ts as the
+// readable statement of what it computes and as a benchmark baseline: bench/suites/attention.ts).
 // Grouped-query causal attention over the KV cache (the contract in src/engine/backend.ts):
 // q (T,Hq,D), caches (S,maxT,Hkv,D) -> out (T,Hq,D). Two passes per (token, head): scores and their
 // max, then exp / sum and the probability-weighted sum of V, SIMD over D. The (token, kv-head) items
@@ -44,7 +46,7 @@ function axpy(out: usize, p: f32, v: usize, D: i32): void {
 // args (i32 slots): 0 q, 1 kCache, 2 vCache, 3 out, 4 slot (T i32), 5 pos (T i32), 6 T, 7 Hq, 8 Hkv, 9 D,
 // 10 maxT, 11 scale (f32 bits), 12 scratch base, 13 scratch bytes per thread (>= group * maxT * 4).
 // slot/pos must already be validated by the caller.
-export function attention(args: usize, tid: i32, nth: i32): void {
+export function attention1(args: usize, tid: i32, nth: i32): void {
   const Q = <usize>load<u32>(args);
   const Kc = <usize>load<u32>(args, 4);
   const Vc = <usize>load<u32>(args, 8);
@@ -98,13 +100,13 @@ export function attention(args: usize, tid: i32, nth: i32): void {
   }
 }
 
-// Backward of `attention` (recomputes the probabilities; nothing is saved by the forward):
+// Backward of `attention1` (recomputes the probabilities; nothing is saved by the forward):
 // dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dk, dv (S,maxT,Hkv,D) (zeroed by the caller).
 // Many tokens add into the same cache rows, so work is split by (slot, kv head): each item owns its
 // dk/dv rows and the dq rows of its query heads, and threads never write the same bytes.
 // args: 0 dOut, 1 q, 2 kCache, 3 vCache, 4 dq, 5 dk, 6 dv, 7 slot, 8 pos, 9 T, 10 Hq, 11 Hkv, 12 D,
 // 13 maxT, 14 S, 15 scale (f32 bits), 16 scratch base, 17 scratch bytes per thread (>= 2 * maxT * 4).
-export function attentionBackward(args: usize, tid: i32, nth: i32): void {
+export function attentionBackward1(args: usize, tid: i32, nth: i32): void {
   const G = <usize>load<u32>(args);
   const Q = <usize>load<u32>(args, 4);
   const Kc = <usize>load<u32>(args, 8);
