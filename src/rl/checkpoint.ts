@@ -12,6 +12,7 @@ import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
 import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
 import { REWARD_RULES } from '../method/reward-rules';
+import { OBSERVATION_GROUNDINGS } from '../rollout/observation-rows';
 import { TASK_SAMPLINGS } from './task-sampler';
 import { AGGREGATIONS } from '../train/batch';
 
@@ -63,6 +64,7 @@ const ConfigSchema = z.looseObject({
   greedyMember: z.boolean().optional(),
   realPrompts: int(0).optional(),
   observationCoef: z.number().finite().min(0).optional(),
+  observationGrounding: z.enum(OBSERVATION_GROUNDINGS).optional(),
   reward: z.enum(REWARD_RULES).optional(),
   lossAggregation: z.enum(AGGREGATIONS).optional(),
 });

@@ -5,6 +5,7 @@
 import type { Domain, Task } from '../env/domain';
 import { MIN_ACT_TOKENS, tokenBudgets } from '../rollout/budget';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
+import type { ObservationGrounding } from '../rollout/observation-rows';
 import { defaultRewardRule, REWARD_RULES, type RewardRule } from '../method/reward-rules';
 import type { RolloutLimits } from '../rollout/rollout';
 import type { Baseline } from '../method/advantage';
@@ -63,6 +64,8 @@ export interface TrainOptions {
   realPrompts?: number;
   /** Cross-entropy coefficient of Rehearse rows on real observations (GrpoRunConfig.observationCoef); default 0 (off). */
   observationCoef?: number;
+  /** Grounding of those rows (GrpoRunConfig.observationGrounding); default 'with-call'. */
+  observationGrounding?: ObservationGrounding;
   klCoef?: number;
   /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default seq-mean-token-mean. */
   lossAggregation?: Aggregation;
@@ -107,6 +110,7 @@ export function grpoRunConfig(o: TrainOptions): GrpoRunConfig {
     // Recorded only when on, so a run.json from before the options reads the same.
     ...(o.realPrompts ? { realPrompts: o.realPrompts } : {}),
     ...(o.observationCoef ? { observationCoef: o.observationCoef } : {}),
+    ...(o.observationGrounding && o.observationGrounding !== 'with-call' ? { observationGrounding: o.observationGrounding } : {}),
     kvReuse: true,
     lora: { rank, alpha: o.alpha ?? defaultLoraAlpha(rank) },
     lr: o.lr ?? 1e-3,

@@ -19,7 +19,7 @@ import { groupSuccess, summarizeRollouts, type GroupSuccess, type RolloutSummary
 import type { RewardRule } from '../method/reward-rules';
 import { rewardBy } from '../rollout/reward-rule';
 import { mergeBatches, runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
-import { realObservationRows } from '../rollout/observation-rows';
+import { OBSERVATION_GROUNDINGS, realObservationRows, type ObservationGrounding } from '../rollout/observation-rows';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { AGGREGATIONS, type Aggregation } from '../train/batch';
 import { Trainer } from '../train/trainer';
@@ -59,6 +59,8 @@ export interface GrpoRunConfig {
    * cross-entropy coefficient; src/rollout/observation-rows.ts). Absent or 0: off.
    */
   observationCoef?: number;
+  /** Whether those rows' grounding keeps the call's own reference result (src/rollout/observation-rows.ts); absent: 'with-call'. */
+  observationGrounding?: ObservationGrounding;
   kvReuse?: boolean;
   lora: { rank: number; alpha: number; targets?: LoraTarget[] };
   lr: number;
@@ -191,6 +193,7 @@ function checkConfig(c: GrpoRunConfig): void {
     if (MODES[c.mode].simulator === 'base') throw new RunConfigError(`observationCoef: in ${c.mode} mode the frozen base rehearses, so no trained parameters would learn the observations`);
     if (rehearses(c.mode) && !c.realPrompts) throw new RunConfigError(`observationCoef needs real observations: give realPrompts > 0 in ${c.mode} mode`);
   }
+  if (c.observationGrounding !== undefined && !OBSERVATION_GROUNDINGS.includes(c.observationGrounding)) throw new RunConfigError(`observationGrounding must be one of ${OBSERVATION_GROUNDINGS.join(', ')}, got ${String(c.observationGrounding)}`);
 }
 
 /** Real episodes a run spends per step (the budget the paper's premise counts). */
@@ -342,7 +345,7 @@ export class GrpoRun {
     if ((c.observationCoef ?? 0) > 0 && realRollouts.length > 0) {
       observationRows = await realObservationRows(
         this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, realRollouts, new Map(tasks.map((t) => [t.id, t])),
-        { maxRehearseTokens: c.limits.maxRehearseTokens, maxContext: Math.min(c.limits.maxContext ?? Infinity, this.model.config.maxPositionEmbeddings), rehearsePrompt: c.rehearsePrompt },
+        { maxRehearseTokens: c.limits.maxRehearseTokens, maxContext: Math.min(c.limits.maxContext ?? Infinity, this.model.config.maxPositionEmbeddings), rehearsePrompt: c.rehearsePrompt, grounding: c.observationGrounding },
       );
     }
     h.onPhase?.('update');

@@ -21,7 +21,17 @@ export interface ObservationRowOptions {
   maxContext: number;
   rehearsePrompt?: RehearsePromptOptions;
   enableThinking?: boolean;
+  /**
+   * 'with-call': the grounding exactly as rollouts build it, which holds the call's own reference result
+   * whenever the call is a reference action, so the row teaches copying that example; 'without-call': that
+   * example left out (as the pretraining rows and the strict fidelity measurement do), so the row teaches the
+   * dynamics. Default 'with-call' (the first runs' rows).
+   */
+  grounding?: ObservationGrounding;
 }
+
+export const OBSERVATION_GROUNDINGS = ['with-call', 'without-call'] as const;
+export type ObservationGrounding = (typeof OBSERVATION_GROUNDINGS)[number];
 
 /**
  * One Rehearse row per answered, well-formed call of the given rollouts (those that ran in the real
@@ -48,7 +58,7 @@ export async function realObservationRows(
         if (slot.call.name === '' || slot.obs === null) continue; // malformed blocks are answered without a simulator
         const text = buildRehearsePrompt(
           { tools, grounding, history: r.messages.slice(0, t.history), call: slot.call },
-          { enableThinking: o.enableThinking, ...o.rehearsePrompt },
+          { enableThinking: o.enableThinking, ...o.rehearsePrompt, ...(o.grounding === 'without-call' ? { excludeSameCall: true } : {}) },
         ).text;
         const prompt = tokenizer.encode(text);
         const response = tokenizer.encode(rehearseTarget(slot.obs)).slice(0, o.maxRehearseTokens);

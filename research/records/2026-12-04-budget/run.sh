@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 46's budget ablation (PREREGISTERED.md beside this file): base, real-q, dyna-q-obs on the attentive mini
+# Issue 46's budget ablation (PREREGISTERED.md beside this file): base, real-q, dyna-q-sim on the attentive mini
 # policy; 5 seeds × 100 held-out tasks. Finished (configuration, seed) runs are skipped, unfinished ones resume.
 # Records: runs/ablation-46/ (git-ignored); the finished ones are copied beside this file without ckpt/ and rollouts.
 set -euo pipefail
@@ -8,7 +8,7 @@ mkdir -p runs/attentive
 for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
   [ -s runs/attentive/$f ] || git show dcd4e42:models/default/$f > runs/attentive/$f
 done
-exec node --import tsx research/scripts/ablation.ts --world mini --model runs/attentive --configs base,real-q,dyna-q-obs \
+exec node --import tsx research/scripts/ablation.ts --world mini --model runs/attentive --configs base,real-q,dyna-q-sim \
   --seeds 5 --steps 40 --prompts 4 --k 4 --lr 0.001 --rank 8 --tasks 100 --train-tasks 200 \
   --max-turns 12 --max-act-tokens 96 --max-rehearse-tokens 641 --fidelity-tokens 641 --eval-every 0 \
   --out runs/ablation-46 --no-write "$@"
