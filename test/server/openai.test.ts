@@ -14,7 +14,7 @@ import type { Tokenizer } from '../../src/model/tokenizer';
 import { ACT_STOP, buildActPrompt } from '../../src/rollout/act-prompt';
 import { startOpenAiServer, type CompletionEngine, type RunningOpenAiServer } from '../../src/server/openai';
 import { modelEngine } from '../../src/server/openai-model';
-import { serveOpenAiMain } from '../../src/cli/serve-openai';
+import { SERVE_OPENAI_FLAGS, serveOpenAiMain } from '../../src/cli/serve-openai';
 import { loadTinyPolicy, tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 import { captureIo } from '../helpers/cli';
 
@@ -215,6 +215,15 @@ describe('OpenAI-compatible endpoint over a real model', () => {
 });
 
 describe('serve-openai entry', () => {
+  it('--help lists every flag with its default; --port is required', async () => {
+    const io = captureIo();
+    expect(await serveOpenAiMain(['--help'], io)).toBe(0);
+    for (const name of Object.keys(SERVE_OPENAI_FLAGS)) expect(io.stdout()).toMatch(new RegExp(`--${name}\\b`));
+    const bad = captureIo();
+    expect(await serveOpenAiMain([], bad)).toBe(2);
+    expect(bad.stderr()).toMatch(/--port is required/);
+  });
+
   it('loads a model folder, prints its URL, serves, and shuts down cleanly', async () => {
     const dir = await writeTinyModel(tinyConfig({ maxPositionEmbeddings: 2048 }), 4);
     const io = captureIo();
