@@ -98,9 +98,9 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (tts && n < 0) throw new ArgError('--tts needs --n N (N = 0: plain evaluation)');
     if ((v['revise-scope'] !== undefined || v['revise-control']) && tts !== 'revise') throw new ArgError('--revise-scope and --revise-control need --tts revise');
     const revise = tts === 'revise' && n > 0 ? { max: n, scope: enumFlag(v, 'revise-scope', REVISE_SCOPES, 'calls'), ...(v['revise-control'] ? { control: true } : {}) } : undefined;
+    const conv = conversationArgs(v, { tts: tts !== undefined });
     // Token budgets not given on the command line are measured on the world's real trajectories under the
     // model's tokenizer (src/rollout/budget.ts), once the model is open: a fixed number cuts long observations.
-    const conv = conversationArgs(v, { tts: tts !== undefined });
     const limits = {
       maxTurns: intFlag(v, 'max-turns', conv ? CONVERSATION_MAX_TURNS : DEFAULT_LIMITS.maxTurns, 1, 100),
       maxActTokens: intFlag(v, 'max-act-tokens', 0, 1, MAX_TOKENS),
