@@ -21,12 +21,13 @@ import { DirStore } from '../rl/store-node';
 import { privateRehearsal } from '../eval/private-rehearsal';
 import { REVISE_SCOPES } from '../rollout/episode';
 import { recordPath } from '../util/record-path';
+import { checkConversationTasks, CONVERSATION_FLAGS, CONVERSATION_MAX_TURNS, conversationArgs, runConversationEval } from './eval-conversation';
 import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, meter, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
-       [--tts parallel|sequential|revise --n N] [flags]`;
+       [--tts parallel|sequential|revise --n N] [--user scripted [--samples N]] [flags]`;
 
 const MAX_TOKENS = 65_536;
 /** Held-out tasks one evaluation may run (each is a full episode). */
@@ -53,6 +54,7 @@ export const EVAL_FLAGS: FlagSpec = {
   n: { type: 'string', arg: 'N', help: 'with --tts parallel|sequential: imagined episodes per task; with --tts revise: revisions per episode at most; 0..16 (0 = plain evaluation)' },
   'revise-scope': { type: 'string', arg: 'S', help: 'with --tts revise: calls (every turn with a call is rehearsed first) or writes (only a turn that holds a write)', default: 'calls' },
   'revise-control': { type: 'boolean', help: 'with --tts revise: the compute-matched control: a checked turn is discarded and sampled again, with no rehearsal' },
+  ...CONVERSATION_FLAGS,
   help: HELP_FLAG,
 };
 
@@ -99,10 +101,11 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (tts && n < 0) throw new ArgError('--tts needs --n N (N = 0: plain evaluation)');
     if ((v['revise-scope'] !== undefined || v['revise-control']) && tts !== 'revise') throw new ArgError('--revise-scope and --revise-control need --tts revise');
     const revise = tts === 'revise' && n > 0 ? { max: n, scope: enumFlag(v, 'revise-scope', REVISE_SCOPES, 'calls'), ...(v['revise-control'] ? { control: true } : {}) } : undefined;
+    const conv = conversationArgs(v, { tts: tts !== undefined });
     // Token budgets not given on the command line are measured on the world's real trajectories under the
     // model's tokenizer (src/rollout/budget.ts), once the model is open: a fixed number cuts long observations.
     const limits = {
-      maxTurns: intFlag(v, 'max-turns', DEFAULT_LIMITS.maxTurns, 1, 100),
+      maxTurns: intFlag(v, 'max-turns', conv ? CONVERSATION_MAX_TURNS : DEFAULT_LIMITS.maxTurns, 1, 100),
       maxActTokens: intFlag(v, 'max-act-tokens', 0, 1, MAX_TOKENS),
       maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', 0, 1, MAX_TOKENS),
     };
@@ -126,6 +129,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (tasks.length === 0) throw new ArgError(`--tasks ${tasksArg}: no tasks`);
     // A task file on the wrong world fails at its first call ("User not found"): refuse it here instead.
     else if (tasksArg !== 'test' && tasksArg !== 'train') checkTaskWorld(tasks, world, domain, `--tasks ${tasksArg}`);
+    if (conv) checkConversationTasks(tasks, tasksArg);
 
     const backend = await openBackend(backendName, threads);
     try {
@@ -142,6 +146,11 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       const adapters = adapterDir ? await loadAdapters(new DirStore(adapterDir), backend, policy.model.config) : null;
       log(`${tasks.length} ${tasksArg} tasks, model ${policy.dir}${adapterDir ? `, adapter ${resolve(adapterDir)}${adapters?.mode ? ` (${adapters.mode} run, step ${adapters.step})` : ''}` : ' (base policy)'}${tts ? `, tts ${tts} n=${n}` : ''}`);
       try {
+        if (conv) {
+          const conversation = await runConversationEval({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null }, domain, tasks, conv, { limits, seed, log });
+          io.out(JSON.stringify({ model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null, world: domain.name, tasksFrom: tasksArg, backend: backendName, limits, wallS: (performance.now() - t0) / 1000, conversation }) + '\n');
+          return;
+        }
         let report: HeldOutReport;
         if (tts && tts !== 'revise' && n > 0) {
           report = await privateRehearsal({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null, rehearseAdapter: adapters?.rehearse ?? adapters?.act ?? null }, domain, tasks, {

@@ -17,6 +17,8 @@ import { DEFAULTS, jsonLogger, startServer } from '../server/http';
 import { taskSet } from '../server/episodes';
 import { isLoopback } from '../server/guard';
 import { loadTasks } from '../server/tasks';
+import { allowedHostsOf, AUTH_FLAGS, tokenOf } from './serve-auth';
+import { serveOpenAiMain } from './serve-openai';
 import {
   ArgError, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, runCli, strFlag, WORLD_FLAG, type CliIo, type FlagSpec, type FlagValues,
 } from './args';
@@ -26,11 +28,9 @@ export const SERVE_USAGE = `usage: npm run serve -- --port P [--host H] [--allow
   [--max-turns N] [--max-body BYTES] [--log debug|info|warn|off]`;
 
 export const SERVE_FLAGS: FlagSpec = {
+  ...AUTH_FLAGS,
   port: { type: 'string', arg: 'P', help: 'TCP port; 0: any free port (the log line "listening" says which) (required)' },
   host: { type: 'string', arg: 'H', help: 'address to bind; a non-loopback one (0.0.0.0) needs a token', default: DEFAULTS.host },
-  'allowed-hosts': { type: 'string', arg: 'A,B', help: 'host names clients may use besides localhost, 127.0.0.1, ::1 (and this machine\'s names when bound beyond loopback); * allows any', default: 'none' },
-  'token-file': { type: 'string', arg: 'F', help: 'file holding the bearer token every request must carry (Authorization: Bearer T); ENVACE_TOKEN also sets it', default: 'none; required with a non-loopback --host' },
-  token: { type: 'string', arg: 'T', help: 'the bearer token itself (visible to other users in ps: prefer --token-file)', default: 'none' },
   state: { type: 'string', arg: 'DIR', help: 'directory of the episode journal: live episodes survive a restart or crash', default: 'none: in memory only' },
   world: WORLD_FLAG,
   tasks: { type: 'string', arg: 'T', help: 'train, test, or a task file', default: 'both generated splits' },
@@ -47,23 +47,6 @@ export const SERVE_FLAGS: FlagSpec = {
 
 const SERVE_NOTES = `SIGINT/SIGTERM (to node or to npm) shut the server down gracefully, letting requests in flight finish.
 exit status: 0 after a clean shutdown, 1 failure, 2 usage error, 74 I/O error (the message names the file).`;
-
-/** The bearer token from --token or --token-file (not both), else ENVACE_TOKEN (which clients read too). */
-function tokenOf(v: FlagValues): string | undefined {
-  const flag = strFlag(v, 'token');
-  const file = strFlag(v, 'token-file');
-  if (flag !== undefined && file !== undefined) throw new ArgError('give the token one way: --token or --token-file');
-  let t = flag ?? (file === undefined ? process.env.ENVACE_TOKEN || undefined : undefined);
-  if (file !== undefined) {
-    try {
-      t = readFileSync(resolve(file), 'utf8').trim();
-    } catch (e) {
-      throw new IoError(resolve(file), 'read', (e as NodeJS.ErrnoException).code, (e as Error).message);
-    }
-  }
-  if (t !== undefined && (t.length < 16 || /\s/.test(t))) throw new ArgError('the token must be at least 16 characters, without spaces (e.g. openssl rand -hex 32)');
-  return t;
-}
 
 /** Resolves on SIGINT, SIGTERM, or when the parent process goes away (this process was re-parented). */
 function stopSignal(): Promise<string> {
@@ -86,6 +69,8 @@ function stopSignal(): Promise<string> {
 
 /** Runs the server until `stop` resolves (default: SIGINT or SIGTERM). */
 export async function serveMain(argv: readonly string[], io: CliIo = processIo, stop?: Promise<unknown>): Promise<number> {
+  // --openai: the same command serves a lab model as an OpenAI-compatible chat endpoint instead (src/cli/serve-openai.ts).
+  if (argv.includes('--openai')) return serveOpenAiMain(argv.filter((a) => a !== '--openai'), io, stop);
   return runCli(io, SERVE_USAGE, async () => {
     const v = parseFlags(argv, SERVE_FLAGS);
     if (v.help) {
@@ -102,7 +87,7 @@ export async function serveMain(argv: readonly string[], io: CliIo = processIo, 
     if (!isLoopback(host) && token === undefined) {
       throw new ArgError(`--host ${host} is not a loopback address: give a token (--token-file FILE or ENVACE_TOKEN), or anything that reaches the port drives the server`);
     }
-    const allowedHosts = strFlag(v, 'allowed-hosts')?.split(',').map((x) => x.trim()).filter(Boolean);
+    const allowedHosts = allowedHostsOf(v);
     const domain = loadWorldDomain(world);
     const tasks = await loadTasks(domain, { tasks: strFlag(v, 'tasks') ?? 'both', count: intFlag(v, 'count', 200, 1, 100_000), seed: intFlag(v, 'task-seed', 0, 0, 0xfffffff0), world });
     const maxEpisodes = intFlag(v, 'max-episodes', DEFAULTS.maxEpisodes, 1, 1_000_000);

@@ -14,6 +14,7 @@ import type { Environment } from '../env/env';
 import { endsEpisode, parse, serializeObservation } from '../env/toolcall';
 import { rehearses, type RolloutMode } from '../method/modes';
 import type { ChatMessage } from './chat';
+import type { Conversation } from './conversation';
 import { compareObservations, type StepFidelity } from './fidelity';
 import { parseExecutionResult, type RehearseParseFailure } from './rehearse-prompt';
 
@@ -23,7 +24,9 @@ export type EndReason =
   | 'empty' // an empty Act generation (reward −0.1)
   | 'max-turns' // the Act turn limit (terminated: reward 0)
   | 'context' // a prompt plus its generation budget would not fit the context (terminated: reward 0)
-  | 'rehearse-invalid'; // a Rehearse generation that does not parse (reward 0)
+  | 'rehearse-invalid' // a Rehearse generation that does not parse (reward 0)
+  | 'user-stop' // conversation episodes: the user ended the conversation (src/rollout/conversation.ts)
+  | 'user-turns'; // conversation episodes: the user-turn cap (terminated: reward 0, as τ²'s max_steps)
 
 export interface PendingCall {
   /** Index of this call's slot among the observations of the current turn. */
@@ -115,6 +118,8 @@ export class Episode {
   revisions = 0;
   /** The control arm discarded the last turn: the next Act generation is sampled, not greedy. */
   resample = false;
+  /** A conversation episode's user (converse()); null: the first reply ends the episode. */
+  conversation: Conversation | null = null;
 
   constructor(
     readonly promptId: string,
@@ -140,7 +145,18 @@ export class Episode {
     return !this.done && this.pending.length === 0;
   }
   get terminated(): boolean {
-    return this.end === 'max-turns' || this.end === 'context';
+    return this.end === 'max-turns' || this.end === 'context' || this.end === 'user-turns';
+  }
+
+  /**
+   * Makes this a conversation episode, before its first Act turn: the greeting and the user's opening replace
+   * the task's messages, and each reply is answered by the user instead of ending the episode.
+   */
+  converse(c: Conversation): void {
+    if (this.turns > 0 || this.conversation) throw new Error('converse: only a fresh episode becomes a conversation');
+    this.conversation = c;
+    this.messages.length = 0;
+    c.open(this);
   }
 
   finish(reason: EndReason): void {
@@ -166,7 +182,9 @@ export class Episode {
     const parsed = parse(text);
     if (endsEpisode(parsed)) {
       this.addStep({ kind: 'reply', text: parsed.reply });
-      return this.finish('reply');
+      if (!this.conversation) return this.finish('reply');
+      this.conversation.answer(this);
+      return this.afterTurn();
     }
     this.resample = false;
     const calls = parsed.parts.flatMap((p) => (p.kind === 'call' ? [p.call] : []));

@@ -7,7 +7,8 @@
 // Rehearse generate() call. Every generation becomes a training row. Fidelity is measured on the side
 // for every rehearsed call (shadow environment; see episode.ts).
 import { deriveSeed, hash32 } from '../util/rng';
-import type { GroundingExample, Task } from '../env/domain';
+import type { GroundingExample, Task, Turn, UserSimulator, UserStopToken } from '../env/domain';
+import type { ConfirmationOptions } from '../env/confirmation';
 import type { Environment } from '../env/env';
 import { serializeObservation } from '../env/toolcall';
 import { generate, GREEDY, PrefixCache, type GenerateRequest, type GenerateResult } from '../model/generate';
@@ -22,6 +23,7 @@ import { rehearseConstraintFor } from './rehearse-constraint';
 import { Episode, REVISE_SCOPES, type EndReason, type FidelityRecord, type PendingCall, type ReviseOptions, type RevisionRecord } from './episode';
 import { summarizeFidelity, type FidelitySummary } from './fidelity';
 import { buildRehearsePrompt, type RehearsePromptOptions } from './rehearse-prompt';
+import { Conversation, DEFAULT_MAX_USER_TURNS, USER_KINDS, type ConversationOptions } from './conversation';
 import { defaultReward } from './reward-rule';
 import { makeRow, type TrainingRow } from './rows';
 
@@ -32,6 +34,9 @@ export interface RolloutDomain {
   definitions(): readonly ToolDefinition[];
   createEnv(): Environment;
   normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
+  /** Conversation episodes only (RolloutConfig.conversation): the scripted user and the confirmation rule. */
+  user?(task: Task, opts?: { seed?: number }): UserSimulator;
+  confirmation?: ConfirmationOptions;
 }
 
 export interface RolloutPolicy {
@@ -73,6 +78,8 @@ export interface RolloutConfig {
   rehearsePrompt?: RehearsePromptOptions;
   /** Rehearse, then revise (real mode only; src/rollout/episode.ts ReviseOptions). */
   revise?: ReviseOptions;
+  /** Conversation episodes with a user simulator (src/rollout/conversation.ts); absent: one-message episodes. */
+  conversation?: ConversationOptions;
   /**
    * Optional scripted Act turns: a text for (task, turn) is used instead of a generation (no row), e.g. the
    * reference actions, to measure rehearsal fidelity on the same calls for every policy. undefined = generate.
@@ -120,6 +127,8 @@ export interface RolloutRecord {
   /** Rehearse-then-revise: every checked call, and the revisions the episode spent. */
   checked?: RevisionRecord[];
   revisions?: number;
+  /** Conversation episodes: every turn (greeting, agent steps, user turns) and how the user ended it. */
+  conversation?: { turns: Turn[]; userTurns: number; stop: UserStopToken | null };
   /** Indices into RolloutBatch.rows. */
   rows: number[];
 }
@@ -224,6 +233,13 @@ export class RolloutStepper {
       if (!(Number.isInteger(cfg.revise.max) && cfg.revise.max >= 0)) throw new RolloutConfigError(`revise.max must be an integer >= 0, got ${cfg.revise.max}`);
       if (!(REVISE_SCOPES as readonly string[]).includes(cfg.revise.scope)) throw new RolloutConfigError(`revise.scope must be one of ${REVISE_SCOPES.join(', ')}, got ${String(cfg.revise.scope)}`);
     }
+    const conv = cfg.conversation;
+    if (conv) {
+      if (!(USER_KINDS as readonly string[]).includes(conv.user)) throw new RolloutConfigError(`conversation.user must be one of ${USER_KINDS.join(', ')}, got ${String(conv.user)}`);
+      if (!domain.user || !domain.confirmation) throw new RolloutConfigError('conversation episodes need a domain with a scripted user and a confirmation rule');
+      const m = conv.maxUserTurns ?? DEFAULT_MAX_USER_TURNS;
+      if (!(Number.isInteger(m) && m >= 1)) throw new RolloutConfigError(`conversation.maxUserTurns must be a positive integer, got ${m}`);
+    }
     const L = cfg.limits;
     for (const [name, v] of [['maxTurns', L.maxTurns], ['maxActTokens', L.maxActTokens], ['maxRehearseTokens', L.maxRehearseTokens]] as const)
       if (!(Number.isInteger(v) && v >= 1)) throw new RolloutConfigError(`limits.${name} must be a positive integer, got ${v}`);
@@ -237,7 +253,11 @@ export class RolloutStepper {
     this.tools = domain.definitions();
     tasks.forEach((task, p) => {
       const grounding = rehearses(cfg.mode) || cfg.revise ? referenceGrounding(domain, task) : [];
-      for (let k = 0; k < cfg.k; k++) this.episodes.push(new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns, cfg.revise ?? null));
+      for (let k = 0; k < cfg.k; k++) {
+        const ep = new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns, cfg.revise ?? null);
+        if (conv) ep.converse(new Conversation(domain.user!(task, { seed: conv.userSeed ?? 0 }), conv.maxUserTurns ?? DEFAULT_MAX_USER_TURNS));
+        this.episodes.push(ep);
+      }
     });
     for (const e of this.episodes) this.rowsOf.set(e, []);
     // One cache per role, so Rehearse prompts never evict the Act conversations (and adapters may differ).
@@ -396,6 +416,7 @@ export class RolloutStepper {
       rehearseFailure: ep.rehearseFailure,
       rehearseCut: ep.rehearseCut,
       ...(ep.revise ? { checked: ep.checked, revisions: ep.revisions } : {}),
+      ...(ep.conversation ? { conversation: { turns: ep.conversation.turns(ep.steps), userTurns: ep.conversation.userTurns.length, stop: ep.conversation.stop } } : {}),
       rows: idx,
     };
   }

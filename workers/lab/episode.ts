@@ -125,6 +125,10 @@ export class LabRollouts {
         return this.overflow[e] ?? 'context limit';
       case 'rehearse-invalid':
         return rehearseFailureText(ep.rehearseFailure, ep.rehearseCut);
+      case 'user-stop':
+        return `the user ended the conversation (${ep.conversation?.stop ?? 'stop'})`;
+      case 'user-turns':
+        return `user-turn limit (${ep.conversation?.maxUserTurns ?? '?'}) reached`;
     }
   }
 
