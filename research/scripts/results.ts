@@ -91,7 +91,7 @@ function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], roo
     return pairedBootstrap(obs(2), obs(0));
   };
   const intended = budget.meta.budget.seeds;
-  const budgetDetail = (a: string) => `${seedsOf(budget, a)} of ${intended} seeds of ${a}, ${seedsOf(budget, 'real-q')} of real-q`;
+  const budgetDetail = (a: string) => `${seedsOf(budget, a)} of ${intended} seeds of ${a} and ${seedsOf(budget, 'real-q')} of real-q so far, paired on the seeds both have`;
   const revise = reviseDiff(join(root, REVISE), 'calls');
   return [
     { claim: 'EnvACE (role-wise, shared weights) beats the base policy (paper: 36.7 against 30.0 on τ²-Bench, 8B)', where: 'ablation', d: pair(s17, 'envace', 'base'), detail: 'with the all-or-nothing judge instead: ' + fmtOr(pair(s17, 'envace-strict', 'base')) },
@@ -102,7 +102,7 @@ function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], roo
     { claim: 'private rehearsal before the one real episode raises success, parallel, N = 2 (EnvACE policy: 38.0 against 31.4)', where: 'private rehearsal', d: tts('parallel') },
     { claim: 'private rehearsal raises success, sequential, N = 2 (34.8 against 31.4)', where: 'private rehearsal', d: tts('sequential') },
     {
-      claim: 'a rehearsal of the planned call lets the policy fix it before it runs, and success rises (paper Figure 7; rehearse-then-revise, every call)', where: 'rehearse, then revise', d: revise.diff,
+      claim: 'rehearsing a planned call lets the policy fix it before it runs (paper Figure 7, one case), measured as held-out success with rehearse-then-revise on every call against plain evaluation', where: 'rehearse, then revise', d: revise.diff,
       detail: revise.revise ? `the rehearsal caught ${revise.revise.caught} of the ${revise.revise.realErrors} calls the environment would refuse, ${revise.revise.predictedErrors} predicted` : undefined,
     },
     {
