@@ -151,7 +151,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
       const cb = ABLATION_CONFIGS.find((c) => c.id === b)!;
       return d ? [{ a: ca, b: cb, diff: d, expected: true }] : [];
     });
-  const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
+  const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
     { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, ttsCurrent.runs, root)) },
     { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, budgetPairs(), budgetMeta) },
@@ -161,10 +161,13 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     { page: RESULTS_PAGE, name: 'tts', render: () => renderTtsSection(ttsCurrent.runs, ttsCurrent.meta) },
     { page: RESULTS_PAGE, name: 'tts-previous', render: () => { const t = tts(TTS_PREVIOUS); return renderTtsSection(t.runs, t.meta); } },
     // Lesson records name their folders relative to the checkout; the reports print them as they were typed. A report's
-    // section starts under the page's own heading (its title line is the page's first) and ends before the figure, whose
-    // link the page words differently.
+    // section starts under the page's own heading (its title line is the page's first) or, where the page tells the
+    // run in its own words, at the table; it ends before the figure, whose link the page words differently.
     { page: LESSON_PAGE, name: 'lesson-summary', render: () => inRoot(root, () => summaryTable(lessonMeta.summary)) },
-    ...lessonMeta.reports.map((r): Section => ({ page: LESSON_PAGE, name: r.name, render: () => inRoot(root, () => lessonReport(r.dir).split('\n').slice(2).join('\n')) })),
+    ...lessonMeta.reports.map((r): Section => ({ page: LESSON_PAGE, name: r.name, render: () => inRoot(root, () => {
+      const lines = lessonReport(r.dir).split('\n');
+      return lines.slice(r.from === 'table' ? lines.findIndex((l) => l.startsWith('| seed |')) : 2).join('\n');
+    }) })),
   ];
   const summary = () => {
     const entries: SummaryEntry[] = [s17, budget, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
