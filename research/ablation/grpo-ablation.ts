@@ -543,7 +543,12 @@ export function renderBudget(rows: readonly BudgetRow[], pairs: readonly PairRow
   if (pairs.length) {
     out.push('### Paired differences');
     out.push('');
-    out.push('A − B on the same held-out tasks and the training seeds both have, 95 % paired bootstrap interval. The first row is the pre-registered decision (A > B expected); the others are stated in their expected direction too.');
+    const [da, db] = meta.decisive[0];
+    const decided = pairs[0]?.a.id === da && pairs[0]?.b.id === db;
+    out.push(
+      `A − B on the same held-out tasks and the training seeds both have, 95 % paired bootstrap interval, each stated in its expected direction (A > B). ` +
+        (decided ? 'The first row is the pre-registered decision.' : `The pre-registered decision, ${da} − ${db}, has no row yet: one side has no finished run.`),
+    );
     out.push('');
     out.push('| A − B | Δ success, pts [95 % CI] | significant | expected direction (A > B) | paired results |');
     out.push('|---|---|---|---|---|');

@@ -90,6 +90,37 @@ describe('npm run results', () => {
     expect(await resultsCli(['--check', '--root', root], captureIo())).toBe(0);
   });
 
+  it('a seed copied into the budget records shows up in its section, the claims and summary.json after a re-render', async () => {
+    // The budget records copied (the lead adds runs there), every other records folder shared.
+    const root = join(work, 'new-seed');
+    mkdirSync(join(root, 'docs/results'), { recursive: true });
+    for (const f of [RESULTS_PAGE, LESSON_PAGE, SUMMARY_FILE]) cpSync(join(ROOT, f), join(root, f));
+    mkdirSync(join(root, 'research/records'), { recursive: true });
+    for (const d of readdirSync(join(ROOT, 'research/records'))) {
+      if (join('research/records', d) === BUDGET) cpSync(join(ROOT, BUDGET), join(root, BUDGET), { recursive: true });
+      else symlinkSync(join(ROOT, 'research/records', d), join(root, 'research/records', d));
+    }
+    // Whatever dyna-q-sim runs are in by now make way for one stand-in of known figures.
+    for (const d of readdirSync(join(root, BUDGET, 'ablation'))) if (d.startsWith('dyna-q-sim-s')) rmSync(join(root, BUDGET, 'ablation', d), { recursive: true });
+    const runDir = join(root, BUDGET, 'ablation/dyna-q-sim-s0');
+    mkdirSync(runDir);
+    // A stand-in run: dyna-q-obs seed 0's results under dyna-q-sim's name.
+    const run = JSON.parse(readFileSync(join(root, BUDGET, 'ablation/dyna-q-obs-s0/result.json'), 'utf8'));
+    writeFileSync(join(runDir, 'result.json'), JSON.stringify({ ...run, config: 'dyna-q-sim' }));
+    const io = captureIo();
+    expect(await resultsCli(['--check', '--root', root], io)).toBe(1);
+    expect(io.stderr()).toContain('section claims differs');
+    expect(await resultsCli(['--root', root, '--write-committed'], captureIo())).toBe(0);
+    const page = readFileSync(join(root, RESULTS_PAGE), 'utf8');
+    expect(page).toContain('dyna-q-sim 1 of 5');
+    expect(page).toContain('| EnvACE + 1/4 real episodes, simulator on real observations (dynamics, not copies) | 160 | 1 of 5 (0) | 45.0 [35.0, 55.0] |');
+    expect(page).toContain('The first row is the pre-registered decision.');
+    expect(page).toMatch(/- \*\*not resolved\*\*: rehearsed episodes beside ¼ of the real episodes beat real-only GRPO with the same ¼ [^\n]*Here -2\.0 \[-5\.0, 0\.0\] pts \(100 paired results\)/);
+    const sim = (JSON.parse(readFileSync(join(root, SUMMARY_FILE), 'utf8')) as { entries: Entry[] }).entries.find((e) => e.config === 'dyna-q-sim')!;
+    expect(sim).toMatchObject({ records: BUDGET, realEpisodes: 160, seeds: 1, success: 0.45, vsRealSameBudget: { delta: -0.02, against: 'real-q' } });
+    expect(await resultsCli(['--check', '--root', root], captureIo())).toBe(0);
+  });
+
   describe('docs/results/summary.json', () => {
     const entries = (JSON.parse(readFileSync(join(ROOT, SUMMARY_FILE), 'utf8')) as { entries: Entry[] }).entries;
     const find = (records: string, config: string) => {
