@@ -156,6 +156,9 @@ export interface AblationMeta {
   note?: string | null;
   /** Learning-curve figures (paths relative to docs/), shown under the tables. */
   figures?: string[];
+  /** A section kept beside the current one needs its own heading and a line saying what it is (default: the current ablation's heading, no line). */
+  title?: string;
+  intro?: string;
 }
 
 export interface Stat {
@@ -206,6 +209,8 @@ export interface AblationRow {
   fidelityF1: Interval;
   fidelityErr: Interval;
   fidelityInvalid: Interval;
+  /** Real calls of the held-out episodes that ran without an error observation (older records lack it: n 0). */
+  callsWithoutError: Interval;
   trainFirst: Interval;
   trainLast: Interval;
   spread: Interval;
@@ -276,6 +281,7 @@ export function summarize(runs: readonly AblationRun[], configs: readonly Ablati
         fidelityF1: meanCI(rs.map((r) => r.fidelity?.f1 ?? NaN)),
         fidelityErr: meanCI(rs.map((r) => r.fidelity?.errorAgree ?? NaN)),
         fidelityInvalid: meanCI(rs.map((r) => r.fidelity?.invalid ?? NaN)),
+        callsWithoutError: meanCI(rs.map((r) => r.callsWithoutError ?? NaN)),
         trainFirst: meanCI(rs.map((r) => r.trainReward?.first ?? NaN)),
         trainLast: meanCI(rs.map((r) => r.trainReward?.last ?? NaN)),
         spread: meanCI(rs.map((r) => r.spread ?? NaN)),
@@ -323,8 +329,9 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
   const base = rows.find((r) => r.config.mode === null);
   const fid3 = (r: AblationRow) => `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)}`;
   const out: string[] = [];
-  out.push('## Ablation: world rehearsal in miniature');
+  out.push(meta.title ?? '## Ablation: world rehearsal in miniature');
   out.push('');
+  if (meta.intro) out.push(meta.intro, '');
   if (meta.reduced) out.push(`> **Reduced budget.** ${meta.reduced}`, '');
   out.push(
     `World \`${meta.world}\`. Held-out real-environment evaluation on ${b.evalTasks} test-split tasks, one greedy episode per task, the same tasks for every run; ` +
@@ -433,4 +440,124 @@ export function replaceSection(doc: string, start: string, end: string, body: st
   const j = doc.indexOf(end, i < 0 ? 0 : i + start.length);
   if (i < 0 || j < 0) throw new Error(`the document has no ${start} … ${end} section`);
   return doc.slice(0, i + start.length) + '\n' + body.trim() + '\n' + doc.slice(j);
+}
+
+/** GRPO in the real environment with the verifier and nothing else: what a rehearsed configuration must beat at its own real budget. */
+export const isRealOnly = (c: AblationConfig): boolean => c.mode === 'real' && c.reward === undefined && c.observationCoef === undefined;
+
+type Budget = { steps: number; prompts: number; k: number };
+
+/** A row with its real-interaction budget and the paired difference to real-only GRPO at the same number of real episodes. */
+export interface BudgetRow {
+  row: AblationRow;
+  realEpisodes: number;
+  /** The real-only configuration it is paired with (null: it is one, spends no real episode, or none ran at its budget). */
+  realSameBudget: AblationConfig | null;
+  vsRealSameBudget: PairedInterval | null;
+}
+
+export function budgetRows(sum: AblationSummary, runs: readonly AblationRun[], budget: Budget, boot: BootstrapOptions = {}): BudgetRow[] {
+  const obsOf = (id: string) => successObs(runs.filter((r) => r.config === id));
+  return sum.rows.map((row) => {
+    const realEpisodes = realEpisodesOf(row.config, budget);
+    const ref = isRealOnly(row.config) || realEpisodes === 0 ? undefined : sum.rows.find((r) => isRealOnly(r.config) && realEpisodesOf(r.config, budget) === realEpisodes);
+    return { row, realEpisodes, realSameBudget: ref?.config ?? null, vsRealSameBudget: ref ? pairedBootstrap(obsOf(row.config.id), obsOf(ref.config.id), boot) : null };
+  });
+}
+
+/** One entry of docs/results/summary.json: success in [0, 1], differences in [−1, 1], intervals 95 % bootstrap. */
+export interface SummaryEntry {
+  world: string;
+  config: string;
+  label: string;
+  /** Which records: the section's records folder. */
+  records: string;
+  model: string;
+  realEpisodes: number;
+  seeds: number;
+  seedIds: number[];
+  tasks: number;
+  success: number;
+  ci: [number, number];
+  vsBase: { delta: number; ci: [number, number] } | null;
+  vsRealSameBudget: { delta: number; ci: [number, number]; against: string } | null;
+}
+
+const r4 = (x: number) => Math.round(x * 1e4) / 1e4;
+const diffEntry = (d: PairedInterval | null) => (d && d.n > 0 ? { delta: r4(d.mean), ci: [r4(d.lo), r4(d.hi)] as [number, number] } : null);
+
+export function summaryEntries(rows: readonly BudgetRow[], at: { world: string; records: string; model: string }): SummaryEntry[] {
+  return rows.map((b) => {
+    const vsReal = diffEntry(b.vsRealSameBudget);
+    return {
+      world: at.world, config: b.row.config.id, label: b.row.config.label, records: at.records, model: at.model, realEpisodes: b.realEpisodes,
+      seeds: b.row.runs, seedIds: b.row.seeds, tasks: b.row.tasks, success: r4(b.row.success.mean), ci: [r4(b.row.success.lo), r4(b.row.success.hi)],
+      vsBase: diffEntry(b.row.vsBase), vsRealSameBudget: vsReal && { ...vsReal, against: b.realSameBudget!.id },
+    };
+  });
+}
+
+/** The budget experiment's section: what it asks and how it decides (fixed text), what came out, where and how it ran. */
+export interface BudgetMeta extends AblationMeta {
+  title: string;
+  /** The configurations the experiment intends to run, each at budget.seeds seeds (the table says how many finished). */
+  configs: string[];
+  /** The paired difference the pre-registration decides on, A − B, in its expected direction; [A, B] pairs, the first one decisive. */
+  decisive: [string, string][];
+}
+
+/** The Markdown of the real-interaction-budget section (without the markers). */
+export function renderBudget(rows: readonly BudgetRow[], pairs: readonly PairRow[], meta: BudgetMeta): string {
+  const b = meta.budget;
+  const out: string[] = [meta.title, ''];
+  if (meta.intro) out.push(meta.intro, '');
+  const finished = meta.configs.map((id) => {
+    const r = rows.find((x) => x.row.config.id === id)?.row;
+    return { id, n: r?.runs ?? 0, base: r?.config.mode === null || id === 'base' };
+  });
+  const missing = finished.filter((f) => !f.base && f.n < b.seeds);
+  if (missing.length) out.push(`> **Partial.** Finished seeds so far: ${finished.filter((f) => !f.base).map((f) => `${f.id} ${f.n} of ${b.seeds}`).join(', ')}. Every figure below is from the finished runs only.`, '');
+  out.push(
+    `World \`${meta.world}\`. Held-out real-environment evaluation on ${b.evalTasks} test-split tasks, one greedy episode per task, the same tasks for every run; ` +
+      `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks (a configuration with fewer prompts per step says so), LoRA r ${b.rank}, lr ${b.lr}` +
+      `${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; training seeds 0–${b.seeds - 1} intended per configuration, ` +
+      `the table counts the finished ones (the base policy is deterministic under greedy evaluation: one run stands for every seed). ` +
+      `Real episodes: the episodes a run spends in the real environment over its ${b.steps} steps (research/ablation/grpo-ablation.ts realEpisodesOf); the rest of a step's rollouts are rehearsed. ` +
+      `Success = reward 1, with a 95 % two-level bootstrap interval over seeds and tasks (${meta.bootstrap.reps} replicates, seed ${meta.bootstrap.seed}; research/ablation/stats.ts). ` +
+      `Δ: paired on the same tasks and seeds (the base: its one run against every seed; two trained configurations: the seeds both have), in points; **yes** when the interval excludes zero. ` +
+      `Other columns: mean over seeds [95 % t-interval over seeds]; fidelity is the strict one (the reference call's own result left out of the grounding examples).`,
+  );
+  out.push('');
+  out.push('| configuration | real episodes / run | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | Δ vs real-only GRPO at the same real episodes, pts [95 % CI] | significant | fidelity exact / F1 / error-agree % | calls without error % | training reward, step 1 → last | minutes / run |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const { row: r, realEpisodes, realSameBudget, vsRealSameBudget: vr } of rows) {
+    const seeds = r.config.mode === null ? '1 (stands for every seed)' : `${r.runs} of ${b.seeds} (${r.seeds.join(', ')})`;
+    const sig = (d: PairedInterval | null) => (d ? (d.significant ? '**yes**' : 'no') : '–');
+    const walls = r.wallS.map((w) => w.s);
+    out.push(
+      `| ${r.config.label} | ${realEpisodes} | ${seeds} | ${pct(r.success)} | ${r.vsBase ? fmtDiff(r.vsBase) : '–'} | ${sig(r.vsBase)} | ${vr ? `${fmtDiff(vr)} (against ${realSameBudget!.id})` : '–'} | ${sig(vr)} | ` +
+        `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)} | ${pct(r.callsWithoutError)} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${walls.length ? mins(walls.reduce((a, x) => a + x, 0) / walls.length) : '–'} |`,
+    );
+  }
+  out.push('');
+  if (pairs.length) {
+    out.push('### Paired differences');
+    out.push('');
+    const [da, db] = meta.decisive[0];
+    const decided = pairs[0]?.a.id === da && pairs[0]?.b.id === db;
+    out.push(
+      `A − B on the same held-out tasks and the training seeds both have, 95 % paired bootstrap interval, each stated in its expected direction (A > B). ` +
+        (decided ? 'The first row is the pre-registered decision.' : `The pre-registered decision, ${da} − ${db}, has no row yet: one side has no finished run.`),
+    );
+    out.push('');
+    out.push('| A − B | Δ success, pts [95 % CI] | significant | expected direction (A > B) | paired results |');
+    out.push('|---|---|---|---|---|');
+    for (const p of pairs) out.push(`| ${p.a.label} − ${p.b.label} | ${fmtDiff(p.diff)} | ${p.diff.significant ? '**yes**' : 'no'} | ${verdict(p.diff, p.expected)} | ${p.diff.n} |`);
+    out.push('');
+  }
+  if (meta.note) out.push(`**What came out.** ${meta.note}`, '');
+  out.push(`Model: \`${meta.model}\`${meta.modelHash ? ` (model.safetensors sha256 ${meta.modelHash}…)` : ''}. Machine: ${meta.machine}; backend ${meta.backend}. Date: ${meta.date}.`);
+  out.push('');
+  out.push(`Command: \`${meta.command}\``);
+  return out.join('\n');
 }

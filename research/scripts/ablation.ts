@@ -376,6 +376,8 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       };
       const md = renderAblation(summary, meta);
       writeFileSync(join(out, 'table.md'), md + '\n');
+      // npm run results re-renders the section from the records and this file alone.
+      writeFileSync(join(out, 'meta.json'), JSON.stringify({ key, ...meta }, null, 1) + '\n');
       if (!v['no-write']) {
         const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
         writeFileSync(resultsPath, replaceSection(doc, ABLATION_START, ABLATION_END, md));

@@ -100,7 +100,7 @@ function baseName(model: string | undefined): string {
 }
 
 /** One row per records folder: its settings off the lesson's, its base, each seed's last evaluation, the mean change. */
-function summaryTable(dirs: readonly string[]): string {
+export function summaryTable(dirs: readonly string[]): string {
   const out = ['| records | settings off the lesson\'s | base | seeds | held-out success after the last step, per seed | mean change (95 % t-interval) | mean wall-clock |', '|---|---|---|---|---|---|---|'];
   for (const dir of dirs) {
     const { base, seeds } = loadLesson(dir);
@@ -125,8 +125,11 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     return void io.out(summaryTable(positionals));
   }
   if (positionals.length !== 1) throw new ArgError(positionals.length === 0 ? 'OUT_DIR (the lesson run\'s records folder) is required' : `one OUT_DIR, got ${positionals.length}: ${positionals.join(' ')}`);
-  const dir = positionals[0];
-  const figure = strFlag(values, 'figure');
+  io.out(lessonReport(positionals[0], strFlag(values, 'figure')));
+}
+
+/** One lesson run's full report (as docs/lesson.md quotes it): settings, per-seed table, mean change, the figure's line. */
+export function lessonReport(dir: string, figure?: string): string {
   const { base, seeds } = loadLesson(dir);
   const steps = [...new Set(seeds.flatMap((s) => s.evals.map((e) => e.step)))].sort((a, b) => a - b);
   const c = seeds[0].config;
@@ -167,7 +170,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     out.push('Curves: `npm run plots -- ' + dir + ' --out ' + figure + '` (mean over seeds, band = 95 % t-interval; step 0 = the base policy).');
     out.push('');
   }
-  io.out(out.join('\n'));
+  return out.join('\n');
 }
 
 if (isEntry(import.meta.url)) process.exitCode = await lessonTableCli(process.argv.slice(2));

@@ -45,6 +45,33 @@ export function renderRevise(dir: string): string {
   return out.join('\n');
 }
 
+/** What the section says besides the records: research/records/2026-12-05-revise/meta.json (npm run results reads it). */
+export interface ReviseMeta {
+  title: string;
+  /** How the arms were made (policy, commit, commands): fixed text above the table. */
+  intro: string;
+  note: string | null;
+}
+
+/** The paired difference of one arm to the plain evaluation (tasks of one greedy run: seed 0). */
+export function reviseDiff(dir: string, arm: (typeof ARMS)[number][0]) {
+  const read = (id: string) => JSON.parse(readFileSync(join(dir, `${id}.json`), 'utf8')) as Record;
+  const obs = (r: Record): Obs[] => r.perTask.map((t) => ({ seed: 0, task: t.taskId, value: t.reward >= 1 ? 1 : 0 }));
+  return { diff: pairedBootstrap(obs(read(arm)), obs(read('plain'))), revise: read(arm).revise ?? null };
+}
+
+/** The whole section (without markers). */
+export function renderReviseSection(dir: string, meta: ReviseMeta): string {
+  const out = [meta.title, '', meta.intro, '', renderRevise(dir), ''];
+  out.push(
+    'Columns: success = reward 1 on the one greedy real episode per task, with a 95 % bootstrap interval over the tasks (2000 replicates, seed 0; research/ablation/stats.ts); Δ vs plain = the paired difference on the same tasks (**yes**: the interval excludes zero); ' +
+      'calls without error = real calls that got no error observation; checked calls = planned calls the policy rehearsed before making them; the environment would refuse = of those, the ones the real environment answers with an error; ' +
+      'rehearsal predicted a refusal = the rehearsal said error; caught = both (recall: of the refusals, precision: of the predictions); revisions = calls written again after a rehearsal (the control: resampled without one); generated tokens = every generated token per task, rehearsals and revisions included.',
+  );
+  if (meta.note) out.push('', `**What came out.** ${meta.note}`);
+  return out.join('\n');
+}
+
 if (isEntry(import.meta.url)) {
   const args = process.argv.slice(2);
   const dir = resolve(args.find((a) => !a.startsWith('--')) ?? 'research/records/2026-12-05-revise');

@@ -183,6 +183,58 @@ export function renderTts(
   return out.join('\n');
 }
 
+/** What a private-rehearsal section says besides its cells: written by the run as <out>/meta.json (npm run results reads it). */
+export interface TtsMeta {
+  /** A section kept beside the current one: its own heading and a line saying what it is. */
+  title?: string;
+  intro?: string;
+  world: string;
+  tasks: number;
+  seeds: number;
+  ns: number[];
+  modes: TtsMode[];
+  memoryTokens: number;
+  memoryEvaluation: string;
+  memoryPlacement: string;
+  maxEvalTokens: number;
+  limits: { maxTurns: number; maxActTokens: number; maxRehearseTokens: number };
+  model: string;
+  params: number;
+  context: number;
+  weightsId: string;
+  /** The EnvACE adapter's folder, or null with adapterNote saying why there is none. */
+  adapter: string | null;
+  adapterNote: string | null;
+  machine: string;
+  backend: string;
+  date: string;
+  command: string;
+  reduced: string | null;
+  note: string | null;
+  boot: { reps: number; seed: number };
+}
+
+/** The lines above the table. */
+export function ttsHeader(m: TtsMeta): string[] {
+  return [
+    ...(m.reduced ? [`> **Reduced budget.** ${m.reduced}`, ''] : []),
+    `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/eval/private-rehearsal.ts): ${m.tasks} test-split tasks of world \`${m.world}\` per seed, ${m.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
+      `Memory: the attempts (calls, rehearsed results, replies) and their ${m.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${m.memoryEvaluation})`} (≤ ${m.maxEvalTokens} tokens each), oldest dropped first, hard cap ${m.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn; it enters the committed episode ${m.memoryPlacement === 'user' ? 'as a user message after the request (the system prompt stays byte-identical)' : 'as a note in the system prompt'}. ` +
+      `Limits: ${m.limits.maxTurns} turns, ${m.limits.maxActTokens} Act / ${m.limits.maxRehearseTokens} Rehearse tokens per generation.`,
+    '',
+    `Model: \`${m.model}\` (${m.params} parameters, context ${m.context}, model.safetensors sha256 ${m.weightsId}…). EnvACE adapter: ${m.adapter ? `\`${m.adapter}\`` : m.adapterNote}. Machine: ${m.machine}; backend ${m.backend}. Date: ${m.date}.`,
+    '',
+    `Command: \`${m.command}\``,
+  ];
+}
+
+/** The whole section (without markers): heading, header, table, columns, what came out. */
+export function renderTtsSection(runs: readonly TtsRun[], m: TtsMeta): string {
+  const md = renderTts(runs, { header: ttsHeader(m), seeds: m.seeds, ns: m.ns, modes: m.modes, policies: ['base', 'envace'], adapterNote: m.adapter ? null : m.adapterNote, boot: m.boot });
+  const titled = m.title ? md.replace(/^## Test-time private rehearsal\n/, `${m.title}\n${m.intro ? `\n${m.intro}\n` : ''}`) : md;
+  return m.note ? `${titled}\n\n**What came out.** ${m.note}` : titled;
+}
+
 /** The finished cells under <out>/cells. */
 export function readCells(out: string): TtsRun[] {
   const dir = join(out, 'cells');
@@ -342,21 +394,18 @@ async function main(argv: readonly string[], io: CliIo, deps: TtsDeps): Promise<
       }
     }
 
-    const reduced = strFlag(v, 'reduced') ?? null;
-    const header = [
-      ...(reduced ? [`> **Reduced budget.** ${reduced}`, ''] : []),
-      `Held-out real-environment success of the one committed episode per task after N imagined attempts (src/eval/private-rehearsal.ts): ${budget.tasks} test-split tasks of world \`${world}\` per seed, ${budget.seeds} seeds (seed s: tasks drawn with task seed 1 + s, attempts sampled with seed s; the committed episode is greedy). ` +
-        `Memory: the attempts (calls, rehearsed results, replies) and their ${budget.memoryEvaluation === 'self' ? "policy's own self-evaluations" : `evaluations (${budget.memoryEvaluation})`} (≤ ${budget.maxEvalTokens} tokens each), oldest dropped first, hard cap ${budget.memoryTokens} policy tokens and never more than the context leaves after the first Act prompt and one Act turn; it enters the committed episode ${budget.memoryPlacement === 'user' ? 'as a user message after the request (the system prompt stays byte-identical)' : 'as a note in the system prompt'}. ` +
-        `Limits: ${limits.maxTurns} turns, ${limits.maxActTokens} Act / ${limits.maxRehearseTokens} Rehearse tokens per generation.`,
-      '',
-      `Model: \`${policy.dir.replace(ROOT + '/', '')}\` (${paramCount(model.config)} parameters, context ${model.config.maxPositionEmbeddings}, model.safetensors sha256 ${weightsId}…). EnvACE adapter: ${envace ? `\`${relative(ROOT, adapterDir!)}\`` : adapterNote}. Machine: ${machine}; backend ${backendName}${threads ? ` (${threads} threads)` : ''}. Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC.`,
-      '',
+    const meta: TtsMeta = {
+      world, tasks: budget.tasks, seeds: budget.seeds, ns, modes, memoryTokens: budget.memoryTokens, memoryEvaluation: budget.memoryEvaluation, memoryPlacement: budget.memoryPlacement,
+      maxEvalTokens: budget.maxEvalTokens, limits, model: policy.dir.replace(ROOT + '/', ''), params: paramCount(model.config), context: model.config.maxPositionEmbeddings, weightsId,
+      adapter: envace ? relative(ROOT, adapterDir!) : null, adapterNote: envace ? null : adapterNote, machine, backend: `${backendName}${threads ? ` (${threads} threads)` : ''}`,
+      date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
       // The budget flags only: the prose flags are printed above and below the table already.
-      `Command: \`npm run tts-table -- ${argv.filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write', '--write-committed'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}\``,
-    ];
-    const md = renderTts(runs, { header, seeds: budget.seeds, ns, modes, policies: ['base', 'envace'], adapterNote: envace ? null : adapterNote, boot });
-    const note = strFlag(v, 'note');
-    const full = note ? `${md}\n\n**What came out.** ${note}` : md;
+      command: `npm run tts-table -- ${argv.filter((a, i, all) => !['--reduced', '--note', '--render-only', '--no-write', '--write-committed'].includes(a) && !['--reduced', '--note'].includes(all[i - 1])).join(' ')}`,
+      reduced: strFlag(v, 'reduced') ?? null, note: strFlag(v, 'note') ?? null, boot,
+    };
+    const full = renderTtsSection(runs, meta);
+    // npm run results re-renders the section from the cells and this file alone.
+    writeFileSync(join(out, 'meta.json'), JSON.stringify(meta, null, 1) + '\n');
     writeFileSync(join(out, 'tts-table.md'), full + '\n');
     io.out(full + '\n');
     if (!writeResults) log(`table written to ${join(out, 'tts-table.md')}; --write-committed puts it into ${resultsPath}`);

@@ -11,8 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ablationCli } from '../../research/scripts/ablation';
 import { CHROMIUM, plotsCli } from '../../research/scripts/plots';
-import { ttsCli } from '../../research/scripts/tts-table';
-import { emptyResultsDoc } from '../../research/ablation/grpo-ablation';
+import { readCells, renderTtsSection, ttsCli, type TtsMeta } from '../../research/scripts/tts-table';
+import { ABLATION_CONFIGS, emptyResultsDoc, renderAblation, summarize } from '../../research/ablation/grpo-ablation';
+import { readAblationRuns } from '../../research/scripts/results';
 import { tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 import { calculateOnlyDomain as domain, captureIo as io } from '../helpers/cli';
 
@@ -85,6 +86,11 @@ describe('npm run ablation: record folders, skip, resume, aggregation', () => {
     const t = io();
     expect(await ablationCli([...args(), '--table-only', '--no-write'], t, { domain })).toBe(0);
     expect(JSON.parse(t.stdout()).runs).toBe(5);
+    // npm run results re-renders the section from the records and the meta.json written beside them, byte for byte.
+    const meta = JSON.parse(readFileSync(join(out, 'meta.json'), 'utf8'));
+    const runs = readAblationRuns(out, meta.key);
+    expect(runs).toHaveLength(5);
+    expect(renderAblation(summarize(runs, ABLATION_CONFIGS, meta.bootstrap), meta) + '\n').toBe(readFileSync(join(out, 'table.md'), 'utf8'));
     expect(t.stderr()).not.toMatch(/starting|resuming/);
     // --pilot over the same records: nothing to run, the learning curve and the measured minutes per seed.
     const p = io();
@@ -158,6 +164,10 @@ describe('npm run ablation: record folders, skip, resume, aggregation', () => {
     expect(doc).toMatch(/\| EnvACE adapter \| parallel \| 1 \| 2 \| [\d.]+( \[[\d.]+, [\d.]+\])? \| [-+\d.]+( \[[-+\d.]+, [-+\d.]+\])? \| (no|\*\*yes\*\*) \| [-+\d.]+( \[[-+\d.]+, [-+\d.]+\])? \| (no|\*\*yes\*\*) \|/);
     expect(doc).toContain('World `retail`'); // the ablation section is kept
     expect(doc).toContain('world `retail`');
+    // The same from the cells and meta.json alone (npm run results), with the note the run was given.
+    const meta = JSON.parse(readFileSync(join(ttsOut, 'meta.json'), 'utf8')) as TtsMeta;
+    expect(meta.command).toContain('--ns 0,1');
+    expect(renderTtsSection(readCells(ttsOut), meta) + '\n').toBe(readFileSync(join(ttsOut, 'tts-table.md'), 'utf8'));
 
     const again = io();
     expect(await ttsCli(targs, again, { domain })).toBe(0);

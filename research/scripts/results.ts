@@ -1,0 +1,275 @@
+// npm run results -- [--check] [--write-committed] [--summary FILE]
+// Every generated section of docs/results.md and docs/lesson.md, and docs/results/summary.json, re-rendered from the
+// committed records alone: no model is loaded and nothing runs. Each section lies between `<!-- NAME:start -->` and
+// `<!-- NAME:end -->`; what a section says that the records do not hold (command line, date, machine, the "What came
+// out" paragraph) is the meta.json beside its records, written by the script that made them (or, for the sections
+// made before these files existed, once from what the page said then), so a re-render is byte-identical.
+// --check: compare instead of writing, exit 1 naming the first section that differs and its first differing line.
+// Without --check the pages are written only with --write-committed (commands never write into the checkout unless
+// told, as src/cli/args.ts checkOutput has it); without it a difference is an error that names the files.
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ArgError, HELP_FLAG, helpText, isEntry, parseFlags, processIo, runCli, strFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec } from '../../src/cli/args';
+import {
+  ABLATION_CONFIGS, budgetRows, renderAblation, renderBudget, summarize, summaryEntries, successObs, verdict,
+  type AblationMeta, type AblationRun, type BudgetMeta, type PairRow, type SummaryEntry,
+} from '../ablation/grpo-ablation';
+import { fmtDiff, pairedBootstrap, type PairedInterval } from '../ablation/stats';
+import { readCells, renderTtsSection, type TtsMeta, type TtsRun } from './tts-table';
+import { renderReviseSection, reviseDiff, type ReviseMeta } from './revise-table';
+import { lessonReport, summaryTable } from './lesson-table';
+
+export const RESULTS_USAGE = 'usage: npm run results -- [--check] [--write-committed] [--root DIR]';
+
+export const RESULTS_FLAGS: FlagSpec = {
+  check: { type: 'boolean', help: 'compare the pages and summary.json with a fresh render; exit 1 at the first difference (section and line)' },
+  'write-committed': WRITE_COMMITTED_FLAG,
+  root: { type: 'string', arg: 'DIR', help: 'the checkout whose records and pages are read (and written); tests point it at a copy', default: 'this checkout' },
+  help: HELP_FLAG,
+};
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const json = <T>(p: string): T => JSON.parse(readFileSync(p, 'utf8')) as T;
+
+export const RESULTS_PAGE = 'docs/results.md';
+export const LESSON_PAGE = 'docs/lesson.md';
+export const SUMMARY_FILE = 'docs/results/summary.json';
+export const ABLATION_S17 = 'research/records/ablation-records-s17';
+export const ABLATION_PREVIOUS = 'research/records/ablation-records';
+export const BUDGET = 'research/records/2026-12-04-budget';
+export const TTS_S19 = 'research/records/tts-records-s19';
+export const TTS_PREVIOUS = 'research/records/tts-records';
+export const REVISE = 'research/records/2026-12-05-revise';
+export const LESSON_RECORDS = 'research/records/lesson-records';
+
+/** The finished runs of one budget (the meta's key) under an ablation records folder. */
+export function readAblationRuns(dir: string, key: string | undefined): AblationRun[] {
+  return readdirSync(dir)
+    .sort()
+    .filter((d) => existsSync(join(dir, d, 'result.json')))
+    .map((d) => json<AblationRun>(join(dir, d, 'result.json')))
+    .filter((r) => key === undefined || r.key === key);
+}
+
+type Meta = AblationMeta & { key?: string };
+
+/** An ablation-format records folder, summarised once for its section, the claims and summary.json. */
+function ablationSet(root: string, rel: string, runsDir = rel) {
+  const meta = json<Meta>(join(root, rel, 'meta.json'));
+  const runs = readAblationRuns(join(root, runsDir), meta.key);
+  const configs = ABLATION_CONFIGS.filter((c) => runs.some((r) => r.config === c.id));
+  const sum = summarize(runs, configs, meta.bootstrap);
+  const rows = budgetRows(sum, runs, meta.budget, meta.bootstrap);
+  return { rel, meta, runs, sum, rows };
+}
+type AblationSet = ReturnType<typeof ablationSet>;
+
+/** A − B paired on tasks and the seeds both have (the base's one run stands for every seed). */
+function pair(set: AblationSet, a: string, b: string): PairedInterval | null {
+  const ra = set.runs.filter((r) => r.config === a);
+  const rb = set.runs.filter((r) => r.config === b);
+  if (!ra.length || !rb.length) return null;
+  const base = ABLATION_CONFIGS.find((c) => c.id === b)?.mode === null;
+  return pairedBootstrap(successObs(ra), successObs(rb), { ...set.meta.bootstrap, broadcast: base });
+}
+
+interface Claim {
+  claim: string;
+  /** Where it is measured: a section of this page. */
+  where: string;
+  d: PairedInterval | null;
+  /** Why the figure stands where it does, or what is still missing. */
+  detail?: string;
+}
+
+const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
+
+/** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
+function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
+  const tts = (mode: string) => {
+    const obs = (n: number) => successObs(ttsCurrent.filter((r) => r.policy === 'envace' && r.n === n && (n === 0 || r.mode === mode)).map((r) => ({ ...r, config: '', key: '' }) as unknown as AblationRun));
+    return pairedBootstrap(obs(2), obs(0));
+  };
+  const intended = budget.meta.budget.seeds;
+  const budgetDetail = (a: string) => `${seedsOf(budget, a)} of ${intended} seeds of ${a} and ${seedsOf(budget, 'real-q')} of real-q so far, paired on the seeds both have`;
+  const revise = reviseDiff(join(root, REVISE), 'calls');
+  return [
+    { claim: 'EnvACE (role-wise, shared weights) beats the base policy (paper: 36.7 against 30.0 on τ²-Bench, 8B)', where: 'ablation', d: pair(s17, 'envace', 'base'), detail: 'with the all-or-nothing judge instead: ' + fmtOr(pair(s17, 'envace-strict', 'base')) },
+    { claim: 'EnvACE beats standard GRPO, whose observations come from a frozen simulator (36.7 against 31.2)', where: 'ablation', d: pair(s17, 'envace', 'frozen-simulator') },
+    { claim: 'EnvACE beats per-role policies (36.7 against 35.5)', where: 'ablation', d: pair(s17, 'envace', 'per-role') },
+    { claim: 'per-role policies beat standard GRPO (35.5 against 31.2)', where: 'ablation', d: pair(s17, 'per-role', 'frozen-simulator') },
+    { claim: 'standard GRPO against a frozen simulator beats the base (31.2 against 30.0)', where: 'ablation', d: pair(s17, 'frozen-simulator', 'base') },
+    { claim: 'private rehearsal before the one real episode raises success, parallel, N = 2 (EnvACE policy: 38.0 against 31.4)', where: 'private rehearsal', d: tts('parallel') },
+    { claim: 'private rehearsal raises success, sequential, N = 2 (34.8 against 31.4)', where: 'private rehearsal', d: tts('sequential') },
+    {
+      claim: 'rehearsing a planned call lets the policy fix it before it runs (paper Figure 7, one case), measured as held-out success with rehearse-then-revise on every call against plain evaluation', where: 'rehearse, then revise', d: revise.diff,
+      detail: revise.revise ? `the rehearsal caught ${revise.revise.caught} of the ${revise.revise.realErrors} calls the environment would refuse, ${revise.revise.predictedErrors} predicted` : undefined,
+    },
+    {
+      claim: 'rehearsed episodes beside ¼ of the real episodes beat real-only GRPO with the same ¼ (issue 46; the simulator learning the dynamics)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-sim', 'real-q'),
+      detail: budgetDetail('dyna-q-sim'),
+    },
+    { claim: 'the same, the simulator trained on observation rows that show the call\'s own result (superseded by the line above)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-obs', 'real-q'), detail: budgetDetail('dyna-q-obs') },
+    { claim: 'GRPO in the real environment beats the base (the lab\'s proof that the loop learns; not in the paper)', where: 'ablation', d: pair(s17, 'real', 'base') },
+  ];
+}
+
+const fmtOr = (d: PairedInterval | null) => (d ? `${fmtDiff(d)} pts, ${verdict(d)}` : 'not run');
+
+export function renderClaims(cs: readonly Claim[]): string {
+  const out = [
+    '## Each claim: reproduced, contradicted or not resolved',
+    '',
+    'Rendered from the records of the sections named (the paired 95 % interval of the figure given: **reproduced** when it lies above zero, **contradicted** below, **not resolved** when it holds zero; "not run yet" when the records lack a side). The paper\'s figures are its 8B policy\'s on τ²-Bench; ours are a 1.3 M-parameter policy on the mini world, so only directions compare.',
+    '',
+  ];
+  for (const c of cs) {
+    const v = c.d === null ? 'not run yet' : verdict(c.d);
+    out.push(`- **${v}**: ${c.claim}. ${c.d ? `Here ${fmtDiff(c.d)} pts (${c.d.n} paired results)` : 'No records yet'}${c.detail ? `; ${c.detail}` : ''} (section: ${c.where}).`);
+  }
+  return out.join('\n');
+}
+
+export interface Section {
+  page: string;
+  name: string;
+  render: () => string;
+}
+
+/** Every generated section, in the order the check reports them, and summary.json's entries. */
+export function sections(root = ROOT): { sections: Section[]; summary: () => unknown } {
+  const s17 = ablationSet(root, ABLATION_S17);
+  const previous = ablationSet(root, ABLATION_PREVIOUS);
+  const budget = ablationSet(root, BUDGET, join(BUDGET, 'ablation'));
+  const tts = (rel: string) => ({ runs: readCells(join(root, rel)), meta: json<TtsMeta>(join(root, rel, 'meta.json')) });
+  const ttsCurrent = tts(TTS_S19);
+  const budgetMeta = budget.meta as BudgetMeta;
+  const budgetPairs = (): PairRow[] =>
+    budgetMeta.decisive.flatMap(([a, b]) => {
+      const d = pair(budget, a, b);
+      const ca = ABLATION_CONFIGS.find((c) => c.id === a)!;
+      const cb = ABLATION_CONFIGS.find((c) => c.id === b)!;
+      return d ? [{ a: ca, b: cb, diff: d, expected: true }] : [];
+    });
+  const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
+  const list: Section[] = [
+    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, ttsCurrent.runs, root)) },
+    { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, budgetPairs(), budgetMeta) },
+    { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
+    { page: RESULTS_PAGE, name: 'ablation', render: () => renderAblation(s17.sum, s17.meta) },
+    { page: RESULTS_PAGE, name: 'ablation-previous', render: () => renderAblation(previous.sum, previous.meta) },
+    { page: RESULTS_PAGE, name: 'tts', render: () => renderTtsSection(ttsCurrent.runs, ttsCurrent.meta) },
+    { page: RESULTS_PAGE, name: 'tts-previous', render: () => { const t = tts(TTS_PREVIOUS); return renderTtsSection(t.runs, t.meta); } },
+    // Lesson records name their folders relative to the checkout; the reports print them as they were typed. A report's
+    // section starts under the page's own heading (its title line is the page's first) or, where the page tells the
+    // run in its own words, at the table; it ends before the figure, whose link the page words differently.
+    { page: LESSON_PAGE, name: 'lesson-summary', render: () => inRoot(root, () => summaryTable(lessonMeta.summary)) },
+    ...lessonMeta.reports.map((r): Section => ({ page: LESSON_PAGE, name: r.name, render: () => inRoot(root, () => {
+      const lines = lessonReport(r.dir).split('\n');
+      return lines.slice(r.from === 'table' ? lines.findIndex((l) => l.startsWith('| seed |')) : 2).join('\n');
+    }) })),
+  ];
+  const summary = () => {
+    const entries: SummaryEntry[] = [s17, budget, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
+    return {
+      about:
+        'Generated by `npm run results -- --write-committed` from the committed records (research/scripts/results.ts). One entry per configuration and records folder (world, policy and budget are the folder\'s). ' +
+        'success: the fraction of held-out tasks solved (reward 1), the mean over seeds; ci: its 95 % two-level bootstrap interval over seeds and tasks; vsBase, vsRealSameBudget: paired differences (fractions, not points) on the same tasks and seeds, ' +
+        'against the base policy and against real-only GRPO (the verifier\'s reward, nothing else) with the same number of real episodes per run (null: none ran at that budget, or it is that configuration). ' +
+        'realEpisodes: real-environment episodes per run. seeds: finished training seeds (the base: one deterministic run).',
+      bootstrap: s17.meta.bootstrap,
+      entries,
+    };
+  };
+  return { sections: list, summary };
+}
+
+/** Runs f with the working directory at root (the lesson reports resolve and print their folders relative to it). */
+function inRoot<T>(root: string, f: () => T): T {
+  const cwd = process.cwd();
+  process.chdir(root);
+  try {
+    return f();
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+export const startMarker = (name: string) => `<!-- ${name}:start -->`;
+export const endMarker = (name: string) => `<!-- ${name}:end -->`;
+
+/** The text between a section's markers, or null when the page lacks them. */
+export function sectionText(doc: string, name: string): string | null {
+  const i = doc.indexOf(startMarker(name));
+  const j = doc.indexOf(endMarker(name), i < 0 ? 0 : i);
+  return i < 0 || j < 0 ? null : doc.slice(i + startMarker(name).length, j);
+}
+
+const wrap = (body: string) => `\n${body.trim()}\n`;
+
+/** The first line where two texts differ: 1-based, with both lines. */
+export function firstDifference(have: string, want: string): { line: number; have: string; want: string } | null {
+  const a = have.split('\n');
+  const b = want.split('\n');
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) return { line: i + 1, have: a[i] ?? '(end of section)', want: b[i] ?? '(end of section)' };
+  return null;
+}
+
+export async function resultsCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, RESULTS_USAGE, () => main(argv, io));
+}
+
+async function main(argv: readonly string[], io: CliIo): Promise<void> {
+  const v = parseFlags(argv, RESULTS_FLAGS);
+  if (v.help) return void io.out(helpText(RESULTS_USAGE, RESULTS_FLAGS));
+  const root = resolve(strFlag(v, 'root') ?? ROOT);
+  const check = !!v.check;
+  if (check && v['write-committed']) throw new ArgError('--check compares and writes nothing: drop --write-committed');
+  const { sections: list, summary } = sections(root);
+  const pages = new Map<string, string>();
+  const page = (p: string) => pages.get(p) ?? pages.set(p, readFileSync(join(root, p), 'utf8')).get(p)!;
+  const differs: string[] = [];
+  for (const s of list) {
+    const doc = page(s.page);
+    const have = sectionText(doc, s.name);
+    if (have === null) throw new ArgError(`${s.page} has no ${startMarker(s.name)} … ${endMarker(s.name)} section`);
+    const want = wrap(s.render());
+    if (have === want) continue;
+    if (check) {
+      const d = firstDifference(have, want)!;
+      // The line number is the page's, so an editor can jump to it.
+      const at = doc.slice(0, doc.indexOf(startMarker(s.name))).split('\n').length + d.line - 1;
+      differs.push(`${s.page}: section ${s.name} differs from its records at line ${at}:\n  page:     ${d.have}\n  rendered: ${d.want}`);
+      break;
+    }
+    const i = doc.indexOf(startMarker(s.name)) + startMarker(s.name).length;
+    pages.set(s.page, doc.slice(0, i) + want + doc.slice(i + have.length));
+  }
+  const summaryJson = JSON.stringify(summary(), null, 1) + '\n';
+  const summaryPath = join(root, SUMMARY_FILE);
+  if (check) {
+    if (!differs.length) {
+      const have = existsSync(summaryPath) ? readFileSync(summaryPath, 'utf8') : '';
+      const d = firstDifference(have, summaryJson);
+      if (d) differs.push(`${SUMMARY_FILE} differs from its records at line ${d.line}:\n  file:     ${d.have}\n  rendered: ${d.want}`);
+    }
+    // runCli prints it as the error and exits 1.
+    if (differs.length) throw new Error(`${differs.join('\n')}\n(npm run results -- --write-committed re-renders; change the renderer or the records' meta.json, not the section)`);
+    io.out(`results: ${list.length} sections and ${SUMMARY_FILE} match their records\n`);
+    return;
+  }
+  const changed = [...pages].filter(([p, text]) => readFileSync(join(root, p), 'utf8') !== text).map(([p]) => p);
+  const summaryChanged = !existsSync(summaryPath) || readFileSync(summaryPath, 'utf8') !== summaryJson;
+  if (!changed.length && !summaryChanged) return void io.out(`results: ${list.length} sections and ${SUMMARY_FILE} already match their records\n`);
+  const targets = [...changed, ...(summaryChanged ? [SUMMARY_FILE] : [])];
+  // Every target is a published file of the checkout, tracked or about to be: never written unasked.
+  if (!v['write-committed']) throw new ArgError(`the records render differently from ${targets.join(', ')}: pass --write-committed to rewrite them (--check only compares)`);
+  for (const p of changed) writeFileSync(join(root, p), pages.get(p)!);
+  if (summaryChanged) {
+    mkdirSync(dirname(summaryPath), { recursive: true });
+    writeFileSync(summaryPath, summaryJson);
+  }
+  io.out(`results: wrote ${targets.join(', ')}\n`);
+}
+
+if (isEntry(import.meta.url)) process.exitCode = await resultsCli(process.argv.slice(2));
