@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { bootstrapMean, fmtDiff, fmtInterval, pairedBootstrap, type Obs } from '../ablation/stats';
-import { isEntry } from '../../src/cli/args';
+import { ArgError, HELP_FLAG, helpText, isEntry, parseFlags, processIo, runCli, type CliIo, type FlagSpec } from '../../src/cli/args';
 
 interface Record {
   success: number;
@@ -72,8 +72,16 @@ export function renderReviseSection(dir: string, meta: ReviseMeta): string {
   return out.join('\n');
 }
 
-if (isEntry(import.meta.url)) {
-  const args = process.argv.slice(2);
-  const dir = resolve(args.find((a) => !a.startsWith('--')) ?? 'research/records/2026-12-05-revise');
-  process.stdout.write(renderRevise(dir) + '\n');
+export const REVISE_TABLE_USAGE = 'usage: npm run revise-table -- [records dir]   (default research/records/2026-12-05-revise; prints the table)';
+const FLAGS: FlagSpec = { help: HELP_FLAG };
+
+export async function reviseTableCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  return runCli(io, REVISE_TABLE_USAGE, async () => {
+    const { values: v, positionals } = parseFlags(argv, FLAGS, true);
+    if (v.help) return void io.out(helpText(REVISE_TABLE_USAGE, FLAGS, 'exit status: 0 ok, 1 failure, 2 usage error.'));
+    if (positionals.length > 1) throw new ArgError('give at most one records folder');
+    io.out(renderRevise(resolve(positionals[0] ?? 'research/records/2026-12-05-revise')) + '\n');
+  });
 }
+
+if (isEntry(import.meta.url)) process.exitCode = await reviseTableCli(process.argv.slice(2));
