@@ -141,3 +141,29 @@ describe('the simulator learns real observations', () => {
     }
   });
 });
+
+describe('the observation term raises the likelihood of the real observations', () => {
+  it('after one update on those rows alone, each row is more likely under the adapter than before', async () => {
+    const { createLoraAdapter } = await import('../../src/model/lora');
+    const { Trainer } = await import('../../src/train/trainer');
+    const { grpoUpdate } = await import('../../src/rl/grpo');
+    const { logprobs } = await import('../../src/model/generate');
+    const batch = await runRollouts({ model, tokenizer: tok, adapter: null }, domain, train.slice(0, 2), {
+      mode: 'real', k: 2, seed: 1, limits: { maxTurns: 2, maxActTokens: 6, maxRehearseTokens: 24 }, actScript,
+    });
+    const adapter = createLoraAdapter(backend, model.config, { name: 'obs', rank: 2, alpha: 4, seed: 3 });
+    const trainer = new Trainer(model, { mode: 'lora', adapter, schedule: { kind: 'constant', lr: 1e-2 }, weightDecay: 0, maxGradNorm: 1, loss: { kind: 'grpo', clipEps: 0.2, dualClip: 3, klCoef: 0 } });
+    const rows = await realObservationRows(model, tok, adapter, domain, batch.rollouts, new Map(train.map((t) => [t.id, t])), { maxRehearseTokens: 24, maxContext: 4096, rehearsePrompt: { maxGroundingChars: 150, maxHistoryChars: 150 } });
+    const score = async () =>
+      (await logprobs(model, rows.map((r) => ({ tokens: [...r.promptTokens, ...r.responseTokens], start: r.promptTokens.length })), { adapter })).map((lp) => lp.reduce((a, x) => a + x, 0));
+    const before = await score();
+    // No GRPO rows (no rollouts' rows carry an advantage here: a batch of only Act rows in real mode would; drop them).
+    const rep = await grpoUpdate({ act: trainer }, { ...batch, rows: [] }, 'real', { supervised: { rows, advantage: 0.5 } });
+    expect(rep.steps.map((s) => s.rows)).toEqual([rows.length]);
+    const after = await score();
+    const up = after.filter((a, i) => a > before[i]).length;
+    expect(up).toBe(rows.length);
+    trainer.free();
+    adapter.free(backend);
+  });
+});
