@@ -188,9 +188,9 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       const openRun = async (c: AblationConfig, seed: number, steps: number, store: DirStore | MemoryStore) => {
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
-          mode: c.mode!, advantage: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.prompts ?? budget.prompts, lr: budget.lr,
+          mode: c.mode!, groups: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.prompts ?? budget.prompts, lr: budget.lr,
           realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding,
-          rank: budget.rank, limits, rehearsePrompt: Object.keys(rehearsePrompt).length ? rehearsePrompt : undefined, evalEvery: 0, checkpointEvery,
+          rank: budget.rank, ...limits, ...rehearsePrompt, evalEvery: 0, checkpointEvery,
         });
         return GrpoRun.open(model, tokenizer, domain, tasks, store, config);
       };

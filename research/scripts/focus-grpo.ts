@@ -83,7 +83,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const backend = await openBackend('cpu-fast', threads);
   const policy = await openModel(model, backend, { world: 'mini' });
   const limits = { ...DEFAULT_LIMITS, maxRehearseTokens: tokenBudgets(domain, policy.tokenizer).rehearse };
-  const config = grpoRunConfig({ mode: 'real', steps, seed, k, promptsPerStep, lr, rank: 8, evalEvery: 0, evalFidelityTokens: 0, limits, temperature });
+  const config = grpoRunConfig({ mode: 'real', steps, seed, k, promptsPerStep, lr, rank: 8, evalEvery: 0, evalFidelityTokens: 0, ...limits, temperature });
   const store = new DirStore(out);
   if (await store.read('run.json')) throw new Error(`${out} already holds a run`);
   // The run evaluates on the held-out tasks only when asked (evalEvery 0): at the start (the adapter is fresh,

@@ -231,7 +231,7 @@ export class Training {
     } else await st.write('lab.json', enc({ req, model: policy.label, world } satisfies Saved));
     const config = grpoRunConfig({
       mode: req.mode,
-      advantage: req.grouping,
+      groups: req.grouping,
       baseline: req.baseline,
       steps: req.steps,
       seed: req.seed,
@@ -240,11 +240,11 @@ export class Training {
       lr: req.lr,
       rank: req.rank,
       evalEvery: req.evalEvery,
-      limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens },
-      ...(req.rehearseDecoding ? { rehearsePrompt: { decoding: req.rehearseDecoding } } : {}),
+      maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens,
+      rehearseDecoding: req.rehearseDecoding,
       checkpointEvery: 1,
       // Absent in runs saved before these were settings: grpoRunConfig's defaults, which they ran with.
-      epochs: req.epochs,
+      updateEpochs: req.epochs,
       taskSampling: req.taskSampling,
       topP: req.topP,
       reward: req.reward,
