@@ -19,7 +19,6 @@ import {
 } from './args';
 import { readRunFlags, resumeDiffs, runFlags } from './run-flags';
 
-const MAX_TASKS = 100_000;
 
 export const TRAIN_USAGE = `usage: npm run train -- --mode ${ROLLOUT_MODES.join('|')} --steps N --out DIR [flags]
        npm run train -- --out DIR --resume [--mode M --steps N ...]`;
@@ -34,8 +33,6 @@ export const TRAIN_FLAGS: FlagSpec = {
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
-  'eval-tasks': { type: 'string', arg: 'N', help: `held-out tasks, 0..${MAX_TASKS}`, default: '20' },
-  'train-tasks': { type: 'string', arg: 'N', help: `training tasks, 1..${MAX_TASKS}`, default: '200' },
   help: HELP_FLAG,
 };
 
@@ -53,8 +50,8 @@ const at = (o: unknown, path: string): unknown => path.split('.').reduce<unknown
 const CliStateSchema = z.object({
   model: z.string(),
   world: z.enum(WORLD_NAMES).optional(),
-  trainTasks: z.number().int().min(1).max(MAX_TASKS),
-  evalTasks: z.number().int().min(0).max(MAX_TASKS),
+  trainTasks: z.number().int().min(setting('trainTasks').kind.min).max(setting('trainTasks').kind.max),
+  evalTasks: z.number().int().min(setting('evalTasks').kind.min).max(setting('evalTasks').kind.max),
   taskSeed: z.number().int().min(0).max(0xffffffff),
 });
 
@@ -137,7 +134,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
     // Checked against the table by grpoRunConfig; readRunFlags has already parsed each by its row.
     const options = { mode: 'rehearse', evalEvery: steps, ...given, steps, seed: (given.seed as number | undefined) ?? 0 } as TrainOptions;
     const modelFlag = strFlag(v, 'model');
-    let cli: CliState = { model: modelFlag ?? '', world: enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: intFlag(v, 'train-tasks', 200, 1, MAX_TASKS), evalTasks: intFlag(v, 'eval-tasks', 20, 0, MAX_TASKS), taskSeed: options.seed };
+    let cli: CliState = { model: modelFlag ?? '', world: enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: options.trainTasks ?? setting('trainTasks').default, evalTasks: options.evalTasks ?? setting('evalTasks').default, taskSeed: options.seed };
     const config = grpoRunConfig(options);
 
     // The lock comes first: it also proves the folder can be created and written before any work starts.
@@ -162,7 +159,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
           throw new CheckpointError(`${store.root}/train-cli.json: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
         }
         cli = parsed.data;
-        const asked = { cli: { ...cli, model: modelFlag === undefined ? cli.model : resolve(modelFlag), world: v.world === undefined ? cli.world : enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: intFlag(v, 'train-tasks', cli.trainTasks, 1, MAX_TASKS), evalTasks: intFlag(v, 'eval-tasks', cli.evalTasks, 0, MAX_TASKS) } };
+        const asked = { cli: { ...cli, model: modelFlag === undefined ? cli.model : resolve(modelFlag), world: v.world === undefined ? cli.world : enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: options.trainTasks ?? cli.trainTasks, evalTasks: options.evalTasks ?? cli.evalTasks } };
         const have = { cli: { ...cli, world: cli.world ?? 'retail' } };
         const differ = [
           ...resumeDiffs(v, config as unknown as Record<string, unknown>, saved.config as unknown as Record<string, unknown>),

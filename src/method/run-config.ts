@@ -43,8 +43,12 @@ export interface RunSetting {
    * when it is not the row's; `fromFlag`: the flag's value is another quantity (checked and converted here).
    */
   readonly cli?: { readonly flag: string; readonly arg?: string; readonly required?: boolean; readonly default?: string; readonly fromFlag?: (v: number, s: Values) => number };
-  /** The lab's control: its URL key, the lab's default and range where the page's differ (a tighter range for a browser). */
-  readonly lab?: { readonly key: string; readonly default?: unknown; readonly min?: number; readonly max?: number };
+  /**
+   * The lab's control: its URL key, the lab's default and range where the page's differ (a tighter range for a
+   * browser), `was`, the name the setting had in lab runs saved before the table (read back by labRequest), and
+   * `says`, how the run comparison names a value other than the lab's default (src/ui/compare.ts).
+   */
+  readonly lab?: { readonly key: string; readonly default?: unknown; readonly min?: number; readonly max?: number; readonly was?: string; readonly says?: (v: never) => string };
   /** Where run.json's config keeps it (`at`: a dotted path, default the name) and when. Absent: not recorded. */
   readonly record?: { readonly when: Record_; readonly at?: string };
   /** The value run.json records for the value asked (the grouping a mode forces). */
@@ -78,7 +82,7 @@ export const RUN_SETTINGS = [
   { name: 'mode', kind: oneOf(ROLLOUT_MODES), help: 'rollout mode: who answers tool calls and which adapters learn',
     cli: { flag: 'mode', arg: 'M', required: true }, lab: { key: 'tmode', default: 'real' }, record: { when: 'required' }, resume: 'fixed' },
   { name: 'groups', kind: oneOf(GROUPINGS), default: 'role-wise', help: 'advantage groups: role-wise (per prompt and role) or pooled',
-    cli: { flag: 'advantage', arg: 'A' }, lab: { key: 'grouping' }, record: { when: 'always' },
+    cli: { flag: 'advantage', arg: 'A' }, lab: { key: 'grouping', was: 'grouping' }, record: { when: 'always' },
     // Recorded as used, not as asked: a mode may force its grouping.
     recordAs: (v, s) => effectiveGroups(s.mode as (typeof ROLLOUT_MODES)[number], v as (typeof GROUPINGS)[number]), resume: 'fixed' },
   { name: 'baseline', kind: oneOf(BASELINES), default: 'row-weighted', help: 'group baseline: row-weighted (as the reference code) or rollout-mean',
@@ -94,10 +98,10 @@ export const RUN_SETTINGS = [
   { name: 'lr', kind: { type: 'number', min: 0, above: true }, default: 1e-3, help: 'AdamW learning rate', cli: { flag: 'lr', arg: 'LR' },
     lab: { key: 'lr', min: 1e-8, max: 1 }, record: { when: 'required' }, resume: 'fixed' },
   { name: 'updateEpochs', kind: int(1, 16), default: 1, help: 'optimizer steps per batch of rollouts (PPO epochs, clipped against the sampling policy)',
-    cli: { flag: 'epochs', arg: 'E' }, lab: { key: 'epochs' }, record: { when: 'always' }, resume: 'fixed' },
+    cli: { flag: 'epochs', arg: 'E' }, lab: { key: 'epochs', was: 'epochs', says: (v: number) => `${v} epochs per batch` }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'taskSampling', kind: oneOf(TASK_SAMPLINGS), default: 'uniform',
     help: "how a step draws its tasks: uniform, or signal (each task in proportion to the chance a group of its family has rewards that differ, estimated from the run's rollouts)",
-    cli: { flag: 'task-sampling', arg: 'S' }, lab: { key: 'tsamp' }, record: { when: 'always' }, resume: 'fixed' },
+    cli: { flag: 'task-sampling', arg: 'S' }, lab: { key: 'tsamp', says: (v: string) => `${v} task sampling` }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'rank', kind: int(1, 256), default: 8, help: 'LoRA rank', cli: { flag: 'rank', arg: 'R' }, lab: { key: 'rank', max: 64 },
     record: { when: 'required', at: 'lora.rank' }, resume: 'fixed' },
   { name: 'alpha', kind: { type: 'number', min: 0, above: true }, fallback: (s) => 2 * (s.rank as number), help: 'LoRA alpha (the bundled policy\'s: 2 × rank)',
@@ -106,20 +110,20 @@ export const RUN_SETTINGS = [
     record: { when: 'changed', at: 'lora.targets' }, resume: 'fixed' },
   { name: 'lossAggregation', kind: oneOf(AGGREGATIONS), default: 'seq-mean-token-mean',
     help: "how token losses sum to the step's loss: seq-mean-token-mean (every row alike, as the GRPO paper), token-mean (every token alike: long rows count more, as DAPO and verl's default) or seq-mean-token-sum (rows weighed by length, as Dr. GRPO)",
-    cli: { flag: 'loss-agg', arg: 'M' }, lab: { key: 'lossAgg' }, record: { when: 'changed' }, resume: 'fixed' },
+    cli: { flag: 'loss-agg', arg: 'M' }, lab: { key: 'lossAgg', says: (v: string) => `${v} loss` }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'klCoef', kind: { type: 'number', min: 0 }, default: 0, help: 'KL coefficient to the base policy (adapter off)', cli: { flag: 'kl', arg: 'C' },
     record: { when: 'always' }, resume: 'fixed' },
   { name: 'temperature', kind: { type: 'number', min: 0 }, default: 1, help: 'sampling temperature of training rollouts', cli: { flag: 'temperature', arg: 'T' },
     record: { when: 'always' }, resume: 'fixed' },
   { name: 'topP', kind: { type: 'number', min: 0, above: true, max: 1 }, default: 1,
     help: 'nucleus sampling of training rollouts: only the fewest tokens whose probability reaches P (1: off)',
-    cli: { flag: 'top-p', arg: 'P' }, lab: { key: 'topP', min: 0.01 }, record: { when: 'changed' }, resume: 'fixed' },
+    cli: { flag: 'top-p', arg: 'P' }, lab: { key: 'topP', min: 0.01, says: (v: number) => `top-p ${v}` }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'greedyMember', kind: { type: 'bool' }, default: false,
     help: "decode the first of each group's K rollouts greedily, as the held-out evaluation does (a self-critical group: a sample that beats the greedy answer pushes its tokens down)",
-    cli: { flag: 'greedy-member', default: 'off (all K sampled)' }, lab: { key: 'greedy' }, record: { when: 'changed' }, resume: 'fixed' },
+    cli: { flag: 'greedy-member', default: 'off (all K sampled)' }, lab: { key: 'greedy', says: (v: boolean) => (v ? 'a greedy member per group' : 'no greedy member') }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'reward', kind: oneOf(REWARD_RULES), fallback: (s) => defaultRewardRule(s.mode as (typeof ROLLOUT_MODES)[number]),
     help: "how training rollouts are scored: verifier (τ²-bench's DB × communicate on the calls replayed against the real database, 0 or 1), checklist (the rule-based judge's partial credit) or strict-checklist (the judge, 1 only when every item is satisfied); held-out evaluation always uses the verifier",
-    cli: { flag: 'reward', arg: 'R', default: "the mode's: verifier for real, checklist when rehearsing" }, lab: { key: 'reward' },
+    cli: { flag: 'reward', arg: 'R', default: "the mode's: verifier for real, checklist when rehearsing" }, lab: { key: 'reward', says: (v: string) => `${v} reward` },
     record: { when: 'changed' }, resume: 'fixed' },
   { name: 'realPrompts', kind: int(0, 256), default: 0,
     help: "a real-interaction budget for a rehearsing mode: B real episodes over the run (B / (steps × k) of each step's prompts run their rollouts in the real environment, scored by the verifier; the rest rehearse); must be a multiple of steps × k",
@@ -135,13 +139,17 @@ export const RUN_SETTINGS = [
     cli: { flag: 'eval-every', arg: 'N', default: '--steps' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
     help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', cli: { flag: 'fidelity-tokens', arg: 'N', default: '--max-rehearse-tokens' }, record: { when: 'always' }, resume: 'fixed' },
+  // Not recorded in run.json: the train CLI keeps them in train-cli.json, the lab in its lab.json.
+  { name: 'trainTasks', kind: int(1, 100_000), default: 200, help: 'training tasks (the world\'s train split)', cli: { flag: 'train-tasks', arg: 'N' }, resume: 'fixed' },
+  { name: 'evalTasks', kind: int(0, 100_000), default: 20, help: 'held-out tasks (the world\'s test split, task seed 1)', cli: { flag: 'eval-tasks', arg: 'N' },
+    lab: { key: 'evalTasks', default: 100, min: 1, max: 500, says: (v: number) => `held-out eval of ${v} tasks` }, resume: 'fixed' },
   { name: 'maxTurns', kind: int(1, 100), default: 12, help: 'turns per episode (retail tasks need up to ~8 calls)', cli: { flag: 'max-turns', arg: 'N' },
-    lab: { key: 'turns', max: 30 }, record: { when: 'required', at: 'limits.maxTurns' }, resume: 'fixed' },
+    lab: { key: 'turns', max: 30, says: (v: number) => `at most ${v} turns` }, record: { when: 'required', at: 'limits.maxTurns' }, resume: 'fixed' },
   // 96: src/rollout/budget.ts MIN_ACT_TOKENS (test/method/run-config.test.ts holds them equal).
   { name: 'maxActTokens', kind: int(1, MAX_TOKENS), default: 96, help: 'tokens per Act generation', cli: { flag: 'max-act-tokens', arg: 'N' },
-    lab: { key: 'maxNew', default: 0, min: 0, max: 512 }, record: { when: 'required', at: 'limits.maxActTokens' }, resume: 'fixed' },
+    lab: { key: 'maxNew', default: 0, min: 0, max: 512, was: 'maxNewTokens', says: (v: number) => `${v} Act tokens` }, record: { when: 'required', at: 'limits.maxActTokens' }, resume: 'fixed' },
   { name: 'maxRehearseTokens', kind: int(1, MAX_TOKENS), default: 640, help: 'tokens per Rehearse generation (an order with its items runs to a few hundred)',
-    cli: { flag: 'max-rehearse-tokens', arg: 'N' }, lab: { key: 'reh', default: 0, min: 0, max: 8192 }, record: { when: 'required', at: 'limits.maxRehearseTokens' }, resume: 'fixed' },
+    cli: { flag: 'max-rehearse-tokens', arg: 'N' }, lab: { key: 'reh', default: 0, min: 0, max: 8192, was: 'rehearseTokens', says: (v: number) => `${v} Rehearse tokens` }, record: { when: 'required', at: 'limits.maxRehearseTokens' }, resume: 'fixed' },
   { name: 'maxContext', kind: int(1), help: "context tokens of an episode; absent: the model's", record: { when: 'changed', at: 'limits.maxContext' }, resume: 'fixed' },
   { name: 'maxGroundingChars', kind: int(0, 10_000_000), help: 'characters of grounding examples in a Rehearse prompt',
     cli: { flag: 'grounding-chars', arg: 'N', default: "the rehearse prompt's own" }, record: { when: 'changed', at: 'rehearsePrompt.maxGroundingChars' }, resume: 'fixed' },
@@ -167,6 +175,11 @@ export type RunSettingName = Row['name'];
 export type RunValues = { -readonly [R in Row as R['name']]: KindValue<R['kind']> };
 /** The settings the lab has a control for (the worker protocol's TrainRequest carries them). */
 export type LabSettingName = Extract<Row, { lab: object }>['name'];
+type FallbackName = Extract<Row, { fallback: unknown }>['name'];
+/** The lab's values: a setting whose default follows from the others has a control value 'auto' (= that default). */
+export type LabRunValues = { -readonly [R in Extract<Row, { lab: object }> as R['name']]: R extends { fallback: unknown } ? KindValue<R['kind']> | 'auto' : KindValue<R['kind']> };
+/** What the page asks the worker to train: the lab's settings, one name each; a derived one absent when 'auto'. */
+export type LabRequest = Pick<RunValues, Exclude<LabSettingName, FallbackName>> & Partial<Pick<RunValues, Extract<LabSettingName, FallbackName>>>;
 export type Grouping = (typeof GROUPINGS)[number];
 export type Baseline = (typeof BASELINES)[number];
 export type TaskSampling = (typeof TASK_SAMPLINGS)[number];
@@ -249,4 +262,31 @@ export function complete(values: Values, table: RunSettingsTable = RUN_SETTINGS)
   for (const row of table) if (!row.fallback) s[row.name] = values[row.name] ?? row.default;
   for (const row of table) if (row.fallback) s[row.name] = values[row.name] ?? row.fallback(s);
   return s;
+}
+
+/** The lab's value of a row when the URL names none: the lab's own default, the row's, or 'auto' for a derived one. */
+export function labDefault(row: RunSetting): unknown {
+  return row.lab?.default !== undefined ? row.lab.default : row.fallback ? 'auto' : row.default;
+}
+
+/** The request of the lab's values: every lab row by its name, 'auto' left out (the run derives it). */
+export function labRequestOf(values: Values, table: RunSettingsTable = RUN_SETTINGS): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const row of table) if (row.lab && values[row.name] !== undefined && values[row.name] !== 'auto') out[row.name] = values[row.name];
+  return out;
+}
+
+/**
+ * A lab request as saved by any version (a run in this browser's storage, a kept run): a setting saved under its
+ * old name (`lab.was`) is read under its one name; one saved before it existed is `absent`'s (the value such runs
+ * had, default: the row's default), so a kept run keeps meaning what it ran with.
+ */
+export function labRequest(saved: Values, absent: Values = {}, table: RunSettingsTable = RUN_SETTINGS): LabRequest {
+  const out: Record<string, unknown> = {};
+  for (const row of table) {
+    if (!row.lab) continue;
+    const v = saved[row.name] ?? (row.lab.was !== undefined ? saved[row.lab.was] : undefined) ?? absent[row.name] ?? row.lab.default ?? row.default;
+    if (v !== undefined) out[row.name] = v;
+  }
+  return out as LabRequest;
 }

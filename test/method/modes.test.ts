@@ -68,11 +68,11 @@ describe('the mode table', () => {
       expect(c.groups, m).toBe(effectiveGroups(m, 'pooled'));
       const state = { version: 1, config: c, step: 0, rng: { seed: 1, step: 0 }, checkpoint: null };
       expect(parseRunState(new TextEncoder().encode(JSON.stringify(state))).config.mode).toBe(m);
-      expect(parseSettings(`?tmode=${m}`).tmode, m).toBe(m);
-      const req = { mode: m, grouping: 'role-wise', seed: 3, steps: 2 } as TrainRequest;
+      expect(parseSettings(`?tmode=${m}`).mode, m).toBe(m);
+      const req = { mode: m, groups: 'role-wise', seed: 3, steps: 2 } as TrainRequest;
       expect(runLabel(req)).toContain(MODES[m].name);
     }
-    expect(parseSettings('?tmode=nonsense').tmode).toBe(parseSettings('').tmode);
+    expect(parseSettings('?tmode=nonsense').mode).toBe(parseSettings('').mode);
     // The page's mode lists are the table's, not lists of their own.
     for (const f of ['src/ui/panels/TrainPanel.svelte', 'src/ui/panels/CompareRuns.svelte'])
       expect(readFileSync(join(ROOT, f), 'utf8'), f).toMatch(/#each ROLLOUT_MODES as m/);

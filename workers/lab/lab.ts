@@ -338,8 +338,8 @@ export class Lab implements PolicyApi {
     if (!this.domain) throw new Error('the environment is not initialised');
     if (this.taskFile) throw new Error('training samples generated tasks of a world: switch the world from the task file to mini or retail');
     const domain = this.domain;
-    const b = this.limitsOf(req);
-    const resolved = { ...req, maxNewTokens: b.act, rehearseTokens: b.rehearse };
+    const b = this.limitsOf({ maxNewTokens: req.maxActTokens, rehearseTokens: req.maxRehearseTokens });
+    const resolved = { ...req, maxActTokens: b.act, maxRehearseTokens: b.rehearse };
     return this.guarded((signal) =>
       this.training.start(p, domain, this.world, resolved, signal, onPoint, onProgress, extend, () => this.checkCancel(signal), onStart),
     );
