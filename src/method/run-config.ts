@@ -170,6 +170,8 @@ export const RUN_SETTINGS = [
 
 export type RunSettingsTable = readonly RunSetting[];
 type Row = (typeof RUN_SETTINGS)[number];
+/** The top-level keys of run.json's config the table records (a nested path's first part). */
+export type RecordedKey = Row extends infer R ? (R extends { record: { at: `${infer H}.${string}` } } ? H : R extends { record: object; name: infer N } ? N : never) : never;
 export type RunSettingName = Row['name'];
 /** Every setting's value by its one name. */
 export type RunValues = { -readonly [R in Row as R['name']]: KindValue<R['kind']> };
