@@ -184,7 +184,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       const openRun = async (c: AblationConfig, seed: number, steps: number, store: DirStore | MemoryStore) => {
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
-          mode: c.mode!, groups: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.prompts ?? budget.prompts, lr: budget.lr,
+          mode: c.mode!, groups: c.groups, baseline: c.baseline, klCoef: c.klCoef, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.promptsPerStep ?? budget.prompts, lr: budget.lr,
           realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding,
           rank: budget.rank, ...limits, ...rehearsePrompt, evalEvery: 0, checkpointEvery,
         });

@@ -2,37 +2,15 @@
 // a `cli` column is a flag of the train CLI, parsed by its kind and range, named in --help with its default, and
 // compared with the saved run on --resume. The train CLI adds only its own flags (folder, model, backend, tasks).
 import { checkValue, defaultOf, readRecorded, RUN_SETTINGS, SettingValueError, type RunSetting, type RunSettingsTable } from '../method/run-config';
-import { ArgError, enumFlag, intFlag, numFlag, type Flag, type FlagSpec, type FlagValues } from './args';
+import { ArgError, enumFlag, intFlag, numFlag, settingFlag, type FlagSpec, type FlagValues } from './args';
 
 type CliRow = RunSetting & { cli: NonNullable<RunSetting['cli']> };
 const cliRows = (table: RunSettingsTable) => table.filter((r): r is CliRow => r.cli !== undefined);
 
-function rangeText(r: RunSetting): string {
-  const k = r.kind;
-  if (r.cli?.fromFlag || k.type === 'bool' || k.type === 'enum' || k.type === 'list') return '';
-  if (k.type === 'int') return k.max < Number.MAX_SAFE_INTEGER ? `, ${k.min}..${k.max}` : `, >= ${k.min}`;
-  if (k.max !== undefined) return `, in ${k.above ? '(' : '['}${k.min}, ${k.max}]`;
-  return `, ${k.above ? '>' : '>='} ${k.min}`;
-}
-
-function defaultText(r: CliRow): string | undefined {
-  if (r.cli.default !== undefined) return r.cli.default;
-  if (r.default === undefined) return undefined;
-  return Array.isArray(r.default) ? r.default.join(',') : String(r.default);
-}
-
 /** The flags of the table's settings, in table order, as parseFlags and helpText take them. */
 export function runFlags(table: RunSettingsTable = RUN_SETTINGS): FlagSpec {
   const spec: FlagSpec = {};
-  for (const r of cliRows(table)) {
-    const choices = r.kind.type === 'enum' && !r.help.includes(r.kind.values[0]) ? ` (${r.kind.values.join(', ')})` : '';
-    const flag: Flag = r.kind.type === 'bool'
-      ? { type: 'boolean', help: r.help }
-      : { type: 'string', arg: r.cli.arg ?? 'X', help: `${r.help}${choices}${rangeText(r)}${r.cli.required ? ' (required)' : ''}` };
-    const d = defaultText(r);
-    if (d !== undefined && !r.cli.required) flag.default = d;
-    spec[r.cli.flag] = flag;
-  }
+  for (const r of cliRows(table)) spec[r.cli.flag] = settingFlag(r);
   return spec;
 }
 
