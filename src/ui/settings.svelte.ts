@@ -2,7 +2,7 @@
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
 // A training run's settings are the rows of src/method/run-config.ts with a `lab` column: their names, URL keys,
 // defaults and ranges come from there; this file declares only the page's own settings.
-import { labDefault, RUN_SETTINGS, type LabRunValues, type RunSetting, type RunSettingsTable } from '../method/run-config';
+import { labDefault, RUN_SETTINGS, type LabRunValues, type LabSettingName, type RunSetting, type RunSettingsTable } from '../method/run-config';
 import type { ActSource, BackendKind, WeightFormat, WorldName } from '../worker-protocol';
 
 /** The page's own settings (the stepper, test-time rehearsal, the model and the world), not a run's. */
@@ -78,6 +78,15 @@ function parseRun(row: RunSetting, v: string, d: unknown): unknown {
 }
 
 const labRows = (table: RunSettingsTable) => table.filter((r) => r.lab);
+
+/** A numeric lab control's bounds, the ones the URL is clamped to (spread onto its <input>). */
+export function labRange(name: LabSettingName): { min: number; max?: number } {
+  const row = RUN_SETTINGS.find((r) => r.name === name) as RunSetting;
+  const k = row.kind;
+  if (k.type !== 'int' && k.type !== 'number') throw new Error(`${name} is not a number`);
+  const max = row.lab?.max ?? k.max;
+  return { min: row.lab?.min ?? k.min, ...(max !== undefined && max < Number.MAX_SAFE_INTEGER ? { max } : {}) };
+}
 
 /** The page's defaults and the lab's defaults of every run setting of `table`. */
 export function defaultsOf(table: RunSettingsTable = RUN_SETTINGS): Settings {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { AGGREGATIONS, DEFAULT_AGGREGATION } from '../../src/train/batch';
 import { LOSS_AGGREGATIONS } from '../../src/worker-protocol';
-import { DEFAULTS, parseSettings, settingsQuery } from '../../src/ui/settings.svelte';
+import { DEFAULTS, labRange, parseSettings, settingsQuery } from '../../src/ui/settings.svelte';
 
 describe('lab URL settings', () => {
   it('round-trips non-default values and keeps defaults out of the URL', () => {
@@ -60,5 +60,14 @@ describe('lab URL settings', () => {
     expect(settingsQuery({ ...DEFAULTS, greedyMember: true })).toBe('?greedy=true');
     expect(parseSettings('?greedy=true').greedyMember).toBe(true);
     expect(parseSettings('?greedy=yes').greedyMember).toBe(false);
+  });
+
+  it("a control's bounds are the ones its URL value is clamped to (the table's lab range)", () => {
+    for (const [name, key] of [['k', 'k'], ['promptsPerStep', 'prompts'], ['rank', 'rank'], ['evalTasks', 'evalTasks'], ['updateEpochs', 'epochs']] as const) {
+      const r = labRange(name);
+      expect(parseSettings(`?${key}=100000`)[name], name).toBe(r.max);
+      expect(parseSettings(`?${key}=-3`)[name], name).toBe(r.min);
+    }
+    expect(labRange('topP')).toEqual({ min: 0.01, max: 1 });
   });
 });
