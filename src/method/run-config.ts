@@ -6,6 +6,7 @@
 // (test/method/run-config.test.ts adds a dummy row and follows it everywhere). Pure data: the page imports it.
 import { effectiveGroups, ROLLOUT_MODES } from './modes';
 import { defaultRewardRule, REWARD_RULES } from './reward-rules';
+import type { GroupMode } from './advantage';
 
 export type SettingKind =
   | { readonly type: 'int'; readonly min: number; readonly max: number }
@@ -170,8 +171,6 @@ export const RUN_SETTINGS = [
 
 export type RunSettingsTable = readonly RunSetting[];
 type Row = (typeof RUN_SETTINGS)[number];
-/** The top-level keys of run.json's config the table records (a nested path's first part). */
-export type RecordedKey = Row extends infer R ? (R extends { record: { at: `${infer H}.${string}` } } ? H : R extends { record: object; name: infer N } ? N : never) : never;
 export type RunSettingName = Row['name'];
 /** Every setting's value by its one name. */
 export type RunValues = { -readonly [R in Row as R['name']]: KindValue<R['kind']> };
@@ -183,6 +182,23 @@ export type LabRunValues = { -readonly [R in Extract<Row, { lab: object }> as R[
 /** What the page asks the worker to train: the lab's settings, one name each; a derived one absent when 'auto'. */
 export type LabRequest = Pick<RunValues, Exclude<LabSettingName, FallbackName>> & Partial<Pick<RunValues, Extract<LabSettingName, FallbackName>>>;
 export type Grouping = (typeof GROUPINGS)[number];
+// run.json's config as a type, from the rows' `record` columns: a row recorded at `a.b` is field b of group a; a
+// 'required' row is a required field (and makes its group required), the others optional. The grouping is
+// recorded as used, so its type is the advantage module's GroupMode ('standard' included).
+type Recorded = Extract<Row, { record: object }>;
+type RecordedValue<R> = R extends { name: 'groups' } ? GroupMode : R extends { kind: infer K } ? KindValue<K> : never;
+type LeafOf<R> = R extends { record: { at: `${string}.${infer L}` } } ? L : R extends { name: infer N extends string } ? N : never;
+type Fields<Rs> = { -readonly [R in Extract<Rs, { record: { when: 'required' } }> as LeafOf<R>]: RecordedValue<R> } & {
+  -readonly [R in Exclude<Rs, { record: { when: 'required' } }> as LeafOf<R>]?: RecordedValue<R>;
+};
+type InGroup<H extends string> = Extract<Recorded, { record: { at: `${H}.${string}` } }>;
+type GroupName = Recorded extends infer R ? (R extends { record: { at: `${infer H}.${string}` } } ? H : never) : never;
+type Groups = { -readonly [H in GroupName as Extract<InGroup<H>, { record: { when: 'required' } }> extends never ? never : H]: Fields<InGroup<H>> } & {
+  -readonly [H in GroupName as Extract<InGroup<H>, { record: { when: 'required' } }> extends never ? H : never]?: Fields<InGroup<H>>;
+};
+/** run.json's config: what a run records of its settings (src/rl/run.ts reads it; src/rl/run-schema.ts checks it). */
+export type RecordedConfig = Fields<Exclude<Recorded, { record: { at: string } }>> & Groups;
+
 export type Baseline = (typeof BASELINES)[number];
 export type TaskSampling = (typeof TASK_SAMPLINGS)[number];
 export type Aggregation = (typeof AGGREGATIONS)[number];

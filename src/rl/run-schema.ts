@@ -6,18 +6,14 @@ import { z } from 'zod';
 import { RUN_SETTINGS, type RunSetting, type RunSettingsTable } from '../method/run-config';
 import type { Aggregation as TrainAggregation } from '../train/batch';
 import type { LoraTarget } from '../model/lora';
-import type { Aggregation, RecordedKey, RunValues } from '../method/run-config';
-import type { GrpoRunConfig } from './run';
+import type { Aggregation, RunValues } from '../method/run-config';
 
 // The table restates two enumerations of layers below the page; these fail to compile when they drift apart.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const aggregationsAgree: Same<Aggregation, TrainAggregation> = true;
 const targetsAgree: Same<RunValues['loraTargets'][number], LoraTarget> = true;
-// run.ts's GrpoRunConfig (the run's typed view of run.json) has exactly the keys the table records.
-const configKeysAgree: Same<RecordedKey, keyof GrpoRunConfig> = true;
 void aggregationsAgree;
 void targetsAgree;
-void configKeysAgree;
 
 function fieldOf(row: RunSetting): z.ZodType {
   const k = row.kind;
