@@ -67,6 +67,9 @@ describe('a new run setting is one row', () => {
     const saved = runConfigOf(base, table);
     expect(resumeDiffs(v, runConfigOf({ ...base, dummyCoef: 0.5 }, table), saved, table)).toEqual(['--dummy-coef 0.5 (the run has dummyCoef = 0)']);
     expect(resumeDiffs(v, runConfigOf({ ...base, dummyCoef: 0 }, table), saved, table)).toEqual([]);
+    // A row a resume may change is not compared.
+    const free = [...RUN_SETTINGS, { ...dummy, resume: 'free' }] as readonly RunSetting[];
+    expect(resumeDiffs(v, runConfigOf({ ...base, dummyCoef: 0.5 }, free), saved, free)).toEqual([]);
   });
 });
 
