@@ -4,6 +4,7 @@
 // them as text only.
 import type { RolloutMode as TrainMode } from './method/modes';
 import type { RewardRule } from './method/reward-rules';
+import type { LabRequest } from './method/run-config';
 
 export type { TrainMode };
 export type BackendKind = 'webgpu' | 'cpu-fast' | 'cpu-ref';
@@ -18,7 +19,8 @@ export type RolloutMode = Extract<TrainMode, 'rehearse' | 'real'>;
  */
 export type ActSource = 'policy' | 'expert-act' | 'expert';
 /** How rehearsals are decoded (src/rollout/rehearse-prompt.ts RehearseDecoding; the UI may not import src/rollout). */
-export type RehearseDecoding = 'structured' | 'free';
+export type { RehearseDecoding } from './method/run-config';
+import type { RehearseDecoding } from './method/run-config';
 export type WorldName = 'mini' | 'retail';
 
 /** Which world the lab serves: a named world, or a user's task file over the full retail world. */
@@ -243,46 +245,14 @@ export interface GroupRequest extends Omit<RolloutRequest, 'taskId' | 'request' 
   k: number;
 }
 
-export interface TrainRequest {
-  mode: TrainMode;
-  grouping: 'role-wise' | 'pooled';
-  baseline: 'row-weighted' | 'rollout-mean';
-  steps: number;
-  lr: number;
-  k: number;
-  promptsPerStep: number;
-  rank: number;
-  seed: number;
-  maxTurns: number;
-  /** 0 = measured (BudgetInfo), as in the stepper. */
-  maxNewTokens: number;
-  rehearseTokens: number;
-  /** 'structured' (default): rehearsals decoded as well-formed observations with a loop guard; 'free': the policy alone. */
-  rehearseDecoding?: RehearseDecoding;
-  /** Held-out evaluation (real environment, greedy) every N steps; 0 = never. */
-  evalEvery: number;
-  /** Held-out tasks of that evaluation (the world's test split, task seed 1, as `npm run eval`). */
-  evalTasks: number;
-  /** Optimizer steps per batch of rollouts (PPO epochs); absent = 1. */
-  epochs?: number;
-  /** How a step draws its tasks (src/rl/task-sampler.ts); absent = 'uniform'. */
-  taskSampling?: 'uniform' | 'signal';
-  /** Nucleus sampling of training rollouts; absent = 1 (off). */
-  topP?: number;
-  /** How training rollouts are scored; absent = the mode's own rule. */
-  reward?: RewardRule;
-  /** How the update sums token losses (LOSS_AGGREGATIONS); absent = seq-mean-token-mean. */
-  lossAggregation?: LossAggregation;
-  /** The first of each group's K rollouts decoded greedily, as the held-out evaluation; absent = all sampled. */
-  greedyMember?: boolean;
-}
-
 /**
- * The GRPO update's loss aggregations (src/train/batch.ts AGGREGATIONS, restated: this module imports no library
- * layer but method; workers/lab/training.ts checks at compile time that the two lists name the same modes).
+ * A training run's settings as the page sends them: the rows of the run settings' table with a lab control
+ * (src/method/run-config.ts), by their one names. Saved requests of older versions are read through labRequest.
  */
-export const LOSS_AGGREGATIONS = ['seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum'] as const;
-export type LossAggregation = (typeof LOSS_AGGREGATIONS)[number];
+export type TrainRequest = LabRequest;
+
+/** The GRPO update's loss aggregations (the run settings' table's). */
+export { AGGREGATIONS as LOSS_AGGREGATIONS, type Aggregation as LossAggregation } from './method/run-config';
 
 /** Held-out success over a subset of the tasks (src/rollout/metrics.ts GroupSuccess, restated: this module imports no library layer but method). */
 export interface GroupSuccess {

@@ -3,30 +3,15 @@
 // Markdown tables that docs/results.md carries, with the paper's τ²-Bench figures beside ours. Pure
 // functions; research/scripts/ablation.ts runs the experiments.
 import type { RolloutMode } from '../../src/method/modes';
-import type { Baseline } from '../../src/method/advantage';
-import type { RewardRule } from '../../src/method/reward-rules';
-import type { ObservationGrounding } from '../../src/rollout/observation-rows';
+import { DEFAULT_BASELINE, type RunValues } from '../../src/method/run-config';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
-export interface AblationConfig {
+/** A configuration of the ablation: its run settings by their one names (src/method/run-config.ts), and its place in the table. */
+export interface AblationConfig extends Pick<RunValues, 'groups' | 'baseline' | 'klCoef'>, Partial<Pick<RunValues, 'reward' | 'promptsPerStep' | 'realPrompts' | 'observationCoef' | 'observationGrounding'>> {
   id: string;
   label: string;
   /** null: the base policy, evaluated without training. */
   mode: RolloutMode | null;
-  advantage: 'role-wise' | 'pooled';
-  baseline: Baseline;
-  /** k3 KL coefficient to the base policy (0: off, as in the reference launcher). */
-  kl: number;
-  /** How training rollouts are scored; absent: the mode's own rule (src/method/reward-rules.ts). */
-  reward?: RewardRule;
-  /** Prompts per step, where the configuration spends a smaller budget than the ablation's (absent: the budget's). */
-  prompts?: number;
-  /** Rehearsing modes: prompts per step that run in the real environment (GrpoRunConfig.realPrompts). */
-  realPrompts?: number;
-  /** Cross-entropy coefficient of Rehearse rows on real observations (GrpoRunConfig.observationCoef). */
-  observationCoef?: number;
-  /** Their grounding (GrpoRunConfig.observationGrounding); absent: 'with-call'. */
-  observationGrounding?: ObservationGrounding;
   /** Not run unless named in --configs. */
   optional?: boolean;
   /** The paper's τ²-Bench overall success (%) for the matching configuration, where it reports one. */
@@ -41,41 +26,41 @@ const NO_PAPER = { b8: null, b1_7: null };
  * (row-weighted, the reference code's, vs rollout-mean) and the KL term are varied on EnvACE only.
  */
 export const ABLATION_CONFIGS: readonly AblationConfig[] = [
-  { id: 'base', label: 'base policy', mode: null, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 30.0, b1_7: null } },
-  { id: 'real', label: 'GRPO, real environment', mode: 'real', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
+  { id: 'base', label: 'base policy', mode: null, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, paper: { b8: 30.0, b1_7: null } },
+  { id: 'real', label: 'GRPO, real environment', mode: 'real', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, paper: NO_PAPER },
   // The real environment scored by the rehearsed runs' checklist judge: tells the judge's effect from the rehearsal's.
-  { id: 'real-checklist', label: 'GRPO, real environment, checklist reward', mode: 'real', reward: 'checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'real-checklist', label: 'GRPO, real environment, checklist reward', mode: 'real', reward: 'checklist', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // EnvACE with the judge all or nothing: does rehearsed training keep its writes without the partial credit?
-  { id: 'envace-strict', label: 'EnvACE, role-wise, strict checklist', mode: 'rehearse', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'envace-strict', label: 'EnvACE, role-wise, strict checklist', mode: 'rehearse', reward: 'strict-checklist', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // The frozen simulator with the same strict judge: is its loss the partial credit too, or the frozen imagined observations?
-  { id: 'frozen-strict', label: 'GRPO, frozen simulator, strict checklist', mode: 'frozen-simulator', reward: 'strict-checklist', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
-  { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 31.2, b1_7: 14.7 } },
-  { id: 'per-role', label: 'per-role policies', mode: 'per-role', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 35.5, b1_7: 14.0 } },
-  { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, paper: { b8: 36.7, b1_7: 15.3 } },
-  { id: 'envace-pooled', label: 'EnvACE, pooled groups', mode: 'rehearse', advantage: 'pooled', baseline: 'row-weighted', kl: 0, paper: NO_PAPER },
-  { id: 'envace-rollout-mean', label: 'EnvACE, rollout-mean baseline', mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0, paper: NO_PAPER },
-  { id: 'envace-kl', label: 'EnvACE, KL 1e-4 (k3)', mode: 'rehearse', advantage: 'role-wise', baseline: 'row-weighted', kl: 1e-4, optional: true, paper: NO_PAPER },
+  { id: 'frozen-strict', label: 'GRPO, frozen simulator, strict checklist', mode: 'frozen-simulator', reward: 'strict-checklist', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  { id: 'frozen-simulator', label: 'GRPO, frozen simulator (paper: GRPO)', mode: 'frozen-simulator', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, paper: { b8: 31.2, b1_7: 14.7 } },
+  { id: 'per-role', label: 'per-role policies', mode: 'per-role', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, paper: { b8: 35.5, b1_7: 14.0 } },
+  { id: 'envace', label: 'EnvACE, role-wise', mode: 'rehearse', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, paper: { b8: 36.7, b1_7: 15.3 } },
+  { id: 'envace-pooled', label: 'EnvACE, pooled groups', mode: 'rehearse', groups: 'pooled', baseline: DEFAULT_BASELINE, klCoef: 0, paper: NO_PAPER },
+  { id: 'envace-rollout-mean', label: 'EnvACE, rollout-mean baseline', mode: 'rehearse', groups: 'role-wise', baseline: 'rollout-mean', klCoef: 0, paper: NO_PAPER },
+  { id: 'envace-kl', label: 'EnvACE, KL 1e-4 (k3)', mode: 'rehearse', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 1e-4, optional: true, paper: NO_PAPER },
   // EnvACE whose imagined episodes are scored by replaying their calls on a fresh real database at the end:
   // one real reward per episode, no real observation ever shown to Act (the judge's control).
-  { id: 'envace-verifier', label: 'EnvACE, verifier replay', mode: 'rehearse', reward: 'verifier', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'envace-verifier', label: 'EnvACE, verifier replay', mode: 'rehearse', reward: 'verifier', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // The real-interaction budget (the paper's premise): a quarter of real GRPO's episodes, 1 prompt × K real per step.
-  { id: 'real-q', label: 'GRPO, real environment, 1/4 of the real episodes', mode: 'real', prompts: 1, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'real-q', label: 'GRPO, real environment, 1/4 of the real episodes', mode: 'real', promptsPerStep: 1, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // The same real episodes plus 3 rehearsed prompts per step (Dyna-style; the imagined ones scored by the strict
   // checklist, the real ones by the verifier), with and without the simulator learning from the real observations.
-  { id: 'dyna-q', label: 'EnvACE + 1/4 real episodes', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
-  { id: 'dyna-q-obs', label: 'EnvACE + 1/4 real episodes, simulator on real observations', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-q', label: 'EnvACE + 1/4 real episodes', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-q-obs', label: 'EnvACE + 1/4 real episodes, simulator on real observations', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // The same with the observation rows grounded without the call's own reference result (as pretraining's rows
   // and the strict fidelity measurement): dyna-q-obs's seed 0 lost 12 points of that fidelity (60.9 -> 48.6 %)
   // learning to copy the example (research/records/2026-12-04-budget).
-  { id: 'dyna-q-sim', label: 'EnvACE + 1/4 real episodes, simulator on real observations (dynamics, not copies)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-q-sim', label: 'EnvACE + 1/4 real episodes, simulator on real observations (dynamics, not copies)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // Real GRPO whose adapter also learns the real observations (the simulator grounded, every episode real).
-  { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, advantage: 'role-wise', baseline: 'row-weighted', kl: 0, optional: true, paper: NO_PAPER },
+  { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
 ];
 
 /** Real episodes a configuration spends over a run of `steps` (the real-interaction budget). */
 export function realEpisodesOf(c: AblationConfig, budget: { steps: number; prompts: number; k: number }, steps = budget.steps): number {
   if (c.mode === null) return 0;
-  const prompts = c.prompts ?? budget.prompts;
+  const prompts = c.promptsPerStep ?? budget.prompts;
   return steps * budget.k * (c.mode === 'real' ? prompts : (c.realPrompts ?? 0));
 }
 

@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { cpus, hostname, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, GROUNDING_CHARS_FLAG, HELP_FLAG, helpText, HISTORY_CHARS_FLAG, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 import type { Domain, Task } from '../../src/env/domain';
 import { WORLD_NAMES } from '../../src/env/retail/index';
@@ -35,6 +35,8 @@ import {
   type AblationConfig, type AblationMeta, type AblationRun, type CurvePoint, type FidelityFigures,
 } from '../ablation/grpo-ablation';
 import { DEFAULT_LIMITS, grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
+import { complete, RUN_SETTINGS, type RunValues } from '../../src/method/run-config';
+import { readRunFlags, runFlags } from '../../src/cli/run-flags';
 import { GrpoRun, type StepMetrics } from '../../src/rl/run';
 import { DirStore } from '../../src/rl/store-node';
 import { MemoryStore } from '../../src/rl/store';
@@ -47,27 +49,23 @@ export const ABLATION_USAGE = `usage: npm run ablation -- [--world ${WORLD_NAMES
   [--reduced "why"] [--note "findings"] [--no-write] [--results FILE]
   Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (${ABLATION_CONFIGS.filter((c) => c.optional).map((c) => c.id).join(', ')} only when named).`;
 
+/** The run settings every configuration of the ablation shares; the rest is each configuration's (ABLATION_CONFIGS). */
+const SHARED = ['trainTasks', 'k', 'promptsPerStep', 'lr', 'rank', 'maxTurns', 'maxActTokens', 'maxRehearseTokens', 'maxGroundingChars', 'maxHistoryChars'] as const;
+const SHARED_ROWS = RUN_SETTINGS.filter((r) => (SHARED as readonly string[]).includes(r.name));
+
 export const ABLATION_FLAGS: FlagSpec = {
   world: WORLD_FLAG,
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy" },
   steps: { type: 'string', arg: 'N', help: 'GRPO steps per trained run', default: '8 (--pilot: 24)' },
   seeds: { type: 'string', arg: 'N', help: 'seeds 0..N-1 per configuration (seeds run outermost)', default: '5 (--pilot: 1)' },
   tasks: { type: 'string', arg: 'N', help: 'held-out test tasks of the final evaluation', default: '100' },
-  'train-tasks': { type: 'string', arg: 'N', help: 'training tasks a run draws its prompts from', default: '200' },
-  k: { type: 'string', arg: 'K', help: 'rollouts per prompt (group size), 1..64', default: '4' },
-  prompts: { type: 'string', arg: 'P', help: 'prompts per step, 1..64', default: '3' },
-  lr: { type: 'string', arg: 'LR', help: 'AdamW learning rate', default: '2e-3' },
-  rank: { type: 'string', arg: 'R', help: 'LoRA rank, 1..256 (alpha 2 × rank)', default: '8' },
+  // The run settings every configuration shares: the train CLI's flags, defaults and ranges (src/method/run-config.ts).
+  ...runFlags(SHARED_ROWS),
   configs: { type: 'string', arg: 'IDS', help: `configurations to run, comma-separated: ${ABLATION_CONFIGS.map((c) => c.id).join(', ')}`, default: `${DEFAULT_CONFIG_IDS.join(',')} (--pilot: real,envace)` },
   out: { type: 'string', arg: 'DIR', help: 'records folder: one <config>-s<seed>/ per run; finished runs are skipped, unfinished ones resumed', default: '$TMPDIR/envace-ablation (--pilot: $TMPDIR/envace-pilot)' },
   'only-seeds': { type: 'string', arg: 'LIST', help: 'run only these seeds (comma-separated), so two processes or machines can share an ablation', default: 'all' },
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
-  'max-turns': { type: 'string', arg: 'N', help: 'turns per training episode', default: '8' },
-  'max-act-tokens': { type: 'string', arg: 'N', help: 'tokens per Act generation in training', default: String(DEFAULT_LIMITS.maxActTokens) },
-  'max-rehearse-tokens': { type: 'string', arg: 'N', help: 'tokens per Rehearse generation in training', default: '320' },
-  'grounding-chars': GROUNDING_CHARS_FLAG,
-  'history-chars': HISTORY_CHARS_FLAG,
   'fidelity-tokens': { type: 'string', arg: 'N', help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', default: "the evaluation's Rehearse budget" },
   'eval-limits': { type: 'string', arg: 'L', help: "episode limits of the held-out evaluation: card (the model card's) or train (the training ones above)", default: 'card' },
   'eval-every': { type: 'string', arg: 'N', help: 'learning-curve evaluation every N steps; 0 = only before and after', default: '0 (--pilot: about steps/6)' },
@@ -118,27 +116,25 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
     const log = progress(io, 'ablation');
     const pilot = !!v.pilot;
     const world = enumFlag(v, 'world', WORLD_NAMES, 'mini');
+    const shared = complete(readRunFlags(v, SHARED_ROWS), SHARED_ROWS) as Pick<RunValues, (typeof SHARED)[number]>;
+    // Recorded in every run's ablation.json under these keys since the first records (a budget must compare equal).
     const budget = {
       steps: intFlag(v, 'steps', pilot ? 24 : 8, 1),
       seeds: intFlag(v, 'seeds', pilot ? 1 : 5, 1, 100),
       evalTasks: intFlag(v, 'tasks', 100, 1),
-      trainTasks: intFlag(v, 'train-tasks', 200, 1),
-      k: intFlag(v, 'k', 4, 1, 64),
-      prompts: intFlag(v, 'prompts', 3, 1, 64),
-      lr: numFlag(v, 'lr', 2e-3),
-      rank: intFlag(v, 'rank', 8, 1, 256),
+      trainTasks: shared.trainTasks,
+      k: shared.k,
+      prompts: shared.promptsPerStep,
+      lr: shared.lr,
+      rank: shared.rank,
     };
     // Training rollouts may be cut shorter than the evaluation's episodes (the cost of a step grows with them);
     // evaluation uses the model card's limits (--eval-limits card) unless told to use the training ones.
-    const limits = {
-      maxTurns: intFlag(v, 'max-turns', 8, 1, 100),
-      maxActTokens: intFlag(v, 'max-act-tokens', DEFAULT_LIMITS.maxActTokens, 1),
-      maxRehearseTokens: intFlag(v, 'max-rehearse-tokens', 320, 1),
-    };
+    const limits = { maxTurns: shared.maxTurns, maxActTokens: shared.maxActTokens, maxRehearseTokens: shared.maxRehearseTokens };
     const evalLimits = enumFlag(v, 'eval-limits', ['card', 'train'] as const, 'card') === 'card' ? DEFAULT_LIMITS : limits;
     const rehearsePrompt = {
-      ...(v['grounding-chars'] !== undefined ? { maxGroundingChars: intFlag(v, 'grounding-chars', 0, 0) } : {}),
-      ...(v['history-chars'] !== undefined ? { maxHistoryChars: intFlag(v, 'history-chars', 0, 0) } : {}),
+      ...(shared.maxGroundingChars !== undefined ? { maxGroundingChars: shared.maxGroundingChars } : {}),
+      ...(shared.maxHistoryChars !== undefined ? { maxHistoryChars: shared.maxHistoryChars } : {}),
     };
     const fidelityTokens = intFlag(v, 'fidelity-tokens', evalLimits.maxRehearseTokens, 0);
     const evalEvery = intFlag(v, 'eval-every', pilot ? Math.max(1, Math.round(budget.steps / 6)) : 0, 0);
@@ -188,9 +184,9 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       const openRun = async (c: AblationConfig, seed: number, steps: number, store: DirStore | MemoryStore) => {
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
-          mode: c.mode!, advantage: c.advantage, baseline: c.baseline, klCoef: c.kl, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.prompts ?? budget.prompts, lr: budget.lr,
+          mode: c.mode!, groups: c.groups, baseline: c.baseline, klCoef: c.klCoef, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.promptsPerStep ?? budget.prompts, lr: budget.lr,
           realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding,
-          rank: budget.rank, limits, rehearsePrompt: Object.keys(rehearsePrompt).length ? rehearsePrompt : undefined, evalEvery: 0, checkpointEvery,
+          rank: budget.rank, ...limits, ...rehearsePrompt, evalEvery: 0, checkpointEvery,
         });
         return GrpoRun.open(model, tokenizer, domain, tasks, store, config);
       };

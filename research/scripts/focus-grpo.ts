@@ -16,6 +16,10 @@ import {
   ArgError, checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, numFlag, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 import { TRAIN_FLAGS } from '../../src/cli/train';
+import { readRunFlags } from '../../src/cli/run-flags';
+import { complete, RUN_SETTINGS, type RunValues } from '../../src/method/run-config';
+
+const FOCUS_ROWS = RUN_SETTINGS.filter((r) => ['k', 'promptsPerStep', 'lr', 'temperature'].includes(r.name));
 import { HELD_OUT_TASK_SEED, type Task } from '../../src/env/domain';
 import { FAMILY_TIER } from '../../src/env/retail/index';
 import { loadWorldDomain } from '../../src/env/retail/node';
@@ -33,8 +37,8 @@ export const FOCUS_GRPO_FLAGS: FlagSpec = {
   families: { type: 'string', arg: 'F,...', help: `task families to train on, comma-separated (${Object.keys(FAMILY_TIER).join(', ')}), or all`, default: 'cancel' },
   seed: { type: 'string', arg: 'S', help: 'seed of the run and of the training task stream, 0..2^32-1', default: '1' },
   steps: { type: 'string', arg: 'N', help: 'GRPO steps, 1..1000000', default: '40' },
-  // As `npm run train` takes them (meaning, bounds, defaults); lr's default as this script has always written it.
-  lr: { ...TRAIN_FLAGS.lr, default: '0.001' },
+  // As `npm run train` takes them (meaning, bounds, defaults: src/method/run-config.ts).
+  lr: TRAIN_FLAGS.lr,
   k: TRAIN_FLAGS.k,
   prompts: TRAIN_FLAGS.prompts,
   temperature: TRAIN_FLAGS.temperature,
@@ -60,10 +64,8 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   if (!out) throw new ArgError('--out DIR is required');
   const seed = intFlag(values, 'seed', 1, 0, 0xffffffff);
   const steps = intFlag(values, 'steps', 40, 1, 1_000_000);
-  const k = intFlag(values, 'k', 4, 1, 64);
-  const promptsPerStep = intFlag(values, 'prompts', 4, 1, 256);
-  const lr = numFlag(values, 'lr', 0.001);
-  const temperature = numFlag(values, 'temperature', 1);
+  const given = complete(readRunFlags(values, FOCUS_ROWS), FOCUS_ROWS) as Pick<RunValues, 'k' | 'promptsPerStep' | 'lr' | 'temperature'>;
+  const { k, promptsPerStep, lr, temperature } = given;
   const threads = threadsFlag(values);
   const model = strFlag(values, 'model');
   const familiesArg = strFlag(values, 'families', 'cancel')!;
@@ -83,7 +85,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const backend = await openBackend('cpu-fast', threads);
   const policy = await openModel(model, backend, { world: 'mini' });
   const limits = { ...DEFAULT_LIMITS, maxRehearseTokens: tokenBudgets(domain, policy.tokenizer).rehearse };
-  const config = grpoRunConfig({ mode: 'real', steps, seed, k, promptsPerStep, lr, rank: 8, evalEvery: 0, evalFidelityTokens: 0, limits, temperature });
+  const config = grpoRunConfig({ mode: 'real', steps, seed, k, promptsPerStep, lr, rank: 8, evalEvery: 0, evalFidelityTokens: 0, ...limits, temperature });
   const store = new DirStore(out);
   if (await store.read('run.json')) throw new Error(`${out} already holds a run`);
   // The run evaluates on the held-out tasks only when asked (evalEvery 0): at the start (the adapter is fresh,

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { ArgError, HELP_FLAG, helpText, isEntry, parseFlags, processIo, runCli, strFlag, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { meanCI } from '../ablation/stats';
 import { isRolloutMode, MODES } from '../../src/method/modes';
+import { DEFAULT_BASELINE, setting } from '../../src/method/run-config';
 
 const json = <T>(p: string): T => JSON.parse(readFileSync(p, 'utf8')) as T;
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
@@ -77,10 +78,10 @@ export const LESSON_STEPS = 100;
 function offLesson(c: RunConfig): string {
   const o = [
     c.mode !== 'real' ? `mode ${c.mode}` : '',
-    c.baseline !== 'row-weighted' ? `${c.baseline} baseline` : '',
+    c.baseline !== DEFAULT_BASELINE ? `${c.baseline} baseline` : '',
     c.promptsPerStep !== 4 || c.k !== 4 ? `${c.promptsPerStep} prompts × K ${c.k}` : '',
     c.steps !== LESSON_STEPS ? `${c.steps} steps` : '',
-    c.lr !== 0.001 ? `lr ${c.lr}` : '',
+    c.lr !== setting('lr').default ? `lr ${c.lr}` : '',
     c.lora.rank !== 8 ? `rank ${c.lora.rank}` : '',
     c.temperature !== 1 ? `temperature ${c.temperature}` : '',
     (c.klCoef ?? 0) !== 0 ? `KL ${c.klCoef}` : '',

@@ -17,6 +17,7 @@ import { EXIT_IO, IoError, isSystemError } from '../util/atomic-file';
 import { TaskSetError } from '../server/tasks';
 import { WORLDS, type WorldName } from '../env/retail/index';
 import { formatLeft } from '../util/eta';
+import { setting, type RunSetting } from '../method/run-config';
 
 /** A usage error: a bad, missing or unknown flag. */
 export class ArgError extends Error {
@@ -46,8 +47,36 @@ export const WRITE_COMMITTED_FLAG: Flag = {
 export const WORLD_FLAG: Flag = { type: 'string', arg: 'W', help: 'task world: mini (16 users, 35 orders) or retail (full τ²-bench retail)', default: 'mini' };
 export const BACKEND_FLAG: Flag = { type: 'string', arg: 'B', help: 'cpu-fast, cpu-ref or webgpu', default: 'cpu-fast' };
 export const THREADS_FLAG: Flag = { type: 'string', arg: 'T', help: 'worker threads of cpu-fast, 1..64', default: 'all cores' };
-export const GROUNDING_CHARS_FLAG: Flag = { type: 'string', arg: 'N', help: 'characters of grounding examples in a Rehearse prompt', default: "the rehearse prompt's own" };
-export const HISTORY_CHARS_FLAG: Flag = { type: 'string', arg: 'N', help: 'characters of history in a Rehearse prompt', default: "the rehearse prompt's own" };
+// The Rehearse prompt's sizes are run settings: their flags are the table's (the train CLI has the same).
+export const GROUNDING_CHARS_FLAG: Flag = settingFlag(setting('maxGroundingChars'));
+export const HISTORY_CHARS_FLAG: Flag = settingFlag(setting('maxHistoryChars'));
+
+function rangeText(r: RunSetting): string {
+  const k = r.kind;
+  if (r.cli?.fromFlag || k.type === 'bool' || k.type === 'enum' || k.type === 'list') return '';
+  if (k.type === 'int') return k.max < Number.MAX_SAFE_INTEGER ? `, ${k.min}..${k.max}` : `, >= ${k.min}`;
+  if (k.max !== undefined) return `, in ${k.above ? '(' : '['}${k.min}, ${k.max}]`;
+  return `, ${k.above ? '>' : '>='} ${k.min}`;
+}
+
+function defaultText(r: RunSetting & { cli: NonNullable<RunSetting['cli']> }): string | undefined {
+  if (r.cli.default !== undefined) return r.cli.default;
+  if (r.default === undefined) return undefined;
+  return Array.isArray(r.default) ? r.default.join(',') : String(r.default);
+}
+
+/** A run setting's flag (src/method/run-config.ts): its help with its choices, range and default. */
+export function settingFlag(r: RunSetting): Flag {
+  if (!r.cli) throw new Error(`run setting ${r.name} has no flag`);
+  const cli = r.cli;
+  const choices = r.kind.type === 'enum' && !r.help.includes(r.kind.values[0]) ? ` (${r.kind.values.join(', ')})` : '';
+  const flag: Flag = r.kind.type === 'bool'
+    ? { type: 'boolean', help: r.help }
+    : { type: 'string', arg: cli.arg ?? 'X', help: `${r.help}${choices}${rangeText(r)}${cli.required ? ' (required)' : ''}` };
+  const d = defaultText({ ...r, cli });
+  if (d !== undefined && !cli.required) flag.default = d;
+  return flag;
+}
 
 /** Parses `argv` against `spec` (no unknown flags; positionals only when asked for). */
 export function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues;

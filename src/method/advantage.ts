@@ -11,10 +11,11 @@
 //                  rows (more turns) weighs more in its own group's baseline.
 //   rollout-mean:  μ = mean over the group's rollouts of each rollout's mean row reward: each rollout
 //                  counts once, however many rows it contributed.
+import { BASELINES, DEFAULT_BASELINE, type Baseline } from './run-config';
 
 export type Role = 'act' | 'rehearse';
 export type GroupMode = 'role-wise' | 'pooled' | 'standard';
-export type Baseline = 'row-weighted' | 'rollout-mean';
+export type { Baseline } from './run-config';
 
 export interface AdvantageRow {
   promptId: string;
@@ -44,9 +45,9 @@ export class AdvantageError extends Error {
   override readonly name = 'AdvantageError';
 }
 
-export function computeAdvantages(rows: readonly AdvantageRow[], mode: GroupMode = 'role-wise', baseline: Baseline = 'row-weighted'): Advantages {
+export function computeAdvantages(rows: readonly AdvantageRow[], mode: GroupMode = 'role-wise', baseline: Baseline = DEFAULT_BASELINE): Advantages {
   if (mode !== 'role-wise' && mode !== 'pooled' && mode !== 'standard') throw new AdvantageError(`unknown group mode ${String(mode)}`);
-  if (baseline !== 'row-weighted' && baseline !== 'rollout-mean') throw new AdvantageError(`unknown baseline ${String(baseline)}`);
+  if (!BASELINES.includes(baseline)) throw new AdvantageError(`unknown baseline ${String(baseline)}`);
 
   // group key -> indices of its rows, in input order.
   const groups = new Map<string, { promptId: string; role: Role | 'all'; idx: number[] }>();
@@ -76,7 +77,7 @@ export function computeAdvantages(rows: readonly AdvantageRow[], mode: GroupMode
       perRollout.set(r.rolloutId, s);
     }
     let mu: number;
-    if (baseline === 'row-weighted') mu = sum / g.idx.length;
+    if (baseline !== 'rollout-mean') mu = sum / g.idx.length;
     else {
       let t = 0;
       for (const s of perRollout.values()) t += s.sum / s.n;

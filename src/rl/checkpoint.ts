@@ -4,17 +4,13 @@
 import { z } from 'zod';
 import type { Backend } from '../engine/backend';
 import type { Qwen3Config } from '../model/config';
-import { LORA_TARGETS, type LoraAdapter } from '../model/lora';
+import type { LoraAdapter } from '../model/lora';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS, loadPeftAdapter } from '../model/peft';
 import { MemorySource } from '../model/source';
-import { hasRehearseAdapter, ROLLOUT_MODES, type RolloutMode } from '../method/modes';
+import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
+import { configSchema } from './run-schema';
 import type { GrpoRunConfig } from './run';
 import type { RunStore } from './store';
-import { REHEARSE_DECODINGS } from '../rollout/rehearse-prompt';
-import { REWARD_RULES } from '../method/reward-rules';
-import { OBSERVATION_GROUNDINGS } from '../rollout/observation-rows';
-import { TASK_SAMPLINGS } from './task-sampler';
-import { AGGREGATIONS } from '../train/batch';
 
 export class CheckpointError extends Error {
   override readonly name = 'CheckpointError';
@@ -29,45 +25,10 @@ export interface RunInfo {
 }
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
-const pos = z.number().positive().finite();
 const nonNeg = z.number().min(0).finite();
 
-// Strict on what a run reads back (a wrong type here once hung a resume); unknown keys pass through so
-// that runs written by a newer version with extra settings still open.
-const ConfigSchema = z.looseObject({
-  mode: z.enum(ROLLOUT_MODES as [RolloutMode, ...RolloutMode[]]),
-  groups: z.enum(['role-wise', 'pooled', 'standard']).optional(),
-  baseline: z.enum(['row-weighted', 'rollout-mean']).optional(),
-  steps: int(1),
-  promptsPerStep: int(1),
-  k: int(1),
-  seed: int(0, 0xffffffff),
-  limits: z.looseObject({ maxTurns: int(1), maxActTokens: int(1), maxRehearseTokens: int(1), maxContext: int(1).optional() }),
-  temperature: nonNeg.optional(),
-  rehearsePrompt: z.looseObject({ maxGroundingChars: int(0).optional(), maxHistoryChars: int(0).optional(), decoding: z.enum(REHEARSE_DECODINGS).optional() }).optional(),
-  kvReuse: z.boolean().optional(),
-  lora: z.looseObject({ rank: int(1), alpha: pos, targets: z.array(z.enum(LORA_TARGETS)).optional() }),
-  lr: pos,
-  warmupSteps: int(0).optional(),
-  weightDecay: nonNeg.optional(),
-  maxGradNorm: pos.optional(),
-  clipEps: pos.optional(),
-  dualClip: pos.optional(),
-  klCoef: nonNeg.optional(),
-  maxBatchTokens: int(1).optional(),
-  evalEvery: int(0).optional(),
-  evalFidelityTokens: int(0).optional(),
-  checkpointEvery: int(1).optional(),
-  taskSampling: z.enum(TASK_SAMPLINGS).optional(),
-  updateEpochs: int(1).optional(),
-  topP: z.number().gt(0).max(1).optional(),
-  greedyMember: z.boolean().optional(),
-  realPrompts: int(0).optional(),
-  observationCoef: z.number().finite().min(0).optional(),
-  observationGrounding: z.enum(OBSERVATION_GROUNDINGS).optional(),
-  reward: z.enum(REWARD_RULES).optional(),
-  lossAggregation: z.enum(AGGREGATIONS).optional(),
-});
+// run.json's config as the run settings' table records it (src/rl/run-schema.ts).
+const ConfigSchema = configSchema() as unknown as z.ZodType<GrpoRunConfig>;
 
 const RunStateSchema = z
   .looseObject({

@@ -12,13 +12,14 @@ import type { RolloutBatch } from '../rollout/rollout';
 import { commonPrefix, DEFAULT_AGGREGATION, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';
 import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
+import { DEFAULT_BASELINE } from '../method/run-config';
 import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
 import { lossTokens, type TrainingRow } from '../rollout/rows';
 
 export interface GrpoUpdateOptions {
   /** Default 'role-wise'; a mode that forces a grouping (MODES[mode].groups) uses that instead. */
   groups?: GroupMode;
-  /** Default 'row-weighted' (the reference code). */
+  /** Default DEFAULT_BASELINE (src/method/run-config.ts: the reference code's). */
   baseline?: Baseline;
   /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default DEFAULT_AGGREGATION. */
   aggregation?: Aggregation;
@@ -135,7 +136,7 @@ export async function grpoUpdate(
 ): Promise<GrpoUpdateReport> {
   if (hasRehearseAdapter(mode) && !trainers.rehearse) throw new GrpoError(`${mode} mode needs trainers.rehearse`);
   const groups = effectiveGroups(mode, opts.groups ?? 'role-wise');
-  const baseline = opts.baseline ?? 'row-weighted';
+  const baseline = opts.baseline ?? DEFAULT_BASELINE;
   const aggregation = opts.aggregation ?? DEFAULT_AGGREGATION;
   const epochs = opts.epochs ?? 1;
   if (!(Number.isInteger(epochs) && epochs >= 1)) throw new GrpoError(`epochs must be a positive integer, got ${epochs}`);

@@ -9,82 +9,31 @@
 // twice in metrics.jsonl (the last occurrence wins).
 import { deriveSeed, hash32, Rng } from '../util/rng';
 import type { Task } from '../env/domain';
-import { createLoraAdapter, type LoraAdapter, type LoraTarget } from '../model/lora';
+import { createLoraAdapter, type LoraAdapter } from '../model/lora';
 import { adapterToPeftFiles, loadPeftAdapter } from '../model/peft';
 import type { Qwen3Model } from '../model/qwen3';
 import { MemorySource } from '../model/source';
 import type { Tokenizer } from '../model/tokenizer';
 import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { groupSuccess, summarizeRollouts, type GroupSuccess, type RolloutSummary } from '../rollout/metrics';
-import type { RewardRule } from '../method/reward-rules';
 import { rewardBy } from '../rollout/reward-rule';
-import { mergeBatches, runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits } from '../rollout/rollout';
-import { OBSERVATION_GROUNDINGS, realObservationRows, type ObservationGrounding } from '../rollout/observation-rows';
-import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
-import { AGGREGATIONS, type Aggregation } from '../train/batch';
+import { mergeBatches, runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain } from '../rollout/rollout';
+import { OBSERVATION_GROUNDINGS, realObservationRows } from '../rollout/observation-rows';
+import { AGGREGATIONS } from '../train/batch';
 import { Trainer } from '../train/trainer';
-import type { Advantages, Baseline, GroupMode } from '../method/advantage';
-import { hasRehearseAdapter, MODES, rehearses, type RolloutMode } from '../method/modes';
+import type { Advantages } from '../method/advantage';
+import { hasRehearseAdapter, MODES, rehearses } from '../method/modes';
+import type { RecordedConfig } from '../method/run-config';
 import { grpoUpdate } from './grpo';
 import { parseRunState, storeFile } from './checkpoint';
 import type { RunStore } from './store';
-import { addEpisodes, familyOf, familyWeights, sampleTaskIndices, TASK_SAMPLINGS, type FamilyStats, type TaskSampling } from './task-sampler';
+import { addEpisodes, familyOf, familyWeights, sampleTaskIndices, TASK_SAMPLINGS, type FamilyStats } from './task-sampler';
 
-export interface GrpoRunConfig {
-  mode: RolloutMode;
-  groups?: GroupMode;
-  baseline?: Baseline;
-  steps: number;
-  promptsPerStep: number;
-  k: number;
-  seed: number;
-  limits: RolloutLimits;
-  temperature?: number;
-  /** Nucleus sampling of training rollouts: the fewest tokens whose probability reaches topP (default 1: all). */
-  topP?: number;
-  /** The first of each group's K rollouts decoded greedily, as the held-out evaluation (src/rollout/rollout.ts RolloutConfig.greedyMember); absent: all sampled. */
-  greedyMember?: boolean;
-  /** How training rollouts are scored (src/method/reward-rules.ts); absent: the mode's own rule. Held-out evaluation always uses the verifier. */
-  reward?: RewardRule;
-  rehearsePrompt?: RehearsePromptOptions;
-  /**
-   * A real-interaction budget (rehearsing modes): the first `realPrompts` of each step's prompts run their K
-   * rollouts in the real environment (scored by the verifier, as real-mode GRPO), the rest rehearse. The run
-   * then spends steps × realPrompts × k real episodes; absent or 0: none (every rollout rehearsed).
-   */
-  realPrompts?: number;
-  /**
-   * The simulator's supervised signal: every call answered by the real environment in this step's real
-   * rollouts becomes a Rehearse row whose target is the real observation, with this fixed advantage (a
-   * cross-entropy coefficient; src/rollout/observation-rows.ts). Absent or 0: off.
-   */
-  observationCoef?: number;
-  /** Whether those rows' grounding keeps the call's own reference result (src/rollout/observation-rows.ts); absent: 'with-call'. */
-  observationGrounding?: ObservationGrounding;
-  kvReuse?: boolean;
-  lora: { rank: number; alpha: number; targets?: LoraTarget[] };
-  lr: number;
-  /** Linear warmup then cosine decay over `steps` when > 0; constant lr when 0 (default). */
-  warmupSteps?: number;
-  weightDecay?: number;
-  maxGradNorm?: number;
-  clipEps?: number;
-  dualClip?: number;
-  /** How a step's tasks are drawn (src/rl/task-sampler.ts); default 'uniform'. */
-  taskSampling?: TaskSampling;
-  /** Optimizer steps per batch of rollouts (PPO epochs, clipped against the sampling policy); default 1. */
-  updateEpochs?: number;
-  klCoef?: number;
-  /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); absent: the default, seq-mean-token-mean. */
-  lossAggregation?: Aggregation;
-  maxBatchTokens?: number;
-  /** Evaluate every N steps (and after the last); 0 = never. */
-  evalEvery?: number;
-  /** Also measure rehearsal fidelity on the eval tasks' reference calls (token budget per rehearsal). */
-  evalFidelityTokens?: number;
-  /** Checkpoint every N steps (and after the last). Default 1. */
-  checkpointEvery?: number;
-}
+/**
+ * A run's configuration as run.json keeps it: derived from the run settings' table (src/method/run-config.ts,
+ * whose rows say what each setting means, its range and where it is recorded).
+ */
+export type GrpoRunConfig = RecordedConfig;
 
 /** Things a run needs that are not configuration (functions, signals). */
 export interface RunHooks {

@@ -11,9 +11,10 @@
 // The estimates are part of the run's state (saved in run.json), so a resumed run draws the same tasks.
 import type { Task } from '../env/domain';
 import type { Rng } from '../util/rng';
+import { TASK_SAMPLINGS, type TaskSampling } from '../method/run-config';
 
-export const TASK_SAMPLINGS = ['uniform', 'signal'] as const;
-export type TaskSampling = (typeof TASK_SAMPLINGS)[number];
+// The choices are the run settings' table's (src/method/run-config.ts), declared once there.
+export { TASK_SAMPLINGS, type TaskSampling } from '../method/run-config';
 
 /** Per task family: training episodes so far and the sum of their rewards. */
 export type FamilyStats = Record<string, { episodes: number; reward: number }>;

@@ -13,6 +13,7 @@ import type { Tokenizer } from '../model/tokenizer';
 import { buildRehearsePrompt, rehearseTarget, type RehearsePromptOptions } from './rehearse-prompt';
 import { referenceGrounding, type RolloutDomain, type RolloutRecord } from './rollout';
 import { makeRow, type TrainingRow } from './rows';
+import type { ObservationGrounding } from '../method/run-config';
 
 export interface ObservationRowOptions {
   /** Responses are cut to the Rehearse budget, as a generation would be. */
@@ -30,8 +31,8 @@ export interface ObservationRowOptions {
   grounding?: ObservationGrounding;
 }
 
-export const OBSERVATION_GROUNDINGS = ['with-call', 'without-call'] as const;
-export type ObservationGrounding = (typeof OBSERVATION_GROUNDINGS)[number];
+// The choices are the run settings' table's (src/method/run-config.ts), declared once there.
+export { OBSERVATION_GROUNDINGS, type ObservationGrounding } from '../method/run-config';
 
 /**
  * One Rehearse row per answered, well-formed call of the given rollouts (those that ran in the real

@@ -14,6 +14,7 @@ import type { GroundingExample, Observation, ToolCall } from '../env/domain';
 import { canonicalJson } from '../env/json';
 import { formatObservation, MAX_TEXT, safeJsonParse } from '../env/toolcall';
 import { renderChat, type ChatMessage, type ToolDefinition } from './chat';
+import type { RehearseDecoding } from '../method/run-config';
 
 export type { GroundingExample } from '../env/domain';
 
@@ -53,8 +54,8 @@ export interface RehearsePromptOptions {
   decoding?: RehearseDecoding;
 }
 
-export const REHEARSE_DECODINGS = ['structured', 'free'] as const;
-export type RehearseDecoding = (typeof REHEARSE_DECODINGS)[number];
+// The choices are the run settings' table's (src/method/run-config.ts), declared once there.
+export { REHEARSE_DECODINGS, type RehearseDecoding } from '../method/run-config';
 
 export const REHEARSE_SYSTEM =
   'You are the environment. Given tool schemas, real example executions, a conversation and one tool call, ' +

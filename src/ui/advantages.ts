@@ -74,7 +74,7 @@ export function explainGroup(g: Pick<GroupView, 'taskId' | 'rows' | 'k'>, baseli
     const r = g.rows[i];
     out.push(
       `Role-wise and pooled differ here because the rollouts wrote different numbers of Act and Rehearse rows (${g.rows.map((x) => `#${x.rollout + 1}: ${x.actRows} Act / ${x.rehearseRows} Rehearse`).join(', ')})` +
-        (baseline === 'row-weighted' ? ' and a row-weighted baseline counts every row' : ', and a rollout without Rehearse rows is absent from the Rehearse group') +
+        (baseline !== 'rollout-mean' ? ' and a row-weighted baseline counts every row' : ', and a rollout without Rehearse rows is absent from the Rehearse group') +
         `: role-wise, μ(x, act) = ${muA.toFixed(3)} and μ(x, rehearse) = ${muR.toFixed(3)}; pooled, one μ(x) = ${muP.toFixed(3)}. ` +
         `So rollout ${r.rollout + 1}'s Act rows get ${f3(rw.perRollout[i].act ?? 0)} role-wise but ${f3(po.perRollout[i].act ?? 0)} pooled` +
         (r.rehearseRows > 0 ? `, its Rehearse rows ${f3(rw.perRollout[i].rehearse ?? 0)} vs ${f3(po.perRollout[i].rehearse ?? 0)}.` : '.'),

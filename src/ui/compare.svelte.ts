@@ -3,7 +3,8 @@
 // (its adapter starts again from the base policy, as every fresh GrpoRun does) and trains with the kept
 // run's settings in another mode. The plots draw every record: kept runs plus the current one.
 import type { TrainMode } from '../worker-protocol';
-import { grpoSettingsOf, otherMode, runLabel, sameRun, type KeptRun, type RunRecordView } from './compare';
+import { labDefault, RUN_SETTINGS } from '../method/run-config';
+import { otherMode, runLabel, sameRun, savedRequest, type KeptRun, type RunRecordView } from './compare';
 import { tx } from './idb';
 import { lab, resetTraining, startTraining } from './lab.svelte';
 import { settings } from './settings.svelte';
@@ -13,7 +14,8 @@ export const compare = $state({ kept: [] as KeptRun[], error: '' });
 export async function loadKept(): Promise<void> {
   try {
     const all = (await tx('kept', 'readonly', (s) => s.getAll())) as KeptRun[];
-    compare.kept = all.sort((a, b) => a.at.localeCompare(b.at));
+    // Kept by any version: their requests read by the settings' one names.
+    compare.kept = all.map((r) => ({ ...r, config: savedRequest(r.config) })).sort((a, b) => a.at.localeCompare(b.at));
   } catch (e) {
     compare.error = `browser storage unavailable: ${(e as Error).message}`;
   }
@@ -63,8 +65,8 @@ export async function removeKept(id: string): Promise<void> {
 }
 
 /**
- * Train a comparison run: the kept run's settings (seed, steps, K, prompts, learning rate, rank, limits,
- * budgets, rehearsal decoding, held-out evaluation, grouping) in `mode`, from the base policy. The current run must be kept (or
+ * Train a comparison run: the kept run's settings (every lab setting of the run settings' table) in `mode`, from
+ * the base policy. The current run must be kept (or
  * empty) first: it is reset.
  */
 export async function startComparison(fromId: string, mode: TrainMode): Promise<void> {
@@ -76,16 +78,13 @@ export async function startComparison(fromId: string, mode: TrainMode): Promise<
   if (currentRecord() && !currentIsKept()) return void (compare.error = 'keep (or reset) the current run first: a comparison run replaces it');
   const c = k.config;
   if (lab.train?.config) await resetTraining();
+  // Every lab setting of the kept run (src/method/run-config.ts), in `mode`, for as many steps as it reached.
+  for (const row of RUN_SETTINGS) if ('lab' in row) (settings as unknown as Record<string, unknown>)[row.name] = (c as unknown as Record<string, unknown>)[row.name] ?? labDefault(row);
+  settings.mode = mode;
+  settings.steps = k.points.length ? k.points[k.points.length - 1].step : c.steps;
   // The kept run's budgets were the measured ones when they equal today's measurement: keep "measured" (0).
-  settings.maxNew = c.maxNewTokens === lab.budget?.act ? 0 : c.maxNewTokens;
-  settings.reh = c.rehearseTokens === lab.budget?.rehearse ? 0 : c.rehearseTokens;
-  // Runs kept before rehearsal decoding was a setting decoded free.
-  settings.rdec = c.rehearseDecoding ?? 'free';
-  Object.assign(settings, {
-    tmode: mode, grouping: c.grouping, baseline: c.baseline, steps: k.points.length ? k.points[k.points.length - 1].step : c.steps,
-    lr: c.lr, k: c.k, prompts: c.promptsPerStep, rank: c.rank, seed: c.seed, turns: c.maxTurns, evalEvery: c.evalEvery, evalTasks: c.evalTasks ?? 100,
-    ...grpoSettingsOf(c),
-  });
+  if (c.maxActTokens === lab.budget?.act) settings.maxActTokens = 0;
+  if (c.maxRehearseTokens === lab.budget?.rehearse) settings.maxRehearseTokens = 0;
   await startTraining();
 }
 

@@ -2,8 +2,8 @@
 // the current one alike; a comparison plot draws N records, each one series aligned on the union of their
 // steps. Pure functions, so the page and the unit tests share them.
 import { effectiveGroups, MODES } from '../method/modes';
+import { labDefault, labRequest, RUN_SETTINGS, type LabSettingName } from '../method/run-config';
 import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
-import { DEFAULTS, type Settings } from './settings.svelte';
 
 /** One training run as the comparison draws it. */
 export interface RunRecordView {
@@ -26,38 +26,38 @@ export interface KeptRun extends RunRecordView {
 
 /** A run named from its settings: the mode, the grouping where it matters, the seed and the steps. */
 export function runLabel(c: TrainRequest, steps = c.steps): string {
-  const grouping = effectiveGroups(c.mode, c.grouping) === 'pooled' ? ', pooled' : '';
+  const grouping = effectiveGroups(c.mode, c.groups) === 'pooled' ? ', pooled' : '';
   return `${MODES[c.mode].name}${grouping} · seed ${c.seed} · ${steps} step${steps === 1 ? '' : 's'}`;
 }
 
-/**
- * The More GRPO settings a run's request stands for. A field a run kept from before it was a setting is read
- * as the value it then had (absent = the default of that time). A comparison run takes these, and the table
- * names those that differ from today's defaults.
- */
-export function grpoSettingsOf(c: TrainRequest): Pick<Settings, 'epochs' | 'tsamp' | 'topP' | 'reward' | 'lossAgg' | 'greedy'> {
-  return { epochs: c.epochs ?? 1, tsamp: c.taskSampling ?? 'uniform', topP: c.topP ?? 1, reward: c.reward ?? 'auto', lossAgg: c.lossAggregation ?? 'seq-mean-token-mean', greedy: c.greedyMember ?? false };
-}
+/** The settings the comparison table shows in its own columns (src/ui/panels/CompareRuns.svelte). */
+export const TABLE_COLUMNS: readonly LabSettingName[] = ['mode', 'groups', 'baseline', 'rehearseDecoding', 'seed', 'steps', 'k', 'promptsPerStep', 'lr', 'rank', 'evalEvery'];
 
 /**
- * The settings of a run beyond the table's own columns (the More GRPO settings, the episode limits, the
- * held-out evaluation's size), each named only when it differs from the lab's default (DEFAULTS): two runs
- * that differ there must not read as the same run (grpoSettingsOf reads a run kept before a setting existed). Token budgets are named when set by hand: not 0 (= measured) and not the
- * measured budget `measured` (a run's request may carry either). [] when all are at their defaults.
+ * A run's request as saved by any version, by the settings' one names (src/method/run-config.ts labRequest): a
+ * setting a run kept from before it existed reads as the value it then had, its default of that time; runs kept
+ * before rehearsal decoding was a setting decoded free.
+ */
+export const savedRequest = (raw: unknown): TrainRequest => labRequest(raw as Record<string, unknown>, { rehearseDecoding: 'free' });
+
+/**
+ * The settings of a run beyond the table's own columns, each named (its row's `lab.says`) only when it differs
+ * from the lab's default: two runs that differ there must not read as the same run. Token budgets are named when
+ * set by hand: not 0 (= measured) and not the measured budget `measured` (a run's request may carry either); the
+ * held-out evaluation's size only when the run evaluates. [] when all are at their defaults.
  */
 export function otherSettings(c: TrainRequest, measured?: { act: number; rehearse: number } | null): string[] {
+  const v = c as unknown as Record<string, unknown>;
+  const asMeasured: Partial<Record<LabSettingName, number | undefined>> = { maxActTokens: measured?.act, maxRehearseTokens: measured?.rehearse };
   const out: string[] = [];
-  const g = grpoSettingsOf(c);
-  if (g.epochs !== DEFAULTS.epochs) out.push(`${g.epochs} epochs per batch`);
-  if (g.tsamp !== DEFAULTS.tsamp) out.push(`${g.tsamp} task sampling`);
-  if (g.topP !== DEFAULTS.topP) out.push(`top-p ${g.topP}`);
-  if (g.reward !== DEFAULTS.reward) out.push(`${g.reward} reward`);
-  if (g.lossAgg !== DEFAULTS.lossAgg) out.push(`${g.lossAgg} loss`);
-  if (g.greedy !== DEFAULTS.greedy) out.push(g.greedy ? 'a greedy member per group' : 'no greedy member');
-  if (c.maxTurns !== DEFAULTS.turns) out.push(`at most ${c.maxTurns} turns`);
-  if (c.maxNewTokens && c.maxNewTokens !== measured?.act) out.push(`${c.maxNewTokens} Act tokens`);
-  if (c.rehearseTokens && c.rehearseTokens !== measured?.rehearse) out.push(`${c.rehearseTokens} Rehearse tokens`);
-  if (c.evalEvery && c.evalTasks !== DEFAULTS.evalTasks) out.push(`held-out eval of ${c.evalTasks} tasks`);
+  for (const row of RUN_SETTINGS) {
+    if (!('lab' in row) || TABLE_COLUMNS.includes(row.name)) continue;
+    const x = v[row.name] ?? labDefault(row);
+    if (x === labDefault(row) || (row.name in asMeasured && x === asMeasured[row.name as LabSettingName])) continue;
+    if (row.name === 'evalTasks' && !c.evalEvery) continue;
+    const says = (row.lab as { says?: (v: unknown) => string }).says;
+    out.push(says ? says(x) : `${row.name} ${String(x)}`);
+  }
   return out;
 }
 

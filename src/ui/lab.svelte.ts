@@ -2,12 +2,13 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainStatus, TtsView,
+  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainRequest, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { pendingRun } from './run-state';
 import { clearWorldOwned } from './world';
 import { settings } from './settings.svelte';
+import { labRequestOf } from '../method/run-config';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
 const api = Comlink.wrap<PolicyApi>(worker);
@@ -40,7 +41,7 @@ export const lab = $state({
 
 /** The budgets a request will really use: the user's numbers, or the measured defaults (0). */
 export function effectiveBudgets(): { act: number | null; rehearse: number | null } {
-  return { act: settings.maxNew || lab.budget?.act || null, rehearse: settings.reh || lab.budget?.rehearse || null };
+  return { act: settings.maxActTokens || lab.budget?.act || null, rehearse: settings.maxRehearseTokens || lab.budget?.rehearse || null };
 }
 
 // A worker that fails to start (a script error, an unsupported browser) would leave every call pending:
@@ -145,14 +146,14 @@ function rolloutReq() {
   return {
     taskId: settings.request.trim() ? null : settings.task,
     request: settings.request,
-    mode: settings.mode,
+    mode: settings.stepMode,
     seed: settings.seed,
     actSource: settings.src,
-    maxNewTokens: settings.maxNew,
-    rehearseTokens: settings.reh,
-    rehearseDecoding: settings.rdec,
+    maxNewTokens: settings.maxActTokens,
+    rehearseTokens: settings.maxRehearseTokens,
+    rehearseDecoding: settings.rehearseDecoding,
     temperature: settings.temp,
-    maxTurns: settings.turns,
+    maxTurns: settings.maxTurns,
   };
 }
 
@@ -172,13 +173,13 @@ export async function step(): Promise<boolean> {
 export async function runGroup(): Promise<void> {
   const req = {
     taskId: settings.task,
-    mode: settings.mode,
+    mode: settings.stepMode,
     seed: settings.seed,
-    maxNewTokens: settings.maxNew,
-    rehearseTokens: settings.reh,
-    rehearseDecoding: settings.rdec,
+    maxNewTokens: settings.maxActTokens,
+    rehearseTokens: settings.maxRehearseTokens,
+    rehearseDecoding: settings.rehearseDecoding,
     temperature: settings.temp,
-    maxTurns: settings.turns,
+    maxTurns: settings.maxTurns,
     k: settings.k,
   };
   const v = await run(`running ${settings.k} rollouts`, () => api.group(req, onProgress));
@@ -209,29 +210,8 @@ const onStart = Comlink.proxy((e: HeldOutEval) => {
 
 /** Start or resume the run; `extend` adds that many steps to it first (a finished run goes on). */
 export async function startTraining(extend = 0): Promise<void> {
-  const req = {
-    mode: settings.tmode,
-    grouping: settings.grouping,
-    baseline: settings.baseline,
-    steps: settings.steps,
-    lr: settings.lr,
-    k: settings.k,
-    promptsPerStep: settings.prompts,
-    rank: settings.rank,
-    seed: settings.seed,
-    maxTurns: settings.turns,
-    maxNewTokens: settings.maxNew,
-    rehearseTokens: settings.reh,
-    rehearseDecoding: settings.rdec,
-    evalEvery: settings.evalEvery,
-    evalTasks: settings.evalTasks,
-    epochs: settings.epochs,
-    taskSampling: settings.tsamp,
-    topP: settings.topP,
-    lossAggregation: settings.lossAgg,
-    ...(settings.reward !== 'auto' ? { reward: settings.reward } : {}),
-    ...(settings.greedy ? { greedyMember: true } : {}),
-  };
+  // Every lab row of the run settings' table by its one name ('auto' left out: the run derives it).
+  const req = labRequestOf(settings as unknown as Record<string, unknown>) as TrainRequest;
   if (!lab.train) await refreshTraining();
   // A new run trains in the world and on the model the lab holds now (the worker saves the same two).
   if (lab.train && !lab.train.config && lab.env && lab.model) lab.train = pendingRun(lab.train, req, lab.env.world, lab.model.modelLabel);
@@ -261,7 +241,7 @@ export async function resetTraining(): Promise<void> {
 }
 
 export async function runTts(): Promise<void> {
-  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.turns, maxNewTokens: settings.maxNew, rehearseTokens: settings.reh, rehearseDecoding: settings.rdec };
+  const req = { taskId: settings.task, mode: settings.ttsMode, n: settings.ttsN, seed: settings.seed, maxTurns: settings.maxTurns, maxNewTokens: settings.maxActTokens, rehearseTokens: settings.maxRehearseTokens, rehearseDecoding: settings.rehearseDecoding };
   const v = await run(`private rehearsal (${req.mode}, N = ${req.n})`, () => api.tts(req, onProgress));
   if (v) lab.tts = v;
 }

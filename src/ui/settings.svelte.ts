@@ -1,92 +1,29 @@
 // Shareable state: every setting a person would want to send to someone else lives in the URL query
 // (TensorFlow Playground style). Values read from the URL are untrusted and clamped/validated here.
-import { ROLLOUT_MODES } from '../method/modes';
-import { REWARD_RULES, type RewardRule } from '../method/reward-rules';
-import { LOSS_AGGREGATIONS, type ActSource, type BackendKind, type LossAggregation, type RehearseDecoding, type RolloutMode, type TrainMode, type WeightFormat, type WorldName } from '../worker-protocol';
+// A training run's settings are the rows of src/method/run-config.ts with a `lab` column: their names, URL keys,
+// defaults and ranges come from there; this file declares only the page's own settings.
+import { labDefault, RUN_SETTINGS, type LabRunValues, type LabSettingName, type RunSetting, type RunSettingsTable } from '../method/run-config';
+import type { ActSource, BackendKind, WeightFormat, WorldName } from '../worker-protocol';
 
-export interface Settings {
+/** The page's own settings (the stepper, test-time rehearsal, the model and the world), not a run's. */
+export interface PageSettings {
   /** The world the lab serves: 'mini' (compact retail, the default) or 'retail' (the full database). */
   world: WorldName;
   task: string;
   request: string;
-  mode: RolloutMode;
-  seed: number;
+  /** The stepper's mode (a training run's is `mode`). */
+  stepMode: 'rehearse' | 'real';
   src: ActSource;
-  /** Act token budget; 0 = measured from the world's expert turns under the loaded tokenizer. */
-  maxNew: number;
-  /** Rehearse token budget; 0 = measured from the world's real observations (p99, tags included). */
-  reh: number;
-  /** How rehearsals are decoded: 'structured' (well-formed observations, loop guard) or 'free' (the policy alone). */
-  rdec: RehearseDecoding;
+  /** The stepper's sampling temperature. */
   temp: number;
-  turns: number;
-  k: number;
-  grouping: 'role-wise' | 'pooled';
-  baseline: 'row-weighted' | 'rollout-mean';
   format: WeightFormat;
-  rank: number;
   backend: BackendKind | '';
   model: string;
-  lr: number;
-  steps: number;
   ttsMode: 'parallel' | 'sequential';
   ttsN: number;
-  tmode: TrainMode;
-  evalEvery: number;
-  evalTasks: number;
-  prompts: number;
-  /** Optimizer steps per batch of rollouts (PPO epochs). */
-  epochs: number;
-  /** How a training step draws its tasks: uniform, or signal-seeking (src/rl/task-sampler.ts). */
-  tsamp: 'uniform' | 'signal';
-  /** Nucleus sampling of training rollouts (1 = off). */
-  topP: number;
-  /** How training rollouts are scored: the mode's own rule (auto) or one of REWARD_RULES. */
-  reward: 'auto' | RewardRule;
-  /** How the GRPO update sums token losses (src/train/batch.ts AGGREGATIONS). */
-  lossAgg: LossAggregation;
-  /** Decode the first of each group's K training rollouts greedily, as the held-out evaluation (src/rollout/rollout.ts greedyMember). */
-  greedy: boolean;
 }
 
-export const DEFAULTS: Settings = {
-  world: 'mini',
-  task: '',
-  request: '',
-  mode: 'rehearse',
-  seed: 1,
-  src: 'policy',
-  maxNew: 0,
-  reh: 0,
-  rdec: 'structured',
-  temp: 1,
-  // As training's DEFAULT_LIMITS (src/rl/grpo-config.ts): the longest expert trajectory is 7 turns.
-  turns: 12,
-  k: 4,
-  grouping: 'role-wise',
-  baseline: 'row-weighted',
-  format: 'f32',
-  rank: 8,
-  backend: '',
-  model: '',
-  // The lesson's run: measured on the mini world on the CPU path (docs/lesson.md;
-  // research/scripts/lesson-grpo.sh runs the same settings in Node).
-  lr: 1e-3,
-  steps: 100,
-  ttsMode: 'parallel',
-  ttsN: 1,
-  tmode: 'real',
-  evalEvery: 50,
-  evalTasks: 100,
-  prompts: 4,
-  // Measured on the lesson's run and not better than these (docs/lesson.md, commits df999c5, d353515 and e2519dd); here to try.
-  epochs: 1,
-  tsamp: 'uniform',
-  topP: 1,
-  reward: 'auto',
-  lossAgg: 'seq-mean-token-mean',
-  greedy: false,
-};
+export type Settings = PageSettings & LabRunValues;
 
 const int = (v: string, lo: number, hi: number, d: number) => {
   const n = Number.parseInt(v, 10);
@@ -98,119 +35,90 @@ const num = (v: string, lo: number, hi: number, d: number) => {
 };
 const oneOf = <T extends string>(v: string, all: readonly T[], d: T): T => ((all as readonly string[]).includes(v) ? (v as T) : d);
 
-export function parseSettings(query: string): Settings {
-  const q = new URLSearchParams(query);
-  const s: Settings = { ...DEFAULTS };
-  const get = (k: keyof Settings) => q.get(k);
-  for (const key of Object.keys(DEFAULTS) as (keyof Settings)[]) {
-    const v = get(key);
-    if (v === null) continue;
-    switch (key) {
-      case 'task':
-        s.task = /^[\w.-]{1,64}$/.test(v) ? v : '';
-        break;
-      case 'request':
-        s.request = v.slice(0, 2000);
-        break;
-      case 'model':
-        s.model = v.slice(0, 2000);
-        break;
-      case 'world':
-        s.world = oneOf(v, ['mini', 'retail'] as const, DEFAULTS.world);
-        break;
-      case 'mode':
-        s.mode = oneOf(v, ['rehearse', 'real'] as const, DEFAULTS.mode);
-        break;
-      case 'rdec':
-        s.rdec = oneOf(v, ['structured', 'free'] as const, DEFAULTS.rdec);
-        break;
-      case 'src':
-        s.src = oneOf(v, ['policy', 'expert-act', 'expert'] as const, DEFAULTS.src);
-        break;
-      case 'grouping':
-        s.grouping = oneOf(v, ['role-wise', 'pooled'] as const, DEFAULTS.grouping);
-        break;
-      case 'baseline':
-        s.baseline = oneOf(v, ['row-weighted', 'rollout-mean'] as const, DEFAULTS.baseline);
-        break;
-      case 'format':
-        s.format = oneOf(v, ['f32', 'q8', 'q4'] as const, DEFAULTS.format);
-        break;
-      case 'backend':
-        s.backend = oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '');
-        break;
-      case 'tmode':
-        s.tmode = oneOf(v, ROLLOUT_MODES, DEFAULTS.tmode);
-        break;
-      case 'evalEvery':
-        s.evalEvery = int(v, 0, 1000, DEFAULTS.evalEvery);
-        break;
-      case 'evalTasks':
-        s.evalTasks = int(v, 1, 500, DEFAULTS.evalTasks);
-        break;
-      case 'prompts':
-        s.prompts = int(v, 1, 16, DEFAULTS.prompts);
-        break;
-      case 'epochs':
-        s.epochs = int(v, 1, 16, DEFAULTS.epochs);
-        break;
-      case 'tsamp':
-        s.tsamp = oneOf(v, ['uniform', 'signal'] as const, DEFAULTS.tsamp);
-        break;
-      case 'topP':
-        s.topP = num(v, 0.01, 1, DEFAULTS.topP);
-        break;
-      case 'lossAgg':
-        s.lossAgg = oneOf(v, LOSS_AGGREGATIONS, DEFAULTS.lossAgg);
-        break;
-      case 'greedy':
-        s.greedy = v === 'true' ? true : v === 'false' ? false : DEFAULTS.greedy;
-        break;
-      case 'reward':
-        s.reward = oneOf(v, ['auto', ...REWARD_RULES] as const, DEFAULTS.reward);
-        break;
-      case 'ttsMode':
-        s.ttsMode = oneOf(v, ['parallel', 'sequential'] as const, DEFAULTS.ttsMode);
-        break;
-      case 'seed':
-        s.seed = int(v, 0, 2 ** 31 - 1, DEFAULTS.seed);
-        break;
-      case 'maxNew':
-        s.maxNew = int(v, 0, 512, DEFAULTS.maxNew);
-        break;
-      case 'reh':
-        s.reh = int(v, 0, 8192, DEFAULTS.reh);
-        break;
-      case 'turns':
-        s.turns = int(v, 1, 30, DEFAULTS.turns);
-        break;
-      case 'k':
-        s.k = int(v, 1, 16, DEFAULTS.k);
-        break;
-      case 'rank':
-        s.rank = int(v, 1, 64, DEFAULTS.rank);
-        break;
-      case 'steps':
-        s.steps = int(v, 1, 10000, DEFAULTS.steps);
-        break;
-      case 'ttsN':
-        s.ttsN = int(v, 0, 8, DEFAULTS.ttsN);
-        break;
-      case 'temp':
-        s.temp = num(v, 0, 2, DEFAULTS.temp);
-        break;
-      case 'lr':
-        s.lr = num(v, 1e-8, 1, DEFAULTS.lr);
-        break;
-    }
+interface PageSetting<K extends keyof PageSettings> {
+  /** Its URL key, where it is not its name. */
+  key?: string;
+  default: PageSettings[K];
+  parse: (v: string, d: PageSettings[K]) => PageSettings[K];
+}
+
+const PAGE: { [K in keyof PageSettings]: PageSetting<K> } = {
+  world: { default: 'mini', parse: (v, d) => oneOf(v, ['mini', 'retail'] as const, d) },
+  task: { default: '', parse: (v) => (/^[\w.-]{1,64}$/.test(v) ? v : '') },
+  request: { default: '', parse: (v) => v.slice(0, 2000) },
+  stepMode: { key: 'mode', default: 'rehearse', parse: (v, d) => oneOf(v, ['rehearse', 'real'] as const, d) },
+  src: { default: 'policy', parse: (v, d) => oneOf(v, ['policy', 'expert-act', 'expert'] as const, d) },
+  temp: { default: 1, parse: (v, d) => num(v, 0, 2, d) },
+  format: { default: 'f32', parse: (v, d) => oneOf(v, ['f32', 'q8', 'q4'] as const, d) },
+  backend: { default: '', parse: (v) => oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '') },
+  model: { default: '', parse: (v) => v.slice(0, 2000) },
+  ttsMode: { default: 'parallel', parse: (v, d) => oneOf(v, ['parallel', 'sequential'] as const, d) },
+  ttsN: { default: 1, parse: (v, d) => int(v, 0, 8, d) },
+};
+const PAGE_KEYS = Object.keys(PAGE) as (keyof PageSettings)[];
+const pageKey = (k: keyof PageSettings) => PAGE[k].key ?? k;
+
+/** A run setting's value from its URL text: clamped to the lab's range, one of its choices, or its default. */
+function parseRun(row: RunSetting, v: string, d: unknown): unknown {
+  const k = row.kind;
+  const lo = row.lab?.min ?? (k.type === 'int' || k.type === 'number' ? k.min : 0);
+  const hi = row.lab?.max ?? (k.type === 'int' ? k.max : k.type === 'number' ? (k.max ?? Number.MAX_VALUE) : 0);
+  switch (k.type) {
+    case 'int':
+      return int(v, lo, hi, d as number);
+    case 'number':
+      return num(v, lo, hi, d as number);
+    case 'bool':
+      return v === 'true' ? true : v === 'false' ? false : d;
+    case 'enum':
+      return oneOf(v, row.fallback ? ['auto', ...k.values] : k.values, d as string);
+    case 'list':
+      return d;
   }
-  return s;
+}
+
+const labRows = (table: RunSettingsTable) => table.filter((r) => r.lab);
+
+/** A numeric lab control's bounds, the ones the URL is clamped to (spread onto its <input>). */
+export function labRange(name: LabSettingName): { min: number; max?: number } {
+  const row = RUN_SETTINGS.find((r) => r.name === name) as RunSetting;
+  const k = row.kind;
+  if (k.type !== 'int' && k.type !== 'number') throw new Error(`${name} is not a number`);
+  const max = row.lab?.max ?? k.max;
+  return { min: row.lab?.min ?? k.min, ...(max !== undefined && max < Number.MAX_SAFE_INTEGER ? { max } : {}) };
+}
+
+/** The page's defaults and the lab's defaults of every run setting of `table`. */
+export function defaultsOf(table: RunSettingsTable = RUN_SETTINGS): Settings {
+  const s: Record<string, unknown> = {};
+  for (const k of PAGE_KEYS) s[k] = PAGE[k].default;
+  for (const row of labRows(table)) s[row.name] = labDefault(row);
+  return s as unknown as Settings;
+}
+
+export const DEFAULTS: Settings = defaultsOf();
+
+export function parseSettings(query: string, table: RunSettingsTable = RUN_SETTINGS): Settings {
+  const q = new URLSearchParams(query);
+  const s = defaultsOf(table) as unknown as Record<string, unknown>;
+  for (const k of PAGE_KEYS) {
+    const v = q.get(pageKey(k));
+    if (v !== null) s[k] = (PAGE[k].parse as (v: string, d: unknown) => unknown)(v, s[k]);
+  }
+  for (const row of labRows(table)) {
+    const v = q.get(row.lab!.key);
+    if (v !== null) s[row.name] = parseRun(row, v, s[row.name]);
+  }
+  return s as unknown as Settings;
 }
 
 /** Only non-default values go in the URL, so a shared link stays short. */
-export function settingsQuery(s: Settings): string {
+export function settingsQuery(s: Settings, table: RunSettingsTable = RUN_SETTINGS): string {
+  const d = defaultsOf(table) as unknown as Record<string, unknown>;
+  const v = s as unknown as Record<string, unknown>;
   const q = new URLSearchParams();
-  for (const key of Object.keys(DEFAULTS) as (keyof Settings)[]) if (s[key] !== DEFAULTS[key]) q.set(key, String(s[key]));
+  for (const k of PAGE_KEYS) if (v[k] !== d[k]) q.set(pageKey(k), String(v[k]));
+  for (const row of labRows(table)) if (v[row.name] !== d[row.name]) q.set(row.lab!.key, String(v[row.name]));
   const str = q.toString();
   return str ? `?${str}` : '';
 }

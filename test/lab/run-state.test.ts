@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { worldDomain, type WorldName } from '../../src/env/retail';
 import { loadRetailBase } from '../../src/env/retail/node';
+import { labRequest } from '../../src/method/run-config';
 import { MemoryStore } from '../../src/rl/store';
 import { pendingRun, runWarnings } from '../../src/ui/run-state';
 import type { Progress, TrainRequest, TrainStatus } from '../../src/worker-protocol';
@@ -13,8 +14,7 @@ import { runProgress, Training } from '../../workers/lab/training';
 import { loadTiny, type Tiny } from './helpers';
 
 const REQ: TrainRequest = {
-  mode: 'real', grouping: 'role-wise', baseline: 'row-weighted', steps: 1, lr: 1e-3, k: 2, promptsPerStep: 1, rank: 2, seed: 0,
-  maxTurns: 1, maxNewTokens: 4, rehearseTokens: 4, evalEvery: 0, evalTasks: 1,
+  ...labRequest({ mode: 'real', steps: 1, k: 2, promptsPerStep: 1, rank: 2, seed: 0, maxTurns: 1, maxActTokens: 4, maxRehearseTokens: 4, evalEvery: 0, evalTasks: 1 }),
 };
 const NO_RUN: TrainStatus = { config: null, start: null, step: 0, total: 0, running: false, points: [], model: '', world: null };
 

@@ -64,15 +64,15 @@ describe('the mode table', () => {
 
   it('every mode passes the run configuration (CLI and worker), the checkpoint schema and the page', () => {
     for (const m of ROLLOUT_MODES) {
-      const c = grpoRunConfig({ mode: m, steps: 1, seed: 0, advantage: 'pooled' });
+      const c = grpoRunConfig({ mode: m, steps: 1, seed: 0, groups: 'pooled' });
       expect(c.groups, m).toBe(effectiveGroups(m, 'pooled'));
       const state = { version: 1, config: c, step: 0, rng: { seed: 1, step: 0 }, checkpoint: null };
       expect(parseRunState(new TextEncoder().encode(JSON.stringify(state))).config.mode).toBe(m);
-      expect(parseSettings(`?tmode=${m}`).tmode, m).toBe(m);
-      const req = { mode: m, grouping: 'role-wise', seed: 3, steps: 2 } as TrainRequest;
+      expect(parseSettings(`?tmode=${m}`).mode, m).toBe(m);
+      const req = { mode: m, groups: 'role-wise', seed: 3, steps: 2 } as TrainRequest;
       expect(runLabel(req)).toContain(MODES[m].name);
     }
-    expect(parseSettings('?tmode=nonsense').tmode).toBe(parseSettings('').tmode);
+    expect(parseSettings('?tmode=nonsense').mode).toBe(parseSettings('').mode);
     // The page's mode lists are the table's, not lists of their own.
     for (const f of ['src/ui/panels/TrainPanel.svelte', 'src/ui/panels/CompareRuns.svelte'])
       expect(readFileSync(join(ROOT, f), 'utf8'), f).toMatch(/#each ROLLOUT_MODES as m/);
@@ -93,7 +93,7 @@ describe('the mode table', () => {
 
     it.each(ROLLOUT_MODES)('%s: rollouts, the routed update, a checkpoint and its adapters read back', async (m) => {
       const store = new MemoryStore();
-      const config = grpoRunConfig({ mode: m, steps: 1, seed: 3, k: 2, promptsPerStep: 2, rank: 2, lr: 1e-2, limits: { maxTurns: 2, maxActTokens: 4, maxRehearseTokens: 4 } });
+      const config = grpoRunConfig({ mode: m, steps: 1, seed: 3, k: 2, promptsPerStep: 2, rank: 2, lr: 1e-2, maxTurns: 2, maxActTokens: 4, maxRehearseTokens: 4 });
       const run = await GrpoRun.open(model, tok, domain, { train }, store, config, hooks);
       expect(run.rehearseAdapter !== null).toBe(hasRehearseAdapter(m));
       const metrics = await run.trainStep();

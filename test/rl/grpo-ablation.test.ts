@@ -32,8 +32,8 @@ describe('ablation tables', () => {
 
   it('the ablation configurations; the KL run only when named', () => {
     expect(DEFAULT_CONFIG_IDS).toEqual(['base', 'real', 'frozen-simulator', 'per-role', 'envace', 'envace-pooled', 'envace-rollout-mean']);
-    expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-rollout-mean')).toMatchObject({ mode: 'rehearse', advantage: 'role-wise', baseline: 'rollout-mean', kl: 0 });
-    expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-kl')).toMatchObject({ mode: 'rehearse', baseline: 'row-weighted', kl: 1e-4, optional: true });
+    expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-rollout-mean')).toMatchObject({ mode: 'rehearse', groups: 'role-wise', baseline: 'rollout-mean', klCoef: 0 });
+    expect(ABLATION_CONFIGS.find((c) => c.id === 'envace-kl')).toMatchObject({ mode: 'rehearse', baseline: 'row-weighted', klCoef: 1e-4, optional: true });
     // The judge controls: each differs from its configuration in the reward rule alone, and only runs when named.
     for (const [id, of, reward] of [['real-checklist', 'real', 'checklist'], ['envace-strict', 'envace', 'strict-checklist'], ['frozen-strict', 'frozen-simulator', 'strict-checklist']] as const) {
       const c = ABLATION_CONFIGS.find((x) => x.id === id)!;

@@ -38,8 +38,8 @@ const options = (mode: RolloutMode, over: Partial<TrainOptions> = {}): TrainOpti
   rank: 2,
   evalEvery: 2,
   evalFidelityTokens: 4,
-  limits: { maxTurns: 2, maxActTokens: 6, maxRehearseTokens: 6 },
-  rehearsePrompt: { maxGroundingChars: 150, maxHistoryChars: 150 },
+  maxTurns: 2, maxActTokens: 6, maxRehearseTokens: 6,
+  maxGroundingChars: 150, maxHistoryChars: 150,
   ...over,
 });
 
@@ -73,7 +73,7 @@ describe('GRPO in every mode', () => {
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { store, metrics } = await fullRun(options(c.mode, c.advantage ? { advantage: c.advantage } : {}));
+      const { store, metrics } = await fullRun(options(c.mode, c.advantage ? { groups: c.advantage } : {}));
       const info = await readRunInfo(store);
       expect(info).toMatchObject({ step: 2, checkpoint: 'ckpt/2', config: { mode: c.mode, groups: c.groups, baseline: 'row-weighted' } });
       expect(lines(store, 'metrics.jsonl').map((m) => m.step)).toEqual([1, 2]);

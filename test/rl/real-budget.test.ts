@@ -10,7 +10,7 @@ import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { grpoRunConfig, type TrainOptions } from '../../src/rl/grpo-config';
+import { grpoRunConfig, TrainOptionsError, type TrainOptions } from '../../src/rl/grpo-config';
 import { GrpoRun, RunConfigError, realEpisodesPerStep, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
 import { realObservationRows } from '../../src/rollout/observation-rows';
@@ -32,8 +32,8 @@ const hooks = { reward: (ep: { rolloutId: string }) => (ep.rolloutId.endsWith(':
 
 const options = (over: Partial<TrainOptions> = {}): TrainOptions => ({
   mode: 'rehearse', steps: 2, seed: 3, k: 2, promptsPerStep: 3, lr: 1e-2, rank: 2, evalEvery: 0, evalFidelityTokens: 0,
-  limits: { maxTurns: 2, maxActTokens: 6, maxRehearseTokens: 24 },
-  rehearsePrompt: { maxGroundingChars: 150, maxHistoryChars: 150 },
+  maxTurns: 2, maxActTokens: 6, maxRehearseTokens: 24,
+  maxGroundingChars: 150, maxHistoryChars: 150,
   ...over,
 });
 
@@ -97,8 +97,9 @@ describe('a real-interaction budget', () => {
       expect(open(options({ realPrompts: 4 }))).rejects.toThrow(/realPrompts must be an integer in \[0, promptsPerStep 3\]/),
       expect(open(options({ observationCoef: 0.5 }))).rejects.toThrow(/observationCoef needs real observations/),
       expect(open(options({ mode: 'frozen-simulator', realPrompts: 1, observationCoef: 0.5 }))).rejects.toThrow(/frozen base rehearses/),
-      expect(open(options({ mode: 'real', observationCoef: -1 }))).rejects.toThrow(RunConfigError),
-    ]);
+      // A config written by hand (not through the table's checks) is still refused when the run opens.
+      expect(GrpoRun.open(model, tok, domain, { train, eval: [] }, new MemoryStore(), { ...grpoRunConfig(options({ mode: 'real' })), observationCoef: -1 }, hooks)).rejects.toThrow(RunConfigError),
+    ]).then(() => expect(() => grpoRunConfig(options({ mode: 'real', observationCoef: -1 }))).toThrow(TrainOptionsError));
   });
 });
 

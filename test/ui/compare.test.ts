@@ -1,12 +1,12 @@
 // Comparing training runs (src/ui/compare.ts): records aligned on one step axis, distinct legend labels,
 // final figures, the default comparison mode.
 import { describe, expect, it } from 'vitest';
-import { alignByStep, finalOf, legendLabels, otherMode, otherSettings, runLabel, sameRun, type RunRecordView } from '../../src/ui/compare';
+import { alignByStep, finalOf, legendLabels, otherMode, otherSettings, runLabel, sameRun, savedRequest, type RunRecordView } from '../../src/ui/compare';
+import { labRequest } from '../../src/method/run-config';
 import type { TrainPoint, TrainRequest } from '../../src/worker-protocol';
 
-const cfg = (o: Partial<TrainRequest> = {}): TrainRequest => ({
-  mode: 'rehearse', grouping: 'role-wise', baseline: 'row-weighted', steps: 3, lr: 1e-4, k: 4, promptsPerStep: 1, rank: 8, seed: 1,
-  maxTurns: 12, maxNewTokens: 64, rehearseTokens: 128, evalEvery: 1, evalTasks: 4, ...o,
+const cfg = (o: Partial<TrainRequest> = {}): TrainRequest => labRequest({
+  mode: 'rehearse', steps: 3, lr: 1e-4, k: 4, promptsPerStep: 1, rank: 8, seed: 1, maxTurns: 12, maxActTokens: 64, maxRehearseTokens: 128, evalEvery: 1, evalTasks: 4, ...o,
 });
 const pt = (step: number, o: Partial<TrainPoint> = {}): TrainPoint => ({
   step, reward: step / 10, success: 0, rowsAct: 1, rowsRehearse: 1, fidelityF1: null, loss: { act: null, rehearse: null, shared: 0 }, kl: null, clipFrac: null,
@@ -47,7 +47,7 @@ describe('run comparison', () => {
       'frozen-simulator GRPO · seed 1 · 2 steps (current run)',
       'EnvACE (rehearse) · seed 1 · 2 steps (2)',
     ]);
-    expect(runLabel(cfg({ grouping: 'pooled', seed: 7 }), 1)).toBe('EnvACE (rehearse), pooled · seed 7 · 1 step');
+    expect(runLabel(cfg({ groups: 'pooled', seed: 7 }), 1)).toBe('EnvACE (rehearse), pooled · seed 7 · 1 step');
   });
 
   it('final figures come from the last step that measured them', () => {
@@ -67,17 +67,21 @@ describe('run comparison', () => {
 
   it('names the settings beyond the table columns only where they differ from the lab defaults', () => {
     // The lab's own request at its defaults: budgets 0 (measured), 12 turns, 100 held-out tasks.
-    const lab = cfg({ maxNewTokens: 0, rehearseTokens: 0, evalTasks: 100, epochs: 1, taskSampling: 'uniform', topP: 1, lossAggregation: 'seq-mean-token-mean' });
+    const lab = cfg({ maxActTokens: 0, maxRehearseTokens: 0, evalTasks: 100, updateEpochs: 1, taskSampling: 'uniform', topP: 1, lossAggregation: 'seq-mean-token-mean' });
     expect(otherSettings(lab)).toEqual([]);
     // A run kept before these were settings (fields absent) read as the values it then had: the defaults.
-    expect(otherSettings(cfg({ maxNewTokens: 0, rehearseTokens: 0, evalTasks: 100 }))).toEqual([]);
+    const old = { mode: 'rehearse', grouping: 'pooled', baseline: 'row-weighted', steps: 3, lr: 1e-4, k: 4, promptsPerStep: 1, rank: 8, seed: 1, maxTurns: 12, maxNewTokens: 0, rehearseTokens: 0, evalEvery: 1, evalTasks: 100 };
+    expect(otherSettings(savedRequest(old))).toEqual([]);
+    // Its settings under their old names read under their one names; rehearsal decoding was free then.
+    expect(savedRequest({ ...old, epochs: 2, maxNewTokens: 64 })).toMatchObject({ groups: 'pooled', updateEpochs: 2, maxActTokens: 64, rehearseDecoding: 'free', taskSampling: 'uniform' });
+    expect(savedRequest({ ...old, epochs: 2 })).not.toHaveProperty('epochs');
     // The measured budgets written out are not a choice of the user's.
-    expect(otherSettings(cfg({ maxNewTokens: 96, rehearseTokens: 641, evalTasks: 100 }), { act: 96, rehearse: 641 })).toEqual([]);
-    const tuned = cfg({ epochs: 2, taskSampling: 'signal', topP: 0.8, reward: 'checklist', lossAggregation: 'token-mean', greedyMember: true, maxTurns: 8, maxNewTokens: 64, rehearseTokens: 641, evalTasks: 40 });
+    expect(otherSettings(cfg({ maxActTokens: 96, maxRehearseTokens: 641, evalTasks: 100 }), { act: 96, rehearse: 641 })).toEqual([]);
+    const tuned = cfg({ updateEpochs: 2, taskSampling: 'signal', topP: 0.8, reward: 'checklist', lossAggregation: 'token-mean', greedyMember: true, maxTurns: 8, maxActTokens: 64, maxRehearseTokens: 641, evalTasks: 40 });
     expect(otherSettings(tuned, { act: 96, rehearse: 641 })).toEqual([
-      '2 epochs per batch', 'signal task sampling', 'top-p 0.8', 'checklist reward', 'token-mean loss', 'a greedy member per group', 'at most 8 turns', '64 Act tokens', 'held-out eval of 40 tasks',
+      '2 epochs per batch', 'signal task sampling', 'token-mean loss', 'top-p 0.8', 'a greedy member per group', 'checklist reward', 'held-out eval of 40 tasks', 'at most 8 turns', '64 Act tokens',
     ]);
     // Without a held-out evaluation its size is not a setting of the run.
-    expect(otherSettings(cfg({ maxNewTokens: 0, rehearseTokens: 0, evalEvery: 0, evalTasks: 7 }))).toEqual([]);
+    expect(otherSettings(cfg({ maxActTokens: 0, maxRehearseTokens: 0, evalEvery: 0, evalTasks: 7 }))).toEqual([]);
   });
 });

@@ -21,6 +21,7 @@ import { Training } from './training';
 import { privateRehearsalTask } from '../../src/eval/private-rehearsal';
 import type { Step } from '../../src/env/domain';
 import { serializeObservation } from '../../src/env/toolcall';
+import { setting } from '../../src/method/run-config';
 
 const DATA_URL = `${import.meta.env.BASE_URL}data/tau2-retail/db.json`;
 
@@ -108,7 +109,7 @@ export class Lab implements PolicyApi {
   /** A request's budgets: 0 means the measured default. */
   private limitsOf(r: { maxNewTokens: number; rehearseTokens: number }): { act: number; rehearse: number } {
     const b = this.budgets();
-    return { act: r.maxNewTokens > 0 ? r.maxNewTokens : (b?.act ?? 96), rehearse: r.rehearseTokens > 0 ? r.rehearseTokens : (b?.rehearse ?? 640) };
+    return { act: r.maxNewTokens > 0 ? r.maxNewTokens : (b?.act ?? setting('maxActTokens').default), rehearse: r.rehearseTokens > 0 ? r.rehearseTokens : (b?.rehearse ?? setting('maxRehearseTokens').default) };
   }
 
   inspectFiles(files: File[]): Promise<FolderInfo> {
@@ -338,8 +339,8 @@ export class Lab implements PolicyApi {
     if (!this.domain) throw new Error('the environment is not initialised');
     if (this.taskFile) throw new Error('training samples generated tasks of a world: switch the world from the task file to mini or retail');
     const domain = this.domain;
-    const b = this.limitsOf(req);
-    const resolved = { ...req, maxNewTokens: b.act, rehearseTokens: b.rehearse };
+    const b = this.limitsOf({ maxNewTokens: req.maxActTokens, rehearseTokens: req.maxRehearseTokens });
+    const resolved = { ...req, maxActTokens: b.act, maxRehearseTokens: b.rehearse };
     return this.guarded((signal) =>
       this.training.start(p, domain, this.world, resolved, signal, onPoint, onProgress, extend, () => this.checkCancel(signal), onStart),
     );

@@ -7,19 +7,14 @@ import type { Domain } from '../../src/env/domain';
 import { loadPeftAdapter, adapterToPeftFiles } from '../../src/model/peft';
 import { MemorySource } from '../../src/model/source';
 import { effectiveGroups, trainedRoles } from '../../src/method/modes';
+import { labRequest, setting } from '../../src/method/run-config';
 import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
-import type { HeldOutEval, LossAggregation, NamedFile, Progress, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
+import type { HeldOutEval, NamedFile, Progress, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
 import { RoundEta } from '../../src/util/eta';
-import type { Aggregation } from '../../src/train/batch';
 import type { Policy } from './load';
 import { OpfsStore } from './opfs-store';
-
-// The protocol restates the update's loss aggregations (it imports no library layer): the two lists must agree.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const aggregationsAgree: Same<LossAggregation, Aggregation> = true;
-void aggregationsAgree;
 
 const DIR = 'lab-run';
 const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
@@ -82,7 +77,7 @@ const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e
 
 /** Groups per prompt in a mode and grouping (role-wise: one per trained role). */
 function groupsPerPrompt(req: TrainRequest): number {
-  return effectiveGroups(req.mode, req.grouping) === 'role-wise' ? trainedRoles(req.mode).length : 1;
+  return effectiveGroups(req.mode, req.groups) === 'role-wise' ? trainedRoles(req.mode).length : 1;
 }
 
 const PHASE: Record<RunPhase, string> = {
@@ -156,7 +151,9 @@ export class Training {
   async status(): Promise<TrainStatus> {
     const st = await this.open();
     const meta = await st.read('lab.json');
-    const saved = meta ? (JSON.parse(new TextDecoder().decode(meta)) as Saved) : null;
+    const raw = meta ? (JSON.parse(new TextDecoder().decode(meta)) as Saved) : null;
+    // Saved by any version; shown as the page shows kept runs (runs saved before rehearsal decoding was a setting decoded free).
+    const saved = raw ? { ...raw, req: labRequest(raw.req as unknown as Record<string, unknown>, { rehearseDecoding: 'free' }) } : null;
     // After a resume a step may be logged twice: the last line wins.
     const steps = new Map<number, StepMetrics>();
     for (const l of lines(await st.read('metrics.jsonl'))) {
@@ -217,7 +214,8 @@ export class Training {
       const saved = JSON.parse(new TextDecoder().decode(meta)) as Saved;
       if (saved.model !== policy.label) throw new Error(`the saved run was trained on "${saved.model}", not on the loaded model: reset the run first`);
       if ((saved.world ?? 'retail') !== world) throw new Error(`the saved run trains in the ${saved.world ?? 'retail'} world: switch back to it, or reset the run`);
-      req = saved.req; // a resumed run keeps its own settings
+      // A resumed run keeps its own settings; one saved before a setting existed ran with the run's default.
+      req = labRequest(saved.req as unknown as Record<string, unknown>);
       if (extend > 0) {
         req = { ...req, steps: req.steps + extend };
         await st.write('lab.json', enc({ ...saved, req }));
@@ -229,31 +227,11 @@ export class Training {
         }
       }
     } else await st.write('lab.json', enc({ req, model: policy.label, world } satisfies Saved));
-    const config = grpoRunConfig({
-      mode: req.mode,
-      advantage: req.grouping,
-      baseline: req.baseline,
-      steps: req.steps,
-      seed: req.seed,
-      k: req.k,
-      promptsPerStep: req.promptsPerStep,
-      lr: req.lr,
-      rank: req.rank,
-      evalEvery: req.evalEvery,
-      limits: { maxTurns: req.maxTurns, maxActTokens: req.maxNewTokens, maxRehearseTokens: req.rehearseTokens },
-      ...(req.rehearseDecoding ? { rehearsePrompt: { decoding: req.rehearseDecoding } } : {}),
-      checkpointEvery: 1,
-      // Absent in runs saved before these were settings: grpoRunConfig's defaults, which they ran with.
-      epochs: req.epochs,
-      taskSampling: req.taskSampling,
-      topP: req.topP,
-      reward: req.reward,
-      lossAggregation: req.lossAggregation,
-      greedyMember: req.greedyMember,
-    });
+    // The request is the lab's rows of the run settings' table by their names; the lab checkpoints every step.
+    const config = grpoRunConfig({ ...req, checkpointEvery: 1 });
     // The training prompts are drawn from 200 train-split tasks; the held-out set is the CLI's (`npm run eval
     // --tasks test`, task seed 1), so the dashboard's success is the same measurement as the command line's.
-    const tasks = splitTasks(domain, { train: 200, eval: req.evalEvery > 0 ? (req.evalTasks ?? 100) : 0, seed: req.seed });
+    const tasks = splitTasks(domain, { train: setting('trainTasks').default, eval: req.evalEvery > 0 ? req.evalTasks : 0, seed: req.seed });
     const perStep = Math.min(config.promptsPerStep, tasks.train.length) * config.k;
     const gpp = groupsPerPrompt(req);
     // Progress inside a step: the phase, rollouts finished of the step's total, tokens, time left.
