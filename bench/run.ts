@@ -24,7 +24,7 @@ const BY_NAME_ONLY = ['gpu', 'cpu-browser'];
 /** Suites that use WebGPU in Node (their records may be bounded by the adapter's copy bandwidth). */
 const USES_WEBGPU = ['matmul', 'inference', 'training', 'gpu'];
 
-export const USAGE = `Usage: npm run bench -- [suite…] [options]
+export const USAGE = `usage: npm run bench -- [suite…] [options]
 
 Runs benchmark suites, measuring this machine's limits (wasm-simd mul+add peak per thread, read and copy
 bandwidth, and the WebGPU adapter's copy bandwidth for suites that use WebGPU) in the same process, interleaved

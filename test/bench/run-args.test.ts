@@ -36,7 +36,7 @@ describe('bench command line', () => {
     const before = committedStatus();
     const help = bench('--help');
     expect(help.status).toBe(0);
-    expect(help.stdout).toContain('Usage: npm run bench');
+    expect(help.stdout).toContain('usage: npm run bench');
     expect(help.stdout).toContain('--write-committed');
     expect(help.stderr).not.toContain('[bench]'); // no suite started
     const bad = bench('--bogus');
