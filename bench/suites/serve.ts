@@ -2,11 +2,16 @@
 // rounds; per-call p50/p99 latency, throughput, and the heap after each round against the baseline taken
 // after a warm-up round (a leak shows as growth over the rounds); then expired-episode reclamation.
 // The client runs in a worker thread (its own event loop and heap): the heap measured is the server's alone.
+// Then the cost of persistence: rounds against a server journaling under --state (fdatasync'ed JSONL) and one in
+// memory only, alternated in the same process, with the journaled / in-memory ratio of each figure.
 import type { BenchSuite } from '../lib';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { taskSet } from '../../src/server/episodes';
 import { startServer } from '../../src/server/http';
 import { loadRound, settledHeap } from '../../src/server/load';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const suite: BenchSuite = {
   name: 'serve',
@@ -40,8 +45,9 @@ const suite: BenchSuite = {
       // Expired episodes are reclaimed: create a round's worth without releasing them, let them expire.
       const s2 = await startServer({ domain, world, tasks: taskSet(tasks), port: 0, log: () => {}, ttlMs: 300 });
       try {
-        await Promise.all(Array.from({ length: episodes }, (_, e) => fetch(`${s2.url}/episodes`, { method: 'POST', body: JSON.stringify({ task_id: tasks[e].id }) }).then((r) => r.arrayBuffer())));
+        await Promise.all(Array.from({ length: episodes }, (_, e) => fetch(`${s2.url}/episodes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task_id: tasks[e].id }) }).then((r) => r.arrayBuffer())));
         const before = s2.store.size;
+        if (before !== episodes) throw new Error(`expiry: ${before} of ${episodes} episodes were created`);
         const t0 = performance.now();
         while (s2.store.size > 0 && performance.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
         ctx.log(`expiry: ${before} idle episodes, ${s2.store.size} left after ${((performance.now() - t0) / 1000).toFixed(2)} s (ttl 0.3 s)`);
@@ -52,6 +58,36 @@ const suite: BenchSuite = {
       }
     } finally {
       await server.close(1000);
+    }
+    // The cost of persistence, side by side: the same load on a journaling server and an in-memory one, alternated.
+    const dir = mkdtempSync(join(tmpdir(), 'envace-bench-state-'));
+    const mem = await startServer({ domain, world, tasks: taskSet(tasks), port: 0, log: () => {}, ttlMs: 60_000 });
+    const jour = await startServer({ domain, world, tasks: taskSet(tasks), port: 0, log: () => {}, ttlMs: 60_000, stateDir: dir });
+    try {
+      await loadRound(mem.url, tasks, episodes, calls);
+      await loadRound(jour.url, tasks, episodes, calls);
+      const runs = { memory: [] as { p50: number; cps: number }[], journal: [] as { p50: number; cps: number }[] };
+      for (let r = 0; r < 3; r++) {
+        for (const [kind, s] of [['memory', mem], ['journal', jour]] as const) {
+          const res = await loadRound(s.url, tasks, episodes, calls);
+          if (res.failures > 0) throw new Error(`persistence ${kind} round ${r + 1}: ${res.failures} failed requests`);
+          runs[kind].push({ p50: res.p50Ms, cps: res.callsPerS });
+        }
+      }
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+      const fig = (kind: 'memory' | 'journal') => ({ p50: median(runs[kind].map((x) => x.p50)), cps: median(runs[kind].map((x) => x.cps)) });
+      const m = fig('memory');
+      const j = fig('journal');
+      ctx.log(`persistence: in memory p50 ${m.p50.toFixed(2)} ms, ${m.cps.toFixed(0)} calls/s; journaled p50 ${j.p50.toFixed(2)} ms, ${j.cps.toFixed(0)} calls/s (${(j.cps / m.cps).toFixed(2)}x the calls/s)`);
+      for (const [label, f] of [['in memory', m], ['--state journal', j]] as const) {
+        ctx.record({ case: `persistence: ${label}`, backend: 'node', metric: 'p50_latency_ms', value: f.p50, unit: 'ms', threads: 1, shape: `${shape}, median of 3 alternated rounds`, model });
+        ctx.record({ case: `persistence: ${label}`, backend: 'node', metric: 'calls_per_s', value: f.cps, unit: 'calls/s', threads: 1, shape: `${shape}, median of 3 alternated rounds`, model });
+      }
+      ctx.record({ case: 'persistence: journaled / in memory', backend: 'node', metric: 'calls_per_s_ratio', value: j.cps / m.cps, unit: 'x', threads: 1, shape, model });
+    } finally {
+      await mem.close(1000);
+      await jour.close(1000);
+      rmSync(dir, { recursive: true, force: true });
     }
   },
 };
