@@ -120,25 +120,9 @@ export class LimitProbe {
     const adapter = await nodeAdapter();
     if (!adapter) return null;
     const device = await adapter.requestDevice();
-    // as bench/gpu/common.ts's copyBandwidth, with 4 MiB buffers (copies of 16 MiB and more abort more often here)
-    const bytes = Math.min(4 * MiB, device.limits.maxBufferSize);
-    const usage = 0x04 | 0x08; // COPY_SRC | COPY_DST
-    const a = device.createBuffer({ size: bytes, usage });
-    const b = device.createBuffer({ size: bytes, usage });
-    const run = async (n: number) => {
-      const enc = device.createCommandEncoder();
-      for (let i = 0; i < n; i++) enc.copyBufferToBuffer(i % 2 ? b : a, 0, i % 2 ? a : b, 0, bytes);
-      device.queue.submit([enc.finish()]);
-      await device.queue.onSubmittedWorkDone();
-    };
-    await run(2);
-    let best = 0;
-    for (let i = 0; i < 3; i++) {
-      const t0 = performance.now();
-      await run(16);
-      best = Math.max(best, (2 * bytes * 16) / ((performance.now() - t0) / 1000) / 1e9);
-    }
-    return best;
+    // 4 MiB buffers: copies of 16 MiB and more abort more often here.
+    const { copyBandwidth } = await import('./gpu/common');
+    return copyBandwidth(device, 4 * MiB, 16, 3);
   }
 
   dispose(): void {

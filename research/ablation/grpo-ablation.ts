@@ -2,7 +2,7 @@
 // aggregation (bootstrap intervals over tasks and seeds, paired differences; research/ablation/stats.ts) and the
 // Markdown tables that docs/results.md carries, with the paper's τ²-Bench figures beside ours. Pure
 // functions; research/scripts/ablation.ts runs the experiments.
-import type { RolloutMode } from '../../src/method/modes';
+import { realEpisodesPerStep, type RolloutMode } from '../../src/method/modes';
 import { DEFAULT_BASELINE, type RunValues } from '../../src/method/run-config';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
@@ -60,8 +60,7 @@ export const ABLATION_CONFIGS: readonly AblationConfig[] = [
 /** Real episodes a configuration spends over a run of `steps` (the real-interaction budget). */
 export function realEpisodesOf(c: AblationConfig, budget: { steps: number; prompts: number; k: number }, steps = budget.steps): number {
   if (c.mode === null) return 0;
-  const prompts = c.promptsPerStep ?? budget.prompts;
-  return steps * budget.k * (c.mode === 'real' ? prompts : (c.realPrompts ?? 0));
+  return steps * realEpisodesPerStep({ mode: c.mode, promptsPerStep: c.promptsPerStep ?? budget.prompts, k: budget.k, realPrompts: c.realPrompts });
 }
 
 /** The configurations run when --configs is not given (all but the optional ones). */

@@ -25,9 +25,9 @@ import { evalRehearsalFidelity } from '../rollout/fidelity-eval';
 import { summarizeRollouts } from '../rollout/metrics';
 import type { RehearsePromptOptions } from '../rollout/rehearse-prompt';
 import { MEMORY_EVALUATIONS, type JudgeVerdict, type MemoryEvaluation, type MemoryOptions, type RehearsalMemory } from '../rollout/rehearsal-memory';
-import type { RolloutBatch, RolloutConfig, RolloutDomain, RolloutLimits, RolloutRecord } from '../rollout/rollout';
+import { mergeBatches, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutLimits, type RolloutRecord } from '../rollout/rollout';
 import { heldOutReport, taskResult, toHeldOutFidelity, type EvalPolicy, type HeldOutReport, type TaskResult } from './evaluate';
-import { mergeBatches, RehearsalPhases, view, ZERO, type RehearsalSettings } from './rehearsal-phases';
+import { RehearsalPhases, view, ZERO, type RehearsalSettings } from './rehearsal-phases';
 
 export type TtsMode = 'parallel' | 'sequential';
 export const TTS_MODES: readonly TtsMode[] = ['parallel', 'sequential'];

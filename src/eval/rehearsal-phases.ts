@@ -10,10 +10,8 @@ import { hasRehearseAdapter, type RolloutMode } from '../method/modes';
 import { generate, type GenerateRequest } from '../model/generate';
 import type { LoraAdapter } from '../model/lora';
 import { buildActPrompt } from '../rollout/act-prompt';
-import { summarizeFidelity } from '../rollout/fidelity';
 import { buildRehearsalMemory, withMemory, type MemoryEvaluation, type RehearsalMemory } from '../rollout/rehearsal-memory';
 import { runRollouts, type RolloutBatch, type RolloutConfig, type RolloutDomain, type RolloutRecord } from '../rollout/rollout';
-import type { TrainingRow } from '../rollout/rows';
 import { buildSelfEvalPrompt, cleanEvaluation, judgeVerdict } from '../rollout/self-eval';
 import { deriveSeed } from '../util/rng';
 import type { EvalPolicy } from './evaluate';
@@ -47,21 +45,6 @@ function rolloutTokens(batch: RolloutBatch, r: RolloutRecord): TokenCount {
 /** A view of the domain with another Act system prompt and/or environment factory. */
 export function view(domain: RolloutDomain, policy: string, createEnv: () => Environment): RolloutDomain {
   return { policy, definitions: () => domain.definitions(), createEnv, ...(domain.normaliseArgs ? { normaliseArgs: (n: string, a: Record<string, unknown>) => domain.normaliseArgs!(n, a) } : {}) };
-}
-
-/** Concatenates batches (row indices remapped) so one summary covers them all. */
-export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
-  if (batches.length === 1) return batches[0];
-  const rows: TrainingRow[] = [];
-  const rollouts: RolloutRecord[] = [];
-  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
-  for (const b of batches) {
-    const off = rows.length;
-    rows.push(...b.rows);
-    for (const r of b.rollouts) rollouts.push({ ...r, rows: r.rows.map((i) => i + off) });
-    for (const k of Object.keys(stats) as (keyof typeof stats)[]) stats[k] = k === 'rounds' ? Math.max(stats[k], b.stats[k]) : stats[k] + b.stats[k];
-  }
-  return { rollouts, rows, fidelity: summarizeFidelity(rollouts.flatMap((r) => r.fidelity)), stats };
 }
 
 /** Each task's records and token counts of one phase's rollouts, and the batches they came from. */

@@ -86,3 +86,10 @@ export const hasRehearseAdapter = (mode: RolloutMode): boolean => MODES[mode].si
 
 /** The advantage grouping a mode actually trains with. */
 export const effectiveGroups = (mode: RolloutMode, asked: GroupMode): GroupMode => MODES[mode].groups ?? asked;
+
+/**
+ * Real episodes a run spends per step (the budget the paper's premise counts): every rollout in the real
+ * environment's mode, the realPrompts groups in a rehearsing one.
+ */
+export const realEpisodesPerStep = (c: { mode: RolloutMode; promptsPerStep: number; k: number; realPrompts?: number }): number =>
+  (rehearses(c.mode) ? (c.realPrompts ?? 0) : c.promptsPerStep) * c.k;

@@ -145,9 +145,7 @@ function checkConfig(c: GrpoRunConfig): void {
   if (c.observationGrounding !== undefined && !OBSERVATION_GROUNDINGS.includes(c.observationGrounding)) throw new RunConfigError(`observationGrounding must be one of ${OBSERVATION_GROUNDINGS.join(', ')}, got ${String(c.observationGrounding)}`);
 }
 
-/** Real episodes a run spends per step (the budget the paper's premise counts). */
-export const realEpisodesPerStep = (c: Pick<GrpoRunConfig, 'mode' | 'promptsPerStep' | 'k' | 'realPrompts'>): number =>
-  (rehearses(c.mode) ? (c.realPrompts ?? 0) : c.promptsPerStep) * c.k;
+export { realEpisodesPerStep } from '../method/modes';
 
 export class GrpoRun {
   private constructor(

@@ -452,7 +452,10 @@ export class RolloutStepper {
 /** The text as the model wrote it: generate() cuts before a stop string, the context keeps it. */
 export const fullText = (r: GenerateResult, stop: string) => (r.finishReason === 'stop' ? r.text + stop : r.text);
 
-/** Batches of one step as one (rows renumbered; fidelity over every rehearsed call; stats summed). */
+/**
+ * Batches as one (row indices remapped; fidelity over every rehearsed call): token and generation counts and
+ * wall time summed, rounds the most any batch took.
+ */
 export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
   if (batches.length === 1) return batches[0];
   const rows: TrainingRow[] = [];
@@ -462,7 +465,7 @@ export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
     const off = rows.length;
     rows.push(...b.rows);
     for (const r of b.rollouts) rollouts.push({ ...r, rows: r.rows.map((i) => i + off) });
-    for (const k of Object.keys(stats) as (keyof typeof stats)[]) stats[k] += b.stats[k];
+    for (const k of Object.keys(stats) as (keyof typeof stats)[]) stats[k] = k === 'rounds' ? Math.max(stats[k], b.stats[k]) : stats[k] + b.stats[k];
   }
   return { rollouts, rows, fidelity: summarizeFidelity(rollouts.flatMap((r) => r.fidelity)), stats };
 }

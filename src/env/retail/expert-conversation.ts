@@ -18,11 +18,11 @@ import { Rng } from '../../util/rng';
 import { pyRound2 } from '../json';
 import { AGENT_GREETING, type ExpertOptions, type Observation, type Step, type Turn, type UserSimulator, type UserStopToken } from '../domain';
 import type { Environment } from '../env';
-import { mistakeSeed } from './expert';
+import { describePm, mistakeSeed, money, productPrice, sameOptions } from './expert';
 import type { Change, PaymentRef, Request, RetailTask } from './intent';
 import { TRANSFER_MESSAGE } from './intent';
 import { CANCEL_REASONS } from './tools';
-import type { Order, PaymentMethod, Product, User } from './types';
+import type { Order, Product, User } from './types';
 import { retailUser, type RetailUserMeaning } from './user';
 import { addressText, optionsText } from './user-phrasing';
 
@@ -43,10 +43,6 @@ export interface ConversationResult {
   mistakes: number;
 }
 
-const money = (x: number) => '$' + x.toFixed(2);
-const sameOptions = (a: Record<string, string>, b: Record<string, string>) =>
-  Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
-const describePm = (pm: PaymentMethod) => (pm.source === 'credit_card' ? `your ${pm.brand} card ending in ${pm.last_four}` : pm.source === 'paypal' ? 'your PayPal account' : 'your gift card');
 
 interface Slot {
   index: number;
@@ -304,20 +300,7 @@ class Agent {
   }
 
   private price(name: string, options: Record<string, string>): string {
-    const list = this.call('list_all_product_types', {});
-    if (!list.ok) return 'I could not list the products.';
-    let pid: string | undefined;
-    try {
-      pid = (JSON.parse(list.result as string) as Record<string, string>)[name];
-    } catch {
-      pid = undefined;
-    }
-    if (!pid) return `We do not sell a product called ${name}.`;
-    const p = this.call('get_product_details', { product_id: pid });
-    if (!p.ok) return `I could not look up the ${name}.`;
-    const v = Object.values((p.result as Product).variants).find((x) => sameOptions(x.options, options));
-    if (!v) return `There is no ${name} with those options.`;
-    return `The ${name} with those options costs ${money(v.price)} and is ${v.available ? 'available' : 'currently unavailable'}.`;
+    return productPrice((n, a) => this.call(n, a), name, options);
   }
 }
 

@@ -33,8 +33,9 @@ import type { Change, PaymentRef, Request, RetailTask } from './intent';
 import { TRANSFER_MESSAGE } from './intent';
 import type { Order, PaymentMethod, Product, User } from './types';
 
-const money = (x: number) => '$' + x.toFixed(2);
-const sameOptions = (a: Record<string, string>, b: Record<string, string>) =>
+// Shared with the conversation expert (expert-conversation.ts): the same words for the same facts.
+export const money = (x: number) => '$' + x.toFixed(2);
+export const sameOptions = (a: Record<string, string>, b: Record<string, string>) =>
   Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 
 class Episode {
@@ -75,7 +76,7 @@ class Episode {
   }
 }
 
-function describePm(pm: PaymentMethod): string {
+export function describePm(pm: PaymentMethod): string {
   if (pm.source === 'credit_card') return `your ${pm.brand} card ending in ${pm.last_four}`;
   return pm.source === 'paypal' ? 'your PayPal account' : 'your gift card';
 }
@@ -168,7 +169,7 @@ function handle(ep: Episode, userId: string, r: Request): string {
     const o = ep.call('modify_user_address', { user_id: userId, ...r.address });
     return o.ok ? `Your default address is now ${r.address.address1}, ${r.address.city}.` : `I could not update your address (${o.error}).`;
   }
-  if (r.kind === 'product_price') return productPrice(ep, r.productName, r.options);
+  if (r.kind === 'product_price') return productPrice((n, a) => ep.call(n, a), r.productName, r.options);
   if (r.kind === 'transfer') {
     ep.call('transfer_to_human_agents', { summary: `The user asks for a human agent about ${r.topic}.` });
     return TRANSFER_MESSAGE;
@@ -271,8 +272,9 @@ function handle(ep: Episode, userId: string, r: Request): string {
   }
 }
 
-function productPrice(ep: Episode, name: string, options: Record<string, string>): string {
-  const list = ep.call('list_all_product_types', {});
+/** The price answer: the product's id from the catalogue, then the variant with exactly these options. */
+export function productPrice(call: (name: string, args: Record<string, unknown>) => Observation, name: string, options: Record<string, string>): string {
+  const list = call('list_all_product_types', {});
   if (!list.ok) return 'I could not list the products.';
   let pid: string | undefined;
   try {
@@ -281,7 +283,7 @@ function productPrice(ep: Episode, name: string, options: Record<string, string>
     pid = undefined;
   }
   if (!pid) return `We do not sell a product called ${name}.`;
-  const p = ep.call('get_product_details', { product_id: pid });
+  const p = call('get_product_details', { product_id: pid });
   if (!p.ok) return `I could not look up the ${name}.`;
   const v = Object.values((p.result as Product).variants).find((x) => sameOptions(x.options, options));
   if (!v) return `There is no ${name} with those options.`;
