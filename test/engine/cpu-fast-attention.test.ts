@@ -18,25 +18,7 @@ import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { CpuRefTrainOps } from '../../src/engine/cpu/train-ops';
 import { EngineError } from '../../src/engine/errors';
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const randn = (n: number, r: () => number) => Float32Array.from({ length: n }, () => r() * 2 - 1);
-
-function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  expect(a.length).toBe(b.length);
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m;
-}
+import { maxDiff, randn, rng } from '../helpers/numeric';
 
 const ref = new CpuRefBackend();
 const refTrain = new CpuRefTrainOps(ref);

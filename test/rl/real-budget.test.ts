@@ -5,8 +5,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import type { Task } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { Tokenizer } from '../../src/model/tokenizer';
@@ -15,15 +13,11 @@ import { GrpoRun, RunConfigError, realEpisodesPerStep, type StepMetrics } from '
 import { MemoryStore } from '../../src/rl/store';
 import { realObservationRows } from '../../src/rollout/observation-rows';
 import { buildRehearsePrompt, rehearseTarget } from '../../src/rollout/rehearse-prompt';
-import { referenceGrounding, runRollouts, type RolloutDomain } from '../../src/rollout/rollout';
+import { referenceGrounding, runRollouts } from '../../src/rollout/rollout';
+import { calculateOnlyDomain } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-const domain: RolloutDomain = {
-  policy: 'You are a retail agent.',
-  definitions: () => retail.definitions().filter((t) => t.function.name === 'calculate'),
-  createEnv: retail.createEnv,
-};
+const domain = calculateOnlyDomain;
 const calc = (e: string) => ({ name: 'calculate', arguments: { expression: e } });
 const train: Task[] = ['Hi.', '2+2?', 'Hello!', '3+4?'].map((m, i) => ({ id: `t${i}`, userMessages: [m], referenceActions: [calc('2+2')], facts: [], checklist: [] }));
 // Every task opens with a scripted call, so a random-weight policy has calls for the environment to answer.

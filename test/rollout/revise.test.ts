@@ -6,23 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/engine/backend';
 import type { Task } from '../../src/env/domain';
-import { retailDomain } from '../../src/env/retail';
-import { loadRetailBase } from '../../src/env/retail/node';
 import { formatCall } from '../../src/env/toolcall';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import type { Tokenizer } from '../../src/model/tokenizer';
 import { reviseReport } from '../../src/eval/evaluate';
-import { RolloutConfigError, runRollouts, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
+import { RolloutConfigError, runRollouts, type RolloutConfig } from '../../src/rollout/rollout';
+import { compactRetail, retail } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
-const retail = retailDomain(loadRetailBase());
-const keep = new Set(['get_order_details', 'cancel_pending_order']);
-const domain: RolloutDomain = {
-  policy: 'You are a retail agent.',
-  definitions: () => retail.definitions().filter((t) => keep.has(t.function.name)),
-  createEnv: retail.createEnv,
-  normaliseArgs: retail.normaliseArgs,
-};
+const domain = compactRetail(['get_order_details', 'cancel_pending_order'], 'You are a retail agent.');
 const pending = (() => {
   const env = retail.createEnv();
   for (const id of ['#W9373487', '#W4817420', '#W2611340', '#W6390527', '#W7800651', '#W9403397']) {
