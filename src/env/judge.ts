@@ -102,14 +102,15 @@ function missedCall(
 export function judge(checklist: readonly ChecklistItem[], steps: readonly Step[], opts: JudgeOptions): JudgeResult {
   const norm = (name: string, a: Record<string, unknown>) => (opts.normaliseArgs ? opts.normaliseArgs(name, a) : a);
   const noOp = (c: ToolCall) => c.name === '' || (opts.staticError?.(c) ?? null) !== null;
+  // One pass: each call is checked once, and is either zeroed or live.
   const zeroedTurns: number[] = [];
+  const live: { s: Extract<Step, { kind: 'call' }>; i: number }[] = [];
   steps.forEach((s, i) => {
-    if (s.kind === 'call' && noOp(s.call)) zeroedTurns.push(i);
+    if (s.kind !== 'call') return;
+    if (noOp(s.call)) zeroedTurns.push(i);
+    else live.push({ s, i });
   });
   const empty = steps.length === 0 || steps.some((s) => s.kind === 'reply' && s.text.trim() === '');
-  const live = steps
-    .map((s, i) => ({ s, i }))
-    .filter(({ s }) => s.kind === 'call' && !noOp(s.call)) as { s: Extract<Step, { kind: 'call' }>; i: number }[];
   const callItems = checklist.filter((c): c is Extract<ChecklistItem, { kind: 'call' }> => c.kind === 'call');
   const matches = (c: Extract<ChecklistItem, { kind: 'call' }>, s: Extract<Step, { kind: 'call' }>) =>
     s.call.name === c.name && argsInclude(norm(s.call.name, s.call.arguments), norm(c.name, c.args));

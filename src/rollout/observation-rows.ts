@@ -49,11 +49,14 @@ export async function realObservationRows(
 ): Promise<TrainingRow[]> {
   const tools = domain.definitions();
   const pending: { r: RolloutRecord; turn: number; prompt: number[]; response: number[] }[] = [];
+  const groundings = new Map<string, ReturnType<typeof referenceGrounding>>();
   for (const r of rollouts) {
     if (r.mode !== 'real') throw new Error(`realObservationRows: rollout ${r.rolloutId} is ${r.mode}, not real`);
     const task = tasks.get(r.taskId);
     if (!task) throw new Error(`realObservationRows: no task ${r.taskId}`);
-    const grounding = referenceGrounding(domain, task);
+    // The K rollouts of a task share its grounding: replay its reference actions once.
+    let grounding = groundings.get(task.id);
+    if (!grounding) groundings.set(task.id, (grounding = referenceGrounding(domain, task)));
     for (const t of r.log) {
       for (const slot of t.calls) {
         if (slot.call.name === '' || slot.obs === null) continue; // malformed blocks are answered without a simulator
