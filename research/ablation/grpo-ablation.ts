@@ -7,7 +7,7 @@ import { DEFAULT_BASELINE, type RunValues } from '../../src/method/run-config';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
 /** A configuration of the ablation: its run settings by their one names (src/method/run-config.ts), and its place in the table. */
-export interface AblationConfig extends Pick<RunValues, 'groups' | 'baseline' | 'klCoef'>, Partial<Pick<RunValues, 'reward' | 'promptsPerStep' | 'realPrompts' | 'observationCoef' | 'observationGrounding'>> {
+export interface AblationConfig extends Pick<RunValues, 'groups' | 'baseline' | 'klCoef'>, Partial<Pick<RunValues, 'reward' | 'promptsPerStep' | 'realPrompts' | 'observationCoef' | 'observationGrounding' | 'observationWeighting'>> {
   id: string;
   label: string;
   /** null: the base policy, evaluated without training. */
@@ -48,13 +48,16 @@ export const ABLATION_CONFIGS: readonly AblationConfig[] = [
   // The same real episodes plus 3 rehearsed prompts per step (Dyna-style; the imagined ones scored by the strict
   // checklist, the real ones by the verifier), with and without the simulator learning from the real observations.
   { id: 'dyna-q', label: 'EnvACE + 1/4 real episodes', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
-  { id: 'dyna-q-obs', label: 'EnvACE + 1/4 real episodes, simulator on real observations', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  // The first observation-term runs weighed every row alike ('row'); see observationWeighting in src/method/run-config.ts.
+  { id: 'dyna-q-obs', label: 'EnvACE + 1/4 real episodes, simulator on real observations', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationWeighting: 'row', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // The same with the observation rows grounded without the call's own reference result (as pretraining's rows
-  // and the strict fidelity measurement): dyna-q-obs's seed 0 lost 12 points of that fidelity (60.9 -> 48.6 %)
-  // learning to copy the example (research/records/2026-12-04-budget).
-  { id: 'dyna-q-sim', label: 'EnvACE + 1/4 real episodes, simulator on real observations (dynamics, not copies)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  // and the strict fidelity measurement). dyna-q-obs's seed 0 had lost 12 points of fidelity (60.9 -> 48.6 %); the
+  // cause proved to be the row weighting, not the example (research/records/2026-12-04-budget).
+  { id: 'dyna-q-sim', label: 'EnvACE + 1/4 real episodes, simulator on real observations (dynamics, not copies)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', observationWeighting: 'row', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  // dyna-q-sim with every target token weighed alike: the short error targets no longer outweigh long results.
+  { id: 'dyna-q-tok', label: 'EnvACE + 1/4 real episodes, simulator on real observations (token-weighted)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // Real GRPO whose adapter also learns the real observations (the simulator grounded, every episode real).
-  { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, observationWeighting: 'row', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
 ];
 
 /** Real episodes a configuration spends over a run of `steps` (the real-interaction budget). */
@@ -95,7 +98,10 @@ export interface AblationRun {
   meanReward: number;
   toolPrecision: number;
   toolRecall: number;
+  /** Rehearsal fidelity on the held-out reference calls without each call's own example (strict). */
   fidelity: FidelityFigures | null;
+  /** The same calls grounded as rollouts ground them (the example kept); records before 2026-12-05 lack it. */
+  fidelityGrounded?: FidelityFigures | null;
   /** Per held-out task, for the bootstrap over tasks and the paired differences (tier, family: for breakdowns). */
   perTask: { taskId: string; reward: number; tier?: number | null; family?: string | null }[];
   /** Fraction of the real calls that ran without an error observation (a graded signal where success is rare). */

@@ -175,7 +175,8 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
         const report = await evaluateHeldOut({ model, tokenizer, actAdapter: act, rehearseAdapter: reh }, domain, tasks, { limits: evalLimits, seed: 0, fidelityTokens, rehearsePrompt, kvReuse: true });
         return { report, s: (performance.now() - t0) / 1000 };
       };
-      const fid = (r: HeldOutReport): FidelityFigures | null => (r.fidelity ? { exact: r.fidelity.exact, f1: r.fidelity.f1, errorAgree: r.fidelity.errorAgree, invalid: r.fidelity.invalid, steps: r.fidelity.steps } : null);
+      const figuresOf = (f: HeldOutReport['fidelity']): FidelityFigures | null => (f ? { exact: f.exact, f1: f.f1, errorAgree: f.errorAgree, invalid: f.invalid, steps: f.steps } : null);
+      const fid = (r: HeldOutReport): FidelityFigures | null => figuresOf(r.fidelity);
       const curvePoint = (step: number, r: HeldOutReport, s: number, fidelity: FidelityFigures | null = fid(r)): CurvePoint => {
         // From a larger evaluation: the curve's tasks are its first ones.
         const per = r.perTask.slice(0, curveTasks);
@@ -185,7 +186,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
           mode: c.mode!, groups: c.groups, baseline: c.baseline, klCoef: c.klCoef, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.promptsPerStep ?? budget.prompts, lr: budget.lr,
-          realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding,
+          realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding, observationWeighting: c.observationWeighting,
           rank: budget.rank, ...limits, ...rehearsePrompt, evalEvery: 0, checkpointEvery,
         });
         return GrpoRun.open(model, tokenizer, domain, tasks, store, config);
@@ -261,7 +262,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
             const e = await evaluate(null, null, evalTasks);
             if (evalEvery > 0) await addCurve(curvePoint(0, e.report, 0));
             record = {
-              success: e.report.success, meanReward: e.report.meanReward, toolPrecision: e.report.toolPrecision, toolRecall: e.report.toolRecall, fidelity: fid(e.report),
+              success: e.report.success, meanReward: e.report.meanReward, toolPrecision: e.report.toolPrecision, toolRecall: e.report.toolRecall, fidelity: fid(e.report), fidelityGrounded: figuresOf(e.report.fidelityGrounded ?? null),
               perTask: e.report.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward, tier: t.tier, family: t.family })), callsWithoutError: e.report.callsWithoutError, trainReward: null, spread: null, trainS: 0, curveS: 0, evalS: e.s,
             };
           } else {
@@ -289,7 +290,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
               const rewards = steps.map((m) => m.rollouts.meanReward);
               const spreads = steps.map((m) => m.advantage.spread).filter((x) => typeof x === 'number');
               record = {
-                success: e.report.success, meanReward: e.report.meanReward, toolPrecision: e.report.toolPrecision, toolRecall: e.report.toolRecall, fidelity: fid(e.report),
+                success: e.report.success, meanReward: e.report.meanReward, toolPrecision: e.report.toolPrecision, toolRecall: e.report.toolRecall, fidelity: fid(e.report), fidelityGrounded: figuresOf(e.report.fidelityGrounded ?? null),
                 perTask: e.report.perTask.map((t) => ({ taskId: t.taskId, reward: t.reward, tier: t.tier, family: t.family })), callsWithoutError: e.report.callsWithoutError,
                 trainReward: rewards.length ? { first: rewards[0], last: rewards.at(-1)!, mean: rewards.reduce((a, x) => a + x, 0) / rewards.length } : null,
                 spread: spreads.length ? spreads.reduce((a, x) => a + x, 0) / spreads.length : null,

@@ -74,6 +74,7 @@ export const TASK_SAMPLINGS = ['uniform', 'signal'] as const;
 export const AGGREGATIONS = ['seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum'] as const;
 export const REHEARSE_DECODINGS = ['structured', 'free'] as const;
 export const OBSERVATION_GROUNDINGS = ['with-call', 'without-call'] as const;
+export const OBSERVATION_WEIGHTINGS = ['token', 'row'] as const;
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => ({ type: 'int', min, max }) as const;
@@ -136,6 +137,12 @@ export const RUN_SETTINGS = [
   { name: 'observationGrounding', kind: oneOf(OBSERVATION_GROUNDINGS), default: 'with-call',
     help: "the grounding of those rows: with-call (keeps the call's own reference result) or without-call (teaches the dynamics, not a copy of the example)",
     cli: { flag: 'observation-grounding', arg: 'G' }, record: { when: 'changed' }, resume: 'fixed' },
+  // 'row' is what the first runs (to 2026-12-05) did, unnamed: under seq-mean-token-mean each row weighs alike, so
+  // a 10-token error weighs its first token ~30× a 300-token order's, and the simulator learned to predict errors
+  // (research/records/2026-12-04-budget: error agreement 97 → 56 %). Their run.json files name it.
+  { name: 'observationWeighting', kind: oneOf(OBSERVATION_WEIGHTINGS), default: 'token',
+    help: "how those rows weigh against each other: token (every target token alike, the usual cross-entropy, whatever the loss aggregation) or row (every row alike: a short error target counts as much as a long result)",
+    cli: { flag: 'observation-weighting', arg: 'W' }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'evalEvery', kind: int(0, MAX_STEPS), default: 0, help: 'held-out evaluation every N steps and after the last; 0 = never',
     cli: { flag: 'eval-every', arg: 'N', default: '--steps' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
@@ -203,6 +210,7 @@ export type Baseline = (typeof BASELINES)[number];
 export type TaskSampling = (typeof TASK_SAMPLINGS)[number];
 export type Aggregation = (typeof AGGREGATIONS)[number];
 export type ObservationGrounding = (typeof OBSERVATION_GROUNDINGS)[number];
+export type ObservationWeighting = (typeof OBSERVATION_WEIGHTINGS)[number];
 export type RehearseDecoding = (typeof REHEARSE_DECODINGS)[number];
 
 export const DEFAULT_BASELINE: Baseline = setting('baseline').default;

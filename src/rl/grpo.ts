@@ -12,7 +12,7 @@ import type { RolloutBatch } from '../rollout/rollout';
 import { commonPrefix, DEFAULT_AGGREGATION, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';
 import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
-import { DEFAULT_BASELINE } from '../method/run-config';
+import { DEFAULT_BASELINE, type ObservationWeighting } from '../method/run-config';
 import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
 import { lossTokens, type TrainingRow } from '../rollout/rows';
 
@@ -40,7 +40,7 @@ export interface GrpoUpdateOptions {
    * parameter set that plays Rehearse in the mode, or, where no route trains Rehearse (real mode), the Act
    * adapter, which is also the one that rehearses at test time.
    */
-  supervised?: { rows: readonly TrainingRow[]; advantage: number };
+  supervised?: { rows: readonly TrainingRow[]; advantage: number; weighting?: ObservationWeighting };
 }
 
 export interface GrpoUpdateReport {
@@ -152,7 +152,7 @@ export async function grpoUpdate(
   for (const { target, roles } of routes) {
     const trainer = target === 'rehearse' ? trainers.rehearse! : trainers.act;
     const chosen = rows.filter((r) => roles.includes(r.role) && r.advantage !== null && lossTokens(r) > 0);
-    if (sup && target === supTarget) for (const r of sup.rows) if (lossTokens(r) > 0) chosen.push({ ...r, advantage: sup.advantage });
+    if (sup && target === supTarget) chosen.push(...supervisedRows(sup.rows, sup.advantage, sup.weighting ?? 'token', aggregation));
     if (chosen.length === 0) continue;
     let refs: number[][] | null = null;
     if (opts.withReference) {
@@ -177,4 +177,19 @@ export async function grpoUpdate(
     steps.push({ target, rows: chosen.length, microBatches: micro.length, report: reports[epochs - 1], epochs: reports });
   }
   return { mode, groups, baseline, advantages, steps };
+}
+
+/**
+ * The supervised rows with the advantage each needs so that, under the step's aggregation, their tokens weigh as
+ * `weighting` says: 'token', every target token alike (cross-entropy's usual mean); 'row', every row alike. The
+ * aggregation already weighs a row's tokens by 1/length (seq-mean-token-mean) or not at all (the others); each row's
+ * factor corrects that, normalised so the rows' mean advantage stays `advantage`.
+ */
+export function supervisedRows(rows: readonly TrainingRow[], advantage: number, weighting: ObservationWeighting, aggregation: Aggregation): TrainingRow[] {
+  const kept = rows.filter((r) => lossTokens(r) > 0);
+  const perRow = aggregation === 'seq-mean-token-mean';
+  // The factor that turns the aggregation's per-token weight into the wanted one, up to a constant.
+  const factor = (r: TrainingRow) => (weighting === 'token' ? (perRow ? lossTokens(r) : 1) : perRow ? 1 : 1 / lossTokens(r));
+  const mean = kept.reduce((s, r) => s + factor(r), 0) / Math.max(1, kept.length);
+  return kept.map((r) => ({ ...r, advantage: (advantage * factor(r)) / mean }));
 }

@@ -298,7 +298,7 @@ export class GrpoRun {
     h.onPhase?.('update');
     const upd = await grpoUpdate(this.trainers, batch, c.mode, {
       groups: c.groups, baseline: c.baseline, maxBatchTokens: c.maxBatchTokens, withReference: (c.klCoef ?? 0) > 0, epochs: c.updateEpochs, aggregation: c.lossAggregation,
-      ...(observationRows.length > 0 ? { supervised: { rows: observationRows, advantage: c.observationCoef! } } : {}),
+      ...(observationRows.length > 0 ? { supervised: { rows: observationRows, advantage: c.observationCoef!, weighting: c.observationWeighting } } : {}),
     });
     const adv = upd.advantages.advantage.filter((a): a is number => a !== null);
     const metrics: StepMetrics = {

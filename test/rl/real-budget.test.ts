@@ -12,6 +12,9 @@ import { grpoRunConfig, TrainOptionsError, type TrainOptions } from '../../src/r
 import { GrpoRun, RunConfigError, realEpisodesPerStep, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore } from '../../src/rl/store';
 import { realObservationRows } from '../../src/rollout/observation-rows';
+import { makeRow } from '../../src/rollout/rows';
+import { microBatches, rowToSequence, supervisedRows } from '../../src/rl/grpo';
+import { AGGREGATIONS } from '../../src/train/batch';
 import { buildRehearsePrompt, rehearseTarget } from '../../src/rollout/rehearse-prompt';
 import { referenceGrounding, runRollouts } from '../../src/rollout/rollout';
 import { calculateOnlyDomain } from '../fixtures/domains';
@@ -161,4 +164,36 @@ describe('the observation term raises the likelihood of the real observations', 
     trainer.free();
     adapter.free(backend);
   });
+});
+
+describe('the observation rows weigh as observationWeighting says, whatever the loss aggregation', () => {
+  // Three targets of 2, 10 and 40 tokens: a short error beside long results, as the real observations come.
+  const row = (n: number, id: number) =>
+    makeRow({ role: 'rehearse', promptId: `p${id}`, rolloutId: `r${id}`, turn: 0, promptTokens: [1, 2, 3 + id], generated: { tokens: Array.from({ length: n }, (_, i) => 5 + (i % 7)), logprobs: new Array(n).fill(-1) } });
+  const rows = [row(2, 0), row(10, 1), row(40, 2)];
+  // The loss weight each token of each row ends with: the packed batch's weight times the row's advantage.
+  const tokenWeights = (weighting: 'token' | 'row', aggregation: (typeof AGGREGATIONS)[number]) => {
+    const sup = supervisedRows(rows, 0.5, weighting, aggregation);
+    expect(sup.reduce((s, r) => s + r.advantage!, 0) / sup.length).toBeCloseTo(0.5, 12);
+    const [b] = microBatches(sup.map((r) => rowToSequence(r, r.advantage!)), 1 << 16, aggregation, false);
+    const perRow: number[][] = sup.map(() => []);
+    let at = 0;
+    sup.forEach((r, i) => {
+      const n = r.promptTokens.length + r.responseTokens.length;
+      for (let t = at; t < at + n; t++) if (b.weight[t] > 0) perRow[i].push(b.weight[t] * r.advantage!);
+      at += n;
+    });
+    return perRow;
+  };
+  for (const aggregation of AGGREGATIONS) {
+    it(`token: every target token alike (${aggregation})`, () => {
+      const w = tokenWeights('token', aggregation).flat();
+      expect(w.length).toBe(52);
+      for (const x of w) expect(x / w[0]).toBeCloseTo(1, 6); // float32 weights
+    });
+    it(`row: every row's tokens sum alike (${aggregation})`, () => {
+      const sums = tokenWeights('row', aggregation).map((ws) => ws.reduce((a, x) => a + x, 0));
+      for (const s of sums) expect(s / sums[0]).toBeCloseTo(1, 6);
+    });
+  }
 });
