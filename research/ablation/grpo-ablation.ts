@@ -199,6 +199,8 @@ export interface AblationRow {
   fidelityF1: Interval;
   fidelityErr: Interval;
   fidelityInvalid: Interval;
+  /** Exact match with each call's own example kept in the grounding, as rollouts ground (records since 2026-12-05). */
+  fidelityGroundedExact: Interval;
   /** Real calls of the held-out episodes that ran without an error observation (older records lack it: n 0). */
   callsWithoutError: Interval;
   trainFirst: Interval;
@@ -271,6 +273,7 @@ export function summarize(runs: readonly AblationRun[], configs: readonly Ablati
         fidelityF1: meanCI(rs.map((r) => r.fidelity?.f1 ?? NaN)),
         fidelityErr: meanCI(rs.map((r) => r.fidelity?.errorAgree ?? NaN)),
         fidelityInvalid: meanCI(rs.map((r) => r.fidelity?.invalid ?? NaN)),
+        fidelityGroundedExact: meanCI(rs.map((r) => r.fidelityGrounded?.exact ?? NaN)),
         callsWithoutError: meanCI(rs.map((r) => r.callsWithoutError ?? NaN)),
         trainFirst: meanCI(rs.map((r) => r.trainReward?.first ?? NaN)),
         trainLast: meanCI(rs.map((r) => r.trainReward?.last ?? NaN)),
@@ -338,14 +341,16 @@ export function renderAblation(sum: AblationSummary, meta: AblationMeta): string
       `are not all equal (the others carry no gradient).`,
   );
   out.push('');
-  out.push('| configuration | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | reward [95 % CI] | tool P / R % | fidelity exact / F1 / error-agree % | unparseable rehearsals % | training reward, step 1 → last | groups with spread % | paper τ²-Bench 8B | paper 1.7B |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  // Records from 2026-12-05 also measure fidelity grounded as rollouts ground it; older tables render as they were.
+  const grounded = rows.some((r) => r.fidelityGroundedExact.n > 0);
+  out.push(`| configuration | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | reward [95 % CI] | tool P / R % | fidelity exact / F1 / error-agree % |${grounded ? ' fidelity exact, grounded as in rollouts % |' : ''} unparseable rehearsals % | training reward, step 1 → last | groups with spread % | paper τ²-Bench 8B | paper 1.7B |`);
+  out.push(`|---|---|---|---|---|---|---|---|${grounded ? '---|' : ''}---|---|---|---|---|`);
   for (const r of rows) {
     const seedsNote = r.config.mode !== null && r.runs < b.seeds ? `${r.runs} of ${b.seeds}` : `${r.runs}`;
     const vs = r.vsBase ? fmtDiff(r.vsBase) : '–';
     const sig = r.vsBase ? (r.vsBase.significant ? '**yes**' : 'no') : '–';
     out.push(
-      `| ${r.config.label} | ${seedsNote} | ${pct(r.success)} | ${vs} | ${sig} | ${fmtInterval(r.reward, 1, 3)} | ${pct(r.precision)} / ${pct(r.recall)} | ${fid3(r)} | ${pct(r.fidelityInvalid)} | ` +
+      `| ${r.config.label} | ${seedsNote} | ${pct(r.success)} | ${vs} | ${sig} | ${fmtInterval(r.reward, 1, 3)} | ${pct(r.precision)} / ${pct(r.recall)} | ${fid3(r)} |${grounded ? ` ${pct(r.fidelityGroundedExact)} |` : ''} ${pct(r.fidelityInvalid)} | ` +
         `${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${r.config.mode === null ? '–' : pct(r.spread)} | ${num(r.config.paper.b8)} | ${num(r.config.paper.b1_7)} |`,
     );
   }
@@ -506,6 +511,7 @@ export function renderBudget(rows: readonly BudgetRow[], pairs: readonly PairRow
     return { id, n: r?.runs ?? 0, base: r?.config.mode === null || id === 'base' };
   });
   const missing = finished.filter((f) => !f.base && f.n < b.seeds);
+  const grounded = rows.some((r) => r.row.fidelityGroundedExact.n > 0);
   if (missing.length) out.push(`> **Partial.** Finished seeds so far: ${finished.filter((f) => !f.base).map((f) => `${f.id} ${f.n} of ${b.seeds}`).join(', ')}. Every figure below is from the finished runs only.`, '');
   out.push(
     `World \`${meta.world}\`. Held-out real-environment evaluation on ${b.evalTasks} test-split tasks, one greedy episode per task, the same tasks for every run; ` +
@@ -515,18 +521,19 @@ export function renderBudget(rows: readonly BudgetRow[], pairs: readonly PairRow
       `Real episodes: the episodes a run spends in the real environment over its ${b.steps} steps (research/ablation/grpo-ablation.ts realEpisodesOf); the rest of a step's rollouts are rehearsed. ` +
       `Success = reward 1, with a 95 % two-level bootstrap interval over seeds and tasks (${meta.bootstrap.reps} replicates, seed ${meta.bootstrap.seed}; research/ablation/stats.ts). ` +
       `Δ: paired on the same tasks and seeds (the base: its one run against every seed; two trained configurations: the seeds both have), in points; **yes** when the interval excludes zero. ` +
-      `Other columns: mean over seeds [95 % t-interval over seeds]; fidelity is the strict one (the reference call's own result left out of the grounding examples).`,
+      `Other columns: mean over seeds [95 % t-interval over seeds]; fidelity is the strict one (the reference call's own result left out of the grounding examples)` +
+      `${grounded ? "; the grounded column keeps that result, as rollouts' grounding does (measured since 2026-12-05: older runs show –)" : ''}.`,
   );
   out.push('');
-  out.push('| configuration | real episodes / run | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | Δ vs real-only GRPO at the same real episodes, pts [95 % CI] | significant | fidelity exact / F1 / error-agree % | calls without error % | training reward, step 1 → last | minutes / run |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push(`| configuration | real episodes / run | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | Δ vs real-only GRPO at the same real episodes, pts [95 % CI] | significant | fidelity exact / F1 / error-agree % |${grounded ? ' fidelity exact, grounded as in rollouts % |' : ''} calls without error % | training reward, step 1 → last | minutes / run |`);
+  out.push(`|---|---|---|---|---|---|---|---|---|${grounded ? '---|' : ''}---|---|---|`);
   for (const { row: r, realEpisodes, realSameBudget, vsRealSameBudget: vr } of rows) {
     const seeds = r.config.mode === null ? '1 (stands for every seed)' : `${r.runs} of ${b.seeds} (${r.seeds.join(', ')})`;
     const sig = (d: PairedInterval | null) => (d ? (d.significant ? '**yes**' : 'no') : '–');
     const walls = r.wallS.map((w) => w.s);
     out.push(
       `| ${r.config.label} | ${realEpisodes} | ${seeds} | ${pct(r.success)} | ${r.vsBase ? fmtDiff(r.vsBase) : '–'} | ${sig(r.vsBase)} | ${vr ? `${fmtDiff(vr)} (against ${realSameBudget!.id})` : '–'} | ${sig(vr)} | ` +
-        `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)} | ${pct(r.callsWithoutError)} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${walls.length ? mins(walls.reduce((a, x) => a + x, 0) / walls.length) : '–'} |`,
+        `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)} |${grounded ? ` ${pct(r.fidelityGroundedExact)} |` : ''} ${pct(r.callsWithoutError)} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${walls.length ? mins(walls.reduce((a, x) => a + x, 0) / walls.length) : '–'} |`,
     );
   }
   out.push('');
