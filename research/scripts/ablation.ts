@@ -373,8 +373,12 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       };
       const md = renderAblation(summary, meta);
       writeFileSync(join(out, 'table.md'), md + '\n');
-      // npm run results re-renders the section from the records and this file alone.
-      writeFileSync(join(out, 'meta.json'), JSON.stringify({ key, ...meta }, null, 1) + '\n');
+      // npm run results re-renders the section from the records and this file alone. A meta.json someone wrote
+      // by hand (a pre-registered experiment's: it has a title, the decisive pairs and the findings) is theirs.
+      const metaFile = join(out, 'meta.json');
+      const curated = existsSync(metaFile) && (JSON.parse(readFileSync(metaFile, 'utf8')) as { title?: unknown }).title !== undefined;
+      if (curated) log(`${metaFile} is a curated section's (it has a title): left as it is`);
+      else writeFileSync(metaFile, JSON.stringify({ key, ...meta }, null, 1) + '\n');
       if (!v['no-write']) {
         const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
         writeFileSync(resultsPath, replaceSection(doc, ABLATION_START, ABLATION_END, md));
