@@ -28,11 +28,23 @@ import type { ModelSource } from '../../src/model/source';
 import { defaultEmbedFormat } from '../../src/engine/quant';
 
 import { QWEN3_06B_SHAPE } from '../../src/model/config';
-import type { BenchRecord } from '../lib';
+import type { BenchRecord, Bound } from '../lib';
 export { QWEN3_06B_SHAPE };
 
 /** A bench record (bench/lib.ts) without machine/date/suite/commit, which the runner fills in; GPU engines only. */
-export type GpuRecord = Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'backend'> & { backend: 'webgpu' | 'ort-webgpu' };
+export type GpuRecord = Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'backend'> & {
+  backend: 'webgpu' | 'ort-webgpu';
+  /** The limit that bounds the figure (bench/lib.ts); the Node runner turns it into fraction_of_limit. */
+  bound?: Bound;
+};
+
+/** What the bench reads and switches on our backend's context (src/engine/webgpu/context.ts). */
+export interface GpuCtxView {
+  device: GPUDevice;
+  adapterName: string;
+  counters: { dispatches: number; bindGroups: number; submits: number };
+  bufferReuse: 'slot' | 'lifo';
+}
 
 export interface GpuBenchOptions {
   /** 'bundled', '0.6b' (default both). */
@@ -46,11 +58,13 @@ export interface GpuBenchOptions {
   bandwidthGBs?: number;
   /** Models not run when the adapter is a software one (too slow there), unless asked for by name. */
   softwareSkip?: string[];
+  /** Steady decode steps counted (and timed) per buffer-reuse order; default by adapter. */
+  hostSteps?: number;
 }
 
 export interface GpuEnv {
   /** Creates our WebGPU backend. */
-  makeBackend(): Promise<Backend & { ctx: { device: GPUDevice; adapterName: string } }>;
+  makeBackend(): Promise<Backend & { ctx: GpuCtxView }>;
   /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
   ort: typeof OrtNs | null;
   /** The bundled model's folder. */
@@ -161,6 +175,68 @@ async function timeOurs(model: Qwen3Model, prompt: number, decode: number): Prom
   return { prefill, decode: dec };
 }
 
+/** One greedy decode step of one sequence at position `pos`: forward, pick, read the token back. */
+async function decodeStep(model: Qwen3Model, cache: KvCache, token: number, pos: number, step: number): Promise<number> {
+  const b = model.backend;
+  const r = forward(model, cache, { ids: Int32Array.from([token]), slot: new Int32Array(1), pos: Int32Array.from([pos]) });
+  const s = b.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step }]);
+  const next = (await b.read(s.tokens))[0];
+  for (const t of [r.logits, s.tokens, s.logprobs]) b.free(t);
+  return next;
+}
+
+export interface HostWork {
+  reuse: 'slot' | 'lifo';
+  steps: number;
+  dispatchesPerStep: number;
+  bindGroupsPerStep: number;
+  submitsPerStep: number;
+  tokS: number;
+}
+
+/**
+ * Host work of steady decode steps under each buffer-reuse order, side by side on one model and one cache: per
+ * order, two warm-up steps (after switching, the pool settles), then `steps` counted and timed steps; the orders
+ * alternate over `rounds` rounds and their counts and times add up. A step is what a user waits for per token:
+ * forward, greedy pick, read-back.
+ */
+export async function hostWork(model: Qwen3Model, ctx: GpuCtxView, steps: number, rounds = 2, prompt = 4): Promise<HostWork[]> {
+  const orders = ['lifo', 'slot'] as const;
+  const warm = 2;
+  const cache = new KvCache(model, 1, prompt + rounds * orders.length * (warm + steps) + 1);
+  const ids = promptIds(prompt, model.config.vocabSize);
+  const r = forward(model, cache, { ids, slot: new Int32Array(prompt), pos: Int32Array.from(ids, (_, i) => i) }, { logitRows: Int32Array.from([prompt - 1]) });
+  const s = model.backend.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: 0 }]);
+  let token = (await model.backend.read(s.tokens))[0];
+  for (const t of [r.logits, s.tokens, s.logprobs]) model.backend.free(t);
+  let pos = prompt;
+  const total = new Map(orders.map((o) => [o, { d: 0, b: 0, s: 0, sec: 0, n: 0 }]));
+  const before = ctx.bufferReuse;
+  try {
+    for (let round = 0; round < rounds; round++)
+      for (const order of round % 2 ? [...orders].reverse() : orders) {
+        ctx.bufferReuse = order;
+        for (let i = 0; i < warm; i++) token = await decodeStep(model, cache, token, pos, pos++);
+        const c0 = { ...ctx.counters };
+        const t0 = performance.now();
+        for (let i = 0; i < steps; i++) token = await decodeStep(model, cache, token, pos, pos++);
+        const t = total.get(order)!;
+        t.sec += (performance.now() - t0) / 1000;
+        t.d += ctx.counters.dispatches - c0.dispatches;
+        t.b += ctx.counters.bindGroups - c0.bindGroups;
+        t.s += ctx.counters.submits - c0.submits;
+        t.n += steps;
+      }
+  } finally {
+    ctx.bufferReuse = before;
+    cache.free();
+  }
+  return orders.map((reuse) => {
+    const t = total.get(reuse)!;
+    return { reuse, steps: t.n, dispatchesPerStep: t.d / t.n, bindGroupsPerStep: t.b / t.n, submitsPerStep: t.s / t.n, tokS: t.n / t.sec };
+  });
+}
+
 async function timeOrt(ort: typeof OrtNs, bytes: Uint8Array, c: Qwen3Config, prompt: number, decode: number): Promise<{ prefill: number; decode: number }> {
   const session = await ort.InferenceSession.create(bytes, { executionProviders: ['webgpu'] });
   try {
@@ -212,7 +288,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       env.log(`${m}: skipped on a software adapter (minutes per token here; BENCH_GPU_MODELS=${m} runs it anyway)`);
       o = { ...o, models: o.models.filter((x) => x !== m) };
     }
-  const runs: { name: string; format: WeightFormat; host: () => Promise<{ c: Qwen3Config; host: HostWeights }>; prompt: number; decode: number }[] = [];
+  const runs: { name: string; format: WeightFormat; host: () => Promise<{ c: Qwen3Config; host: HostWeights }>; prompt: number; decode: number; hostSteps: number }[] = [];
   if (o.models.includes('bundled') && env.bundled) {
     for (const format of ['f32', 'q4'] as const)
       runs.push({
@@ -230,6 +306,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
         },
         prompt: o.prompt ?? (software ? 32 : 128),
         decode: o.decode ?? (software ? 8 : 64),
+        hostSteps: o.hostSteps ?? (software ? 8 : 32),
       });
   }
   if (o.models.includes('0.6b'))
@@ -239,6 +316,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       host: async () => ({ c: QWEN3_06B_SHAPE, host: fastRandomWeights(QWEN3_06B_SHAPE, 'q4') }),
       prompt: o.prompt ?? (software ? 4 : 128),
       decode: o.decode ?? (software ? 2 : 64),
+      hostSteps: o.hostSteps ?? (software ? 1 : 16),
     });
 
   for (const r of runs) {
@@ -251,8 +329,8 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
     rec({ case: `weights per token ${model}`, backend: 'webgpu', metric: 'weight_bytes_per_token', value: perToken, unit: 'B', model });
     const put = (backend: GpuRecord['backend'], t: { prefill: number; decode: number }) => {
       rec({ case: `prefill ${model}`, backend, metric: 'prefill_tok_s', value: t.prefill, unit: 'tok/s', shape, model });
-      rec({ case: `decode ${model}`, backend, metric: 'decode_tok_s', value: t.decode, unit: 'tok/s', shape, model });
       const gbs = (perToken * t.decode) / 1e9;
+      rec({ case: `decode ${model}`, backend, metric: 'decode_tok_s', value: t.decode, unit: 'tok/s', shape, model, bound: { kind: 'gpu-copy', use: gbs } });
       rec({ case: `decode ${model}`, backend, metric: 'weight_gb_s', value: gbs, unit: 'GB/s', shape, model });
       rec({ case: `decode ${model}`, backend, metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape, model });
       env.log(`${model} ${backend}: prefill ${t.prefill.toPrecision(3)} tok/s, decode ${t.decode.toPrecision(3)} tok/s = ${gbs.toPrecision(3)} GB/s of weights (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s)`);
@@ -262,6 +340,17 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       try {
         const { model: m } = await buildQwen3(b, c, (spec) => host.get(spec.name)!, { format: r.format });
         put('webgpu', await timeOurs(m, r.prompt, r.decode));
+        const hw = await hostWork(m, b.ctx, r.hostSteps);
+        for (const h of hw) {
+          const hs = `steady decode step, buffers=${h.reuse}, steps=${h.steps}`;
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'dispatches_per_token', value: h.dispatchesPerStep, unit: 'dispatches', shape: hs, model });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bind_groups_per_step', value: h.bindGroupsPerStep, unit: 'createBindGroup', shape: hs, model });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'submits_per_step', value: h.submitsPerStep, unit: 'submits', shape: hs, model });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'decode_tok_s', value: h.tokS, unit: 'tok/s', shape: hs, model, bound: { kind: 'gpu-copy', use: (perToken * h.tokS) / 1e9 } });
+          env.log(`${model} host work, buffers=${h.reuse}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${h.tokS.toPrecision(3)} tok/s over ${h.steps} steps`);
+        }
+        const [lifo, slot] = hw;
+        env.log(`${model}: slot reuse / lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} / ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
         m.free();
       } catch (e) {
         env.log(`${model} webgpu failed: ${(e as Error).message}`);
