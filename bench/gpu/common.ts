@@ -44,6 +44,7 @@ export interface GpuCtxView {
   adapterName: string;
   counters: { dispatches: number; bindGroups: number; submits: number };
   bufferReuse: 'slot' | 'lifo';
+  hasSubgroups: boolean;
 }
 
 export interface GpuBenchOptions {
@@ -64,7 +65,7 @@ export interface GpuBenchOptions {
 
 export interface GpuEnv {
   /** Creates our WebGPU backend. */
-  makeBackend(): Promise<Backend & { ctx: GpuCtxView }>;
+  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2' }>;
   /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
   ort: typeof OrtNs | null;
   /** The bundled model's folder. */
@@ -185,8 +186,15 @@ async function decodeStep(model: Qwen3Model, cache: KvCache, token: number, pos:
   return next;
 }
 
-export interface HostWork {
-  reuse: 'slot' | 'lifo';
+/** A setting of our backend that a side-by-side decode comparison switches on and off. */
+export interface DecodeVariant {
+  label: string;
+  /** Switch the backend to this variant (the comparison restores nothing: the last variant stays on). */
+  set(): void;
+}
+
+export interface DecodeCounts {
+  label: string;
   steps: number;
   dispatchesPerStep: number;
   bindGroupsPerStep: number;
@@ -195,32 +203,31 @@ export interface HostWork {
 }
 
 /**
- * Host work of steady decode steps under each buffer-reuse order, side by side on one model and one cache: per
- * order, two warm-up steps (after switching, the pool settles), then `steps` counted and timed steps; the orders
- * alternate over `rounds` rounds and their counts and times add up. A step is what a user waits for per token:
- * forward, greedy pick, read-back.
+ * Steady decode steps of one model and one cache under each variant, side by side: per variant, `warm` warm-up
+ * steps (pipelines; after a switch of buffer reuse, the pool settles), then `steps` counted and timed steps; the
+ * variants alternate (in reverse every other round) over `rounds` rounds and their counts and times add up, so a
+ * loaded machine's load falls on all of them. A step is what a user waits for per token: forward, greedy pick,
+ * read-back.
  */
-export async function hostWork(model: Qwen3Model, ctx: GpuCtxView, steps: number, rounds = 2, prompt = 4): Promise<HostWork[]> {
-  const orders = ['lifo', 'slot'] as const;
-  const warm = 2;
-  const cache = new KvCache(model, 1, prompt + rounds * orders.length * (warm + steps) + 1);
+export async function compareDecode(model: Qwen3Model, ctx: GpuCtxView, variants: DecodeVariant[], steps: number, o: { rounds?: number; warm?: number; prompt?: number } = {}): Promise<DecodeCounts[]> {
+  const { rounds = 2, warm = 2, prompt = 4 } = o;
+  const cache = new KvCache(model, 1, prompt + rounds * variants.length * (warm + steps) + 1);
   const ids = promptIds(prompt, model.config.vocabSize);
   const r = forward(model, cache, { ids, slot: new Int32Array(prompt), pos: Int32Array.from(ids, (_, i) => i) }, { logitRows: Int32Array.from([prompt - 1]) });
   const s = model.backend.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: 0 }]);
   let token = (await model.backend.read(s.tokens))[0];
   for (const t of [r.logits, s.tokens, s.logprobs]) model.backend.free(t);
   let pos = prompt;
-  const total = new Map(orders.map((o) => [o, { d: 0, b: 0, s: 0, sec: 0, n: 0 }]));
-  const before = ctx.bufferReuse;
+  const total = new Map(variants.map((v) => [v, { d: 0, b: 0, s: 0, sec: 0, n: 0 }]));
   try {
     for (let round = 0; round < rounds; round++)
-      for (const order of round % 2 ? [...orders].reverse() : orders) {
-        ctx.bufferReuse = order;
+      for (const v of round % 2 ? [...variants].reverse() : variants) {
+        v.set();
         for (let i = 0; i < warm; i++) token = await decodeStep(model, cache, token, pos, pos++);
         const c0 = { ...ctx.counters };
         const t0 = performance.now();
         for (let i = 0; i < steps; i++) token = await decodeStep(model, cache, token, pos, pos++);
-        const t = total.get(order)!;
+        const t = total.get(v)!;
         t.sec += (performance.now() - t0) / 1000;
         t.d += ctx.counters.dispatches - c0.dispatches;
         t.b += ctx.counters.bindGroups - c0.bindGroups;
@@ -228,13 +235,23 @@ export async function hostWork(model: Qwen3Model, ctx: GpuCtxView, steps: number
         t.n += steps;
       }
   } finally {
-    ctx.bufferReuse = before;
     cache.free();
   }
-  return orders.map((reuse) => {
-    const t = total.get(reuse)!;
-    return { reuse, steps: t.n, dispatchesPerStep: t.d / t.n, bindGroupsPerStep: t.b / t.n, submitsPerStep: t.s / t.n, tokS: t.n / t.sec };
+  return variants.map((v) => {
+    const t = total.get(v)!;
+    return { label: v.label, steps: t.n, dispatchesPerStep: t.d / t.n, bindGroupsPerStep: t.b / t.n, submitsPerStep: t.s / t.n, tokS: t.n / t.sec };
   });
+}
+
+/**
+ * Host work under each buffer-reuse order (src/engine/webgpu/pool.ts): 'lifo' (the first version) and 'slot'.
+ * Both share one bind-group cache, so the lifo steps also hit bind groups the slot steps made: if anything, its
+ * count is lower than a lifo-only run's.
+ */
+export function hostWork(model: Qwen3Model, ctx: GpuCtxView, steps: number, rounds = 2): Promise<DecodeCounts[]> {
+  const before = ctx.bufferReuse;
+  const orders = (['lifo', 'slot'] as const).map((r) => ({ label: `buffers=${r}`, set: () => (ctx.bufferReuse = r) }));
+  return compareDecode(model, ctx, orders, steps, { rounds }).finally(() => (ctx.bufferReuse = before));
 }
 
 async function timeOrt(ort: typeof OrtNs, bytes: Uint8Array, c: Qwen3Config, prompt: number, decode: number): Promise<{ prefill: number; decode: number }> {
@@ -340,17 +357,44 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       try {
         const { model: m } = await buildQwen3(b, c, (spec) => host.get(spec.name)!, { format: r.format });
         put('webgpu', await timeOurs(m, r.prompt, r.decode));
-        const hw = await hostWork(m, b.ctx, r.hostSteps);
-        for (const h of hw) {
-          const hs = `steady decode step, buffers=${h.reuse}, steps=${h.steps}`;
+        const shown = (h: DecodeCounts) => `steady decode step, ${h.label}, steps=${h.steps}`;
+        const counts = (h: DecodeCounts) => {
+          const hs = shown(h);
           rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'dispatches_per_token', value: h.dispatchesPerStep, unit: 'dispatches', shape: hs, model });
           rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bind_groups_per_step', value: h.bindGroupsPerStep, unit: 'createBindGroup', shape: hs, model });
           rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'submits_per_step', value: h.submitsPerStep, unit: 'submits', shape: hs, model });
-          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'decode_tok_s', value: h.tokS, unit: 'tok/s', shape: hs, model, bound: { kind: 'gpu-copy', use: (perToken * h.tokS) / 1e9 } });
-          env.log(`${model} host work, buffers=${h.reuse}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${h.tokS.toPrecision(3)} tok/s over ${h.steps} steps`);
+        };
+        const speed = (h: DecodeCounts) => {
+          const gbs = (perToken * h.tokS) / 1e9;
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'decode_tok_s', value: h.tokS, unit: 'tok/s', shape: shown(h), model, bound: { kind: 'gpu-copy', use: gbs } });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape: shown(h), model });
+          return `${h.tokS.toPrecision(3)} tok/s (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s) over ${h.steps} steps`;
+        };
+        const hw = await hostWork(m, b.ctx, r.hostSteps);
+        for (const h of hw) {
+          counts(h);
+          env.log(`${model} host work, ${h.label}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${speed(h)}`);
         }
         const [lifo, slot] = hw;
-        env.log(`${model}: slot reuse / lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} / ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
+        env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
+        // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
+        if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
+          // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2', with and (where the device has them) without subgroups.
+          const sub = b.ctx.hasSubgroups;
+          const gemvs: DecodeVariant[] = [
+            { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
+            { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
+            ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
+          ];
+          const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
+          b.gemvVersion = 'gemv2';
+          b.ctx.hasSubgroups = sub;
+          for (const h of gv) {
+            counts(h);
+            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches per step`);
+          }
+          env.log(`${model}: decode ${gv.slice(1).map((h) => `${h.label} ${(h.tokS / gv[0].tokS).toFixed(2)}x`).join(', ')} of gemv=v3`);
+        }
         m.free();
       } catch (e) {
         env.log(`${model} webgpu failed: ${(e as Error).message}`);
