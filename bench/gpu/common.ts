@@ -73,6 +73,26 @@ export interface GpuEnv {
   log(m: string): void;
 }
 
+/** An adapter's name, kind, features and limits, as lines of text (`npm run bench -- gpu --device-report`). */
+export function adapterReport(adapter: GPUAdapter): string {
+  const i = adapter.info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number; isFallbackAdapter?: boolean };
+  const name = [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' ') || 'unknown adapter';
+  const lines = [`adapter: ${name}${isSoftwareAdapter(name) ? ' (software: its figures say the path works, not GPU speed)' : ''}`];
+  if (i.subgroupMinSize !== undefined) lines.push(`subgroup sizes: ${i.subgroupMinSize}-${i.subgroupMaxSize}`);
+  lines.push(`features: ${[...adapter.features].sort().join(', ') || 'none'}`);
+  const used = ['shader-f16', 'subgroups'].map((f) => `${f} ${adapter.features.has(f) ? 'yes' : 'no'}`).join(', ');
+  lines.push(`features our kernels use where present: ${used}`);
+  const limits: string[] = [];
+  // GPUSupportedLimits keeps its values as getters on the prototype: list them from there
+  for (let o = Object.getPrototypeOf(adapter.limits); o && o !== Object.prototype; o = Object.getPrototypeOf(o))
+    for (const k of Object.getOwnPropertyNames(o)) {
+      const v = (adapter.limits as unknown as Record<string, unknown>)[k];
+      if (typeof v === 'number') limits.push(`${k}=${v}`);
+    }
+  lines.push(`limits: ${limits.sort().join(', ')}`);
+  return lines.join('\n');
+}
+
 /** Software adapters (lavapipe, SwiftShader) say the path works, not how fast a GPU is. */
 export function isSoftwareAdapter(name: string): boolean {
   return /llvmpipe|lavapipe|swiftshader|software|warp|basic render/i.test(name);

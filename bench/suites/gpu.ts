@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { createBackend } from '../../src/engine/index';
 import { DirSource } from '../../src/model/source-node';
 import { nodeAdapter, nodeGpu } from '../gpu';
-import { runGpuBench, type GpuBenchOptions, type GpuRecord } from '../gpu/common';
+import { adapterReport, runGpuBench, type GpuBenchOptions, type GpuRecord } from '../gpu/common';
 import type { BenchContext, BenchSuite } from '../lib';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -44,10 +44,13 @@ function put(ctx: BenchContext, where: string, rs: GpuRecord[]): void {
 }
 
 async function inNode(ctx: BenchContext): Promise<void> {
-  if (!(await nodeAdapter())) {
+  const adapter = await nodeAdapter();
+  if (!adapter) {
+    if (ctx.deviceReport) console.log('## WebGPU in Node (Dawn)\nno adapter');
     ctx.log('node: no WebGPU adapter (Dawn) — skipped');
     return;
   }
+  if (ctx.deviceReport) console.log(`## WebGPU in Node (Dawn)\n${adapterReport(adapter)}\n`);
   const rs = await runGpuBench(
     {
       makeBackend: async () => (await createBackend('webgpu', { gpu: nodeGpu() })) as never,
@@ -105,6 +108,8 @@ async function inChromium(ctx: BenchContext): Promise<void> {
     page.on('pageerror', (e) => ctx.log(`chromium page error: ${e.message}`));
     await page.goto(`http://127.0.0.1:${port}/bench/gpu/page.html`);
     await page.waitForFunction(() => (window as unknown as { gpuBenchReady?: boolean }).gpuBenchReady === true, undefined, { timeout: 120_000 });
+    if (ctx.deviceReport)
+      console.log(`## WebGPU in Chromium (${exe})\n${await page.evaluate(() => (window as unknown as { gpuAdapterReport(): Promise<string> }).gpuAdapterReport())}\n`);
     const o = { ...options('chromium'), wasmPaths: `/@fs${ortDist}/` };
     page.setDefaultTimeout(0);
     const r = await page.evaluate((opts) => (window as unknown as { runGpuBench(o: unknown): Promise<{ records: GpuRecord[] }> }).runGpuBench(opts), o);
