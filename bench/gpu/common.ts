@@ -353,7 +353,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       host: async () => ({ c: QWEN3_06B_SHAPE, host: fastRandomWeights(QWEN3_06B_SHAPE, 'q4') }),
       prompt: o.prompt ?? (software ? 4 : 128),
       decode: o.decode ?? (software ? 2 : 64),
-      hostSteps: o.hostSteps ?? (software ? 1 : 16),
+      hostSteps: o.hostSteps ?? (software ? 2 : 16),
     });
 
   for (const r of runs) {
