@@ -44,6 +44,8 @@ export interface BenchContext {
   record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'fraction_of_limit' | 'limit'> & { bound?: Bound }): void;
   /** Quick mode (smaller shapes, fewer repeats) for smoke runs. */
   quick: boolean;
+  /** --device-report: the gpu suite prints each adapter's name, features and limits first. */
+  deviceReport?: boolean;
   log(msg: string): void;
 }
 

@@ -39,6 +39,8 @@ Options:
   --quick              smaller shapes and fewer repeats (a smoke run)
   --out DIR            write DIR/<suite>.json (default: ${DEFAULT_OUT_DIR}/, git-ignored)
   --write-committed    write the committed records, ${COMMITTED_DIR}/<suite>.json (then: npm run bench -- --table)
+  --device-report      with the gpu suite: first print each WebGPU adapter's name, features and limits (for a
+                       machine with a real GPU: npm run bench -- gpu --device-report)
   --table              regenerate docs/benchmarks.md's benchmark tables from ${COMMITTED_DIR}/*.json (runs no suite)
   --check-table        exit 1 if docs/benchmarks.md's tables differ from what ${COMMITTED_DIR}/*.json generate
   -h, --help           print this help and exit
@@ -48,7 +50,7 @@ export type BenchArgs =
   | { kind: 'help' }
   | { kind: 'error'; message: string }
   | { kind: 'table'; check: boolean }
-  | { kind: 'run'; suites: string[]; quick: boolean; outDir: string };
+  | { kind: 'run'; suites: string[]; quick: boolean; outDir: string; deviceReport?: true };
 
 /** The command line, checked: unknown options and suites are usage errors. */
 export function parseArgs(argv: readonly string[]): BenchArgs {
@@ -56,12 +58,14 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
   let quick = false;
   let out: string | null = null;
   let committed = false;
+  let deviceReport = false;
   let table: 'write' | 'check' | null = null;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '-h' || a === '--help') return { kind: 'help' };
     else if (a === '--quick') quick = true;
     else if (a === '--write-committed') committed = true;
+    else if (a === '--device-report') deviceReport = true;
     else if (a === '--table') table = 'write';
     else if (a === '--check-table') table = 'check';
     else if (a === '--out' || a.startsWith('--out=')) {
@@ -73,12 +77,13 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     else names.push(a);
   }
   if (table) {
-    if (names.length || quick || out || committed) return { kind: 'error', message: `--${table === 'check' ? 'check-' : ''}table runs no suite and takes no other argument` };
+    if (names.length || quick || out || committed || deviceReport) return { kind: 'error', message: `--${table === 'check' ? 'check-' : ''}table runs no suite and takes no other argument` };
     return { kind: 'table', check: table === 'check' };
   }
   if (out && committed) return { kind: 'error', message: '--out and --write-committed exclude each other' };
   const suites = names.length ? [...new Set(names)] : Object.keys(SUITES).filter((n) => !BY_NAME_ONLY.includes(n));
-  return { kind: 'run', suites, quick, outDir: committed ? COMMITTED_DIR : (out ?? DEFAULT_OUT_DIR) };
+  if (deviceReport && !suites.includes('gpu')) return { kind: 'error', message: '--device-report goes with the gpu suite (npm run bench -- gpu --device-report)' };
+  return { kind: 'run', suites, quick, outDir: committed ? COMMITTED_DIR : (out ?? DEFAULT_OUT_DIR), ...(deviceReport ? { deviceReport: true as const } : {}) };
 }
 
 /** The WebGPU adapter Node's Dawn finds (lavapipe here), for the records' machine field. */
@@ -137,6 +142,7 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
       console.error(`[bench] ${name}${args.quick ? ' (quick)' : ''}`);
       await suite.run({
         quick: args.quick,
+        deviceReport: args.deviceReport === true,
         log: (m) => console.error(`[bench] ${name}: ${m}`),
         record: ({ bound, ...r }) => {
           const rec: BenchRecord = { suite: name, ...r, machine, date, commit };

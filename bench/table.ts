@@ -202,7 +202,24 @@ function gpuTable(): string | null {
       );
     }
   }
-  return `${rows.join('\n')}\n\n${provenance('gpu', rs)}`;
+  // Steady decode steps side by side (bench/gpu/common.ts compareDecode): host work per step under each
+  // buffer-reuse order, and the decode GEMV versions.
+  const steady = rs.filter((r) => r.shape?.startsWith('steady decode step, '));
+  const copy = (w: string) => find(rs, { metric: 'copy_gb_s', case: `buffer copy (${w})` });
+  const steps = ['| where | model | variant (steps) | dispatches / token | createBindGroup / step | submits / step | decode | decode, of limit |', '|---|---|---|---|---|---|---|---|'];
+  for (const shape of uniq(steady.map((r) => `${r.case}\u0000${r.shape}`))) {
+    const [c, sh] = shape.split('\u0000');
+    const at = (metric: string) => steady.find((r) => r.case === c && r.shape === sh && r.metric === metric);
+    const where = /\((\w+)\)$/.exec(c)?.[1] ?? '';
+    const label = sh.replace('steady decode step, ', '').replace(/, steps=(\d+)$/, ' ($1)');
+    const tok = at('decode_tok_s');
+    // the runner's gpu-copy limit where its probe ran, else the copy bandwidth the suite measured itself
+    const bf = at('bandwidth_fraction');
+    const lim = tok?.fraction_of_limit !== undefined ? ofLimit(tok) : bf ? `${(100 * bf.value).toPrecision(2)} % of copy ${fmt(copy(where)?.value)} GB/s` : '–';
+    steps.push(`| ${where} | ${at('dispatches_per_token')?.model ?? ''} | ${label} | ${fmt(at('dispatches_per_token')?.value)} | ${fmt(at('bind_groups_per_step')?.value)} | ${fmt(at('submits_per_step')?.value)} | ${tok ? `${fmt(tok.value)} tok/s` : '–'} | ${lim} |`);
+  }
+  const stepTable = steady.length ? `\n\n${steps.join('\n')}` : '';
+  return `${rows.join('\n')}${stepTable}\n\n${provenance('gpu', rs)}`;
 }
 
 function decodingTable(): string | null {

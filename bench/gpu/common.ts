@@ -28,11 +28,24 @@ import type { ModelSource } from '../../src/model/source';
 import { defaultEmbedFormat } from '../../src/engine/quant';
 
 import { QWEN3_06B_SHAPE } from '../../src/model/config';
-import type { BenchRecord } from '../lib';
+import type { BenchRecord, Bound } from '../lib';
 export { QWEN3_06B_SHAPE };
 
 /** A bench record (bench/lib.ts) without machine/date/suite/commit, which the runner fills in; GPU engines only. */
-export type GpuRecord = Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'backend'> & { backend: 'webgpu' | 'ort-webgpu' };
+export type GpuRecord = Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'backend'> & {
+  backend: 'webgpu' | 'ort-webgpu';
+  /** The limit that bounds the figure (bench/lib.ts); the Node runner turns it into fraction_of_limit. */
+  bound?: Bound;
+};
+
+/** What the bench reads and switches on our backend's context (src/engine/webgpu/context.ts). */
+export interface GpuCtxView {
+  device: GPUDevice;
+  adapterName: string;
+  counters: { dispatches: number; bindGroups: number; submits: number };
+  bufferReuse: 'slot' | 'lifo';
+  hasSubgroups: boolean;
+}
 
 export interface GpuBenchOptions {
   /** 'bundled', '0.6b' (default both). */
@@ -46,16 +59,38 @@ export interface GpuBenchOptions {
   bandwidthGBs?: number;
   /** Models not run when the adapter is a software one (too slow there), unless asked for by name. */
   softwareSkip?: string[];
+  /** Steady decode steps counted (and timed) per buffer-reuse order; default by adapter. */
+  hostSteps?: number;
 }
 
 export interface GpuEnv {
   /** Creates our WebGPU backend. */
-  makeBackend(): Promise<Backend & { ctx: { device: GPUDevice; adapterName: string } }>;
+  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2' }>;
   /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
   ort: typeof OrtNs | null;
   /** The bundled model's folder. */
   bundled: ModelSource | null;
   log(m: string): void;
+}
+
+/** An adapter's name, kind, features and limits, as lines of text (`npm run bench -- gpu --device-report`). */
+export function adapterReport(adapter: GPUAdapter): string {
+  const i = adapter.info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number; isFallbackAdapter?: boolean };
+  const name = [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' ') || 'unknown adapter';
+  const lines = [`adapter: ${name}${isSoftwareAdapter(name) ? ' (software: its figures say the path works, not GPU speed)' : ''}`];
+  if (i.subgroupMinSize !== undefined) lines.push(`subgroup sizes: ${i.subgroupMinSize}-${i.subgroupMaxSize}`);
+  lines.push(`features: ${[...adapter.features].sort().join(', ') || 'none'}`);
+  const used = ['shader-f16', 'subgroups'].map((f) => `${f} ${adapter.features.has(f) ? 'yes' : 'no'}`).join(', ');
+  lines.push(`features our kernels use where present: ${used}`);
+  const limits: string[] = [];
+  // GPUSupportedLimits keeps its values as getters on the prototype: list them from there
+  for (let o = Object.getPrototypeOf(adapter.limits); o && o !== Object.prototype; o = Object.getPrototypeOf(o))
+    for (const k of Object.getOwnPropertyNames(o)) {
+      const v = (adapter.limits as unknown as Record<string, unknown>)[k];
+      if (typeof v === 'number') limits.push(`${k}=${v}`);
+    }
+  lines.push(`limits: ${limits.sort().join(', ')}`);
+  return lines.join('\n');
 }
 
 /** Software adapters (lavapipe, SwiftShader) say the path works, not how fast a GPU is. */
@@ -161,6 +196,84 @@ async function timeOurs(model: Qwen3Model, prompt: number, decode: number): Prom
   return { prefill, decode: dec };
 }
 
+/** One greedy decode step of one sequence at position `pos`: forward, pick, read the token back. */
+async function decodeStep(model: Qwen3Model, cache: KvCache, token: number, pos: number, step: number): Promise<number> {
+  const b = model.backend;
+  const r = forward(model, cache, { ids: Int32Array.from([token]), slot: new Int32Array(1), pos: Int32Array.from([pos]) });
+  const s = b.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step }]);
+  const next = (await b.read(s.tokens))[0];
+  for (const t of [r.logits, s.tokens, s.logprobs]) b.free(t);
+  return next;
+}
+
+/** A setting of our backend that a side-by-side decode comparison switches on and off. */
+export interface DecodeVariant {
+  label: string;
+  /** Switch the backend to this variant (the comparison restores nothing: the last variant stays on). */
+  set(): void;
+}
+
+export interface DecodeCounts {
+  label: string;
+  steps: number;
+  dispatchesPerStep: number;
+  bindGroupsPerStep: number;
+  submitsPerStep: number;
+  tokS: number;
+}
+
+/**
+ * Steady decode steps of one model and one cache under each variant, side by side: per variant, `warm` warm-up
+ * steps (pipelines; after a switch of buffer reuse, the pool settles), then `steps` counted and timed steps; the
+ * variants alternate (in reverse every other round) over `rounds` rounds and their counts and times add up, so a
+ * loaded machine's load falls on all of them. A step is what a user waits for per token: forward, greedy pick,
+ * read-back.
+ */
+export async function compareDecode(model: Qwen3Model, ctx: GpuCtxView, variants: DecodeVariant[], steps: number, o: { rounds?: number; warm?: number; prompt?: number } = {}): Promise<DecodeCounts[]> {
+  const { rounds = 2, warm = 2, prompt = 4 } = o;
+  const cache = new KvCache(model, 1, prompt + rounds * variants.length * (warm + steps) + 1);
+  const ids = promptIds(prompt, model.config.vocabSize);
+  const r = forward(model, cache, { ids, slot: new Int32Array(prompt), pos: Int32Array.from(ids, (_, i) => i) }, { logitRows: Int32Array.from([prompt - 1]) });
+  const s = model.backend.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: 0 }]);
+  let token = (await model.backend.read(s.tokens))[0];
+  for (const t of [r.logits, s.tokens, s.logprobs]) model.backend.free(t);
+  let pos = prompt;
+  const total = new Map(variants.map((v) => [v, { d: 0, b: 0, s: 0, sec: 0, n: 0 }]));
+  try {
+    for (let round = 0; round < rounds; round++)
+      for (const v of round % 2 ? [...variants].reverse() : variants) {
+        v.set();
+        for (let i = 0; i < warm; i++) token = await decodeStep(model, cache, token, pos, pos++);
+        const c0 = { ...ctx.counters };
+        const t0 = performance.now();
+        for (let i = 0; i < steps; i++) token = await decodeStep(model, cache, token, pos, pos++);
+        const t = total.get(v)!;
+        t.sec += (performance.now() - t0) / 1000;
+        t.d += ctx.counters.dispatches - c0.dispatches;
+        t.b += ctx.counters.bindGroups - c0.bindGroups;
+        t.s += ctx.counters.submits - c0.submits;
+        t.n += steps;
+      }
+  } finally {
+    cache.free();
+  }
+  return variants.map((v) => {
+    const t = total.get(v)!;
+    return { label: v.label, steps: t.n, dispatchesPerStep: t.d / t.n, bindGroupsPerStep: t.b / t.n, submitsPerStep: t.s / t.n, tokS: t.n / t.sec };
+  });
+}
+
+/**
+ * Host work under each buffer-reuse order (src/engine/webgpu/pool.ts): 'lifo' (the first version) and 'slot'.
+ * Both share one bind-group cache, so the lifo steps also hit bind groups the slot steps made: if anything, its
+ * count is lower than a lifo-only run's.
+ */
+export function hostWork(model: Qwen3Model, ctx: GpuCtxView, steps: number, rounds = 2): Promise<DecodeCounts[]> {
+  const before = ctx.bufferReuse;
+  const orders = (['lifo', 'slot'] as const).map((r) => ({ label: `buffers=${r}`, set: () => (ctx.bufferReuse = r) }));
+  return compareDecode(model, ctx, orders, steps, { rounds }).finally(() => (ctx.bufferReuse = before));
+}
+
 async function timeOrt(ort: typeof OrtNs, bytes: Uint8Array, c: Qwen3Config, prompt: number, decode: number): Promise<{ prefill: number; decode: number }> {
   const session = await ort.InferenceSession.create(bytes, { executionProviders: ['webgpu'] });
   try {
@@ -212,7 +325,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       env.log(`${m}: skipped on a software adapter (minutes per token here; BENCH_GPU_MODELS=${m} runs it anyway)`);
       o = { ...o, models: o.models.filter((x) => x !== m) };
     }
-  const runs: { name: string; format: WeightFormat; host: () => Promise<{ c: Qwen3Config; host: HostWeights }>; prompt: number; decode: number }[] = [];
+  const runs: { name: string; format: WeightFormat; host: () => Promise<{ c: Qwen3Config; host: HostWeights }>; prompt: number; decode: number; hostSteps: number }[] = [];
   if (o.models.includes('bundled') && env.bundled) {
     for (const format of ['f32', 'q4'] as const)
       runs.push({
@@ -230,6 +343,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
         },
         prompt: o.prompt ?? (software ? 32 : 128),
         decode: o.decode ?? (software ? 8 : 64),
+        hostSteps: o.hostSteps ?? (software ? 8 : 32),
       });
   }
   if (o.models.includes('0.6b'))
@@ -239,6 +353,7 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       host: async () => ({ c: QWEN3_06B_SHAPE, host: fastRandomWeights(QWEN3_06B_SHAPE, 'q4') }),
       prompt: o.prompt ?? (software ? 4 : 128),
       decode: o.decode ?? (software ? 2 : 64),
+      hostSteps: o.hostSteps ?? (software ? 2 : 16),
     });
 
   for (const r of runs) {
@@ -251,8 +366,8 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
     rec({ case: `weights per token ${model}`, backend: 'webgpu', metric: 'weight_bytes_per_token', value: perToken, unit: 'B', model });
     const put = (backend: GpuRecord['backend'], t: { prefill: number; decode: number }) => {
       rec({ case: `prefill ${model}`, backend, metric: 'prefill_tok_s', value: t.prefill, unit: 'tok/s', shape, model });
-      rec({ case: `decode ${model}`, backend, metric: 'decode_tok_s', value: t.decode, unit: 'tok/s', shape, model });
       const gbs = (perToken * t.decode) / 1e9;
+      rec({ case: `decode ${model}`, backend, metric: 'decode_tok_s', value: t.decode, unit: 'tok/s', shape, model, bound: { kind: 'gpu-copy', use: gbs } });
       rec({ case: `decode ${model}`, backend, metric: 'weight_gb_s', value: gbs, unit: 'GB/s', shape, model });
       rec({ case: `decode ${model}`, backend, metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape, model });
       env.log(`${model} ${backend}: prefill ${t.prefill.toPrecision(3)} tok/s, decode ${t.decode.toPrecision(3)} tok/s = ${gbs.toPrecision(3)} GB/s of weights (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s)`);
@@ -262,6 +377,44 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       try {
         const { model: m } = await buildQwen3(b, c, (spec) => host.get(spec.name)!, { format: r.format });
         put('webgpu', await timeOurs(m, r.prompt, r.decode));
+        const shown = (h: DecodeCounts) => `steady decode step, ${h.label}, steps=${h.steps}`;
+        const counts = (h: DecodeCounts) => {
+          const hs = shown(h);
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'dispatches_per_token', value: h.dispatchesPerStep, unit: 'dispatches', shape: hs, model });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bind_groups_per_step', value: h.bindGroupsPerStep, unit: 'createBindGroup', shape: hs, model });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'submits_per_step', value: h.submitsPerStep, unit: 'submits', shape: hs, model });
+        };
+        const speed = (h: DecodeCounts) => {
+          const gbs = (perToken * h.tokS) / 1e9;
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'decode_tok_s', value: h.tokS, unit: 'tok/s', shape: shown(h), model, bound: { kind: 'gpu-copy', use: gbs } });
+          rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape: shown(h), model });
+          return `${h.tokS.toPrecision(3)} tok/s (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s) over ${h.steps} steps`;
+        };
+        const hw = await hostWork(m, b.ctx, r.hostSteps);
+        for (const h of hw) {
+          counts(h);
+          env.log(`${model} host work, ${h.label}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${speed(h)}`);
+        }
+        const [lifo, slot] = hw;
+        env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
+        // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
+        if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
+          // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2', with and (where the device has them) without subgroups.
+          const sub = b.ctx.hasSubgroups;
+          const gemvs: DecodeVariant[] = [
+            { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
+            { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
+            ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
+          ];
+          const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
+          b.gemvVersion = 'gemv2';
+          b.ctx.hasSubgroups = sub;
+          for (const h of gv) {
+            counts(h);
+            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches per step`);
+          }
+          env.log(`${model}: decode ${gv.slice(1).map((h) => `${h.label} ${(h.tokS / gv[0].tokS).toFixed(2)}x`).join(', ')} of gemv=v3`);
+        }
         m.free();
       } catch (e) {
         env.log(`${model} webgpu failed: ${(e as Error).message}`);

@@ -4,7 +4,7 @@
 import * as ort from 'onnxruntime-web/webgpu';
 import { createBackend } from '../../src/engine/index';
 import { FetchSource } from '../../src/model/source';
-import { runGpuBench, type GpuBenchOptions, type GpuEnv, type GpuRecord } from './common';
+import { adapterReport, runGpuBench, type GpuBenchOptions, type GpuEnv, type GpuRecord } from './common';
 
 const logEl = document.getElementById('log')!;
 const lines: string[] = [];
@@ -17,6 +17,7 @@ function log(m: string): void {
 declare global {
   interface Window {
     runGpuBench(o: GpuBenchOptions & { wasmPaths: string }): Promise<{ records: GpuRecord[]; log: string[] }>;
+    gpuAdapterReport(): Promise<string>;
     gpuBenchReady: boolean;
   }
 }
@@ -32,5 +33,9 @@ window.runGpuBench = async (o) => {
   };
   const records = await runGpuBench(env, o);
   return { records, log: lines };
+};
+window.gpuAdapterReport = async () => {
+  const adapter = await navigator.gpu?.requestAdapter({ powerPreference: 'high-performance' });
+  return adapter ? adapterReport(adapter) : 'no adapter (navigator.gpu missing or requestAdapter() returned null)';
 };
 window.gpuBenchReady = true;

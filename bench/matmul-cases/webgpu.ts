@@ -8,7 +8,7 @@ import { MATMUL_VERSIONS, type MatmulVersion } from '../../src/engine/webgpu/ker
 import type { Tensor } from '../../src/engine/backend';
 import { caseData, type MatmulCase, type MatmulRunner } from './cpu';
 
-/** Kernel versions a case can ask for ('auto' = what the backend uses: gemv for M <= 16, else tiled). */
+/** Kernel versions a case can ask for ('auto' = what the backend uses: block for K <= 512, else gemv2 for M <= 16, tiled otherwise). */
 export const WEBGPU_MATMUL_VERSIONS: string[] = [...MATMUL_VERSIONS, 'auto'];
 
 /** Dawn's GPU in Node, navigator.gpu in a browser. */

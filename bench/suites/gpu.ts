@@ -9,7 +9,7 @@
 //    in one page (bench/gpu/page.ts), served by Vite and driven with playwright-core.
 // Options (environment): BENCH_GPU_MODELS=bundled,0.6b  BENCH_GPU_WHERE=node,chromium
 //   BENCH_GPU_PROMPT / BENCH_GPU_DECODE (token counts; default: small on software adapters, 128 / 64 on
-//   a real GPU)  BENCH_GPU_BANDWIDTH_GBS (the GPU's memory bandwidth, when known)
+//   a real GPU)  BENCH_GPU_HOST_STEPS (steady decode steps counted per buffer-reuse order)  BENCH_GPU_BANDWIDTH_GBS (the GPU's memory bandwidth, when known)
 //   BENCH_CHROMIUM (default /usr/bin/chromium)  BENCH_GPU_CHROMIUM_ARGS (extra flags, e.g. --use-angle=vulkan)
 import { existsSync, realpathSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { createBackend } from '../../src/engine/index';
 import { DirSource } from '../../src/model/source-node';
 import { nodeAdapter, nodeGpu } from '../gpu';
-import { runGpuBench, type GpuBenchOptions, type GpuRecord } from '../gpu/common';
+import { adapterReport, runGpuBench, type GpuBenchOptions, type GpuRecord } from '../gpu/common';
 import type { BenchContext, BenchSuite } from '../lib';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -31,20 +31,26 @@ function options(where: 'node' | 'chromium'): GpuBenchOptions {
     prompt: num(process.env.BENCH_GPU_PROMPT),
     decode: num(process.env.BENCH_GPU_DECODE),
     bandwidthGBs: num(process.env.BENCH_GPU_BANDWIDTH_GBS),
+    hostSteps: num(process.env.BENCH_GPU_HOST_STEPS),
     // SwiftShader runs the 0.6B shape at minutes per token: only when asked for by name.
     softwareSkip: where === 'chromium' && !process.env.BENCH_GPU_MODELS ? ['0.6b'] : [],
   };
 }
 
 function put(ctx: BenchContext, where: string, rs: GpuRecord[]): void {
-  for (const r of rs) ctx.record({ ...r, case: `${r.case} (${where})` });
+  // The runner's gpu-copy limit is Dawn's adapter in Node: it bounds the Node figures only (the page's figures
+  // carry bandwidth_fraction, against the copy bandwidth measured in the page).
+  for (const { bound, ...r } of rs) ctx.record({ ...r, case: `${r.case} (${where})`, bound: where === 'node' ? bound : undefined });
 }
 
 async function inNode(ctx: BenchContext): Promise<void> {
-  if (!(await nodeAdapter())) {
+  const adapter = await nodeAdapter();
+  if (!adapter) {
+    if (ctx.deviceReport) console.log('## WebGPU in Node (Dawn)\nno adapter');
     ctx.log('node: no WebGPU adapter (Dawn) — skipped');
     return;
   }
+  if (ctx.deviceReport) console.log(`## WebGPU in Node (Dawn)\n${adapterReport(adapter)}\n`);
   const rs = await runGpuBench(
     {
       makeBackend: async () => (await createBackend('webgpu', { gpu: nodeGpu() })) as never,
@@ -102,6 +108,8 @@ async function inChromium(ctx: BenchContext): Promise<void> {
     page.on('pageerror', (e) => ctx.log(`chromium page error: ${e.message}`));
     await page.goto(`http://127.0.0.1:${port}/bench/gpu/page.html`);
     await page.waitForFunction(() => (window as unknown as { gpuBenchReady?: boolean }).gpuBenchReady === true, undefined, { timeout: 120_000 });
+    if (ctx.deviceReport)
+      console.log(`## WebGPU in Chromium (${exe})\n${await page.evaluate(() => (window as unknown as { gpuAdapterReport(): Promise<string> }).gpuAdapterReport())}\n`);
     const o = { ...options('chromium'), wasmPaths: `/@fs${ortDist}/` };
     page.setDefaultTimeout(0);
     const r = await page.evaluate((opts) => (window as unknown as { runGpuBench(o: unknown): Promise<{ records: GpuRecord[] }> }).runGpuBench(opts), o);

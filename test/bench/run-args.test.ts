@@ -30,6 +30,9 @@ describe('bench command line', () => {
     expect(parseArgs(['--out'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--out', 'd', '--write-committed'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--table', 'matmul'])).toMatchObject({ kind: 'error' });
+    expect(parseArgs(['gpu', '--device-report'])).toMatchObject({ kind: 'run', suites: ['gpu'], deviceReport: true });
+    expect(parseArgs(['matmul', '--device-report'])).toMatchObject({ kind: 'error', message: expect.stringContaining('gpu') });
+    expect(parseArgs(['--table', '--device-report'])).toMatchObject({ kind: 'error' });
   });
 
   it('`bench --help` prints the usage, exits 0 and leaves the committed records alone; a bad option exits 2', () => {

@@ -24,14 +24,17 @@ const SHAPES: [number, number, number][] = [
 describe.skipIf(!run)('WebGPU matmul and embedding', () => {
   let gpu: WebGpuBackend;
   let sharded: WebGpuBackend;
+  let noSubgroups: WebGpuBackend;
   beforeAll(async () => {
     gpu = await gpuBackend();
+    noSubgroups = await gpuBackend({ subgroups: false });
     // 512 bytes: a (65,33) f32 weight becomes 17 shards, a q4 one 5 (kept tiny so shapes stay small)
     sharded = await gpuBackend({ maxBufferBytes: 512 });
   });
   afterAll(() => {
     gpu?.dispose();
     sharded?.dispose();
+    noSubgroups?.dispose();
   });
 
   function weights(b: { tensor(d: Float32Array, s: number[]): Tensor; uploadQuantized: typeof cpu.uploadQuantized }, w: Float32Array, n: number, k: number, dtype: string) {
@@ -51,6 +54,65 @@ describe.skipIf(!run)('WebGPU matmul and embedding', () => {
         }
         gpu.matmulVersion = 'auto';
       });
+
+  // v5 'gemv2' takes K a multiple of its 16-byte word (32 q4, 16 q8, 4 f32; other K run v3, as in the loop
+  // above): these shapes reach it with fewer groups than lanes (K = 64 q4: 2 groups for a subgroup of 8), several
+  // groups per lane (K = 1024), both row counts (1, 8), partly filled 8-row blocks (M = 3, 9), a partly filled
+  // last workgroup of 8 outputs (N = 9, 17, 65, 130), and a row count past one workgroup's rows.
+  const GEMV_SHAPES: [number, number, number][] = [
+    [1, 64, 33],
+    [3, 96, 9],
+    [9, 128, 130],
+    [1, 1024, 17],
+    [16, 256, 65],
+  ];
+  for (const subgroups of [true, false])
+    for (const dtype of ['f32', 'q8', 'q4'])
+      it(`matmul gemv2 ${dtype} ${subgroups ? 'with subgroupAdd' : 'without subgroups (workgroup-memory reduction)'}, and gemv (v3) on the same shapes (f32 accumulation over K <= 1024 terms ~N(0,1)/2: 1e-4 abs + 1e-4 rel)`, async () => {
+        const b = subgroups ? gpu : noSubgroups;
+        if (subgroups && !gpu.ctx.hasSubgroups) {
+          console.warn('this adapter has no subgroups: the subgroupAdd variant is not tested here');
+          return;
+        }
+        for (const version of ['gemv', 'gemv2'] as const)
+          for (const [m, k, n] of GEMV_SHAPES) {
+            const x = randn(m * k, m * 1000 + k);
+            const w = randn(n * k, n * 1000 + k + 1, 0.5);
+            const want = await cpu.read(cpu.matmul(cpu.tensor(x, [m, k]), weights(cpu, w, n, k, dtype)));
+            b.matmulVersion = version;
+            const got = await b.read(b.matmul(b.tensor(x, [m, k]), weights(b, w, n, k, dtype)));
+            expectClose(got, want, 1e-4, 1e-4, `${version} ${dtype} (${m},${k},${n}) subgroups ${b.ctx.hasSubgroups}`);
+          }
+        b.matmulVersion = 'auto';
+      });
+
+  it("'auto' decodes with gemv2 where K fits it, and with gemv (v3) when the backend says so: both give the reference's result", async () => {
+    const [m, k, n] = [2, 1024, 40];
+    const x = randn(m * k, 3);
+    const w = randn(n * k, 4, 0.5);
+    const want = await cpu.read(cpu.matmul(cpu.tensor(x, [m, k]), weights(cpu, w, n, k, 'q4')));
+    for (const gemv of ['gemv', 'gemv2'] as const) {
+      gpu.gemvVersion = gemv;
+      const got = await gpu.read(gpu.matmul(gpu.tensor(x, [m, k]), weights(gpu, w, n, k, 'q4')));
+      expectClose(got, want, 1e-4, 1e-4, `auto with ${gemv}`);
+    }
+    gpu.gemvVersion = 'gemv2';
+  });
+
+  it('sharded weights under gemv2 equal the unsharded results exactly', async () => {
+    const [m, k, n] = [3, 32, 65]; // x (3,32) f32 stays in one 512-byte buffer
+    const x = randn(m * k, 11);
+    const w = randn(n * k, 12);
+    for (const dtype of ['f32', 'q8', 'q4']) {
+      const ws = weights(sharded, w, n, k, dtype) as unknown as { parts: unknown[] };
+      expect(ws.parts.length, 'the weight is really sharded').toBeGreaterThan(1);
+      gpu.matmulVersion = sharded.matmulVersion = 'gemv2';
+      const want = await gpu.read(gpu.matmul(gpu.tensor(x, [m, k]), weights(gpu, w, n, k, dtype)));
+      const got = await sharded.read(sharded.matmul(sharded.tensor(x, [m, k]), ws as unknown as Tensor));
+      expectClose(got, want, 0, 0, `sharded gemv2 ${dtype}`);
+    }
+    gpu.matmulVersion = sharded.matmulVersion = 'auto';
+  });
 
   it('matmul rejects mismatched shapes before dispatch', () => {
     const x = gpu.tensor(randn(6, 1), [2, 3]);

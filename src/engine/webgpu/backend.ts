@@ -10,7 +10,7 @@ import { GpuContext, type GpuContextOptions } from './context';
 import { attention } from './kernels/attention';
 import { add, scale, swiglu } from './kernels/elementwise';
 import { embedding, gatherRows, kvWrite } from './kernels/gather';
-import { type MatmulVersion, matmul } from './kernels/matmul';
+import { type GemvVersion, type MatmulVersion, matmul } from './kernels/matmul';
 import { logSoftmax, rmsnorm } from './kernels/norm';
 import { rope } from './kernels/rope';
 import { sample } from './kernels/sample';
@@ -19,20 +19,24 @@ import { type GpuTensor, asGpu } from './tensor';
 import { WebGpuTrainOps } from './train-ops';
 
 export interface WebGpuBackendOptions extends GpuContextOptions {
-  /** Matmul kernel version ('auto' = gemv for M <= 16, tiled otherwise). */
+  /** Matmul kernel version ('auto' = block for K <= 512, else a GEMV for M <= 16, tiled otherwise). */
   matmul?: MatmulVersion;
+  /** The GEMV 'auto' takes: 'gemv2' (v5, default) or the first one, 'gemv' (v3). */
+  gemv?: GemvVersion;
 }
 
 export class WebGpuBackend implements Backend {
   readonly name = 'webgpu' as const;
   readonly train: TrainOps;
   matmulVersion: MatmulVersion;
+  gemvVersion: GemvVersion;
 
   constructor(
     readonly ctx: GpuContext,
     opts: WebGpuBackendOptions = {},
   ) {
     this.matmulVersion = opts.matmul ?? 'auto';
+    this.gemvVersion = opts.gemv ?? 'gemv2';
     this.train = new WebGpuTrainOps(this, ctx);
   }
 
@@ -85,7 +89,7 @@ export class WebGpuBackend implements Backend {
     return rope(this.ctx, this.g(x, 'rope'), this.g(pos, 'rope'), theta);
   }
   matmul(x: Tensor, w: Tensor): Tensor {
-    return matmul(this.ctx, this.g(x, 'matmul'), this.g(w, 'matmul'), this.matmulVersion);
+    return matmul(this.ctx, this.g(x, 'matmul'), this.g(w, 'matmul'), this.matmulVersion, this.gemvVersion);
   }
   add(a: Tensor, b: Tensor): Tensor {
     return add(this.ctx, this.g(a, 'add'), this.g(b, 'add'));

@@ -41,11 +41,20 @@
 //   every MAX_BATCH dispatches), so hundreds of ops cost one submit.
 import { EngineError } from '../errors';
 import { type Binding, type BufferSlice, type Compiled, type Kernel, type Uniform, bindingKinds, packUniforms, toEngineError } from './bindings';
-import { BufferPool } from './pool';
+import { BufferPool, type BufferReuse } from './pool';
 import { GpuTensor } from './tensor';
 
 export { GpuTensor } from './tensor';
 export * from './bindings';
+export type { BufferReuse } from './pool';
+
+/** Host work recorded since the context was made (or since the caller last zeroed it): what a benchmark counts per step. */
+export interface HostCounters {
+  dispatches: number;
+  /** createBindGroup calls (a dispatch whose kernel and buffers were bound before reuses its bind group). */
+  bindGroups: number;
+  submits: number;
+}
 
 export interface GpuContextOptions {
   /** navigator.gpu in browsers; Dawn's GPU object in Node. */
@@ -54,6 +63,10 @@ export interface GpuContextOptions {
   maxBufferBytes?: number;
   /** Bytes of free buffers the pool may keep for reuse (default 256 MiB). */
   poolBytes?: number;
+  /** Which free buffer a request reuses (./pool.ts); 'slot' (default) keeps a steady step's bind groups cached. */
+  bufferReuse?: BufferReuse;
+  /** Use subgroup operations where the device has them (default true); false runs the fallbacks. */
+  subgroups?: boolean;
 }
 
 const MAX_BIND_GROUPS = 4096; // cached bind groups before the cache is dropped (stale ones only cost memory)
@@ -67,7 +80,9 @@ const UNIFORM = 0x40;
 
 export class GpuContext {
   readonly hasF16: boolean;
-  readonly hasSubgroups: boolean;
+  /** The device has `subgroups` and the context may use them (kernels read it when they are dispatched). */
+  hasSubgroups: boolean;
+  readonly counters: HostCounters = { dispatches: 0, bindGroups: 0, submits: 0 };
   /** Uploaded tensors (weights, tables) bigger than this many bytes are sharded by rows. */
   readonly maxBufferBytes: number;
   /** Largest single buffer any op may allocate: the device's storage binding limit. */
@@ -105,11 +120,12 @@ export class GpuContext {
     opts: GpuContextOptions,
   ) {
     this.hasF16 = device.features.has('shader-f16');
-    this.hasSubgroups = device.features.has('subgroups');
+    this.hasSubgroups = device.features.has('subgroups') && opts.subgroups !== false;
     const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
     this.maxBindingBytes = limit;
     this.maxBufferBytes = Math.max(4, Math.min(opts.maxBufferBytes ?? limit, limit));
     this.pool = new BufferPool(opts.poolBytes ?? 256 << 20);
+    this.pool.reuse = opts.bufferReuse ?? 'slot';
     this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, device.limits.minStorageBufferOffsetAlignment);
     const info = adapter.info;
     this.adapterName = [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(' ') || 'unknown adapter';
@@ -147,6 +163,14 @@ export class GpuContext {
       throw new EngineError('no-adapter', `requestDevice failed: ${(e as Error).message}`);
     }
     return new GpuContext(gpu, device, adapter, opts);
+  }
+
+  /** Which free buffer a request reuses (see ./pool.ts); switchable between steps, for the benchmark. */
+  get bufferReuse(): BufferReuse {
+    return this.pool.reuse;
+  }
+  set bufferReuse(r: BufferReuse) {
+    this.pool.reuse = r;
   }
 
   /** Throws EngineError('device-lost') once the device is gone; then any pending error. */
@@ -265,6 +289,7 @@ export class GpuContext {
       if (this.bindGroups.size >= MAX_BIND_GROUPS) this.bindGroups.clear();
       bind = this.device.createBindGroup({ layout: c.layout, entries });
       this.bindGroups.set(key, bind);
+      this.counters.bindGroups++;
     }
     if (!this.pass) {
       this.encoder ??= this.device.createCommandEncoder();
@@ -273,6 +298,7 @@ export class GpuContext {
     this.pass.setPipeline(c.pipeline);
     this.pass.setBindGroup(0, bind, offsets);
     this.pass.dispatchWorkgroups(x, y, z);
+    this.counters.dispatches++;
     if (++this.batched >= MAX_BATCH) this.flush();
   }
 
@@ -298,7 +324,10 @@ export class GpuContext {
       const used = i < this.ringChunk ? RING_CHUNK : this.ringOffset;
       if (used > 0) this.device.queue.writeBuffer(this.ring[i].buffer, 0, new Uint8Array(this.ring[i].host, 0, used));
     }
-    if (this.encoder) this.device.queue.submit([this.encoder.finish()]);
+    if (this.encoder) {
+      this.device.queue.submit([this.encoder.finish()]);
+      this.counters.submits++;
+    }
     this.encoder = null;
     this.batched = 0;
     this.ringChunk = 0;

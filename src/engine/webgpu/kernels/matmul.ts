@@ -6,8 +6,11 @@
 //   v3 'gemv'   for small M (decode): each weight word is read once for up to 8 rows of x; 32 lanes
 //               split K per output and reduce in workgroup memory. q4 words decode 8 values at once.
 //   v4 'block'  BR (1 or 4) rows x 4 columns per thread, no workgroup memory and no barrier.
-// 'auto' picks block for K <= 512, else gemv for M <= 16 (a 64-row tile would be mostly empty; measured
-// on lavapipe at K = N = 1024, M = 16: gemv ~3x tiled) and tiled otherwise. A sharded weight is one
+//   v5 'gemv2'  v3 for decode, rewritten: 16-byte weight words dequantised in registers, vec4 x, one subgroup
+//               per output row reduced with subgroupAdd (workgroup memory without subgroups). See gemv2 below.
+// 'auto' picks block for K <= 512, else a GEMV for M <= 16 (a 64-row tile would be mostly empty; measured
+// on lavapipe at K = N = 1024, M = 16: gemv ~3x tiled) and tiled otherwise; the GEMV is v5 (the backend's
+// `gemv` option: 'gemv' runs v3) where K fits its words. A sharded weight is one
 // dispatch per shard, each writing its own columns [row0, row0 + rows) of y.
 // Backward: dX = dY W through the (dequantized, possibly row-sharded) weight, and dW += dY^T X for
 // trainable f32 weights. Both are C (R,C) = A (R,I) . B (I,C) with different loaders: 64x64 output tiles
@@ -19,8 +22,9 @@ import { type GpuContext, grid1d } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
 import { weightBuffers, weightStride, weightWgsl } from './weights';
 
-export const MATMUL_VERSIONS = ['naive', 'tiled', 'gemv', 'block'] as const;
+export const MATMUL_VERSIONS = ['naive', 'tiled', 'gemv', 'block', 'gemv2'] as const;
 export type MatmulVersion = (typeof MATMUL_VERSIONS)[number] | 'auto';
+export type GemvVersion = 'gemv' | 'gemv2';
 
 // Uniforms shared by every version: y (M, N) receives columns n0 .. n0+ns from a shard of ns rows.
 const HEAD = /* wgsl */ `
@@ -203,8 +207,118 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
 }`;
 }
 
+// v5 'gemv2': the decode GEMV, reading weights as wide as storage allows and reducing with subgroups. A
+// workgroup of 64 lanes owns 8 output rows; each subgroup (of any size up to 64) takes rows in turn, its lanes split
+// the row's K in 16-byte words (a vec4<u32> is one q4 group of 32 weights with its one scale, or 16 q8 weights; f32
+// reads vec4f), dequantise the word in registers once for the R rows of x (read as vec4f), accumulate in f32, and
+// one subgroupAdd per row gives the sum. Without subgroups (or with them switched off) teams of 8 lanes reduce
+// through workgroup memory after one barrier. Taken for K a multiple of the word (32 q4, 16 q8, 4 f32: every
+// model width); other K run v3.
+const GEMV2_WG = 64;
+const GEMV2_ROWS = 8; // output rows per workgroup
+/** Elements of K one 16-byte word holds, by dtype. */
+const GEMV2_WORD: Record<string, number> = { f32: 4, q8: 16, q4: 32 };
+export function gemv2Fits(dtype: DType, k: number): boolean {
+  return dtype !== 'i32' && k % GEMV2_WORD[dtype] === 0;
+}
+function gemv2(dtype: DType, r: number, subgroups: boolean): string {
+  const rows = Array.from({ length: r }, (_, i) => i);
+  const perWord = GEMV2_WORD[dtype];
+  const xv = perWord / 4; // vec4f of x per word
+  // w0..w{xv-1}: the word's weights as vec4f; the q8 scale (one per row) is applied once after the sum
+  let decode: string;
+  if (dtype === 'f32') decode = 'let w0 = wd[n * (p.stride / 4u) + g];';
+  else if (dtype === 'q8')
+    decode = `let wq = wd[n * (p.stride / 16u) + g];
+        ${[0, 1, 2, 3].map((j) => `let w${j} = vec4f(bitcast<vec4i>(vec4u(wq[${j}]) << vec4u(24u, 16u, 8u, 0u)) >> vec4u(24u));`).join('\n        ')}`;
+  else
+    decode = `let wq = wd[n * (p.stride / 32u) + g];
+        let s = ws[n * (p.stride / 32u) + g];
+        ${[0, 1, 2, 3].map((j) => `let w${2 * j} = vec4f((vec4u(wq[${j}]) >> vec4u(0u, 4u, 8u, 12u)) & vec4u(15u)) - 8.0;
+        let w${2 * j + 1} = vec4f((vec4u(wq[${j}]) >> vec4u(16u, 20u, 24u, 28u)) & vec4u(15u)) - 8.0;`).join('\n        ')}`;
+  // q4: the group's scale once per group and row
+  const dots = (i: number) =>
+    `acc${i} += ${dtype === 'q4' ? 's * (' : ''}${Array.from({ length: xv }, (_, j) => `dot(w${j}, x[xr${i} + g * ${xv}u + ${j}u])`).join(' + ')}${dtype === 'q4' ? ')' : ''};`;
+  const wType = dtype === 'f32' ? 'vec4f' : 'vec4u';
+  const scales = dtype === 'f32' ? '' : `@group(0) @binding(4) var<storage, read> ws: array<f32>;`;
+  const rowScale = dtype === 'q8' ? ' * ws[n]' : '';
+  const body = /* wgsl */ `
+      var g = lane;
+      ${rows.map((i) => `var acc${i} = 0.0;`).join(' ')}
+      for (; g < groups; g += lanes) {
+        ${decode}
+        ${rows.map((i) => (r === 1 ? dots(i) : `if (${i}u < mc) { ${dots(i)} }`)).join('\n        ')}
+      }`;
+  const store = (v: (i: number) => string) =>
+    rows.map((i) => `if (${i}u < mc) { y[(p.m0 + ${i}u) * p.n + p.n0 + n] = ${v(i)}${rowScale}; }`).join('\n        ');
+  const head = /* wgsl */ `${subgroups ? 'enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n' : ''}
+struct P { m: u32, k: u32, ns: u32, n: u32, n0: u32, stride: u32, m0: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> x: array<vec4f>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> wd: array<${wType}>;
+${scales}
+const R = ${r}u;`;
+  const prologue = `let groups = p.k / ${perWord}u;
+  let mc = min(R, p.m - p.m0);
+  // rows of x past M: skipped by a branch every lane takes alike; their index is clamped all the same
+  ${rows.map((i) => `let xr${i} = (p.m0 + min(${i}u, mc - 1u)) * (p.k / 4u);`).join('\n  ')}
+  let base = (wg.y * nw.x + wg.x) * ${GEMV2_ROWS}u;`;
+  if (subgroups)
+    return /* wgsl */ `${head}
+@compute @workgroup_size(${GEMV2_WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32,
+        @builtin(subgroup_size) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
+  ${prologue}
+  let lanes = min(sg, ${GEMV2_WG}u);
+  // subgroups are consecutive lanes of the workgroup: subgroup t takes rows t, t + teams, ... (every lane of a
+  // subgroup the same row, so subgroupAdd sums one row)
+  let teams = ${GEMV2_WG}u / lanes;
+  for (var t = l / lanes; t < ${GEMV2_ROWS}u; t += teams) {
+    let n = base + t;
+    if (n < p.ns) {
+      ${body}
+      ${rows.map((i) => `let s${i} = subgroupAdd(acc${i});`).join('\n      ')}
+      if (lane == 0u) {
+        ${store((i) => `s${i}`)}
+      }
+    }
+  }
+}`;
+  const TEAM = GEMV2_WG / GEMV2_ROWS; // 8 lanes per row
+  return /* wgsl */ `${head}
+var<workgroup> red: array<f32, ${GEMV2_WG * r}>;
+@compute @workgroup_size(${GEMV2_WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
+  ${prologue}
+  let lanes = ${TEAM}u;
+  let lane = l % ${TEAM}u;
+  let n = base + l / ${TEAM}u;
+  let nn = min(n, p.ns - 1u); // rows past the shard compute a duplicate, never stored (the barrier needs every lane)
+  {
+    let n = nn;
+    ${body}
+    ${rows.map((i) => `red[${i * GEMV2_WG}u + l] = acc${i};`).join('\n    ')}
+  }
+  workgroupBarrier();
+  if (lane == 0u && n < p.ns) {
+    ${rows.map((i) => `var s${i} = 0.0; for (var j = 0u; j < ${TEAM}u; j++) { s${i} += red[${i * GEMV2_WG}u + l + j]; }`).join('\n    ')}
+    {
+      let n = nn;
+      ${store((i) => `s${i}`)}
+    }
+  }
+}`;
+}
+
 const kernels = new Map<string, { code: string }>();
-function kernel(version: Exclude<MatmulVersion, 'auto'>, dtype: DType, rows = GEMV_M): { code: string } {
+function gemv2Kernel(dtype: DType, rows: number, subgroups: boolean): { code: string } {
+  const key = `gemv2/${dtype}/${rows}/${subgroups}`;
+  let k = kernels.get(key);
+  if (!k) kernels.set(key, (k = { code: gemv2(dtype, rows, subgroups) }));
+  return k;
+}
+function kernel(version: Exclude<MatmulVersion, 'auto' | 'gemv2'>, dtype: DType, rows = GEMV_M): { code: string } {
   const key = `${version}/${dtype}/${version === 'gemv' || version === 'block' ? rows : ''}`;
   let k = kernels.get(key);
   if (!k) {
@@ -214,16 +328,17 @@ function kernel(version: Exclude<MatmulVersion, 'auto'>, dtype: DType, rows = GE
   return k;
 }
 
-// x (M,K), w (N,K) f32|q8|q4 -> (M,N)
-export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: MatmulVersion = 'auto'): GpuTensor {
+// x (M,K), w (N,K) f32|q8|q4 -> (M,N); `gemv` is the GEMV version 'auto' takes for small M
+export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: MatmulVersion = 'auto', gemv: GemvVersion = 'gemv2'): GpuTensor {
   assertF32(x, 'matmul x');
   assertShape(w.shape.length === 2 && w.dtype !== 'i32', `matmul: W must be (N,K) f32|q8|q4, got ${w.dtype} (${w.shape})`);
   const [n, k] = w.shape;
   assertShape(k > 0 && x.shape.length >= 1 && x.shape[x.shape.length - 1] === k, `matmul: x (${x.shape}) vs W (${n},${k})`);
   const m = x.size / k;
-  const v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : m <= AUTO_GEMV_MAX_M ? 'gemv' : 'tiled') : version;
+  let v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : m <= AUTO_GEMV_MAX_M ? gemv : 'tiled') : version;
+  if (v === 'gemv2' && !gemv2Fits(w.dtype, k)) v = 'gemv';
   const y = ctx.empty([m, n], 'f32');
-  const code = v === 'gemv' || v === 'block' ? null : kernel(v, w.dtype);
+  const code = v === 'naive' || v === 'tiled' ? kernel(v, w.dtype) : null;
   const stride = weightStride(w);
   for (const part of w.parts) {
     const bufs = [x.buf, y.buf, ...weightBuffers(part)];
@@ -234,7 +349,15 @@ export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: Mat
       const br = m === 1 ? 1 : BLOCK_ROWS;
       ctx.dispatch(kernel('block', w.dtype, br), bufs, u(0), grid1d(Math.ceil(m / br) * Math.ceil(part.rows / 4), 64));
     }
-    else {
+    else if (v === 'gemv2') {
+      const groups = Math.ceil(part.rows / GEMV2_ROWS);
+      const gy = Math.ceil(groups / 65535);
+      for (let m0 = 0; m0 < m; ) {
+        const r = gemvRows(m - m0);
+        ctx.dispatch(gemv2Kernel(w.dtype, r, ctx.hasSubgroups), bufs, u(m0), [Math.ceil(groups / gy), gy]);
+        m0 += r;
+      }
+    } else {
       const groups = Math.ceil(part.rows / 8);
       const gy = Math.ceil(groups / 65535);
       for (let m0 = 0; m0 < m; ) {
