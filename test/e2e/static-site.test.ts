@@ -66,11 +66,14 @@ describe.runIf(run)('the built lab on a static host without COOP/COEP headers (h
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${port}${BASE}`;
     browser = await launchChromium();
-  }, 180_000);
+  }, 300_000); // a build on a loaded 2-core machine
   afterAll(async () => {
     for (const c of contexts) await c.close().catch(() => undefined);
     await browser?.close().catch(() => undefined);
-    await new Promise((resolve) => server?.close(resolve));
+    if (server?.listening) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
     if (outDir) rmSync(outDir, { recursive: true, force: true });
   });
 
@@ -92,11 +95,16 @@ describe.runIf(run)('the built lab on a static host without COOP/COEP headers (h
   }
 
   it('is cross-origin isolated by its service worker: several CPU threads, a rollout and a training step, and a reload fetches no model file', async () => {
+    // The host is plain: no isolation header on the page.
+    const plain = await fetch(url);
+    expect([plain.headers.get('cross-origin-opener-policy'), plain.headers.get('cross-origin-embedder-policy')]).toEqual([null, null]);
+    expect(await plain.text()).toContain('<div id="app">');
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     contexts.push(ctx);
     const page = await ctx.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    log.length = 0;
     const t0 = Date.now();
     await page.goto(url + SETTINGS);
     await ready(page);
