@@ -65,6 +65,10 @@ export interface LoadInfo {
   backendNote: string;
   /** The WebGPU adapter as the browser describes it (null: none). */
   adapter: { description: string; software: boolean } | null;
+  /** Threads of a CPU backend (1 without shared memory); null on WebGPU. */
+  threads: number | null;
+  /** Whether the policy worker is cross-origin isolated (shared memory: the CPU fast path's threads, an instant cancel). */
+  isolated: boolean;
   /** The load-time calibration that chose the backend (ms per forward of the same tokens), when it ran. */
   calibration: { tokens: number; webgpuMs: number; cpuFastMs: number } | null;
   modelLabel: string;

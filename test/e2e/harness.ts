@@ -24,7 +24,8 @@ export function chromiumAvailable(): boolean {
   return false;
 }
 
-async function freePort(): Promise<number> {
+/** A free loopback port. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -45,18 +46,28 @@ export interface Served {
   close(): Promise<void>;
 }
 
-export async function serveAndLaunch(opts: { extraArgs?: string[] } = {}): Promise<Served> {
+/** Builds the app (what `npm run build` runs) into a new temp folder, which the caller removes; `base` as `vite build --base`. */
+export async function buildApp(opts: { base?: string } = {}): Promise<string> {
   const outDir = mkdtempSync(join(tmpdir(), 'envace-lab-e2e-'));
-  await build({ logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+  await build({ logLevel: 'warn', ...(opts.base ? { base: opts.base } : {}), build: { outDir, emptyOutDir: true } });
+  return outDir;
+}
+
+/** Debian's Chromium, headless; with the WebGPU switch (SwiftShader) unless `webgpu` is false (no navigator.gpu then). */
+export function launchChromium(webgpu = true, extraArgs: string[] = []): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    ignoreDefaultArgs: ['--headless'],
+    args: ['--headless=new', '--no-sandbox', ...(webgpu ? ['--enable-unsafe-webgpu'] : []), '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...extraArgs],
+    handleSIGTERM: false,
+  });
+}
+
+export async function serveAndLaunch(opts: { extraArgs?: string[] } = {}): Promise<Served> {
+  const outDir = await buildApp();
   const port = await freePort();
   const server: PreviewServer = await preview({ logLevel: 'warn', build: { outDir }, preview: { host: '127.0.0.1', port, strictPort: true, open: false } });
-  const launch = (webgpu: boolean) =>
-    chromium.launch({
-      executablePath: CHROMIUM,
-      ignoreDefaultArgs: ['--headless'],
-      args: ['--headless=new', '--no-sandbox', ...(webgpu ? ['--enable-unsafe-webgpu'] : []), '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...(opts.extraArgs ?? [])],
-      handleSIGTERM: false,
-    });
+  const launch = (webgpu: boolean) => launchChromium(webgpu, opts.extraArgs);
   const browser = await launch(true);
   const others: Browser[] = [];
   return {

@@ -197,6 +197,8 @@ export class Lab implements PolicyApi {
     return {
       backend: kind,
       backendNote: note,
+      threads: kind === 'webgpu' ? null : ((backend as Backend & { threads?: number }).threads ?? 1),
+      isolated: self.crossOriginIsolated === true,
       adapter,
       calibration,
       modelLabel: p.label,
