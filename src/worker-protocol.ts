@@ -312,6 +312,8 @@ export interface HeldOutEval {
   fidelityExact: number | null;
   /** Success per task family (null: the tasks name none). */
   byFamily: Record<string, GroupSuccess> | null;
+  /** Reused from an earlier run's measurement of the same model, world, tasks and limits: when it was measured. */
+  reused: string | null;
 }
 
 export interface TrainStatus {

@@ -76,6 +76,7 @@ export const REHEARSE_DECODINGS = ['structured', 'free'] as const;
 export const OBSERVATION_GROUNDINGS = ['with-call', 'without-call'] as const;
 export const OBSERVATION_WEIGHTINGS = ['token', 'row'] as const;
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
+export const BASE_EVALS = ['reuse', 'run', 'skip'] as const;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => ({ type: 'int', min, max }) as const;
 const oneOf = <V extends readonly string[]>(values: V) => ({ type: 'enum', values }) as const;
@@ -147,6 +148,10 @@ export const RUN_SETTINGS = [
     cli: { flag: 'eval-every', arg: 'N', default: '--steps' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
     help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', cli: { flag: 'fidelity-tokens', arg: 'N', default: '--max-rehearse-tokens' }, record: { when: 'always' }, resume: 'fixed' },
+  // Not recorded: it changes no step (the evaluation reads no random numbers), only whether the run has a step 0.
+  { name: 'baseEval', kind: oneOf(BASE_EVALS), default: 'reuse',
+    help: "the starting policy's held-out evaluation before the first step (the run's step 0, what later evaluations are compared with): reuse (a record of the same model, world, held-out tasks and limits, else run it), run (measure it afresh) or skip (no starting point: the change against the base is not reported)",
+    cli: { flag: 'base-eval', arg: 'B' }, lab: { key: 'baseEval', says: (v: string) => `base evaluation: ${v}` }, resume: 'free' },
   // Not recorded in run.json: the train CLI keeps them in train-cli.json, the lab in its lab.json.
   { name: 'trainTasks', kind: int(1, 100_000), default: 200, help: 'training tasks (the world\'s train split)', cli: { flag: 'train-tasks', arg: 'N' }, resume: 'fixed' },
   { name: 'evalTasks', kind: int(0, 100_000), default: 20, help: 'held-out tasks (the world\'s test split, task seed 1)', cli: { flag: 'eval-tasks', arg: 'N' },
@@ -212,6 +217,7 @@ export type Aggregation = (typeof AGGREGATIONS)[number];
 export type ObservationGrounding = (typeof OBSERVATION_GROUNDINGS)[number];
 export type ObservationWeighting = (typeof OBSERVATION_WEIGHTINGS)[number];
 export type RehearseDecoding = (typeof REHEARSE_DECODINGS)[number];
+export type BaseEval = (typeof BASE_EVALS)[number];
 
 export const DEFAULT_BASELINE: Baseline = setting('baseline').default;
 export const DEFAULT_AGGREGATION: Aggregation = setting('lossAggregation').default;
