@@ -74,19 +74,25 @@ export function parseBaseEvalRecord(bytes: Uint8Array, where: string): BaseEvalR
   return r as BaseEvalRecord;
 }
 
+/** How many bytes of a weights file its fingerprint samples. */
+const SAMPLES = 1 << 16;
+
+/** The offsets a fingerprint samples in a file of `length` bytes (evenly spaced; every byte of a small file). */
+export function sampleOffsets(length: number): number[] {
+  const n = Math.min(length, SAMPLES);
+  return Array.from({ length: n }, (_, i) => Math.floor((i * length) / n));
+}
+
 /**
- * A fingerprint of one weights file: its length and a hash of an evenly spaced sample of its bytes. Retraining
- * changes almost every weight, so a sample of 65,536 positions tells two models apart, at the cost of reading the
- * sample, not gigabytes. weightsFingerprint joins the files' with the format they were loaded in.
+ * A fingerprint of one weights file: its length and a hash of its bytes at sampleOffsets. Retraining changes almost
+ * every weight, so a sample of 65,536 positions tells two models apart at the cost of reading the sample, not
+ * gigabytes. `sample`: the bytes at those offsets, in order (or the whole file). weightsFingerprint joins the files'.
  */
-export function fileFingerprint(name: string, bytes: Uint8Array): string {
-  const n = Math.min(bytes.length, 1 << 16);
-  const stride = n ? bytes.length / n : 1;
-  const sample = new Uint16Array(n);
-  for (let i = 0; i < n; i++) sample[i] = bytes[Math.floor(i * stride)];
+export function fileFingerprint(name: string, length: number, sample: Uint8Array): string {
+  const at = sample.length === length ? sampleOffsets(length).map((o) => sample[o]) : [...sample];
   let s = '';
-  for (let i = 0; i < n; i += 4096) s += String.fromCharCode(...sample.subarray(i, i + 4096));
-  return `${name}:${bytes.length}:${hash64(s)}`;
+  for (let i = 0; i < at.length; i += 4096) s += String.fromCharCode(...at.slice(i, i + 4096));
+  return `${name}:${length}:${hash64(s)}`;
 }
 
 export function weightsFingerprint(files: readonly string[], format: string): string {

@@ -223,7 +223,7 @@ export async function loadPolicy(
       const bytes = await src.read(n);
       if (n.endsWith('.safetensors')) {
         for (const [name, t] of parseSafetensors(bytes, n).tensors) fileBytes.set(name, t.end - t.begin);
-        prints.push(fileFingerprint(n, bytes));
+        prints.push(fileFingerprint(n, bytes.length, bytes));
       }
       return bytes;
     },
