@@ -286,7 +286,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
             const every = c.evalEvery ?? 0;
             if (every > 0 && tasks.eval.length > 0 && (last.step % every === 0 || run.done)) {
               lastEval = await loggedEval(store, last.step, log);
-              if (lastEval) log(`${evalLine(lastEval)}  (${changeFromBase(base.eval, lastEval, tasks.eval.length)})`);
+              if (lastEval) log(`${evalLine(lastEval)}  (${changeFromBase(base.eval, lastEval, tasks.eval.length, base.source)})`);
             }
           }
         } finally {

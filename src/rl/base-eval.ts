@@ -127,8 +127,10 @@ export interface BaseEvaluable {
  */
 export async function baseEvaluation(run: BaseEvaluable, how: BaseEval, key: BaseEvalKey, stored: BaseEvalRecord | null): Promise<BaseEvalOutcome> {
   const none = (source: BaseEvalSource, notReused: string[] = []): BaseEvalOutcome => ({ source, eval: null, record: null, notReused });
-  if (run.step > 0 || (run.config.evalEvery ?? 0) === 0 || key.tasks.count === 0) return none('off');
+  if ((run.config.evalEvery ?? 0) === 0 || key.tasks.count === 0) return none('off');
   if ((await run.evaluationsLogged()).includes(0)) return none('logged');
+  // A run that has stepped without one (skipped, or started before there were base evaluations) has none for good.
+  if (run.step > 0) return none('off');
   if (how === 'skip') return none('skipped');
   const notReused = stored && how === 'reuse' ? keyDiffs(key, stored.key) : [];
   if (stored && how === 'reuse' && notReused.length === 0) {
@@ -141,8 +143,8 @@ export async function baseEvaluation(run: BaseEvaluable, how: BaseEval, key: Bas
 }
 
 /** "base 0.40 on the same 100 tasks: +5 points", what a run reports beside a later evaluation (points as the lab's). */
-export function changeFromBase(base: EvalMetrics | null, now: EvalMetrics, tasks: number): string {
-  if (!base) return 'no base evaluation (skipped): the change from the starting policy is not known';
+export function changeFromBase(base: EvalMetrics | null, now: EvalMetrics, tasks: number, source: BaseEvalSource): string {
+  if (!base) return `no base evaluation${source === 'skipped' ? ' (skipped)' : ' in this run'}: the change from the starting policy is not known`;
   const d = Math.round(100 * (now.success - base.success));
   const sign = d > 0 ? '+' : d < 0 ? '−' : '±';
   return `base ${base.success.toFixed(2)} on the same ${tasks} tasks${base.reused ? ` (reused, measured ${base.reused})` : ''}: ${sign}${Math.abs(d)} point${Math.abs(d) === 1 ? '' : 's'}`;

@@ -15,6 +15,8 @@ import type { Policy } from '../../workers/lab/load';
 import { Training } from '../../workers/lab/training';
 import { loadTiny, type Tiny } from './helpers';
 
+// Each of those tests trains two or three one-step runs of the tiny model: seconds alone, minutes on a loaded machine.
+const RUNS_TIMEOUT = 600_000;
 const REQ: TrainRequest = labRequest({ mode: 'real', steps: 1, k: 2, promptsPerStep: 1, rank: 2, seed: 0, maxTurns: 1, maxActTokens: 4, maxRehearseTokens: 4, evalEvery: 1, evalTasks: 3 });
 
 describe('the base evaluation in the lab: measured once, then reused, run afresh or skipped', () => {
@@ -56,7 +58,7 @@ describe('the base evaluation in the lab: measured once, then reused, run afresh
     expect(b.evals.map((e) => e.step)).toEqual([0, 1]);
     expect(b.evals[0]).toMatchObject({ success: a.evals[0].success, meanReward: a.evals[0].meanReward, reused: b.start!.reused });
     expect(b.status.start).toEqual(b.start);
-  });
+  }, RUNS_TIMEOUT);
 
   it('another key (other held-out tasks, other limits, other weights) measures its own', async () => {
     for (const [req, p] of [[{ ...REQ, evalTasks: 2 }, policy()], [{ ...REQ, maxTurns: 2 }, policy()], [REQ, policy('q8 weights 4567')]] as const) {
@@ -66,7 +68,7 @@ describe('the base evaluation in the lab: measured once, then reused, run afresh
       expect(r.start!.reused).toBeNull();
       expect(kept.files.size).toBe(before + 1);
     }
-  });
+  }, RUNS_TIMEOUT);
 
   it("'run' measures afresh although a record exists; 'skip' leaves the run without a step 0", async () => {
     const again = await fresh({ ...REQ, baseEval: 'run' });
@@ -77,7 +79,7 @@ describe('the base evaluation in the lab: measured once, then reused, run afresh
     expect(skipped.start).toBeNull();
     expect(skipped.status.start).toBeNull();
     expect(skipped.evals.map((e) => e.step)).toEqual([1]);
-  });
+  }, RUNS_TIMEOUT);
 });
 
 describe('src/rl/base-eval.ts', () => {
@@ -113,6 +115,9 @@ describe('src/rl/base-eval.ts', () => {
     const same = await baseEvaluation(run(), 'reuse', key, other.record);
     expect(same).toMatchObject({ source: 'reused', eval: { ...m, reused: other.record!.measuredAt }, record: null });
     expect(evaluated).toBe(1);
+    // Resumed after step 1: the step 0 it logged is its base; a run that stepped without one has none for good.
+    expect(await baseEvaluation(run(1), 'run', key, null)).toMatchObject({ source: 'logged' });
+    logged.length = 0;
     expect(await baseEvaluation(run(1), 'run', key, null)).toMatchObject({ source: 'off' });
     expect(await baseEvaluation(run(0, { ...c, evalEvery: 0 }), 'run', key, null)).toMatchObject({ source: 'off' });
     expect(() => parseBaseEvalRecord(new TextEncoder().encode('{"version":1}'), 'x.json')).toThrow(/x\.json is not a base evaluation record/);
