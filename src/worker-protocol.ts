@@ -194,12 +194,27 @@ export interface RewardView {
   note: string;
 }
 
+/**
+ * One step of the trajectory the judge scored (src/env/domain.ts Step, which this layer may not import: the
+ * worker assigns the episode's steps here, so the compiler keeps the two shapes compatible), with the 0-based
+ * Act turn that made it (the turn a verdict is numbered by).
+ */
+export type JudgedStep = (
+  | { kind: 'call'; call: { name: string; arguments: Record<string, unknown> }; observation: { ok: true; name: string; result: unknown } | { ok: false; name: string; error: string; code: string } }
+  | { kind: 'reply'; text: string }
+) & { turn: number };
+
 export interface RolloutView {
   taskId: string | null;
   request: string;
   mode: RolloutMode;
   seed: number;
   turns: TurnView[];
+  /**
+   * The steps as the reward scored them, so an exported rollout can be judged again (src/env/judge.ts).
+   * Absent on rollouts imported from files that did not carry them.
+   */
+  steps?: JudgedStep[];
   done: boolean;
   endReason: string | null;
   reward: RewardView | null;
@@ -301,6 +316,8 @@ export interface HeldOutEval {
   fidelityExact: number | null;
   /** Success per task family (null: the tasks name none). */
   byFamily: Record<string, GroupSuccess> | null;
+  /** Reused from an earlier run's measurement of the same model, world, tasks and limits: when it was measured. */
+  reused: string | null;
 }
 
 export interface TrainStatus {

@@ -6,7 +6,7 @@
 # for the bundled policy on the mini world: 96 Act, 641 Rehearse tokens; the previous bundled policy's tokenizer gave 570); only the seed changes (MODE=rehearse etc. override for other runs). Each run folder keeps run.json (its whole configuration
 # and seed), metrics.jsonl (per step) and eval.jsonl (per held-out evaluation), and done.json its wall-clock
 # (training and evaluations together). base-s0/curve.jsonl is the base policy's evaluation on the same 100
-# held-out tasks (`npm run eval`), the curves' step 0. Plot: npm run plots -- OUT_DIR --out docs/figures/lesson-curves.png
+# held-out tasks (`npm run eval`), the curves' step 0 (so each run skips its own: --base-eval skip). Plot: npm run plots -- OUT_DIR --out docs/figures/lesson-curves.png
 # usage: bash research/scripts/lesson-grpo.sh OUT_DIR [SEEDS...]   (default seeds 1 2 3; finished seeds are skipped;
 #        MODEL=DIR runs another policy folder than the bundled one; STEPS, PROMPTS, K, LR, RANK, BASELINE, GREEDY (1: --greedy-member), EPOCHS, SAMPLING, TOP_P, REWARD, LOSS_AGG, EVAL_EVERY, REH_TOKENS, THREADS
 #        override the defaults for other runs)
@@ -27,7 +27,7 @@ for s in $seeds; do
   t0=$(date +%s)
   node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-100}" --seed "$s" ${MODEL:+--model "$MODEL"} \
     --k "${K:-4}" --prompts "${PROMPTS:-4}" --lr "${LR:-0.001}" --rank "${RANK:-8}" ${BASELINE:+--baseline "$BASELINE"} ${GREEDY:+--greedy-member} ${EPOCHS:+--epochs "$EPOCHS"} ${SAMPLING:+--task-sampling "$SAMPLING"} ${TOP_P:+--top-p "$TOP_P"} ${REWARD:+--reward "$REWARD"} ${LOSS_AGG:+--loss-agg "$LOSS_AGG"} ${THREADS:+--threads "$THREADS"} \
-    --eval-every "${EVAL_EVERY:-50}" --eval-tasks 100 --train-tasks 200 \
+    --eval-every "${EVAL_EVERY:-50}" --eval-tasks 100 --train-tasks 200 --base-eval skip \
     --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-641}" --fidelity-tokens "${REH_TOKENS:-641}" \
     --out "$d" > "$d.json" 2> "$d.log"
   t1=$(date +%s)

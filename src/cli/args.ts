@@ -17,7 +17,7 @@ import { EXIT_IO, IoError, isSystemError } from '../util/atomic-file';
 import { TaskSetError } from '../server/tasks';
 import { WORLDS, type WorldName } from '../env/retail/index';
 import { formatLeft } from '../util/eta';
-import { setting, type RunSetting } from '../method/run-config';
+import { cliDefault, setting, type RunSetting } from '../method/run-config';
 
 /** A usage error: a bad, missing or unknown flag. */
 export class ArgError extends Error {
@@ -61,8 +61,9 @@ function rangeText(r: RunSetting): string {
 
 function defaultText(r: RunSetting & { cli: NonNullable<RunSetting['cli']> }): string | undefined {
   if (r.cli.default !== undefined) return r.cli.default;
-  if (r.default === undefined) return undefined;
-  return Array.isArray(r.default) ? r.default.join(',') : String(r.default);
+  const d = cliDefault(r) ?? r.default;
+  if (d === undefined) return undefined;
+  return Array.isArray(d) ? d.join(',') : String(d);
 }
 
 /** A run setting's flag (src/method/run-config.ts): its help with its choices, range and default. */

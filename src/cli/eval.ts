@@ -14,6 +14,7 @@ import { checkTaskWorld } from '../server/tasks';
 import { loadTaskFile } from '../env/tau2';
 import { loadAdapters } from '../rl/checkpoint';
 import { evaluateHeldOut, type HeldOutReport } from '../eval/evaluate';
+import { cliDefault, setting } from '../method/run-config';
 import { DEFAULT_LIMITS } from '../rl/grpo-config';
 import { tokenBudgets } from '../rollout/budget';
 import { REHEARSE_DECODINGS, type RehearseDecoding } from '../rollout/rehearse-prompt';
@@ -32,11 +33,13 @@ export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [
 const MAX_TOKENS = 65_536;
 /** Held-out tasks one evaluation may run (each is a full episode). */
 export const MAX_EVAL_COUNT = 10_000;
+/** The lab's held-out set (and the train CLI's): an `npm run eval` without --count measures what a run's step 0 does. */
+const EVAL_COUNT = cliDefault(setting('evalTasks')) as number;
 
 export const EVAL_FLAGS: FlagSpec = {
   tasks: { type: 'string', arg: 'T', help: 'test or train (generated split of --world) or a task file (τ²-bench or lab format) (required)' },
   world: WORLD_FLAG,
-  count: { type: 'string', arg: 'N', help: `tasks to evaluate (the first N of a file), 1..${MAX_EVAL_COUNT}`, default: '40' },
+  count: { type: 'string', arg: 'N', help: `tasks to evaluate (the first N of a file), 1..${MAX_EVAL_COUNT}`, default: `${EVAL_COUNT} (the lab's held-out tasks)` },
   adapter: { type: 'string', arg: 'DIR', help: 'a PEFT adapter folder or a training run folder (its last checkpoint)', default: 'none: the base policy' },
   model: { type: 'string', arg: 'DIR', help: 'model folder (config.json, model.safetensors, tokenizer)', default: "the world's bundled policy: models/default (mini), models/retail (retail)" },
   seed: { type: 'string', arg: 'S', help: 'sampling seed, 0..2^32-1', default: '0' },
@@ -90,7 +93,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     const bar = meter(io, 'eval');
     const tasksArg = strFlag(v, 'tasks');
     if (!tasksArg) throw new ArgError('--tasks is required (test, train, or a task file)');
-    const count = intFlag(v, 'count', 40, 1, MAX_EVAL_COUNT);
+    const count = intFlag(v, 'count', EVAL_COUNT, 1, MAX_EVAL_COUNT);
     const seed = intFlag(v, 'seed', 0, 0, 0xffffffff);
     const taskSeed = intFlag(v, 'task-seed', HELD_OUT_TASK_SEED, 0, 0xffffffff);
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');

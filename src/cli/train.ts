@@ -2,14 +2,17 @@
 // Role-Wise GRPO on LoRA adapters of a model folder (default: the bundled policy in models/default).
 // Progress lines on stderr, the result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 130 interrupted
 // (the run folder then resumes with --resume exactly where the last checkpoint left it).
-import { resolve } from 'node:path';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import type { Domain } from '../env/domain';
 import { WORLD_NAMES, type WorldName } from '../env/retail/index';
 import { loadWorldDomain } from '../env/retail/node';
 import { CheckpointError, readRunInfo } from '../rl/checkpoint';
 import { MODES, ROLLOUT_MODES } from '../method/modes';
-import { readRecorded, setting } from '../method/run-config';
+import { cliDefault, readRecorded, RUN_SETTINGS, setting, type BaseEval } from '../method/run-config';
+import { tokenBudgets } from '../rollout/budget';
+import { BASE_EVAL_FILE, baseEvalKey, baseEvaluation, changeFromBase, fileFingerprint, parseBaseEvalRecord, sampleOffsets, weightsFingerprint, type BaseEvalRecord, type BaseEvalSource } from '../rl/base-eval';
 import { evalLine, grpoRunConfig, splitTasks, stepLine, type TrainOptions } from '../rl/grpo-config';
 import { GrpoRun, type EvalMetrics, type RunHooks, type StepMetrics } from '../rl/run';
 import { DirStore } from '../rl/store-node';
@@ -26,7 +29,8 @@ export const TRAIN_USAGE = `usage: npm run train -- --mode ${ROLLOUT_MODES.join(
 export const TRAIN_FLAGS: FlagSpec = {
   // The run's settings: one flag per row of src/method/run-config.ts that has one.
   ...runFlags(),
-  out: { type: 'string', arg: 'DIR', help: 'run folder: run.json, checkpoints ckpt/<step>/, metrics/rollouts/eval JSONL (required)' },
+  out: { type: 'string', arg: 'DIR', help: 'run folder: run.json, checkpoints ckpt/<step>/, metrics/rollouts/eval JSONL, base-eval.json (required)' },
+  'base-record': { type: 'string', arg: 'FILE', help: `with --base-eval reuse: the base evaluation to reuse, a ${BASE_EVAL_FILE} or a run folder holding one (refused unless it was measured on the same model, world, held-out tasks and limits)`, default: `DIR/${BASE_EVAL_FILE}, if there` },
   resume: { type: 'boolean', help: 'continue the run in --out from its last checkpoint with its saved configuration' },
   'ignore-changed': { type: 'boolean', help: 'with --resume: run on although flags differ from the saved run (the saved values are used)' },
   world: WORLD_FLAG,
@@ -79,6 +83,11 @@ export interface TrainResult {
   meanStepS: number;
   last: { reward: number; success: number; fidelityExact: number } | null;
   eval: EvalMetrics | null;
+  /** The starting policy on the same held-out tasks (step 0): measured, reused from a record, or skipped (null). */
+  base: EvalMetrics | null;
+  baseSource: BaseEvalSource;
+  /** The last evaluation's held-out success minus the base's, in points (null: no base or no evaluation). */
+  changePoints: number | null;
 }
 
 /** Injected by tests: a smaller domain (fewer tools, a shorter policy); everything else runs for real. */
@@ -110,6 +119,52 @@ function watchInterrupts(onStop: (why: string) => void): () => void {
   };
 }
 
+/** The last evaluation of `step` in the run's eval.jsonl (a resumed run's step 0, the evaluation a step just logged). */
+async function loggedEval(store: DirStore, step: number, log: (s: string) => void): Promise<EvalMetrics | null> {
+  const lines = parseJsonl(new TextDecoder().decode((await store.read('eval.jsonl')) ?? new Uint8Array()), `${store.root}/eval.jsonl`, log) as EvalMetrics[];
+  return lines.filter((e) => e.step === step).at(-1) ?? null;
+}
+
+/** A base evaluation to reuse: --base-record's (a file, or a run folder holding one), else the run folder's own, if there. */
+async function readBaseRecord(flag: string | undefined, store: DirStore): Promise<{ record: BaseEvalRecord; where: string } | null> {
+  if (flag === undefined) {
+    const own = await store.read(BASE_EVAL_FILE);
+    const where = join(store.root, BASE_EVAL_FILE);
+    return own ? { record: parseBaseEvalRecord(own, where), where } : null;
+  }
+  const where = existsSync(flag) && statSync(flag).isDirectory() ? join(flag, BASE_EVAL_FILE) : flag;
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(where);
+  } catch (e) {
+    throw new ArgError(`--base-record ${flag}: cannot read ${where} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  try {
+    return { record: parseBaseEvalRecord(bytes, where), where };
+  } catch (e) {
+    throw new ArgError(`--base-record ${flag}: ${(e as Error).message}`);
+  }
+}
+
+/** The weights of a model folder (src/rl/base-eval.ts): a sample of each .safetensors file, read in place, as loaded (f32). */
+function dirWeights(dir: string): string {
+  const prints: string[] = [];
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.safetensors'))) {
+    const fd = openSync(join(dir, name), 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const offsets = sampleOffsets(size);
+      const sample = new Uint8Array(offsets.length);
+      // A positioned one-byte read per offset: 65,536 system calls (tens of milliseconds), not the whole file.
+      for (let i = 0; i < offsets.length; i++) readSync(fd, sample, i, 1, offsets[i]);
+      prints.push(fileFingerprint(name, size, sample));
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return weightsFingerprint(prints, 'f32');
+}
+
 export async function trainCli(argv: readonly string[], io: CliIo = processIo, deps: TrainDeps = {}): Promise<number> {
   let interrupted = false;
   const ac = new AbortController();
@@ -130,12 +185,19 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
     const steps = (given.steps as number | undefined) ?? 1;
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const threads = threadsFlag(v);
-    // Held-out evaluation after the last step unless asked otherwise (the run's own default is never).
+    // The lab's defaults where the lab has its own (src/method/run-config.ts cliDefault): its seed, held-out tasks and
+    // evaluation schedule, and budgets measured under the model's tokenizer (0 here, until the tokenizer is loaded).
     // Checked against the table by grpoRunConfig; readRunFlags has already parsed each by its row.
-    const options = { mode: 'rehearse', evalEvery: steps, ...given, steps, seed: (given.seed as number | undefined) ?? 0 } as TrainOptions;
+    const labDefaults = Object.fromEntries(RUN_SETTINGS.flatMap((r) => (cliDefault(r) === undefined ? [] : [[r.name, cliDefault(r)]])));
+    const options = { mode: 'rehearse', ...labDefaults, ...given, steps } as TrainOptions;
+    const budgets = { maxActTokens: options.maxActTokens || setting('maxActTokens').default, maxRehearseTokens: options.maxRehearseTokens || setting('maxRehearseTokens').default };
+    const baseHow = (given.baseEval as BaseEval | undefined) ?? setting('baseEval').default;
+    const baseRecordFlag = strFlag(v, 'base-record');
+    if (baseRecordFlag !== undefined && baseHow !== 'reuse') throw new ArgError(`--base-record only applies with --base-eval reuse (not ${baseHow})`);
     const modelFlag = strFlag(v, 'model');
     let cli: CliState = { model: modelFlag ?? '', world: enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: options.trainTasks ?? setting('trainTasks').default, evalTasks: options.evalTasks ?? setting('evalTasks').default, taskSeed: options.seed };
-    const config = grpoRunConfig(options);
+    // What --resume compares the flags with (a budget flag given is never the 0 of "measured").
+    let config = grpoRunConfig({ ...options, ...budgets });
 
     // The lock comes first: it also proves the folder can be created and written before any work starts.
     const store = new DirStore(out, { warn: log, ops: deps.storeOps });
@@ -188,6 +250,12 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
         if (!saved) {
           cli.model = policy.dir;
           await store.write('train-cli.json', new TextEncoder().encode(JSON.stringify(cli, null, 1)));
+          if (!options.maxActTokens || !options.maxRehearseTokens) {
+            // The lab's budgets: measured on the world's expert trajectories (100 train tasks) under this tokenizer.
+            const m = tokenBudgets(domain, policy.tokenizer, { tasks: 100 });
+            config = grpoRunConfig({ ...options, maxActTokens: options.maxActTokens || m.act, maxRehearseTokens: options.maxRehearseTokens || m.rehearse });
+            log(`budgets: Act ${config.limits.maxActTokens}, Rehearse ${config.limits.maxRehearseTokens} tokens (measured as the lab does: p99 of the world's expert turns and real observations)`);
+          }
         }
         const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, tasks, store, config, { signal: ac.signal, ...(deps.reward ? { reward: deps.reward } : {}) });
         const c = run.config;
@@ -197,15 +265,28 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
         const t0 = performance.now();
         let last: StepMetrics | null = null;
         let lastEval: EvalMetrics | null = null;
+        let base: { eval: EvalMetrics | null; source: BaseEvalSource } = { eval: null, source: 'off' };
         try {
+          // Step 0: the starting policy on the same held-out tasks, what every later evaluation is reported against.
+          const key = baseEvalKey(dirWeights(policy.dir), cli.world ?? 'retail', tasks.eval, c);
+          const stored = baseHow === 'reuse' ? await readBaseRecord(baseRecordFlag, store) : null;
+          const out = await baseEvaluation(run, baseHow, key, stored?.record ?? null);
+          if (stored && out.notReused.length) {
+            if (baseRecordFlag !== undefined) throw new ArgError(`--base-record ${stored.where}: measured on another base or other tasks: ${out.notReused.join('; ')}`);
+            log(`${stored.where} was not reused (${out.notReused.join('; ')}): the base was measured again`);
+          }
+          if (out.record || out.source === 'reused') await store.write(BASE_EVAL_FILE, new TextEncoder().encode(JSON.stringify(out.record ?? stored!.record, null, 1)));
+          base = { eval: out.source === 'logged' ? await loggedEval(store, 0, log) : out.eval, source: out.source };
+          if (out.source === 'reused') log(`base (reused from ${stored!.where}, measured ${stored!.record.measuredAt}): ${evalLine(out.eval!)}`);
+          else if (out.source === 'measured') log(`base: ${evalLine(out.eval!)}`);
+          else if (out.source === 'skipped') log('base evaluation skipped (--base-eval skip): held-out results are not compared with the starting policy');
           while (!run.done) {
             last = await run.trainStep();
             log(stepLine(last, c.steps));
             const every = c.evalEvery ?? 0;
             if (every > 0 && tasks.eval.length > 0 && (last.step % every === 0 || run.done)) {
-              const lines = parseJsonl(new TextDecoder().decode((await store.read('eval.jsonl')) ?? new Uint8Array()), `${store.root}/eval.jsonl`, log);
-              lastEval = (lines.at(-1) as EvalMetrics | undefined) ?? null;
-              if (lastEval) log(evalLine(lastEval));
+              lastEval = await loggedEval(store, last.step, log);
+              if (lastEval) log(`${evalLine(lastEval)}  (${changeFromBase(base.eval, lastEval, tasks.eval.length, base.source)})`);
             }
           }
         } finally {
@@ -218,6 +299,9 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
           model: policy.dir, backend: backendName, resumedFrom: startStep, wallS, meanStepS: wallS / Math.max(1, c.steps - startStep),
           last: last ? { reward: last.rollouts.meanReward, success: last.rollouts.success, fidelityExact: last.rollouts.fidelity.exact } : null,
           eval: lastEval,
+          base: base.eval,
+          baseSource: base.source,
+          changePoints: base.eval && lastEval ? Math.round(100 * (lastEval.success - base.eval.success)) : null,
         };
         io.out(JSON.stringify(result) + '\n');
       } catch (e) {

@@ -65,6 +65,8 @@ export class SettingValueError extends Error {
 
 const MAX_TOKENS = 65_536;
 const MAX_STEPS = 1_000_000;
+// src/rollout/budget.ts MIN_ACT_TOKENS (test/method/run-config.test.ts holds them equal).
+const ACT_FLOOR = 96;
 
 // Enumerations whose owners sit in layers the page cannot import restate theirs here; src/rl/run-schema.ts
 // checks at compile time that both name the same values.
@@ -76,6 +78,7 @@ export const REHEARSE_DECODINGS = ['structured', 'free'] as const;
 export const OBSERVATION_GROUNDINGS = ['with-call', 'without-call'] as const;
 export const OBSERVATION_WEIGHTINGS = ['token', 'row'] as const;
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
+export const BASE_EVALS = ['reuse', 'run', 'skip'] as const;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => ({ type: 'int', min, max }) as const;
 const oneOf = <V extends readonly string[]>(values: V) => ({ type: 'enum', values }) as const;
@@ -144,20 +147,23 @@ export const RUN_SETTINGS = [
     help: "how those rows weigh against each other: token (every target token alike, the usual cross-entropy, whatever the loss aggregation) or row (every row alike: a short error target counts as much as a long result)",
     cli: { flag: 'observation-weighting', arg: 'W' }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'evalEvery', kind: int(0, MAX_STEPS), default: 0, help: 'held-out evaluation every N steps and after the last; 0 = never',
-    cli: { flag: 'eval-every', arg: 'N', default: '--steps' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
+    cli: { flag: 'eval-every', arg: 'N' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
     help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', cli: { flag: 'fidelity-tokens', arg: 'N', default: '--max-rehearse-tokens' }, record: { when: 'always' }, resume: 'fixed' },
+  // Not recorded: it changes no step (the evaluation reads no random numbers), only whether the run has a step 0.
+  { name: 'baseEval', kind: oneOf(BASE_EVALS), default: 'reuse',
+    help: "the starting policy's held-out evaluation before the first step (the run's step 0, what later evaluations are compared with): reuse (a record of the same model, world, held-out tasks and limits, else run it), run (measure it afresh) or skip (no starting point: the change against the base is not reported)",
+    cli: { flag: 'base-eval', arg: 'B' }, lab: { key: 'baseEval', says: (v: string) => `base evaluation: ${v}` }, resume: 'free' },
   // Not recorded in run.json: the train CLI keeps them in train-cli.json, the lab in its lab.json.
   { name: 'trainTasks', kind: int(1, 100_000), default: 200, help: 'training tasks (the world\'s train split)', cli: { flag: 'train-tasks', arg: 'N' }, resume: 'fixed' },
   { name: 'evalTasks', kind: int(0, 100_000), default: 20, help: 'held-out tasks (the world\'s test split, task seed 1)', cli: { flag: 'eval-tasks', arg: 'N' },
     lab: { key: 'evalTasks', default: 100, min: 1, max: 500, says: (v: number) => `held-out eval of ${v} tasks` }, resume: 'fixed' },
   { name: 'maxTurns', kind: int(1, 100), default: 12, help: 'turns per episode (retail tasks need up to ~8 calls)', cli: { flag: 'max-turns', arg: 'N' },
     lab: { key: 'turns', max: 30, says: (v: number) => `at most ${v} turns` }, record: { when: 'required', at: 'limits.maxTurns' }, resume: 'fixed' },
-  // 96: src/rollout/budget.ts MIN_ACT_TOKENS (test/method/run-config.test.ts holds them equal).
-  { name: 'maxActTokens', kind: int(1, MAX_TOKENS), default: 96, help: 'tokens per Act generation', cli: { flag: 'max-act-tokens', arg: 'N' },
+  { name: 'maxActTokens', kind: int(1, MAX_TOKENS), default: ACT_FLOOR, help: 'tokens per Act generation', cli: { flag: 'max-act-tokens', arg: 'N', default: `measured as the lab's: p99 of the world's expert turns under the model's tokenizer, at least ${ACT_FLOOR}` },
     lab: { key: 'maxNew', default: 0, min: 0, max: 512, was: 'maxNewTokens', says: (v: number) => `${v} Act tokens` }, record: { when: 'required', at: 'limits.maxActTokens' }, resume: 'fixed' },
   { name: 'maxRehearseTokens', kind: int(1, MAX_TOKENS), default: 640, help: 'tokens per Rehearse generation (an order with its items runs to a few hundred)',
-    cli: { flag: 'max-rehearse-tokens', arg: 'N' }, lab: { key: 'reh', default: 0, min: 0, max: 8192, was: 'rehearseTokens', says: (v: number) => `${v} Rehearse tokens` }, record: { when: 'required', at: 'limits.maxRehearseTokens' }, resume: 'fixed' },
+    cli: { flag: 'max-rehearse-tokens', arg: 'N', default: "measured as the lab's: p99 of the world's real observations under the model's tokenizer" }, lab: { key: 'reh', default: 0, min: 0, max: 8192, was: 'rehearseTokens', says: (v: number) => `${v} Rehearse tokens` }, record: { when: 'required', at: 'limits.maxRehearseTokens' }, resume: 'fixed' },
   { name: 'maxContext', kind: int(1), help: "context tokens of an episode; absent: the model's", record: { when: 'changed', at: 'limits.maxContext' }, resume: 'fixed' },
   { name: 'maxGroundingChars', kind: int(0, 10_000_000), help: 'characters of grounding examples in a Rehearse prompt',
     cli: { flag: 'grounding-chars', arg: 'N', default: "the rehearse prompt's own" }, record: { when: 'changed', at: 'rehearsePrompt.maxGroundingChars' }, resume: 'fixed' },
@@ -212,6 +218,7 @@ export type Aggregation = (typeof AGGREGATIONS)[number];
 export type ObservationGrounding = (typeof OBSERVATION_GROUNDINGS)[number];
 export type ObservationWeighting = (typeof OBSERVATION_WEIGHTINGS)[number];
 export type RehearseDecoding = (typeof REHEARSE_DECODINGS)[number];
+export type BaseEval = (typeof BASE_EVALS)[number];
 
 export const DEFAULT_BASELINE: Baseline = setting('baseline').default;
 export const DEFAULT_AGGREGATION: Aggregation = setting('lossAggregation').default;
@@ -288,6 +295,17 @@ export function complete(values: Values, table: RunSettingsTable = RUN_SETTINGS)
   for (const row of table) if (!row.fallback) s[row.name] = values[row.name] ?? row.default;
   for (const row of table) if (row.fallback) s[row.name] = values[row.name] ?? row.fallback(s);
   return s;
+}
+
+/**
+ * The train CLI's value of a row when no flag gives one: the lab's own default where the lab has one, so that a run
+ * started from the command line is the run the lab starts (issue 48: the CLI ran seed 0 on 20 held-out tasks, so its
+ * "eval @2: success 0.45" read as a gain over the 0.40 the lab measured on other tasks); else undefined (the row's
+ * default applies). A budget of 0 is the lab's "measured": the CLI measures it as the lab does, once it has the
+ * tokenizer. Required rows have no default.
+ */
+export function cliDefault(row: RunSetting): unknown {
+  return row.cli && !row.cli.required && row.lab?.default !== undefined ? row.lab.default : undefined;
 }
 
 /** The lab's value of a row when the URL names none: the lab's own default, the row's, or 'auto' for a derived one. */

@@ -95,6 +95,8 @@ export interface EvalMetrics {
   fidelity?: { exact: number; f1: number; errorAgree: number; invalid: number; steps: number };
   /** Success per task family (src/env/retail/tiers.ts); absent when no held-out task names one (a user's task file). */
   byFamily?: Record<string, GroupSuccess>;
+  /** Step 0 reused from an earlier measurement of the same base (src/rl/base-eval.ts): when that was measured. */
+  reused?: string;
 }
 
 interface RunState {
@@ -373,6 +375,18 @@ export class GrpoRun {
     }
     await this.store.append('eval.jsonl', JSON.stringify(m));
     return m;
+  }
+
+  /** The steps whose held-out evaluation is in the run's log (0: the base evaluation). */
+  async evaluationsLogged(): Promise<number[]> {
+    const text = new TextDecoder().decode((await this.store.read('eval.jsonl')) ?? new Uint8Array());
+    return text.split('\n').filter((l) => l.trim()).map((l) => (JSON.parse(l) as EvalMetrics).step);
+  }
+
+  /** Logs an evaluation measured elsewhere (a reused base evaluation) as the run's own; only before the first step. */
+  async logEvaluation(m: EvalMetrics): Promise<void> {
+    if (this.state.step !== 0 || m.step !== 0) throw new RunConfigError('only the base evaluation (step 0, before the first step) can be logged from a record');
+    await this.store.append('eval.jsonl', JSON.stringify(m));
   }
 
   /** Runs the remaining steps. */

@@ -56,6 +56,12 @@ export function rolloutsJsonl(): string {
 const tokenLp = z.object({ text: z.string(), lp: z.number() });
 const gen = z.object({ source: z.enum(['policy', 'expert']), prompt: z.string(), promptTokens: z.number(), text: z.string(), tokens: z.array(tokenLp), ms: z.number() });
 const fidelity = z.object({ exact: z.boolean(), f1: z.number(), errorAgree: z.boolean() });
+// The judged steps (RolloutView.steps): kept on import so that a re-exported rollout can still be judged again.
+const observation = z.union([z.object({ ok: z.literal(true), name: z.string(), result: z.unknown() }), z.object({ ok: z.literal(false), name: z.string(), error: z.string(), code: z.string() })]);
+const step = z.union([
+  z.object({ kind: z.literal('call'), call: z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }), observation, turn: z.number() }),
+  z.object({ kind: z.literal('reply'), text: z.string(), turn: z.number() }),
+]);
 const rolloutSchema = z.object({
   taskId: z.string().nullable(),
   request: z.string(),
@@ -69,6 +75,7 @@ const rolloutSchema = z.object({
       calls: z.array(z.object({ call: z.string(), name: z.string(), rehearse: gen.nullable(), rehearsed: z.string().nullable(), rehearseError: z.string().nullable(), real: z.string(), fidelity: fidelity.nullable() })),
     }),
   ),
+  steps: z.array(step).optional(),
   done: z.boolean(),
   endReason: z.string().nullable(),
   reward: z

@@ -3,6 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import type { DType, Tensor } from '../../src/engine/backend';
 import { attentionDims } from '../../src/engine/attention-args';
+import { createCpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import { CpuRefBackend } from '../../src/engine/cpu/ref';
+import { CpuRefTrainOps } from '../../src/engine/cpu/train-ops';
 
 const t = (shape: number[], dtype: DType = 'f32'): Tensor => ({ shape, dtype, backend: 'cpu-ref' });
 const q = t([5, 4, 8]);
@@ -30,4 +33,31 @@ describe('attentionDims', () => {
       expect(call).toThrow(expect.objectContaining({ code: 'shape', message: expect.stringMatching(/^\[shape\] attention(Backward)?: /) }));
     });
   }
+});
+
+// The CPU paths open their arguments with one function (src/engine/cpu/attention-args.ts): the reference and the
+// fast path, forward and backward, refuse the same calls with the same message, an out-of-cache position included
+// (which only a backend holding the values can see; the reference used to read past the cache instead).
+describe('the CPU attention opener, on the reference and the fast path', () => {
+  const ref = new CpuRefBackend();
+  const refTrain = new CpuRefTrainOps(ref);
+  it('refuses a shape mismatch or a position outside the cache identically in all four entries', async () => {
+    const fast = await createCpuFastBackend({ threads: 1 });
+    try {
+      for (const b of [ref, fast]) {
+        const train = b === ref ? refTrain : fast.train;
+        const cache = b.zeros([1, 4, 1, 2]);
+        const q = b.tensor(new Float32Array(2), [1, 1, 2]);
+        const at = (p: number) => ({ slot: b.tensor(Int32Array.from([0]), [1]), pos: b.tensor(Int32Array.from([p]), [1]) });
+        expect(() => b.attention(q, cache, cache, at(4))).toThrow('[shape] attention: slot 0 pos 4 outside cache (1,4)');
+        expect(() => train.attentionBackward(q, q, cache, cache, at(4))).toThrow('[shape] attentionBackward: slot 0 pos 4 outside cache (1,4)');
+        expect(() => b.attention(q, cache, b.zeros([1, 3, 1, 2]), at(0))).toThrow(/^\[shape\] attention: v cache/);
+        expect(() => train.attentionBackward(b.tensor(new Float32Array(4), [1, 1, 4]), q, cache, cache, at(0))).toThrow(/^\[shape\] attentionBackward: dOut/);
+        // In range, the opener lets the call through.
+        expect(b.attention(q, cache, cache, at(3)).shape).toEqual([1, 1, 2]);
+      }
+    } finally {
+      fast.dispose();
+    }
+  });
 });

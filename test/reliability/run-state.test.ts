@@ -95,7 +95,8 @@ afterAll(() => {
 describe('a full disk', () => {
   const cases: [string, { budget?: number; line?: number }, RegExp][] = [
     ['in a checkpoint file', { budget: 0.45 }, /cannot write \S+\/ckpt\/\d\/\S+: ENOSPC \(no space left on device\)/],
-    ['in a JSONL append', { line: 6 }, /cannot append to \S+\.jsonl: ENOSPC \(no space left on device\)/],
+    // 7: the base evaluation's step-0 line is one more line before the append this case fails (6 now hits a checkpoint).
+    ['in a JSONL append', { line: 7 }, /cannot append to \S+\.jsonl: ENOSPC \(no space left on device\)/],
   ];
   for (const [where, disk, msg] of cases) {
     it(`ENOSPC ${where}: exit 74 naming the file, last checkpoint intact, no temp file or torn line, resumable`, async () => {

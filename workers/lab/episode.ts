@@ -233,6 +233,7 @@ export class LabRollouts {
       mode: this.cfg.mode,
       seed: this.cfg.seed,
       turns: ep.log.map((_, t) => this.turnView(e, t)),
+      steps: ep.steps.map((s, i) => ({ ...s, turn: ep.stepTurns[i] })),
       done: ep.done,
       endReason: this.endReason(e),
       reward: this.reward(e),

@@ -18,6 +18,7 @@ import { loadedWeightBytes, minBindingBytes } from '../../src/train/memory';
 import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, ProgressFn, WeightFormat } from '../../src/worker-protocol';
 import type { Domain } from '../../src/env/domain';
 import { WORLDS, type WorldName } from '../../src/env/retail/worlds';
+import { fileFingerprint, weightsFingerprint } from '../../src/rl/base-eval';
 import { defaultLoraAlpha } from '../../src/rl/grpo-config';
 import { placeholderTokenizer, randomConfig } from './placeholder';
 
@@ -29,6 +30,8 @@ export interface Policy {
   tok: Tokenizer;
   adapter: LoraAdapter;
   label: string;
+  /** What identifies the weights (src/rl/base-eval.ts weightsFingerprint): a base evaluation is reused only for the same. */
+  weights: string;
   untrained: boolean;
 }
 
@@ -195,9 +198,10 @@ export async function loadPolicy(
     const config = randomConfig(tok.size);
     const { model } = await buildQwen3(backend, config, randomWeights(config, 1234, 'f32'), { format: 'f32' });
     const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
-    return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', untrained: true, memory: memory(loadedWeightBytes(config, 'f32')) };
+    return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', weights: `random f32 weights, seed 1234, vocabulary ${tok.size}`, untrained: true, memory: memory(loadedWeightBytes(config, 'f32')) };
   }
   // Bytes of each tensor in its file (from the safetensors header), for progress in bytes.
+  const prints: string[] = [];
   const fileBytes = new Map<string, number>();
   const src: ModelSource =
     m.kind === 'bundled'
@@ -219,6 +223,7 @@ export async function loadPolicy(
       const bytes = await src.read(n);
       if (n.endsWith('.safetensors')) {
         for (const [name, t] of parseSafetensors(bytes, n).tensors) fileBytes.set(name, t.end - t.begin);
+        prints.push(fileFingerprint(n, bytes.length, bytes));
       }
       return bytes;
     },
@@ -245,7 +250,7 @@ export async function loadPolicy(
   checkTokenizerFits(tok, model.config.vocabSize);
   const adapter = createLoraAdapter(backend, model.config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
   const label = m.kind === 'bundled' ? `bundled ${m.world} policy (models/${WORLDS[m.world].bundledModel})` : m.kind === 'url' ? m.url : `picked folder (${m.files.length} files)`;
-  return { model, tok, adapter, label, untrained: false, memory: memory(loadedWeightBytes(model.config, req.format)) };
+  return { model, tok, adapter, label, weights: weightsFingerprint(prints, req.format), untrained: false, memory: memory(loadedWeightBytes(model.config, req.format)) };
 }
 
 const BYTES_PER_PARAM: Record<WeightFormat, number> = { f32: 4, q8: 1 + 4 / 1024, q4: 0.5 + 4 / 32 };

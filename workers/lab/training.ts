@@ -9,6 +9,7 @@ import { MemorySource } from '../../src/model/source';
 import { effectiveGroups, trainedRoles } from '../../src/method/modes';
 import { labRequest, setting } from '../../src/method/run-config';
 import { grpoRunConfig, splitTasks, stepLine } from '../../src/rl/grpo-config';
+import { baseEvalKey, baseEvalName, baseEvaluation, parseBaseEvalRecord } from '../../src/rl/base-eval';
 import { GrpoRun, type EvalMetrics, type RunPhase, type StepMetrics } from '../../src/rl/run';
 import { MemoryStore, type RunStore } from '../../src/rl/store';
 import type { HeldOutEval, NamedFile, Progress, ProgressFn, TrainPoint, TrainRequest, TrainStatus } from '../../src/worker-protocol';
@@ -17,6 +18,8 @@ import type { Policy } from './load';
 import { OpfsStore } from './opfs-store';
 
 const DIR = 'lab-run';
+/** Base evaluations kept for reuse (src/rl/base-eval.ts), one file per key; beside the run, so a reset keeps them. */
+const BASE_DIR = 'lab-base-evals';
 const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
 const lines = (b: Uint8Array | null) => (b ? new TextDecoder().decode(b).split('\n').filter((l) => l.trim()) : []);
 const finite = (x: number) => (Number.isFinite(x) ? x : null);
@@ -73,7 +76,7 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
   };
 }
 
-const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e.success, fidelityExact: e.fidelity ? finite(e.fidelity.exact) : null, byFamily: e.byFamily ?? null });
+const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e.success, fidelityExact: e.fidelity ? finite(e.fidelity.exact) : null, byFamily: e.byFamily ?? null, reused: e.reused ?? null });
 
 /** Groups per prompt in a mode and grouping (role-wise: one per trained role). */
 function groupsPerPrompt(req: TrainRequest): number {
@@ -140,12 +143,18 @@ export function runProgress(m: RunMoment): Progress {
 
 export class Training {
   private store: RunStore | null = null;
+  private baseStore: RunStore | null = null;
   private pauseAsked = false;
   running = false;
 
   private async open(): Promise<RunStore> {
     this.store ??= (await OpfsStore.open(DIR)) ?? new MemoryStore();
     return this.store;
+  }
+
+  private async openBase(): Promise<RunStore> {
+    this.baseStore ??= (await OpfsStore.open(BASE_DIR)) ?? new MemoryStore();
+    return this.baseStore;
   }
 
   async status(): Promise<TrainStatus> {
@@ -289,9 +298,15 @@ export class Training {
     try {
       // The starting policy on the same held-out tasks, once per run: the dashboard's step 0, so a student sees
       // what the training changed. It reads no random numbers, so the steps that follow are the same as without it.
-      if (run.step === 0 && (config.evalEvery ?? 0) > 0 && tasks.eval.length > 0 && !lines(await st.read('eval.jsonl')).some((l) => (JSON.parse(l) as EvalMetrics).step === 0)) {
+      // Measured once per model, world, tasks and limits in this browser, then reused unless the run says otherwise.
+      if (run.step === 0) {
         stepNo = 0;
-        onStart?.(heldOutEval(await run.evaluate()));
+        const key = baseEvalKey(`${policy.label} · ${policy.weights}`, world, tasks.eval, run.config);
+        const bs = await this.openBase();
+        const saved = await bs.read(baseEvalName(key));
+        const out = await baseEvaluation(run, req.baseEval, key, saved ? parseBaseEvalRecord(saved, `${BASE_DIR}/${baseEvalName(key)}`) : null);
+        if (out.record) await bs.write(baseEvalName(key), enc(out.record));
+        if (out.eval) onStart?.(heldOutEval(out.eval));
       }
       while (!run.done && !this.pauseAsked) {
         if (signal.aborted) throw new DOMException('cancelled', 'AbortError');

@@ -1,19 +1,12 @@
 // Grouped-query causal attention over the KV cache and its backward (which recomputes the probabilities:
 // the forward saves nothing).
 import type { Tensor, TokenLayout } from '../../backend';
-import { assertShape } from '../../errors';
-import { asCpu, CpuTensor, f32 } from '../tensor';
+import { openAttention } from '../attention-args';
+import { CpuTensor, f32 } from '../tensor';
 
 // q (T,Hq,D), caches (S,maxT,Hkv,D) -> (T,Hq,D)
 export function attention(q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout): Tensor {
-  const qs = asCpu(q).f32;
-  const ks = asCpu(kCache).f32;
-  const vs = asCpu(vCache).f32;
-  const slot = asCpu(layout.slot).i32;
-  const pos = asCpu(layout.pos).i32;
-  const [T, Hq, D] = q.shape;
-  const [, maxT, Hkv] = kCache.shape;
-  assertShape(Hq % Hkv === 0 && kCache.shape[3] === D, `attention: q (${q.shape}) vs cache (${kCache.shape})`);
+  const { qs, ks, vs, slot, pos, T, Hq, D, maxT, Hkv } = openAttention('attention', q, kCache, vCache, layout);
   const group = Hq / Hkv;
   const scale = 1 / Math.sqrt(D);
   const out = new Float32Array(qs.length);
@@ -45,22 +38,15 @@ export function attention(q: Tensor, kCache: Tensor, vCache: Tensor, layout: Tok
 // p = softmax(scale q.k_j), dp_j = dOut.v_j, ds_j = p_j (dp_j - sum_i p_i dp_i);
 // dq = scale sum_j ds_j k_j; dk_j += scale ds_j q; dv_j += p_j dOut.
 export function attentionBackward(dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout) {
-  const go = asCpu(dOut).f32;
-  const qs = asCpu(q).f32;
-  const ks = asCpu(kCache).f32;
-  const vs = asCpu(vCache).f32;
-  const slot = asCpu(layout.slot).i32;
-  const pos = asCpu(layout.pos).i32;
-  const [T, Hq, D] = q.shape;
-  const [S, maxT, Hkv] = kCache.shape;
-  assertShape(Hq % Hkv === 0 && kCache.shape[3] === D && go.length === qs.length, `attentionBackward: q (${q.shape}) vs cache (${kCache.shape})`);
+  const a = openAttention('attentionBackward', q, kCache, vCache, layout, dOut);
+  const { qs, ks, vs, slot, pos, T, Hq, D, maxT, Hkv } = a;
+  const go = a.go!;
   const group = Hq / Hkv;
   const scale = 1 / Math.sqrt(D);
   const dq = new Float64Array(qs.length);
   const dk = new Float64Array(ks.length);
   const dv = new Float64Array(vs.length);
   for (let t = 0; t < T; t++) {
-    assertShape(slot[t] >= 0 && slot[t] < S && pos[t] >= 0 && pos[t] < maxT, `attentionBackward: slot ${slot[t]} pos ${pos[t]} outside cache`);
     for (let h = 0; h < Hq; h++) {
       const kvh = Math.floor(h / group);
       const n = pos[t] + 1;

@@ -1,28 +1,13 @@
 // Grouped-query causal attention over the KV cache and its backward, on the wasm kernels: version 2 (tiled,
 // ../kernels/attention2.ts) unless the backend was asked for version 1 (the simple one, ../kernels/attention1.ts).
 import type { Tensor, TokenLayout } from '../../../backend';
-import { assertShape } from '../../../errors';
-import { asCpu, CpuTensor } from '../../tensor';
+import { openAttention } from '../../attention-args';
+import type { CpuTensor } from '../../tensor';
 import { f32Bits, type Temps, type WasmRuntime } from '../runtime';
 
 // q (T,Hq,D), caches (S,maxT,Hkv,D) -> (T,Hq,D)
 export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout): Tensor {
-  const qs = asCpu(q).f32;
-  const ks = asCpu(kCache).f32;
-  const vs = asCpu(vCache).f32;
-  const slot = asCpu(layout.slot).i32;
-  const pos = asCpu(layout.pos).i32;
-  assertShape(q.shape.length === 3 && kCache.shape.length === 4, `attention: q (${q.shape}), cache (${kCache.shape})`);
-  const [T, Hq, D] = q.shape;
-  const [S, maxT, Hkv] = kCache.shape;
-  assertShape(Hkv > 0 && Hq % Hkv === 0 && kCache.shape[3] === D, `attention: q (${q.shape}) vs cache (${kCache.shape})`);
-  assertShape(vCache.shape.join() === kCache.shape.join(), `attention: v cache (${vCache.shape}) vs k cache (${kCache.shape})`);
-  assertShape(slot.length === T && pos.length === T, `attention: layout of ${slot.length}/${pos.length} tokens for ${T}`);
-  let work = 0;
-  for (let t = 0; t < T; t++) {
-    assertShape(slot[t] >= 0 && slot[t] < S && pos[t] >= 0 && pos[t] < maxT, `attention: slot ${slot[t]} pos ${pos[t]} outside cache (${S},${maxT})`);
-    work += pos[t] + 1;
-  }
+  const { qs, ks, vs, slot, pos, T, Hq, D, S, maxT, Hkv, work } = openAttention('attention', q, kCache, vCache, layout);
   const temps: Temps = [];
   try {
     const Q = rt.place(qs, temps);
@@ -67,23 +52,9 @@ export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Te
  * (S,maxT,Hkv,D). Recomputes the probabilities, like the reference's TrainOps.attentionBackward.
  */
 export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCache: Tensor, vCache: Tensor, layout: TokenLayout): { dq: CpuTensor; dkCache: CpuTensor; dvCache: CpuTensor } {
-  const go = asCpu(dOut).f32;
-  const qs = asCpu(q).f32;
-  const ks = asCpu(kCache).f32;
-  const vs = asCpu(vCache).f32;
-  const slot = asCpu(layout.slot).i32;
-  const pos = asCpu(layout.pos).i32;
-  assertShape(q.shape.length === 3 && kCache.shape.length === 4, `attentionBackward: q (${q.shape}), cache (${kCache.shape})`);
-  const [T, Hq, D] = q.shape;
-  const [S, maxT, Hkv] = kCache.shape;
-  assertShape(Hkv > 0 && Hq % Hkv === 0 && kCache.shape[3] === D && go.length === qs.length, `attentionBackward: q (${q.shape}) vs cache (${kCache.shape})`);
-  assertShape(vCache.shape.join() === kCache.shape.join(), `attentionBackward: v cache (${vCache.shape}) vs k cache (${kCache.shape})`);
-  assertShape(slot.length === T && pos.length === T, `attentionBackward: layout of ${slot.length}/${pos.length} tokens for ${T}`);
-  let work = 0;
-  for (let t = 0; t < T; t++) {
-    assertShape(slot[t] >= 0 && slot[t] < S && pos[t] >= 0 && pos[t] < maxT, `attentionBackward: slot ${slot[t]} pos ${pos[t]} outside cache`);
-    work += pos[t] + 1;
-  }
+  const a = openAttention('attentionBackward', q, kCache, vCache, layout, dOut);
+  const { qs, ks, vs, slot, pos, T, Hq, D, S, maxT, Hkv, work } = a;
+  const go = a.go!;
   const temps: Temps = [];
   try {
     const ptrs = [go, qs, ks, vs].map((a) => rt.place(a, temps));
