@@ -57,6 +57,18 @@ async function brokenWords(page: Page, sel: string): Promise<string[]> {
   });
 }
 
+/** The innermost elements that reach past the window's right edge (what to fix when the page scrolls sideways). */
+function overflowing(page: Page, width: number): Promise<string> {
+  return page.evaluate((w) => {
+    const out: string[] = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const r = el.getBoundingClientRect();
+      if (r.right > w + 0.5 || el.scrollWidth > el.clientWidth + 1) out.push(`${el.tagName.toLowerCase()}.${el.className} "${(el.textContent ?? '').slice(0, 40)}" right ${Math.round(r.right)} scroll ${el.scrollWidth}/${el.clientWidth}`);
+    }
+    return out.slice(-12).join('; ');
+  }, width);
+}
+
 describe.runIf(run)('observation view and tables (headless Chromium)', () => {
   const lab = servedLab();
   let page: Page;
@@ -117,24 +129,24 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
   it('a rehearsal by the bundled policy: marks agree with the values and with the fidelity the worker measured; screenshots at 1280 and 400 px', async () => {
     page = await lab().browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(`${lab().url}?turns=3&src=expert-act`);
+    await page.goto(`${lab().url}?turns=12&src=expert-act`);
     await ready();
     const tasks = (await page.locator('[data-testid=task-select] option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).slice(0, 6);
-    // The expert's first call is a lookup; step until the policy's rehearsal of some call differs from the truth.
+    // The expert plays the task's calls, the policy rehearses each; until some rehearsal differs from the truth.
     let differs = false;
     for (const t of tasks) {
       await page.selectOption('[data-testid=task-select]', t);
       await page.click('[data-testid=reset]');
       await idle();
-      await page.click('[data-testid=step]');
+      await page.click('[data-testid=play]');
+      await page.waitForSelector('[data-testid=reward]', { timeout: 240_000 });
       await idle();
-      await page.waitForSelector('[data-testid=fidelity]');
       // Compared: the rehearsal parsed (an unparseable one is a miss, with nothing to compare field by field).
       differs = (await page.locator('[data-testid=obs-view][data-compared=true] [data-testid=fidelity]').allTextContents()).some((x) => x.includes('exact match no'));
       if (differs) break;
     }
     expect(differs, 'a policy rehearsal that differs from the real observation').toBe(true);
-    const view = page.locator('[data-testid=obs-view][data-compared=true]').first();
+    const view = page.locator('[data-testid=obs-view][data-compared=true]').filter({ has: page.locator('[data-testid=fidelity]', { hasText: 'exact match no' }) }).first();
     // Each mark says what the two values on its row show.
     const rows = await view.evaluate((v) => {
       const side = (id: string) => [...v.querySelectorAll(`[data-testid=${id}] .line`)].map((l) => ({ mark: l.getAttribute('data-mark'), text: l.textContent ?? '' }));
@@ -151,11 +163,16 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(rows.some((r) => r.mark !== 'same' && r.mark !== null)).toBe(true);
     // The view's numbers are the worker's: the rollout's summary over its one rehearsed call.
     const f1 = /field F1 (\d\.\d\d)/.exec((await view.locator('[data-testid=fidelity]').textContent())!)![1];
-    expect(await page.textContent('[data-testid=fidelity-summary]')).toMatch(new RegExp(`over 1 rehearsed call: exact match 0%, mean field F1 ${f1}`));
+    // The view's numbers are the worker's: the mean of the calls' F1 is the rollout's summary.
+    const f1s = (await page.locator('[data-testid=obs-view] [data-testid=fidelity]').allTextContents()).map((x) => Number(/field F1 (\d\.\d\d)/.exec(x)![1]));
+    const summary = (await page.textContent('[data-testid=fidelity-summary]'))!;
+    expect(summary).toContain(`over ${f1s.length} rehearsed call`);
+    expect(Number(/mean field F1 (\d\.\d\d)/.exec(summary)![1])).toBeCloseTo(f1s.reduce((a, b) => a + b, 0) / f1s.length, 1);
+    expect(f1s).toContain(Number(f1));
     await page.evaluate(() => document.querySelector('[data-testid=obs-view][data-compared=true]')!.scrollIntoView());
     await shot('observation-1280', '[data-testid=stepper-panel] .turn');
     await page.setViewportSize({ width: 400, height: 800 });
-    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth), { message: `wider than 400 px: ${await overflowing(page, 400)}` }).toBeLessThanOrEqual(400);
     // Side by side at 400 px too: the two columns share rows.
     const [a, b] = await Promise.all(['rehearsed', 'observation-real'].map((id) => view.locator(`[data-testid=${id}]`).boundingBox()));
     expect(b!.x).toBeGreaterThan(a!.x + a!.width - 1);
@@ -172,7 +189,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     const table = '[data-testid=group-view] table';
     for (const width of [1280, 400]) {
       await page.setViewportSize({ width, height: 800 });
-      await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth), { message: `wider than ${width} px: ${await overflowing(page, width)}` }).toBeLessThanOrEqual(width);
       expect(await brokenWords(page, `${table} th`), `headers at ${width} px`).toEqual([]);
       expect(await brokenWords(page, `${table} td.num`), `numbers at ${width} px`).toEqual([]);
       // Folded: the count is on screen, the items are not until opened.
