@@ -10,15 +10,20 @@
 // Screenshots go to a temporary folder; `LAB_SCREENSHOTS=docs/screenshots npx vitest run test/e2e/observation-view.test.ts`
 // writes the committed ones (observation-1280.png, observation-400.png, group-1280.png, group-400.png).
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { serializeObservation } from '../../src/env/toolcall';
 import { compareObservations } from '../../src/rollout/fidelity';
 import type { Observation } from '../../src/env/domain';
 import { retail } from '../fixtures/domains';
 import { chromiumAvailable, servedLab, SHOTS } from './harness';
+import { LESSON_ANCHORS } from '../../src/ui/lesson-links';
 
 const run = chromiumAvailable();
+// The build names the rendered guide (as a Pages workflow would, at the built commit); Vite reads VITE_* from the
+// environment at build time. This file runs in its own process, so no other suite's build sees it.
+const GUIDE = 'https://github.com/example/envace-lab/blob/0123abc/docs/lesson/README.md';
+process.env.VITE_LESSON_URL = GUIDE;
 
 /** A real get_order_details answer of the retail environment, and a rehearsal of it that differs in known fields. */
 function knownDifference() {
@@ -75,9 +80,9 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
   const pageErrors: string[] = [];
   const ready = () => page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 180_000 });
   const idle = () => page.waitForSelector('[data-testid=busy]', { state: 'detached', timeout: 240_000 });
-  const shot = async (name: string, sel: string) => {
+  const shot = async (name: string, target: string | Locator) => {
     await page.addStyleTag({ content: '.statusbar { position: static !important; }' });
-    await page.locator(sel).first().screenshot({ path: join(SHOTS, `${name}.png`) });
+    await (typeof target === 'string' ? page.locator(target) : target).first().screenshot({ path: join(SHOTS, `${name}.png`) });
   };
 
   it('marks the fields of a rehearsal known to differ: one value, one left out, one made up; its numbers are fidelity', async () => {
@@ -85,6 +90,10 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     page.on('pageerror', (e) => pageErrors.push(e.message));
     await page.goto(lab().url);
     await ready();
+    // The lesson strip links each step to its section of the guide the build named.
+    expect(await page.locator('[data-testid=lesson-link]').evaluateAll((as) => as.map((a) => a.getAttribute('href')))).toEqual(
+      Object.values(LESSON_ANCHORS).map((anchor) => `${GUIDE}#${anchor}`),
+    );
     const k = knownDifference();
     const call = {
       call: JSON.stringify({ name: k.call.name, arguments: k.call.arguments }),
@@ -169,14 +178,15 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(summary).toContain(`over ${f1s.length} rehearsed call`);
     expect(Number(/mean field F1 (\d\.\d\d)/.exec(summary)![1])).toBeCloseTo(f1s.reduce((a, b) => a + b, 0) / f1s.length, 1);
     expect(f1s).toContain(Number(f1));
-    await page.evaluate(() => document.querySelector('[data-testid=obs-view][data-compared=true]')!.scrollIntoView());
-    await shot('observation-1280', '[data-testid=stepper-panel] .turn');
+    // The screenshots: the turn of that rehearsal.
+    const turn = page.locator('[data-testid=stepper-panel] .turn').filter({ has: view });
+    await shot('observation-1280', turn);
     await page.setViewportSize({ width: 400, height: 800 });
     await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth), { message: `wider than 400 px: ${await overflowing(page, 400)}` }).toBeLessThanOrEqual(400);
     // Side by side at 400 px too: the two columns share rows.
     const [a, b] = await Promise.all(['rehearsed', 'observation-real'].map((id) => view.locator(`[data-testid=${id}]`).boundingBox()));
     expect(b!.x).toBeGreaterThan(a!.x + a!.width - 1);
-    await shot('observation-400', '[data-testid=stepper-panel] .turn');
+    await shot('observation-400', turn);
     expect(pageErrors).toEqual([]);
   });
 
