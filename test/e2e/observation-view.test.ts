@@ -223,4 +223,30 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(new Set(rights).size).toBe(1);
     expect(pageErrors).toEqual([]);
   });
+
+  it("private rehearsal shows each imagined call's rehearsal beside the real answer, field by field, once", async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.fill('[data-testid=turns]', '4');
+    await page.fill('[data-testid=tts-n]', '1');
+    const tasks = (await page.locator('[data-testid=task-select] option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).slice(0, 4);
+    // Policy-dependent: an attempt whose first rehearsal does not parse has no call to compare; try a few tasks.
+    let shown = 0;
+    for (const t of tasks) {
+      await page.selectOption('[data-testid=task-select]', t);
+      await page.click('[data-testid=tts-run]');
+      await page.waitForSelector('[data-testid=tts-committed]', { timeout: 240_000 });
+      await idle();
+      shown = await page.locator('[data-testid=tts-attempt] [data-testid=tts-rehearsed-step]').count();
+      if (shown) break;
+    }
+    expect(shown, 'an imagined attempt with a rehearsed call').toBeGreaterThan(0);
+    const step = page.locator('[data-testid=tts-attempt] [data-testid=tts-rehearsed-step]').first();
+    expect(await step.locator('[data-testid=obs-view]').getAttribute('data-compared')).toBe('true');
+    expect(await step.locator('[data-testid=fidelity]').textContent()).toMatch(/exact match (yes|no) · field F1 \d\.\d\d · error agreement (yes|no)/);
+    // Once: the step shows the call, and the rehearsed observation only inside the view (no "call -> observation" line).
+    expect(await step.locator(':scope > span').textContent()).toMatch(/^\w+\(\{.*\}\)$/);
+    expect(await step.evaluate((li) => [...li.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join(''))).not.toContain('->');
+    await shot('tts-observation-1280', page.locator('[data-testid=tts-attempt]').filter({ has: page.locator('[data-testid=tts-rehearsed-step]') }));
+    expect(pageErrors).toEqual([]);
+  });
 });
