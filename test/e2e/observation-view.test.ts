@@ -62,7 +62,7 @@ async function brokenWords(page: Page, sel: string): Promise<string[]> {
   });
 }
 
-/** The innermost elements that reach past the window's right edge (what to fix when the page scrolls sideways). */
+/** The elements that reach past the window's right edge or overflow their own box (what to fix when the page scrolls sideways). */
 function overflowing(page: Page, width: number): Promise<string> {
   return page.evaluate((w) => {
     const out: string[] = [];
@@ -133,7 +133,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     await page.evaluate(() => document.getElementById('stepper')!.scrollIntoView());
     await shot('observation-known-1280', '[data-testid=obs-view]');
     await page.close();
-  });
+  }, 300_000);
 
   it('a rehearsal by the bundled policy: marks agree with the values and with the fidelity the worker measured; screenshots at 1280 and 400 px', async () => {
     page = await lab().browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -188,7 +188,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(b!.x).toBeGreaterThan(a!.x + a!.width - 1);
     await shot('observation-400', turn);
     expect(pageErrors).toEqual([]);
-  });
+  }, 600_000);
 
   it('the group table reads at 1280 and at 400 px: no word or number broken, checklist folded to a count', async () => {
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -222,7 +222,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(rights).toHaveLength(3);
     expect(new Set(rights).size).toBe(1);
     expect(pageErrors).toEqual([]);
-  });
+  }, 300_000);
 
   it("private rehearsal shows each imagined call's rehearsal beside the real answer, field by field, once", async () => {
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -248,5 +248,5 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(await step.evaluate((li) => [...li.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join(''))).not.toContain('->');
     await shot('tts-observation-1280', page.locator('[data-testid=tts-attempt]').filter({ has: page.locator('[data-testid=tts-rehearsed-step]') }));
     expect(pageErrors).toEqual([]);
-  });
+  }, 600_000);
 });
