@@ -194,7 +194,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.fill('[data-testid=group-k]', '3');
     await page.click('[data-testid=group-run]');
-    await page.waitForSelector('[data-testid=group-view]', { timeout: 240_000 });
+    await page.waitForSelector('[data-testid=group-view]', { timeout: 480_000 });
     await idle();
     const table = '[data-testid=group-view] table';
     for (const width of [1280, 400]) {
@@ -222,7 +222,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(rights).toHaveLength(3);
     expect(new Set(rights).size).toBe(1);
     expect(pageErrors).toEqual([]);
-  }, 300_000);
+  }, 600_000);
 
   it("private rehearsal shows each imagined call's rehearsal beside the real answer, field by field, once", async () => {
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -234,7 +234,7 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     for (const t of tasks) {
       await page.selectOption('[data-testid=task-select]', t);
       await page.click('[data-testid=tts-run]');
-      await page.waitForSelector('[data-testid=tts-committed]', { timeout: 240_000 });
+      await page.waitForSelector('[data-testid=tts-committed]', { timeout: 480_000 });
       await idle();
       shown = await page.locator('[data-testid=tts-attempt] [data-testid=tts-rehearsed-step]').count();
       if (shown) break;
@@ -248,5 +248,5 @@ describe.runIf(run)('observation view and tables (headless Chromium)', () => {
     expect(await step.evaluate((li) => [...li.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join(''))).not.toContain('->');
     await shot('tts-observation-1280', page.locator('[data-testid=tts-attempt]').filter({ has: page.locator('[data-testid=tts-rehearsed-step]') }));
     expect(pageErrors).toEqual([]);
-  }, 600_000);
+  }, 1_200_000);
 });
