@@ -353,6 +353,18 @@ export interface TtsEpisodeView {
   reward: number;
   /** One line per step: a call with its (imagined or real) observation, or the reply. */
   steps: string[];
+  /**
+   * Imagined attempts: per step, the call and its rehearsed observation beside what the real environment would
+   * have answered (the attempt's hidden shadow, never shown to the policy); null for a reply. Absent elsewhere.
+   */
+  rehearsals?: (RehearsedCallView | null)[];
+}
+
+/** A rehearsed call beside the real answer to it (observations as JSON text, as CallView's). */
+export interface RehearsedCallView {
+  call: string;
+  rehearsed: string;
+  real: string;
 }
 
 export interface TtsView {

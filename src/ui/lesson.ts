@@ -1,4 +1,4 @@
-// The lesson (docs/lesson.md) in five steps, each marked done from what the lab holds (never from clicks): a
+// The lesson (docs/lesson/README.md) in five steps, each marked done from what the lab holds (never from clicks): a
 // rollout stepped in rehearse mode, a group whose rewards differ, a training run with a held-out
 // evaluation, an EnvACE and a frozen-simulator run of the same length, a private rehearsal shown beside the
 // same task without memory. Pure, so the unit tests and the page share it.

@@ -22,6 +22,7 @@ import { privateRehearsalTask } from '../../src/eval/private-rehearsal';
 import type { Step } from '../../src/env/domain';
 import { serializeObservation } from '../../src/env/toolcall';
 import { setting } from '../../src/method/run-config';
+import { callText, rehearsedCalls } from './tts-view';
 
 const DATA_URL = `${import.meta.env.BASE_URL}data/tau2-retail/db.json`;
 
@@ -409,6 +410,7 @@ export class Lab implements PolicyApi {
           endText: endText(a.rollout.end, a.rollout.rehearseFailure, a.rollout.rehearseCut, req.maxTurns),
           reward: a.judge.reward,
           steps: stepLines(a.rollout.steps),
+          rehearsals: rehearsedCalls(a.rollout),
           selfEval: a.selfEval,
           judgeUnmet: a.judge.unmet,
           memoryBefore: a.memoryBefore?.text ?? null,
@@ -455,5 +457,5 @@ async function calibrate(p: Pick<Policy, 'model' | 'tok' | 'adapter'>, signal: A
 }
 
 function stepLines(steps: readonly Step[]): string[] {
-  return steps.map((s) => (s.kind === 'call' ? `${s.call.name}(${JSON.stringify(s.call.arguments)}) -> ${serializeObservation(s.observation)}` : `reply: ${s.text}`));
+  return steps.map((s) => (s.kind === 'call' ? `${callText(s.call)} -> ${serializeObservation(s.observation)}` : `reply: ${s.text}`));
 }
