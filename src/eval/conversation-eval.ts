@@ -47,6 +47,8 @@ export interface ConversationTaskResult {
   /** Writes made without an explicit yes to their details, over all trials (attempts included). */
   unconfirmed: number;
   ends: EndReason[];
+  /** The first generated user's failure among its trials (absent: none failed). */
+  userError?: string;
 }
 
 export interface ConversationReport {
@@ -136,7 +138,10 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
     for (const r of rs) {
       if (r.taskId !== task.id || !r.conversation) throw new EvalError(`rollout ${r.rolloutId} is not a conversation of task ${task.id}`);
       const terminated = r.end === 'max-turns' || r.end === 'context' || r.end === 'user-turns' || r.conversation.userError !== undefined;
-      if (r.conversation.userError !== undefined) userErrors++;
+      if (r.conversation.userError !== undefined) {
+        userErrors++;
+        t.userError ??= r.conversation.userError;
+      }
       if (r.reward === 1) t.successes++;
       if (r.end !== 'empty' && realReward(() => domain.createEnv(), task, r.steps, { terminated }).reward === 1) t.successesWithoutRule++;
       const u = unconfirmedWrites(r.conversation.turns, confirmation);

@@ -11,7 +11,8 @@
 //
 // What a user model writes is untrusted: readUserText turns any text into a message, one of τ²'s stops, or a
 // failure (nothing usable), never an exception.
-import { AGENT_GREETING, userStopToken, type Turn, type UserAct, type UserFailure, type UserInstructions } from '../env/domain';
+import { userViewOf } from '../env/conversation-rows';
+import { userStopToken, type Turn, type UserAct, type UserFailure, type UserInstructions } from '../env/domain';
 import { renderChat, type ChatMessage } from './chat';
 
 export const USER_SYSTEM = [
@@ -37,29 +38,8 @@ export function userSystemMessage(ins: UserInstructions): string {
   return `${USER_SYSTEM}\n\n<scenario>\n${formatInstructions(ins)}\n</scenario>`;
 }
 
-/**
- * The conversation as the user sees it, roles flipped: each run of agent replies between two user turns is
- * one "user" message (joined by a newline, as the scripted user reads them); each user turn an "assistant"
- * message. An empty conversation is the greeting alone (the orchestrator's, which opens every conversation).
- */
-export function userView(conversation: readonly Turn[]): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  let heard: string[] = [];
-  const flush = () => {
-    if (heard.length) out.push({ role: 'user', content: heard.join('\n') });
-    heard = [];
-  };
-  for (const t of conversation) {
-    if (t.kind === 'reply') heard.push(typeof t.text === 'string' ? t.text : '');
-    else if (t.kind === 'user') {
-      flush();
-      out.push({ role: 'assistant', content: typeof t.text === 'string' ? t.text : '' });
-    }
-  }
-  flush();
-  if (out.length === 0) out.push({ role: 'user', content: AGENT_GREETING });
-  return out;
-}
+/** The conversation as the user sees it (src/env/conversation-rows.ts userViewOf: the rows train on the same view). */
+export const userView = (conversation: readonly Turn[]): ChatMessage[] => userViewOf(conversation);
 
 /** The whole prompt's messages: the system message, then the flipped conversation. */
 export function userMessages(ins: UserInstructions, conversation: readonly Turn[]): ChatMessage[] {
