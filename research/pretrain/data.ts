@@ -11,8 +11,8 @@ import { referenceGrounding } from '../../src/rollout/rollout';
 
 /** A training pair: `prompt` is conditioning only, `response` carries the loss (it ends with <|im_end|>). */
 export interface Example {
-  /** review: the self-evaluation of an attempt (research/pretrain/review-rows.ts); copy: a drill (augment.ts). */
-  role: 'act' | 'rehearse' | 'review' | 'copy';
+  /** review: the self-evaluation of an attempt (research/pretrain/review-rows.ts); copy: a drill (augment.ts); user: the user role (user-rows.ts). */
+  role: 'act' | 'rehearse' | 'review' | 'copy' | 'user';
   taskId: string;
   prompt: string;
   response: string;

@@ -20,6 +20,7 @@ import { DEFAULT_MEMORY_TOKENS } from '../../src/eval/private-rehearsal';
 import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare, valueSwapSource } from './augment';
 import { reviewRows } from './review-rows';
 import { amountSwapSource, amountSwaps, changeCallDrills, changeRows } from './change-drills';
+import { conversationRows, userRowToExample } from './user-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
@@ -122,6 +123,11 @@ export interface PretrainSpec {
    * characters) of the grounded Rehearse rows; absent: none.
    */
   recordCopies?: number;
+  /**
+   * User-role rows (research/pretrain/user-rows.ts): every scripted-user turn of the conversation expert's
+   * conversations on this many more train tasks, with the user-role prompt; absent or 0: none (issue 47).
+   */
+  userTasks?: number;
   /**
    * Twins of Act rows (the training and act-only tasks') whose call spells a value the user stated, with that
    * value swapped for another of the stated-values lexicon (augment.ts statedValueSwaps); absent: none.
@@ -227,7 +233,7 @@ export interface PretrainResult {
   config: Qwen3Config;
   spec: PretrainSpec;
   data: {
-    rows: { act: number; rehearse: number; review?: number; memoryAct?: number; copy?: number };
+    rows: { act: number; rehearse: number; review?: number; memoryAct?: number; copy?: number; user?: number };
     dropped: number;
     tokens: { total: number; response: number };
     length: { act: ReturnType<typeof lengthStats>; rehearse: ReturnType<typeof lengthStats>; response: ReturnType<typeof lengthStats> };
@@ -340,6 +346,8 @@ export async function pretrain(
     }
     log(`record values swapped in ${n} of them`);
   }
+  const userRows = (spec.userTasks ?? 0) > 0 ? conversationRows(domain, { split: 'train', tasks: spec.userTasks!, seed: seed + 4_000_003 }).user.map(userRowToExample) : [];
+  if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations`);
   const records = new Map<string, Set<string>>();
   if ((spec.recordCopies ?? 0) > 0) {
     for (const e of extraRehearse) {
@@ -353,10 +361,10 @@ export async function pretrain(
   if (recordDrills.length) log(`record-copy drills: ${recordDrills.length} from ${[...records].map(([k, g]) => `${g.size} ${k}`).join(', ')} records`);
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
-  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...changeActs.map(() => 'expert'), ...changeDrills.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy')];
+  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...changeActs.map(() => 'expert'), ...changeDrills.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy'), ...userRows.map(() => 'user')];
   const markValues = (spec.valueLossWeight ?? 1) !== 1;
   if (markValues && spec.preTokenizer !== 'stated-values') throw new Error('a stated-value loss weight needs the stated-values pre-tokenizer');
-  const all = [...expert, ...extraActs, ...changeActs, ...changeDrills, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
+  const all = [...expert, ...extraActs, ...changeActs, ...changeDrills, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills, ...userRows].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
   if (markValues) log(`stated-value tokens weighted ${spec.valueLossWeight}x: ${all.reduce((a, e) => a + (e.valueMask?.reduce((x, v) => x + v, 0) ?? 0), 0)} in ${all.filter((e) => e.valueMask).length} Act responses`);
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
@@ -369,6 +377,7 @@ export async function pretrain(
       review: count((e) => e.role === 'review'),
       memoryAct: count((_, src) => src === 'memoryAct'),
       copy: count((e) => e.role === 'copy'),
+      ...(userRows.length ? { user: count((e) => e.role === 'user') } : {}),
     },
     dropped: all.length - kept.length,
     tokens: { total: kept.reduce((a, e) => a + e.ids.length, 0), response: kept.reduce((a, e) => a + e.ids.length - e.promptLen, 0) },

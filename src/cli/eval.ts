@@ -28,7 +28,7 @@ import {
 } from './args';
 
 export const EVAL_USAGE = `usage: npm run eval -- --tasks test|train|FILE.json [--world mini|retail] [--count N] [--adapter DIR] [--model DIR]
-       [--tts parallel|sequential|revise --n N] [--user scripted [--samples N]] [flags]`;
+       [--tts parallel|sequential|revise --n N] [--user scripted|model|endpoint [--samples N] [--user-fidelity]] [flags]`;
 
 const MAX_TOKENS = 65_536;
 /** Held-out tasks one evaluation may run (each is a full episode). */
@@ -132,7 +132,7 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
     if (tasks.length === 0) throw new ArgError(`--tasks ${tasksArg}: no tasks`);
     // A task file on the wrong world fails at its first call ("User not found"): refuse it here instead.
     else if (tasksArg !== 'test' && tasksArg !== 'train') checkTaskWorld(tasks, world, domain, `--tasks ${tasksArg}`);
-    if (conv) checkConversationTasks(tasks, tasksArg);
+    if (conv) checkConversationTasks(tasks, tasksArg, conv, domain);
 
     const backend = await openBackend(backendName, threads);
     try {
@@ -150,8 +150,8 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       log(`${tasks.length} ${tasksArg} tasks, model ${policy.dir}${adapterDir ? `, adapter ${resolve(adapterDir)}${adapters?.mode ? ` (${adapters.mode} run, step ${adapters.step})` : ''}` : ' (base policy)'}${tts ? `, tts ${tts} n=${n}` : ''}`);
       try {
         if (conv) {
-          const conversation = await runConversationEval({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null }, domain, tasks, conv, { limits, seed, log });
-          io.out(JSON.stringify({ model: policy.dir, adapter: adapterDir ? resolve(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null, world: domain.name, tasksFrom: tasksArg, backend: backendName, limits, wallS: (performance.now() - t0) / 1000, conversation }) + '\n');
+          const out = await runConversationEval({ model: policy.model, tokenizer: policy.tokenizer, actAdapter: adapters?.act ?? null }, domain, tasks, conv, { limits, seed, log, backend, world });
+          io.out(JSON.stringify({ model: recordPath(policy.dir), adapter: adapterDir ? recordPath(adapterDir) : null, run: adapters ? { mode: adapters.mode, step: adapters.step } : null, world: domain.name, tasksFrom: tasksArg, backend: backendName, limits, wallS: (performance.now() - t0) / 1000, ...out }) + '\n');
           return;
         }
         let report: HeldOutReport;

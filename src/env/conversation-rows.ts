@@ -3,8 +3,13 @@
 // policy never does); Rehearse rows at every call, grounded by real triples of the same conversation. A user
 // turn enters the history as a 'user' message; the user's closing stop token ends the conversation and enters
 // no row. rows.ts's one-message episodes are left as they are (bit-exact reproductions depend on them).
+//
+// User rows (userRowsFromConversation) are the third role's: at every user turn of a conversation (the
+// opening, each answer, the closing stop), what the user had seen (agent replies only, roles flipped as τ²'s
+// user simulator sees them: the agent's messages are 'user', its own 'assistant') and what it said. Rendered
+// with the user-role prompt (src/rollout/user-prompt.ts), they teach the policy to play the scripted user.
 
-import { AGENT_GREETING, type ChatMessage, type GroundingExample, type Row, type Turn } from './domain';
+import { AGENT_GREETING, type ChatMessage, type GroundingExample, type Row, type Turn, type UserInstructions } from './domain';
 import { canonicalJson } from './json';
 import { formatCall, formatObservation, serializeObservation } from './toolcall';
 
@@ -36,4 +41,42 @@ export function rowsFromConversation(taskId: string, turns: readonly Turn[], max
     history.push({ role: 'assistant', content: callText }, { role: 'tool', content: serializeObservation(turn.observation) });
   });
   return rows;
+}
+
+/**
+ * A conversation as its user saw it, roles flipped: each run of agent replies between two user turns is one
+ * 'user' message (joined by a newline, as the scripted user reads them), each user turn an 'assistant' one.
+ * Calls and observations are not there: a user never sees them. An empty conversation is the greeting alone.
+ */
+export function userViewOf(conversation: readonly Turn[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let heard: string[] = [];
+  const flush = () => {
+    if (heard.length) out.push({ role: 'user', content: heard.join('\n') });
+    heard = [];
+  };
+  for (const t of conversation) {
+    if (t.kind === 'reply') heard.push(typeof t.text === 'string' ? t.text : '');
+    else if (t.kind === 'user') {
+      flush();
+      out.push({ role: 'assistant', content: typeof t.text === 'string' ? t.text : '' });
+    }
+  }
+  flush();
+  if (out.length === 0) out.push({ role: 'user', content: AGENT_GREETING });
+  return out;
+}
+
+/** A user-role training row: the user's view of the conversation before its turn, and the turn (a stop token included). */
+export interface UserRow {
+  role: 'user';
+  taskId: string;
+  instructions: UserInstructions;
+  messages: ChatMessage[];
+  target: string;
+}
+
+/** One user row per user turn of a conversation (a scripted user's, whose turns are the targets). */
+export function userRowsFromConversation(taskId: string, turns: readonly Turn[], instructions: UserInstructions): UserRow[] {
+  return turns.flatMap((t, i) => (t.kind === 'user' ? [{ role: 'user' as const, taskId, instructions, messages: userViewOf(turns.slice(0, i)), target: t.text }] : []));
 }

@@ -114,6 +114,35 @@ export type UserAct<M = unknown> =
   | { kind: 'message'; text: string; meaning?: M }
   | { kind: 'stop'; token: UserStopToken; text: string; meaning?: M };
 
+/**
+ * A user turn that could not be had from a generated user (a model, an endpoint): nothing usable was written
+ * (an empty message, a prompt that no longer fits), or the endpoint failed. τ² ends such a conversation with
+ * USER_ERROR and scores it 0 (only agent and user stops are evaluated); the lab does the same.
+ */
+export type UserFailure = { kind: 'error'; error: string; text: string };
+
+/**
+ * A user whose turns are generated (the policy playing the user, an OpenAI-compatible endpoint): the
+ * UserSimulator contract, asynchronous, and allowed to fail. The rollout loop asks all waiting conversations
+ * at once, so an implementation can batch them. Deterministic under its construction's seed where the
+ * generator is (a local model is; an endpoint is as deterministic as the server).
+ */
+export interface GeneratedUserSimulator<M = unknown> {
+  readonly generated: true;
+  next(conversation: readonly Turn[]): Promise<UserAct<M> | UserFailure>;
+}
+
+/**
+ * τ²'s user instructions (a task file's user_scenario.instructions): what a model that plays the user reads,
+ * and all it knows of the customer. Fields are '' where a task leaves them out.
+ */
+export interface UserInstructions {
+  reasonForCall: string;
+  knownInfo: string;
+  unknownInfo: string;
+  taskInstructions: string;
+}
+
 export interface UserSimulator<M = unknown> {
   /**
    * The user's turn after `conversation`: the turns so far, normally ending with an agent reply (τ²: the agent
@@ -227,6 +256,11 @@ export interface Domain<T extends Task = Task> {
   tasks: TaskSource<T>;
   /** A scripted user for a task, deterministic under `seed` (absent where the domain has none yet). */
   user?(task: T, opts?: { seed?: number }): UserSimulator;
+  /**
+   * The τ² instructions a model reads to play the user of a task, under the user `seed` the scripted user
+   * plays (a generated task's are rendered from its intent; a τ² file's are its own); null: none.
+   */
+  userInstructions?(task: T, opts?: { seed?: number }): UserInstructions | null;
   /** What counts as a write and which of its details a user must have said yes to (src/env/confirmation.ts). */
   confirmation?: ConfirmationOptions;
   /** Runs the scripted expert on a task in the given (fresh) environment. */

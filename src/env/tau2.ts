@@ -5,7 +5,7 @@
 // recursive code that compares them, after every rollout had run), or a duplicate task id.
 
 import { z } from 'zod';
-import type { ChecklistItem, Task, ToolCall } from './domain';
+import type { ChecklistItem, Task, ToolCall, UserInstructions } from './domain';
 import type { Environment } from './env';
 
 export class TaskFileError extends Error {
@@ -75,7 +75,7 @@ export type Tau2TaskJson = z.infer<typeof TaskSchema>;
 
 export interface Tau2Task extends Task {
   /** The user simulator's instructions, kept for display and for user simulation. */
-  instructions: { reasonForCall: string; knownInfo: string; unknownInfo: string; taskInstructions: string };
+  instructions: UserInstructions;
   raw: unknown;
 }
 

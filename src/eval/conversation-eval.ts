@@ -1,4 +1,5 @@
-// Held-out evaluation of conversations (issue 47): each task is played against the domain's scripted user,
+// Held-out evaluation of conversations (issue 47): each task is played against a user (the domain's scripted
+// user, or a generated one: the lab's model or an endpoint playing the task's τ² instructions),
 // `samples` times, in the real environment, and scored by the verifier under the confirmation rule
 // (src/rollout/reward-rule.ts). Reports what τ²-bench reports — success and pass^k — and what a conversation
 // adds: turns on each side, how conversations ended, and writes made without the user's explicit yes.
@@ -46,6 +47,8 @@ export interface ConversationTaskResult {
   /** Writes made without an explicit yes to their details, over all trials (attempts included). */
   unconfirmed: number;
   ends: EndReason[];
+  /** The first generated user's failure among its trials (absent: none failed). */
+  userError?: string;
 }
 
 export interface ConversationReport {
@@ -73,6 +76,11 @@ export interface ConversationReport {
   ends: Partial<Record<EndReason, number>>;
   /** How the user ended it, per stop token. */
   stops: Record<string, number>;
+  /**
+   * Episodes a generated user (model, endpoint) ended by writing nothing usable or failing (counted among
+   * ends 'user-stop', with no stop token; reward 0, as τ² scores a USER_ERROR).
+   */
+  userErrors: number;
   toolPrecision: number;
   toolRecall: number;
   byTier: Record<string, GroupSuccess>;
@@ -116,6 +124,7 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
   const stops: Record<string, number> = {};
   const un = { writes: 0, effective: 0, noYes: 0, detailsNotStated: 0, perEpisode: 0, episodes: 0 };
   let writes = 0;
+  let userErrors = 0;
   let agentTurns = 0;
   let userTurns = 0;
   let rewardSum = 0;
@@ -128,7 +137,11 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
     const t: ConversationTaskResult = { taskId: task.id, family: task.family ?? null, tier: familyTier(task.family), samples: n, successes: 0, successesWithoutRule: 0, unconfirmed: 0, ends: [] };
     for (const r of rs) {
       if (r.taskId !== task.id || !r.conversation) throw new EvalError(`rollout ${r.rolloutId} is not a conversation of task ${task.id}`);
-      const terminated = r.end === 'max-turns' || r.end === 'context' || r.end === 'user-turns';
+      const terminated = r.end === 'max-turns' || r.end === 'context' || r.end === 'user-turns' || r.conversation.userError !== undefined;
+      if (r.conversation.userError !== undefined) {
+        userErrors++;
+        t.userError ??= r.conversation.userError;
+      }
       if (r.reward === 1) t.successes++;
       if (r.end !== 'empty' && realReward(() => domain.createEnv(), task, r.steps, { terminated }).reward === 1) t.successesWithoutRule++;
       const u = unconfirmedWrites(r.conversation.turns, confirmation);
@@ -171,6 +184,7 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
     writes,
     ends,
     stops,
+    userErrors,
     toolPrecision: calls ? matched / calls : NaN,
     toolRecall: refs ? matched / refs : NaN,
     byTier: tierSuccess(perTask),
@@ -202,6 +216,6 @@ export function conversationSummary(r: ConversationReport): string {
     `pass^k ${r.passK.map((p, i) => `k=${i + 1} ${f(p)}`).join(', ')}`,
     `turns per episode: agent ${r.turns.agent.toFixed(2)}, user ${r.turns.user.toFixed(2)}`,
     `writes without confirmation: ${r.unconfirmed.writes} of ${r.writes} writes (${r.unconfirmed.effective} took effect; no yes ${r.unconfirmed.noYes}, details not stated ${r.unconfirmed.detailsNotStated}), in ${f(r.unconfirmed.episodes)} of episodes`,
-    `ends ${Object.entries(r.ends).map(([k, v]) => `${k} ${v}`).join(', ')}; stops ${Object.entries(r.stops).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}; tool P ${f(r.toolPrecision)} R ${f(r.toolRecall)}`,
+    `ends ${Object.entries(r.ends).map(([k, v]) => `${k} ${v}`).join(', ')}; stops ${Object.entries(r.stops).map(([k, v]) => `${k} ${v}`).join(', ') || '-'}${r.userErrors ? `; user errors ${r.userErrors}` : ''}; tool P ${f(r.toolPrecision)} R ${f(r.toolRecall)}`,
   ].join('\n');
 }

@@ -9,15 +9,29 @@
 //
 // The user reads only the agent's replies (UserSimulator.next's contract), so a call or an observation —
 // real or rehearsed — never reaches it.
-import { AGENT_GREETING, userStopToken, type Step, type Turn, type UserSimulator, type UserStopToken } from '../env/domain';
+//
+// A generated user (a model, an endpoint: GeneratedUserSimulator) answers asynchronously: its turn is not
+// taken where the reply is applied but marked `waiting`, and the rollout loop asks every waiting
+// conversation at once at the start of its next round (generatedTurn), so a model user's turns batch as Act
+// turns do. A generated user that writes nothing usable ends the conversation with `userError` set, and the
+// episode scores 0, as τ² scores a USER_ERROR.
+import { AGENT_GREETING, userStopToken, type GeneratedUserSimulator, type Step, type Task, type Turn, type UserAct, type UserSimulator, type UserStopToken } from '../env/domain';
 import type { Episode } from './episode';
 
-/** Who plays the user; only the domain's scripted user today (issue 47 adds model and endpoint users). */
-export const USER_KINDS = ['scripted'] as const;
+/**
+ * Who plays the user: the domain's scripted user (generated tasks), the lab's model playing the user from the
+ * task's τ² instructions (model-user.ts), or an OpenAI-compatible endpoint doing the same (endpoint-user.ts).
+ */
+export const USER_KINDS = ['scripted', 'model', 'endpoint'] as const;
 export type UserKind = (typeof USER_KINDS)[number];
 
 export interface ConversationOptions {
   user: UserKind;
+  /**
+   * model and endpoint users: the user of a task, under the seed of its turns (every sample of a task gets
+   * the same seed). Required for them, unused by the scripted user.
+   */
+  generatedUser?: (task: Task, seed: number) => GeneratedUserSimulator;
   /** User turns before the episode is cut off (the opening counts); default DEFAULT_MAX_USER_TURNS. */
   maxUserTurns?: number;
   /**
@@ -40,9 +54,13 @@ export class Conversation {
   readonly userTurns: UserMark[] = [];
   /** How the user ended it (null while it goes on, and when a cap or the agent's failure ended it). */
   stop: UserStopToken | null = null;
+  /** A generated user's turn is due (the rollout loop asks for it: generatedTurn). */
+  waiting = false;
+  /** Why a generated user's turn could not be had (the episode then ended, reward 0); null otherwise. */
+  userError: string | null = null;
 
   constructor(
-    readonly user: UserSimulator,
+    readonly user: UserSimulator | GeneratedUserSimulator,
     readonly maxUserTurns: number = DEFAULT_MAX_USER_TURNS,
   ) {
     if (!(Number.isInteger(maxUserTurns) && maxUserTurns >= 1)) throw new RangeError(`maxUserTurns must be a positive integer, got ${maxUserTurns}`);
@@ -75,8 +93,32 @@ export class Conversation {
     this.userTurn(ep);
   }
 
+  /**
+   * Asks the generated user for the turn it is waiting for and applies it. Never throws: a failure, or an
+   * exception of the generator (an endpoint that is down), ends the conversation with `userError`.
+   */
+  async generatedTurn(ep: Episode): Promise<void> {
+    if (!this.waiting || ep.done) return;
+    this.waiting = false;
+    const user = this.user as GeneratedUserSimulator;
+    const got = await user.next(this.turns(ep.steps)).catch((e: unknown) => ({ kind: 'error' as const, error: e instanceof Error ? e.message : String(e), text: '' }));
+    if (ep.done) return;
+    if (got.kind === 'error') {
+      this.userError = typeof got.error === 'string' && got.error ? got.error : 'the user failed';
+      return ep.finish('user-stop');
+    }
+    this.apply(ep, got);
+  }
+
   private userTurn(ep: Episode): void {
-    const act = this.user.next(this.turns(ep.steps));
+    if (isGenerated(this.user)) {
+      this.waiting = true;
+      return;
+    }
+    this.apply(ep, this.user.next(this.turns(ep.steps)));
+  }
+
+  private apply(ep: Episode, act: UserAct): void {
     const text = typeof act.text === 'string' ? act.text : '';
     // A model user may write a stop token inside an ordinary message: τ²'s is_stop ends the conversation there.
     const stop = act.kind === 'stop' ? act.token : userStopToken(text);
@@ -88,3 +130,5 @@ export class Conversation {
     ep.messages.push({ role: 'user', content: text });
   }
 }
+
+export const isGenerated = (u: UserSimulator | GeneratedUserSimulator): u is GeneratedUserSimulator => (u as GeneratedUserSimulator).generated === true;

@@ -25,7 +25,7 @@ export type EndReason =
   | 'max-turns' // the Act turn limit (terminated: reward 0)
   | 'context' // a prompt plus its generation budget would not fit the context (terminated: reward 0)
   | 'rehearse-invalid' // a Rehearse generation that does not parse (reward 0)
-  | 'user-stop' // conversation episodes: the user ended the conversation (src/rollout/conversation.ts)
+  | 'user-stop' // conversation episodes: the user ended the conversation, or a generated user failed (conversation.userError; terminated: reward 0)
   | 'user-turns'; // conversation episodes: the user-turn cap (terminated: reward 0, as τ²'s max_steps)
 
 export interface PendingCall {
@@ -142,10 +142,11 @@ export class Episode {
     return this.end !== null;
   }
   get wantsAct(): boolean {
-    return !this.done && this.pending.length === 0;
+    return !this.done && this.pending.length === 0 && !this.conversation?.waiting;
   }
+  /** Cut off before its end (a cap, the context, or a user that failed, which τ² scores 0 as well). */
   get terminated(): boolean {
-    return this.end === 'max-turns' || this.end === 'context' || this.end === 'user-turns';
+    return this.end === 'max-turns' || this.end === 'context' || this.end === 'user-turns' || (this.end === 'user-stop' && this.conversation?.userError != null);
   }
 
   /**

@@ -6,7 +6,7 @@
 // wants an Act turn goes into one generate() call, then every pending call of every episode goes into one
 // Rehearse generate() call. Every generation becomes a training row. Fidelity is measured on the side
 // for every rehearsed call (shadow environment; see episode.ts).
-import { deriveSeed, hash32 } from '../util/rng';
+import { deriveSeed, deriveSeedFromText, hash32 } from '../util/rng';
 import type { GroundingExample, Task, Turn, UserSimulator, UserStopToken } from '../env/domain';
 import type { ConfirmationOptions } from '../env/confirmation';
 import type { Environment } from '../env/env';
@@ -128,7 +128,7 @@ export interface RolloutRecord {
   checked?: RevisionRecord[];
   revisions?: number;
   /** Conversation episodes: every turn (greeting, agent steps, user turns) and how the user ended it. */
-  conversation?: { turns: Turn[]; userTurns: number; stop: UserStopToken | null };
+  conversation?: { turns: Turn[]; userTurns: number; stop: UserStopToken | null; /** A generated user failed (reward 0). */ userError?: string };
   /** Indices into RolloutBatch.rows. */
   rows: number[];
 }
@@ -190,6 +190,9 @@ export interface RoundReport {
   rehearsals: RehearseGeneration[];
   /** Episodes this round ended with 'context': a prompt plus its budget (`need` tokens) exceeds maxContext. */
   overflows: { episode: number; role: Role; need: number; maxContext: number }[];
+  /** Generated users' turns taken at the start of the round (model and endpoint users; absent otherwise). */
+  users?: { episode: number; text: string | null; stop: UserStopToken | null; error: string | null }[];
+  userMs?: number;
   actMs: number;
   rehearseMs: number;
 }
@@ -236,7 +239,9 @@ export class RolloutStepper {
     const conv = cfg.conversation;
     if (conv) {
       if (!(USER_KINDS as readonly string[]).includes(conv.user)) throw new RolloutConfigError(`conversation.user must be one of ${USER_KINDS.join(', ')}, got ${String(conv.user)}`);
-      if (!domain.user || !domain.confirmation) throw new RolloutConfigError('conversation episodes need a domain with a scripted user and a confirmation rule');
+      if (!domain.confirmation) throw new RolloutConfigError('conversation episodes need a domain with a confirmation rule');
+      if (conv.user === 'scripted' && !domain.user) throw new RolloutConfigError('a scripted user needs a domain with one');
+      if (conv.user !== 'scripted' && !conv.generatedUser) throw new RolloutConfigError(`a ${conv.user} user needs conversation.generatedUser`);
       const m = conv.maxUserTurns ?? DEFAULT_MAX_USER_TURNS;
       if (!(Number.isInteger(m) && m >= 1)) throw new RolloutConfigError(`conversation.maxUserTurns must be a positive integer, got ${m}`);
     }
@@ -255,7 +260,10 @@ export class RolloutStepper {
       const grounding = rehearses(cfg.mode) || cfg.revise ? referenceGrounding(domain, task) : [];
       for (let k = 0; k < cfg.k; k++) {
         const ep = new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns, cfg.revise ?? null);
-        if (conv) ep.converse(new Conversation(domain.user!(task, { seed: conv.userSeed ?? 0 }), conv.maxUserTurns ?? DEFAULT_MAX_USER_TURNS));
+        if (conv) {
+          const user = conv.user === 'scripted' ? domain.user!(task, { seed: conv.userSeed ?? 0 }) : conv.generatedUser!(task, deriveSeedFromText(conv.userSeed ?? 0, task.id));
+          ep.converse(new Conversation(user, conv.maxUserTurns ?? DEFAULT_MAX_USER_TURNS));
+        }
         this.episodes.push(ep);
       }
     });
@@ -309,6 +317,21 @@ export class RolloutStepper {
       report[role === 'act' ? 'actMs' : 'rehearseMs'] = performance.now() - t;
       return out;
     };
+
+    // ---- User phase: conversations waiting for a generated user's turn (its opening, or its answer to the
+    // last round's reply) ask it all at once, so a model user batches them into one generation.
+    const waiting = episodes.flatMap((ep, e) => (!ep.done && ep.conversation?.waiting ? [e] : []));
+    if (waiting.length > 0) {
+      const t = performance.now();
+      await Promise.all(waiting.map((e) => episodes[e].conversation!.generatedTurn(episodes[e])));
+      (opts.signal ?? cfg.signal)?.throwIfAborted();
+      report.userMs = performance.now() - t;
+      report.users = waiting.map((e) => {
+        const c = episodes[e].conversation!;
+        const said = c.userTurns.at(-1);
+        return { episode: e, text: !episodes[e].done && said && said.at === episodes[e].steps.length ? said.text : null, stop: c.stop, error: c.userError };
+      });
+    }
 
     // ---- Act phase: scripted turns first, then one batched generation for every other live episode.
     const actReqs: GenerateRequest[] = [];
@@ -416,7 +439,7 @@ export class RolloutStepper {
       rehearseFailure: ep.rehearseFailure,
       rehearseCut: ep.rehearseCut,
       ...(ep.revise ? { checked: ep.checked, revisions: ep.revisions } : {}),
-      ...(ep.conversation ? { conversation: { turns: ep.conversation.turns(ep.steps), userTurns: ep.conversation.userTurns.length, stop: ep.conversation.stop } } : {}),
+      ...(ep.conversation ? { conversation: { turns: ep.conversation.turns(ep.steps), userTurns: ep.conversation.userTurns.length, stop: ep.conversation.stop, ...(ep.conversation.userError !== null ? { userError: ep.conversation.userError } : {}) } } : {}),
       rows: idx,
     };
   }

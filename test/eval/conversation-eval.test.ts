@@ -132,8 +132,8 @@ describe('npm run eval -- --user scripted', () => {
   });
 
   for (const [argv, msg] of [
-    [['--samples', '4'], /--samples and --max-user-turns need --user scripted/],
-    [['--user', 'model'], /--user must be one of scripted/],
+    [['--samples', '4'], /--samples needs --user \(scripted, model or endpoint\)/],
+    [['--user', 'human'], /--user must be one of scripted, model, endpoint/],
     [['--user', 'scripted', '--tts', 'parallel', '--n', '1'], /--user does not combine with --tts/],
     [['--user', 'scripted', '--samples', '17'], /--samples/],
   ] as const) {

@@ -10,6 +10,7 @@ import type { BaseData } from '../store';
 import { CANCEL_REASONS, RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
 import { retailUser } from './user';
+import { retailUserInstructions } from './instructions';
 import { retailConfirmationOptions } from './confirm-details';
 import { RetailTaskGenerator } from './generator';
 import { WORLDS, worldBase, type WorldName } from './worlds';
@@ -25,7 +26,7 @@ export { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary, worldUserIds
 export { FAMILY_TIER, familyTier, TIERS, type Tier } from './tiers';
 export { retailUser, ScriptedRetailUser, type RetailUserMeaning } from './user';
 export { runRetailExpertConversation, type ConversationOptions, type ConversationResult } from './expert-conversation';
-export { renderInstructions, tau2TaskJson, type Tau2Instructions } from './instructions';
+export { renderInstructions, retailUserInstructions, tau2TaskJson, type Tau2Instructions } from './instructions';
 export { retailConfirmationDetails, retailConfirmationOptions } from './confirm-details';
 export { PROFILE_RATES, userProfile, type UserProfile } from './user-profile';
 
@@ -78,6 +79,7 @@ export function retailDomain(base: BaseData, world: WorldName = 'retail'): Domai
     tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
     expert: (task, env, opts) => runRetailExpert(task, env, opts),
     user: (task, opts) => retailUser(task, opts),
+    userInstructions: (task, opts) => retailUserInstructions(task, opts?.seed ?? 0),
     confirmation: retailConfirmationOptions(base),
     normaliseArgs: retailNormaliseArgs,
     statedValues: () => retailStatedValues(base),

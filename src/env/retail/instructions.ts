@@ -6,6 +6,7 @@
 // from, so both play the same customer. tau2TaskJson wraps them into a whole τ² task object, which the lab's
 // own loader (and τ²'s) reads like a real one.
 
+import type { Task, UserInstructions } from '../domain';
 import type { Auth, PaymentRef, Request, RetailTask } from './intent';
 import { addressText, optionsText } from './user-phrasing';
 import { userProfile, type UserProfile } from './user-profile';
@@ -129,4 +130,19 @@ export function tau2TaskJson(task: RetailTask, seed = 0) {
       nl_assertions: null,
     },
   };
+}
+
+/**
+ * The instructions a model reads to play a task's user (Domain.userInstructions): a generated task's rendered
+ * for the profile the scripted user plays under `seed`; a τ² file's task its own (tau2.ts keeps them); null
+ * for a task that has neither (a lab-format file's task: its user is one message).
+ */
+export function retailUserInstructions(task: Task, seed = 0): UserInstructions | null {
+  if ('intent' in task && task.intent && typeof task.intent === 'object') {
+    const r = renderInstructions(task as RetailTask, seed);
+    return { reasonForCall: r.reason_for_call, knownInfo: r.known_info, unknownInfo: r.unknown_info ?? '', taskInstructions: r.task_instructions };
+  }
+  const ins = (task as { instructions?: unknown }).instructions;
+  if (ins && typeof ins === 'object' && typeof (ins as UserInstructions).reasonForCall === 'string') return ins as UserInstructions;
+  return null;
 }

@@ -37,7 +37,10 @@ import { detailSay, DONT_KNOW, emailSay, GREET, NO_EMAIL, NO_ORDER, nameZipSay, 
 import { profileSeed, statedRequests, userProfile, type UserProfile } from './user-profile';
 import { judgeProposal, mentions, readAgent } from './user-reading';
 
-/** What the scripted user said, for scripted agents (see UserAct.meaning). Request indices are the intent's. */
+/**
+ * What the scripted user said, for scripted agents (see UserAct.meaning). Request indices are the intent's;
+ * `refs` are the order ids a restatement names (the ground truth of user fidelity, src/env/retail/user-fidelity.ts).
+ */
 export type RetailUserMeaning =
   | { kind: 'open'; requests: { index: number; request: Request; idsGiven: boolean }[] }
   | { kind: 'ask'; index: number; request: Request; idsGiven: boolean }
@@ -45,8 +48,8 @@ export type RetailUserMeaning =
   | { kind: 'identity'; first: string; last: string; zip: string }
   | { kind: 'order'; index: number; refs: string[] }
   | { kind: 'yes'; index: number }
-  | { kind: 'correct' | 'change'; index: number; request: Request }
-  | { kind: 'remind'; index: number; request: Request }
+  | { kind: 'correct' | 'change'; index: number; request: Request; refs: string[] }
+  | { kind: 'remind'; index: number; request: Request; refs: string[] }
   | { kind: 'unknown' }
   | { kind: 'stop' };
 
@@ -152,19 +155,19 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
             s.idsGiven[i] = true;
             return say(orderRefsSay(rng, refs), { kind: 'order', index: i, refs }, progress);
           }
-          return say(`${pick(rng, ['What I need is this:', 'To be clear,'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i] }, false);
+          return say(`${pick(rng, ['What I need is this:', 'To be clear,'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i], refs: saidRefs(s.wants[i], s.idsGiven[i]) }, false);
         }
-        return say(`No, that's not what I asked for. ${requestSay(rng, s.wants[i], s.idsGiven[i])}`, { kind: 'correct', index: i, request: s.wants[i] }, false);
+        return say(`No, that's not what I asked for. ${requestSay(rng, s.wants[i], s.idsGiven[i])}`, { kind: 'correct', index: i, request: s.wants[i], refs: saidRefs(s.wants[i], s.idsGiven[i]) }, false);
       }
       if (this.profile.changeMind?.request === target && !s.changed) {
         s.changed = true;
         s.wants[target] = this.task.intent.requests[target];
         const text = `${pick(rng, ['Actually, wait.', 'Hmm, actually I changed my mind.', 'Sorry, one change.'])} ${cap(detailSay(rng, s.wants[target]))}.`;
-        return say(text, { kind: 'change', index: target, request: s.wants[target] }, true);
+        return say(text, { kind: 'change', index: target, request: s.wants[target], refs: detailRefs(s.wants[target]) }, true);
       }
       const wrong = judgeProposal(proposal, s.wants[target]).wrong;
       if (wrong.length) {
-        return say(`${pick(rng, ["No, that's not right.", 'No, that is not what I want.'])} ${cap(detailSay(rng, s.wants[target]))}.`, { kind: 'correct', index: target, request: s.wants[target] }, false);
+        return say(`${pick(rng, ["No, that's not right.", 'No, that is not what I want.'])} ${cap(detailSay(rng, s.wants[target]))}.`, { kind: 'correct', index: target, request: s.wants[target], refs: detailRefs(s.wants[target]) }, false);
       }
       return say(pick(rng, YES), { kind: 'yes', index: target }, true);
     }
@@ -194,7 +197,7 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
       const i = open()[0];
       if (i === undefined) return s.asked < s.wants.length ? this.ask(s, rng, say) : stop(USER_STOP);
       if (r.topic === 'other' && /\b(e-?mail|phone|birth|password)\b/i.test(heard)) return say(pick(rng, DONT_KNOW), { kind: 'unknown' }, false);
-      return say(`${pick(rng, ['As I said,', 'Just to repeat:', 'To be clear,'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i] }, false);
+      return say(`${pick(rng, ['As I said,', 'Just to repeat:', 'To be clear,'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i], refs: saidRefs(s.wants[i], s.idsGiven[i]) }, false);
     }
 
     // A statement or a wrap-up: an outcome. Requests whose order (product, address) it names are done,
@@ -205,14 +208,14 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
       const i = before[0];
       if (!s.reminded[i]) {
         s.reminded[i] = true;
-        return say(`${pick(rng, ['Sorry, what about my request?', 'Could you help me with my request?'])} ${requestSay(rng, s.wants[i], s.idsGiven[i])}`, { kind: 'remind', index: i, request: s.wants[i] }, false);
+        return say(`${pick(rng, ['Sorry, what about my request?', 'Could you help me with my request?'])} ${requestSay(rng, s.wants[i], s.idsGiven[i])}`, { kind: 'remind', index: i, request: s.wants[i], refs: saidRefs(s.wants[i], s.idsGiven[i]) }, false);
       }
       s.served[i] = true;
     }
     const left = open();
     if (left.length > 0) {
       const i = left[0];
-      return say(`${pick(rng, ['And my other request:', 'There was also this:'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i] }, true);
+      return say(`${pick(rng, ['And my other request:', 'There was also this:'])} ${lower(requestSay(rng, s.wants[i], s.idsGiven[i]))}`, { kind: 'remind', index: i, request: s.wants[i], refs: saidRefs(s.wants[i], s.idsGiven[i]) }, true);
     }
     if (s.asked < s.wants.length) return this.ask(s, rng, say);
     return stop(USER_STOP);
@@ -246,7 +249,12 @@ export class ScriptedRetailUser implements UserSimulator<RetailUserMeaning> {
 }
 
 const WRITE_WORDS = /\b(cancel|return|exchang|modif|chang|updat|switch|swap|refund|charge)/i;
-const orderRefs = (w: Request): string[] => (w.kind === 'order_total' ? [...w.orderRefs] : 'orderRef' in w ? [w.orderRef] : []);
+/** The order ids a request names (none for a product, an account address or a transfer). */
+export const orderRefs = (w: Request): string[] => (w.kind === 'order_total' ? [...w.orderRefs] : 'orderRef' in w ? [w.orderRef] : []);
+/** The order ids requestSay states: all of them with ids, none without. */
+const saidRefs = (w: Request, ids: boolean): string[] => (ids ? orderRefs(w) : []);
+/** The order ids detailSay states: a write's detail names none, anything else is the whole request with its ids. */
+const detailRefs = (w: Request): string[] => (w.kind === 'cancel' || w.kind === 'return' || w.kind === 'exchange' || w.kind === 'modify_items' ? [] : orderRefs(w));
 const identityMeaning = (id: Identity): RetailUserMeaning => ('email' in id ? { kind: 'identity', email: id.email } : { kind: 'identity', first: id.first, last: id.last, zip: id.zip });
 const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
 const lower = (t: string) => (/^I\b/.test(t) ? t : t.charAt(0).toLowerCase() + t.slice(1));
