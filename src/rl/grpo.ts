@@ -9,10 +9,10 @@
 // reference policy for the KL is the base model with the adapter switched off.
 import { logprobs } from '../model/generate';
 import type { RolloutBatch } from '../rollout/rollout';
-import { commonPrefix, DEFAULT_AGGREGATION, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
+import { commonPrefix, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';
 import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
-import { DEFAULT_BASELINE, type ObservationWeighting } from '../method/run-config';
+import { DEFAULT_AGGREGATION, DEFAULT_BASELINE, type ObservationWeighting } from '../method/run-config';
 import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
 import { lossTokens, type TrainingRow } from '../rollout/rows';
 
@@ -21,7 +21,7 @@ export interface GrpoUpdateOptions {
   groups?: GroupMode;
   /** Default DEFAULT_BASELINE (src/method/run-config.ts: the reference code's). */
   baseline?: Baseline;
-  /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default DEFAULT_AGGREGATION. */
+  /** How token losses sum to the step's loss (src/train/batch.ts AGGREGATIONS); default the run settings' (src/method/run-config.ts). */
   aggregation?: Aggregation;
   /** Token budget of one micro-batch (default 4096); a longer row gets a micro-batch of its own. */
   maxBatchTokens?: number;

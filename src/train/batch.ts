@@ -12,8 +12,6 @@ import { EngineError } from '../engine/errors';
  */
 export const AGGREGATIONS = ['seq-mean-token-mean', 'token-mean', 'seq-mean-token-sum'] as const;
 export type Aggregation = (typeof AGGREGATIONS)[number];
-/** The default of every GRPO update (grpoUpdate, GrpoRun, the train CLI, the lab). */
-export const DEFAULT_AGGREGATION: Aggregation = 'seq-mean-token-mean';
 
 /**
  * Per-token loss weights from the response mask (R) and the sequence index of each row (R).

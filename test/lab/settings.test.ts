@@ -1,6 +1,7 @@
 // URL state: untrusted query strings become valid settings; a round trip keeps every value.
 import { describe, expect, it } from 'vitest';
-import { AGGREGATIONS, DEFAULT_AGGREGATION } from '../../src/train/batch';
+import { AGGREGATIONS } from '../../src/train/batch';
+import { DEFAULT_AGGREGATION } from '../../src/method/run-config';
 import { LOSS_AGGREGATIONS } from '../../src/worker-protocol';
 import { DEFAULTS, labRange, parseSettings, settingsQuery } from '../../src/ui/settings.svelte';
 
