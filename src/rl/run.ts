@@ -380,7 +380,17 @@ export class GrpoRun {
   /** The steps whose held-out evaluation is in the run's log (0: the base evaluation). */
   async evaluationsLogged(): Promise<number[]> {
     const text = new TextDecoder().decode((await this.store.read('eval.jsonl')) ?? new Uint8Array());
-    return text.split('\n').filter((l) => l.trim()).map((l) => (JSON.parse(l) as EvalMetrics).step);
+    // A torn last line (an interrupted append, no newline) is not an evaluation; the CLI's own read of the log
+    // (src/util/atomic-file.ts parseJsonl, Node-only) warns about it and cuts it off.
+    const lines = text.split('\n');
+    const torn = lines.pop() ?? '';
+    const steps = lines.filter((l) => l.trim()).map((l) => (JSON.parse(l) as EvalMetrics).step);
+    try {
+      if (torn.trim()) steps.push((JSON.parse(torn) as EvalMetrics).step);
+    } catch {
+      /* torn */
+    }
+    return steps;
   }
 
   /** Logs an evaluation measured elsewhere (a reused base evaluation) as the run's own; only before the first step. */
