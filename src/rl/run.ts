@@ -8,6 +8,7 @@
 // interrupted checkpoint is never half-loaded. Logs are append-only: after a resume, a step may appear
 // twice in metrics.jsonl (the last occurrence wins).
 import { deriveSeed, hash32, Rng } from '../util/rng';
+import { parseJsonl } from '../util/jsonl';
 import type { Task } from '../env/domain';
 import { createLoraAdapter, type LoraAdapter } from '../model/lora';
 import { adapterToPeftFiles, loadPeftAdapter } from '../model/peft';
@@ -380,17 +381,8 @@ export class GrpoRun {
   /** The steps whose held-out evaluation is in the run's log (0: the base evaluation). */
   async evaluationsLogged(): Promise<number[]> {
     const text = new TextDecoder().decode((await this.store.read('eval.jsonl')) ?? new Uint8Array());
-    // A torn last line (an interrupted append, no newline) is not an evaluation; the CLI's own read of the log
-    // (src/util/atomic-file.ts parseJsonl, Node-only) warns about it and cuts it off.
-    const lines = text.split('\n');
-    const torn = lines.pop() ?? '';
-    const steps = lines.filter((l) => l.trim()).map((l) => (JSON.parse(l) as EvalMetrics).step);
-    try {
-      if (torn.trim()) steps.push((JSON.parse(torn) as EvalMetrics).step);
-    } catch {
-      /* torn */
-    }
-    return steps;
+    // A torn last line (an interrupted append) is not an evaluation; the CLI's own read of the log warns about it.
+    return (parseJsonl(text, 'eval.jsonl') as EvalMetrics[]).map((m) => m.step);
   }
 
   /** Logs an evaluation measured elsewhere (a reused base evaluation) as the run's own; only before the first step. */

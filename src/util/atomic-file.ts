@@ -10,22 +10,13 @@
 import { constants } from 'node:fs';
 import { access, mkdir, open, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { IoError, parseJsonl } from './jsonl';
+
+// Pure (the page's code reads run logs too): declared in ./jsonl.ts, re-exported for the Node callers.
+export { IoError, parseJsonl };
 
 /** Exit status of a CLI that failed on I/O (sysexits.h EX_IOERR); 2 stays the usage error. */
 export const EXIT_IO = 74;
-
-/** An I/O failure on a named file. */
-export class IoError extends Error {
-  override readonly name = 'IoError';
-  constructor(
-    readonly file: string,
-    readonly op: string,
-    readonly code: string | undefined,
-    detail: string,
-  ) {
-    super(`cannot ${op} ${file}: ${detail}`);
-  }
-}
 
 /** A Node system error (ENOSPC, EACCES, EIO, ...), as thrown by node:fs. */
 export function isSystemError(e: unknown): e is NodeJS.ErrnoException {
@@ -135,32 +126,6 @@ export async function appendLine(path: string, line: string, o: { ops?: FileOps;
     }
     throw ioError(file, 'append to', e);
   }
-}
-
-/**
- * Parses JSONL text line by line. A last line with no newline that does not parse is a torn write: it is
- * dropped and reported through `warn`. Any other line that does not parse is an error naming file:line.
- */
-export function parseJsonl(text: string, file: string, warn?: (s: string) => void): unknown[] {
-  const lines = text.split('\n');
-  const last = lines.pop() ?? '';
-  const out: unknown[] = [];
-  lines.forEach((l, i) => {
-    if (l.trim() === '') return;
-    try {
-      out.push(JSON.parse(l));
-    } catch (e) {
-      throw new IoError(file, 'read', undefined, `line ${i + 1} is not JSON (${(e as Error).message})`);
-    }
-  });
-  if (last.trim() !== '') {
-    try {
-      out.push(JSON.parse(last));
-    } catch {
-      warn?.(`${file}: dropped a torn last line (${last.length} characters, no newline) left by an interrupted write`);
-    }
-  }
-  return out;
 }
 
 /** Reads a JSONL file; null when it does not exist. */
