@@ -7,7 +7,7 @@ import { DEFAULT_BASELINE, type RunValues } from '../../src/method/run-config';
 import { bootstrapMean, fmtDiff, fmtInterval, meanCI, pairedBootstrap, type BootstrapOptions, type Interval, type Obs, type PairedInterval } from './stats';
 
 /** A configuration of the ablation: its run settings by their one names (src/method/run-config.ts), and its place in the table. */
-export interface AblationConfig extends Pick<RunValues, 'groups' | 'baseline' | 'klCoef'>, Partial<Pick<RunValues, 'reward' | 'promptsPerStep' | 'realPrompts' | 'observationCoef' | 'observationGrounding' | 'observationWeighting'>> {
+export interface AblationConfig extends Pick<RunValues, 'groups' | 'baseline' | 'klCoef'>, Partial<Pick<RunValues, 'reward' | 'promptsPerStep' | 'realPrompts' | 'observationCoef' | 'observationGrounding' | 'observationWeighting' | 'rehearsalRecall'>> {
   id: string;
   label: string;
   /** null: the base policy, evaluated without training. */
@@ -56,6 +56,15 @@ export const ABLATION_CONFIGS: readonly AblationConfig[] = [
   { id: 'dyna-q-sim', label: 'EnvACE + 1/4 real episodes, simulator on real observations (dynamics, not copies)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', observationWeighting: 'row', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // dyna-q-sim with every target token weighed alike: the short error targets no longer outweigh long results.
   { id: 'dyna-q-tok', label: 'EnvACE + 1/4 real episodes, simulator on real observations (token-weighted)', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, observationCoef: 0.5, observationGrounding: 'without-call', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  // dyna-q whose rehearsals recall the reference trajectory's real observation where it is certainly the real
+  // answer (src/rollout/recall.ts): the same 160 real episodes, the simulator exact wherever the data already is.
+  { id: 'dyna-q-recall', label: 'EnvACE + 1/4 real episodes, rehearsal with recall', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 1, rehearsalRecall: 'reference', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  // Every episode rehearsed with recall, none real (strict checklist): what the recall buys without any real episode.
+  { id: 'envace-recall', label: 'EnvACE, strict checklist, rehearsal with recall', mode: 'rehearse', reward: 'strict-checklist', rehearsalRecall: 'reference', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  // The budget's half: 2 of the 4 prompts real (320 episodes), for the figure of success against the real budget.
+  { id: 'real-h', label: 'GRPO, real environment, 1/2 of the real episodes', mode: 'real', promptsPerStep: 2, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-h', label: 'EnvACE + 1/2 real episodes', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 2, groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
+  { id: 'dyna-h-recall', label: 'EnvACE + 1/2 real episodes, rehearsal with recall', mode: 'rehearse', reward: 'strict-checklist', realPrompts: 2, rehearsalRecall: 'reference', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
   // Real GRPO whose adapter also learns the real observations (the simulator grounded, every episode real).
   { id: 'real-obs', label: 'GRPO, real environment, simulator on real observations', mode: 'real', observationCoef: 0.5, observationWeighting: 'row', groups: 'role-wise', baseline: DEFAULT_BASELINE, klCoef: 0, optional: true, paper: NO_PAPER },
 ];

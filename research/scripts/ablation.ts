@@ -186,7 +186,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
         const tasks = splitTasks(domain, { train: budget.trainTasks, eval: 0, seed });
         const config = grpoRunConfig({
           mode: c.mode!, groups: c.groups, baseline: c.baseline, klCoef: c.klCoef, reward: c.reward, steps, seed, k: budget.k, promptsPerStep: c.promptsPerStep ?? budget.prompts, lr: budget.lr,
-          realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding, observationWeighting: c.observationWeighting,
+          realPrompts: c.realPrompts, observationCoef: c.observationCoef, observationGrounding: c.observationGrounding, observationWeighting: c.observationWeighting, rehearsalRecall: c.rehearsalRecall,
           rank: budget.rank, ...limits, ...rehearsePrompt, evalEvery: 0, checkpointEvery,
         });
         return GrpoRun.open(model, tokenizer, domain, tasks, store, config);

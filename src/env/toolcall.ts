@@ -15,7 +15,7 @@
 import { parse as scanJson, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import type { Environment } from './env';
 import type { Observation, ToolCall } from './domain';
-import { compactJson } from './json';
+import { canonicalJson, compactJson } from './json';
 
 export const MAX_TEXT = 65536;
 export const MAX_BLOCK = 16384;
@@ -242,6 +242,9 @@ export function formatCall(call: ToolCall): string {
 }
 
 /** Compact JSON of an observation: {"result": …} or {"error": "…"} (what the tool message holds). */
+/** A call's identity: its tool and its arguments in canonical order (two calls with one key do the same). */
+export const callKey = (c: ToolCall): string => `${c.name}\u0000${canonicalJson(c.arguments)}`;
+
 export function serializeObservation(o: Observation): string {
   return o.ok ? `{"result":${compactJson(o.result)}}` : `{"error":${JSON.stringify(o.error)}}`;
 }
@@ -258,8 +261,12 @@ export function formatObservation(o: Observation): string {
 export function parseObservation(text: string, name: string): Observation | null {
   if (typeof text !== 'string' || text.length > MAX_TEXT) return null;
   const m = /^\s*<execution_result>([\s\S]*?)<\/execution_result>\s*$/.exec(stripThink(text));
-  if (!m) return null;
-  const p = safeJsonParse(m[1].trim(), MAX_TEXT);
+  return m ? deserializeObservation(m[1].trim(), name) : null;
+}
+
+/** serializeObservation's inverse: null when `json` is not {"result": …} or {"error": "<string>"}. */
+export function deserializeObservation(json: string, name: string): Observation | null {
+  const p = safeJsonParse(json, MAX_TEXT);
   if (!p.ok || !isObject(p.value)) return null;
   const keys = Object.keys(p.value);
   if (keys.length !== 1) return null;

@@ -79,6 +79,8 @@ export const OBSERVATION_GROUNDINGS = ['with-call', 'without-call'] as const;
 export const OBSERVATION_WEIGHTINGS = ['token', 'row'] as const;
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
 export const BASE_EVALS = ['reuse', 'run', 'skip'] as const;
+/** How a rehearsing rollout answers a call whose real answer the task's reference trajectory holds (src/rollout/recall.ts). */
+export const REHEARSAL_RECALLS = ['none', 'reference'] as const;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => ({ type: 'int', min, max }) as const;
 const oneOf = <V extends readonly string[]>(values: V) => ({ type: 'enum', values }) as const;
@@ -146,6 +148,9 @@ export const RUN_SETTINGS = [
   { name: 'observationWeighting', kind: oneOf(OBSERVATION_WEIGHTINGS), default: 'token',
     help: "how those rows weigh against each other: token (every target token alike, the usual cross-entropy, whatever the loss aggregation) or row (every row alike: a short error target counts as much as a long result)",
     cli: { flag: 'observation-weighting', arg: 'W' }, record: { when: 'changed' }, resume: 'fixed' },
+  { name: 'rehearsalRecall', kind: oneOf(REHEARSAL_RECALLS), default: 'none',
+    help: "rehearsing modes: none (the policy rehearses every call) or reference (a call the task's reference trajectory made, with the same writes before it, is answered with the reference's real observation instead of a rehearsal; a training task's data, no real interaction)",
+    cli: { flag: 'recall', arg: 'R' }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'evalEvery', kind: int(0, MAX_STEPS), default: 0, help: 'held-out evaluation every N steps and after the last; 0 = never',
     cli: { flag: 'eval-every', arg: 'N' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,

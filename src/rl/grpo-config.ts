@@ -80,7 +80,7 @@ export function stepLine(m: StepMetrics, total: number): string {
   const r = m.rollouts;
   const upd = m.updates.map((u) => `loss ${f(u.loss, 4)} gn ${f(u.gradNorm, 3)}${u.applied ? '' : ' SKIPPED'} (${u.target})`).join(', ') || 'no update (no advantage)';
   const fid = Number.isFinite(r.fidelity.exact) ? `  fid ${f(r.fidelity.exact)}/${f(r.fidelity.f1)}` : '';
-  return `step ${m.step}/${total}  reward ${f(r.meanReward)}±${f(r.sdReward)}  success ${f(r.success)}  rows act ${r.rows.act} reh ${r.rows.rehearse}${fid}  ${upd}  ${(m.wallMs / 1000).toFixed(1)} s`;
+  return `step ${m.step}/${total}  reward ${f(r.meanReward)}±${f(r.sdReward)}  success ${f(r.success)}  rows act ${r.rows.act} reh ${r.rows.rehearse}${r.recalled ? ` recalled ${r.recalled}` : ''}${fid}  ${upd}  ${(m.wallMs / 1000).toFixed(1)} s`;
 }
 
 export function evalLine(e: EvalMetrics): string {

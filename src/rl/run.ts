@@ -145,6 +145,7 @@ function checkConfig(c: GrpoRunConfig): void {
     if (MODES[c.mode].simulator === 'base') throw new RunConfigError(`observationCoef: in ${c.mode} mode the frozen base rehearses, so no trained parameters would learn the observations`);
     if (rehearses(c.mode) && !c.realPrompts) throw new RunConfigError(`observationCoef needs real observations: give realPrompts > 0 in ${c.mode} mode`);
   }
+  if (c.rehearsalRecall === 'reference' && !rehearses(c.mode)) throw new RunConfigError(`rehearsalRecall answers rehearsed calls; ${c.mode} mode rehearses none`);
   if (c.observationGrounding !== undefined && !OBSERVATION_GROUNDINGS.includes(c.observationGrounding)) throw new RunConfigError(`observationGrounding must be one of ${OBSERVATION_GROUNDINGS.join(', ')}, got ${String(c.observationGrounding)}`);
 }
 
@@ -286,7 +287,7 @@ export class GrpoRun {
         { model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter, ...(this.rehearseAdapter ? { rehearseAdapter: this.rehearseAdapter } : {}) },
         this.domain,
         imagined,
-        { ...common, mode: c.mode, seed: runSeeds.step(c.seed, step), reward },
+        { ...common, mode: c.mode, seed: runSeeds.step(c.seed, step), reward, ...(c.rehearsalRecall === 'reference' ? { recall: c.rehearsalRecall } : {}) },
       ));
     }
     const batch = mergeBatches(parts);

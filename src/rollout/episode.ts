@@ -81,6 +81,8 @@ export interface CallSlot {
   shadow: Observation | null;
   /** A malformed block as written (cut), for display. */
   raw?: string;
+  /** Rehearse modes with recall: the observation came from the task's reference trajectory, not the policy. */
+  recalled?: true;
 }
 
 /** One Act turn: its full text and its calls in order (what a step-by-step viewer shows). */
@@ -118,6 +120,8 @@ export class Episode {
   revisions = 0;
   /** The control arm discarded the last turn: the next Act generation is sampled, not greedy. */
   resample = false;
+  /** Calls answered by recall from the reference trajectory instead of a rehearsal (src/rollout/recall.ts). */
+  recalled = 0;
   /** A conversation episode's user (converse()); null: the first reply ends the episode. */
   conversation: Conversation | null = null;
 
@@ -247,6 +251,32 @@ export class Episode {
     }
     this.slots[p.slot].obs = r.observation;
     this.fidelity.push({ turn: this.turns - 1, call: p.call, rehearsed: r.observation, real: p.shadow, ...compareObservations(r.observation, p.shadow) });
+    this.answered(p);
+  }
+
+  /**
+   * Answers `pending[i]` with an observation recalled from the reference trajectory: no generation, and no
+   * fidelity record (the fidelity figures stay the policy's own).
+   */
+  applyRecalled(p: PendingCall, obs: Observation): void {
+    if (this.done) return;
+    this.slots[p.slot].obs = obs;
+    this.slots[p.slot].recalled = true;
+    this.recalled++;
+    this.answered(p);
+  }
+
+  /** Every well-formed call the episode made before `p`, in order (what the world's state follows from). */
+  callsBefore(p: PendingCall): ToolCall[] {
+    const calls: ToolCall[] = [];
+    for (const t of this.log) for (const [i, s] of t.calls.entries()) {
+      if (t.calls === this.slots && i >= p.slot) break; // the current turn: only the calls written before p
+      if (s.call.name !== '') calls.push(s.call);
+    }
+    return calls;
+  }
+
+  private answered(p: PendingCall): void {
     this.pending = this.pending.filter((x) => x !== p);
     if (this.pending.length === 0) (this.checkingReply !== null ? this.closeCheckedTurn() : this.closeTurn());
   }

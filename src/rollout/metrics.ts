@@ -2,7 +2,7 @@
 // reward (mean, sd, success rate), how episodes ended, turns, tool precision/recall against the task's
 // reference actions, and rehearsal fidelity.
 import type { Step, ToolCall } from '../env/domain';
-import { canonicalJson } from '../env/json';
+import { callKey } from '../env/toolcall';
 import { summarizeFidelity, type FidelitySummary } from './fidelity';
 import type { EndReason } from './episode';
 import type { RolloutBatch } from './rollout';
@@ -17,7 +17,6 @@ export interface ToolMatch {
   recall: number;
 }
 
-const key = (c: ToolCall) => c.name + '\u0000' + canonicalJson(c.arguments);
 
 /**
  * Multiset match of the calls in `steps` against reference actions by tool name and canonical arguments
@@ -25,16 +24,16 @@ const key = (c: ToolCall) => c.name + '\u0000' + canonicalJson(c.arguments);
  */
 export function matchToolCalls(steps: readonly Step[], references: readonly ToolCall[]): ToolMatch {
   const left = new Map<string, number>();
-  for (const r of references) left.set(key(r), (left.get(key(r)) ?? 0) + 1);
+  for (const r of references) left.set(callKey(r), (left.get(callKey(r)) ?? 0) + 1);
   let calls = 0;
   let matched = 0;
   for (const s of steps) {
     if (s.kind !== 'call' || s.call.name === '') continue;
     calls++;
-    const n = left.get(key(s.call)) ?? 0;
+    const n = left.get(callKey(s.call)) ?? 0;
     if (n > 0) {
       matched++;
-      left.set(key(s.call), n - 1);
+      left.set(callKey(s.call), n - 1);
     }
   }
   return { calls, matched, references: references.length, precision: calls ? matched / calls : NaN, recall: references.length ? matched / references.length : NaN };
@@ -52,6 +51,8 @@ export interface RolloutSummary {
   toolPrecision: number;
   toolRecall: number;
   fidelity: FidelitySummary;
+  /** Calls answered by recall from the reference trajectory instead of a rehearsal (src/rollout/recall.ts). */
+  recalled: number;
   rows: { act: number; rehearse: number };
   tokens: { generated: number; prompt: number };
 }
@@ -84,6 +85,7 @@ export function summarizeRollouts(batch: RolloutBatch, references: (taskId: stri
     toolPrecision: calls ? matched / calls : NaN,
     toolRecall: refs ? refsMatched / refs : NaN,
     fidelity: summarizeFidelity(rs.flatMap((r) => r.fidelity)),
+    recalled: batch.stats.recalledObservations ?? 0,
     rows: { act: batch.rows.filter((r) => r.role === 'act').length, rehearse: batch.rows.filter((r) => r.role === 'rehearse').length },
     tokens: { generated: batch.stats.generatedTokens, prompt: batch.stats.promptTokens },
   };

@@ -7,7 +7,7 @@
 // Rehearse generate() call. Every generation becomes a training row. Fidelity is measured on the side
 // for every rehearsed call (shadow environment; see episode.ts).
 import { deriveSeed, deriveSeedFromText, hash32 } from '../util/rng';
-import type { GroundingExample, Task, Turn, UserSimulator, UserStopToken } from '../env/domain';
+import type { GroundingExample, Observation, Task, Turn, UserSimulator, UserStopToken } from '../env/domain';
 import type { ConfirmationOptions } from '../env/confirmation';
 import type { Environment } from '../env/env';
 import { serializeObservation } from '../env/toolcall';
@@ -20,6 +20,7 @@ import { hasRehearseAdapter, isRolloutMode, MODES, rehearses, type RolloutMode }
 import { ACT_STOP, buildActPrompt, REHEARSE_STOP } from './act-prompt';
 import type { ToolDefinition } from './chat';
 import { rehearseConstraintFor } from './rehearse-constraint';
+import { recallObservation, REHEARSAL_RECALLS, type RehearsalRecall } from './recall';
 import { Episode, REVISE_SCOPES, type EndReason, type FidelityRecord, type PendingCall, type ReviseOptions, type RevisionRecord } from './episode';
 import { summarizeFidelity, type FidelitySummary } from './fidelity';
 import { buildRehearsePrompt, type RehearsePromptOptions } from './rehearse-prompt';
@@ -91,6 +92,12 @@ export interface RolloutConfig {
    * generation: cut to limits.maxRehearseTokens tokens, and refused when its prompt plus budget overflows.
    */
   rehearseScript?: (task: Task, turn: number, call: PendingCall) => string | undefined;
+  /**
+   * Rehearse modes: 'reference' answers a call from the task's reference trajectory where that is certainly the
+   * real answer (src/rollout/recall.ts) instead of rehearsing it (no generation, no row, no fidelity record).
+   * Default 'none'.
+   */
+  recall?: RehearsalRecall;
   /** Reward of a finished rollout; default: real mode τ²'s DB×communicate, rehearse modes the checklist judge. */
   reward?: (ep: Episode, domain: RolloutDomain) => number;
   /**
@@ -124,6 +131,8 @@ export interface RolloutRecord {
   rehearseFailure: string | null;
   /** The failed rehearsal was cut at this many tokens (its budget), not malformed (null otherwise). */
   rehearseCut?: number | null;
+  /** Calls answered by recall from the reference trajectory (cfg.recall), when any were. */
+  recalled?: number;
   /** Rehearse-then-revise: every checked call, and the revisions the episode spent. */
   checked?: RevisionRecord[];
   revisions?: number;
@@ -142,6 +151,8 @@ export interface RolloutBatch {
     rounds: number;
     actGenerations: number;
     rehearseGenerations: number;
+    /** Calls answered by recall instead of a Rehearse generation (cfg.recall). */
+    recalledObservations: number;
     generatedTokens: number;
     promptTokens: number;
     /** Prompt tokens served from the KV cache instead of being fed (kvReuse). */
@@ -186,6 +197,8 @@ export interface RoundReport {
   scripted: { episode: number; turn: number; prompt: string; text: string }[];
   /** Rehearse turns taken from cfg.rehearseScript (no row): the text as applied (cut to the budget), and the cut. */
   scriptedRehearsals: { episode: number; turn: number; call: PendingCall; prompt: string; text: string; cut: number | null }[];
+  /** Calls answered by recall from the reference trajectory (cfg.recall; no prompt, no row). */
+  recalled?: { episode: number; turn: number; call: PendingCall }[];
   acts: ActGeneration[];
   rehearsals: RehearseGeneration[];
   /** Episodes this round ended with 'context': a prompt plus its budget (`need` tokens) exceeds maxContext. */
@@ -213,7 +226,7 @@ export interface RoundOptions {
 export class RolloutStepper {
   readonly episodes: Episode[] = [];
   readonly rows: TrainingRow[] = [];
-  readonly stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
+  readonly stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, recalledObservations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
   readonly maxContext: number;
   private readonly t0 = performance.now();
   private readonly rowsOf = new Map<Episode, number[]>();
@@ -231,6 +244,8 @@ export class RolloutStepper {
     if (!isRolloutMode(cfg.mode)) throw new RolloutConfigError(`unknown mode ${String(cfg.mode)}`);
     if (!(Number.isInteger(cfg.k) && cfg.k >= 1)) throw new RolloutConfigError(`k must be a positive integer, got ${cfg.k}`);
     if (cfg.greedyMember && cfg.k < 2) throw new RolloutConfigError(`a greedy member needs a group of at least 2 rollouts (k ${cfg.k})`);
+    if (cfg.recall !== undefined && !(REHEARSAL_RECALLS as readonly string[]).includes(cfg.recall)) throw new RolloutConfigError(`recall must be one of ${REHEARSAL_RECALLS.join(', ')}, got ${String(cfg.recall)}`);
+    if (cfg.recall === 'reference' && !rehearses(cfg.mode)) throw new RolloutConfigError(`recall answers rehearsed calls; ${cfg.mode} mode rehearses none`);
     if (cfg.revise) {
       if (rehearses(cfg.mode)) throw new RolloutConfigError(`rehearse-then-revise runs in the real environment, not in ${cfg.mode} mode`);
       if (!(Number.isInteger(cfg.revise.max) && cfg.revise.max >= 0)) throw new RolloutConfigError(`revise.max must be an integer >= 0, got ${cfg.revise.max}`);
@@ -368,8 +383,16 @@ export class RolloutStepper {
     const rehReqs: GenerateRequest[] = [];
     const rehFor: { e: number; p: PendingCall; prompt: string }[] = [];
     const scriptedReh: RoundReport['scriptedRehearsals'] = [];
+    const recalled: { e: number; p: PendingCall; obs: Observation }[] = [];
     episodes.forEach((ep, e) => {
       for (const p of ep.pending) {
+        if (cfg.recall === 'reference') {
+          const obs = recallObservation(ep.grounding, ep.callsBefore(p), p.call, (name) => ep.env.isWrite(name));
+          if (obs) {
+            recalled.push({ e, p, obs });
+            continue;
+          }
+        }
         const text = this.rehearsePrompt(ep, p);
         const prompt = tok.encode(text);
         if (prompt.length + L.maxRehearseTokens > this.maxContext) {
@@ -394,7 +417,13 @@ export class RolloutStepper {
         rehFor.push({ e, p, prompt: text });
       }
     });
-    // Scripted rehearsals apply in call order (an episode that ran out of context above drops them).
+    // Recalled and scripted rehearsals apply in call order (an episode that ran out of context above drops them).
+    for (const x of recalled) {
+      if (episodes[x.e].done) continue;
+      episodes[x.e].applyRecalled(x.p, x.obs);
+      this.stats.recalledObservations++;
+    }
+    report.recalled = recalled.map((x) => ({ episode: x.e, turn: episodes[x.e].turns - 1, call: x.p }));
     for (const x of scriptedReh) {
       const ep = episodes[x.episode];
       if (ep.done) continue;
@@ -438,6 +467,7 @@ export class RolloutStepper {
       log: ep.log,
       rehearseFailure: ep.rehearseFailure,
       rehearseCut: ep.rehearseCut,
+      ...(ep.recalled > 0 ? { recalled: ep.recalled } : {}),
       ...(ep.revise ? { checked: ep.checked, revisions: ep.revisions } : {}),
       ...(ep.conversation ? { conversation: { turns: ep.conversation.turns(ep.steps), userTurns: ep.conversation.userTurns.length, stop: ep.conversation.stop, ...(ep.conversation.userError !== null ? { userError: ep.conversation.userError } : {}) } } : {}),
       rows: idx,
@@ -483,7 +513,7 @@ export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
   if (batches.length === 1) return batches[0];
   const rows: TrainingRow[] = [];
   const rollouts: RolloutRecord[] = [];
-  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
+  const stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, recalledObservations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
   for (const b of batches) {
     const off = rows.length;
     rows.push(...b.rows);

@@ -33,7 +33,7 @@ describe('rollout metrics', () => {
       rollouts: [rec(0, 1, 'reply', [okStep(refs[0]), okStep(refs[1])]), rec(1, 0, 'max-turns', [okStep(call('get', { id: '#W9' }))]), rec(2, -0.1, 'empty', [])],
       rows: [row],
       fidelity: summarizeFidelity([]),
-      stats: { rounds: 1, actGenerations: 1, rehearseGenerations: 0, generatedTokens: 1, promptTokens: 1, reusedPromptTokens: 0, wallMs: 1 },
+      stats: { rounds: 1, actGenerations: 1, rehearseGenerations: 0, recalledObservations: 0, generatedTokens: 1, promptTokens: 1, reusedPromptTokens: 0, wallMs: 1 },
     };
     const s = summarizeRollouts(batch, () => refs);
     expect(s.rollouts).toBe(3);
