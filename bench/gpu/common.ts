@@ -65,7 +65,7 @@ export interface GpuBenchOptions {
 
 export interface GpuEnv {
   /** Creates our WebGPU backend. */
-  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2' }>;
+  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2'; fuse?: boolean }>;
   /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
   ort: typeof OrtNs | null;
   /** The bundled model's folder. */
@@ -397,6 +397,19 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
         }
         const [lifo, slot] = hw;
         env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
+        if (b.fuse !== undefined) {
+          // The fused forward ops (src/engine/webgpu/kernels/fused.ts) off (the unfused composition) and on, side by side.
+          const fv = await compareDecode(m, b.ctx, [
+            { label: 'fused=off', set: () => (b.fuse = false) },
+            { label: 'fused=on', set: () => (b.fuse = true) },
+          ], r.hostSteps);
+          b.fuse = true;
+          for (const h of fv) {
+            counts(h);
+            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup per step`);
+          }
+          env.log(`${model}: fused ops: ${fv[0].dispatchesPerStep.toFixed(0)} -> ${fv[1].dispatchesPerStep.toFixed(0)} dispatches per step, decode ${(fv[1].tokS / fv[0].tokS).toFixed(2)}x`);
+        }
         // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
         if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
           // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2', with and (where the device has them) without subgroups.

@@ -42,10 +42,32 @@ export interface TokenLayout {
   pos: Tensor;
 }
 
+/**
+ * Fused forward ops a backend may offer (WebGPU: src/engine/webgpu/kernels/fused.ts) to cut the dispatches of a
+ * decode step. Each equals the composition of plain ops written beside it, up to f32 rounding; the model
+ * (src/model/qwen3.ts) runs that composition where a backend has none, when it keeps activations for a backward,
+ * and for a projection that carries a LoRA pair.
+ */
+export interface FusedOps {
+  /** x (M,K), ws: 1 to 3 weights W_i (N_i,K) -> (M, sum N_i) = [x W_1^T | x W_2^T | ...] (the q, k, v projections) */
+  matmulConcat(x: Tensor, ws: readonly Tensor[]): Tensor;
+  /** x (M,K), wGate, wUp (F,K) -> swiglu(x Wg^T, x Wu^T) (M,F) */
+  matmulSwiglu(x: Tensor, wGate: Tensor, wUp: Tensor): Tensor;
+  /** x (M,K), w (N,K), r (M,N) -> add(r, x W^T) (M,N) (a projection and the residual add after it) */
+  matmulAdd(x: Tensor, w: Tensor, r: Tensor): Tensor;
+  /**
+   * qkv (T,(Hq+2Hkv)*D), the output of matmulConcat over q, k, v -> q = rope(rmsnorm(q, qNorm), pos) (T,Hq,D),
+   * k = rope(rmsnorm(k, kNorm), pos) (T,Hkv,D), v (T,Hkv,D) (the q/k-norm over each head's D values).
+   */
+  qkNormRope(qkv: Tensor, qNorm: Tensor, kNorm: Tensor, pos: Tensor, eps: number, theta: number, heads: { q: number; kv: number }): { q: Tensor; k: Tensor; v: Tensor };
+}
+
 export interface Backend {
   readonly name: BackendName;
   /** This backend's backward ops, loss heads and optimizer (src/engine/train.ts), made with the backend. */
   readonly train: TrainOps;
+  /** Fused forward ops, where the backend has them (see FusedOps). */
+  readonly fused?: FusedOps;
 
   // ---- memory ----
   /** Upload host data. `dtype` defaults to f32 for Float32Array and i32 for Int32Array. */

@@ -12,7 +12,7 @@
 // (`trunk`: embedding and layers); for training it keeps each layer's input and, unless the backward
 // recomputes them, each block's intermediate activations in a record (AttentionSaved / MlpSaved) for
 // the explicit backward pass of src/train/model-grad.ts. Otherwise they are freed as soon as they are dead.
-import type { Backend, Tensor, TokenLayout } from '../engine/backend';
+import type { Backend, FusedOps, Tensor, TokenLayout } from '../engine/backend';
 import { EngineError } from '../engine/errors';
 import type { Qwen3Config } from './config';
 import type { LoraAdapter, LoraPair, LoraTarget } from './lora';
@@ -162,6 +162,25 @@ function linear(b: Backend, x: Tensor, w: Tensor, pair: LoraPair | undefined, sc
 }
 
 /**
+ * The backend's fused ops for layer l, or null where the unfused composition runs: a backend without them, or a
+ * pass that keeps activations for a backward (the records hold the unfused intermediates). `has` says which of
+ * the given projections carry a LoRA pair in this layer: those run unfused (base matmul + LoRA, as `linear`).
+ */
+function fusedFor(b: Backend, s: Scratch, adapter: LoraAdapter | null, l: number): { ops: FusedOps; has(...t: LoraTarget[]): boolean } | null {
+  const ops = b.fused;
+  if (!ops || s.keep) return null;
+  return { ops, has: (...ts) => !!adapter && ts.some((t) => adapter.pair(l, t) !== undefined) };
+}
+
+/** x + linear(a) (T,d): the projection and the residual add in one op where fused and no LoRA pair is on it. */
+function residualLinear(b: Backend, x: Tensor, a: Tensor, w: Tensor, adapter: LoraAdapter | null, l: number, t: LoraTarget, sc: number, s: Scratch, lora: LoraSaved, fz: ReturnType<typeof fusedFor>): Tensor {
+  if (fz && !fz.has(t)) return fz.ops.matmulAdd(a, w, x);
+  const y = linear(b, a, w, adapter?.pair(l, t), sc, s, lora, t);
+  s.drop(y);
+  return b.add(x, y);
+}
+
+/**
  * A prefix-shared training batch's extra KV writes (src/train/batch.ts KvCopyPlan) on the backend: token
  * src[i]'s key/value also go to cache[layout.slot[i], layout.pos[i]]; rounds[r] are the copies (idx, into
  * the copies) of round r and their distinct tokens (src), for the backward's scatter-add.
@@ -186,14 +205,29 @@ export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: Shar
   const lora: LoraSaved = {};
 
   const xn = s.tmp(b.rmsnorm(x, w.inputNorm, c.rmsNormEps)); // (T,d)
-  // Projections, viewed as one row per head for the per-head q/k-norm: (T,H*D) -> (T*H,D).
-  const q = s.tmp(b.reshape(linear(b, xn, w.q, adapter?.pair(l, 'q'), sc, s, lora, 'q'), [T * Hq, D]));
-  const k = s.tmp(b.reshape(linear(b, xn, w.k, adapter?.pair(l, 'k'), sc, s, lora, 'k'), [T * Hkv, D]));
-  const v = s.tmp(b.reshape(linear(b, xn, w.v, adapter?.pair(l, 'v'), sc, s, lora, 'v'), [T, Hkv, D]));
-  const qn = s.tmp(b.reshape(b.rmsnorm(q, w.qNorm, c.rmsNormEps), [T, Hq, D]));
-  const kn = s.tmp(b.reshape(b.rmsnorm(k, w.kNorm, c.rmsNormEps), [T, Hkv, D]));
-  const qr = s.tmp(b.rope(qn, layout.pos, c.ropeTheta)); // (T,Hq,D)
-  const kr = s.tmp(b.rope(kn, layout.pos, c.ropeTheta)); // (T,Hkv,D)
+  const fz = fusedFor(b, s, adapter, l);
+  let q: Tensor | null = null;
+  let k: Tensor | null = null;
+  let qn: Tensor | null = null;
+  let kn: Tensor | null = null;
+  let v: Tensor;
+  let qr: Tensor;
+  let kr: Tensor;
+  if (fz && !fz.has('q', 'k', 'v')) {
+    // one projection into [q | k | v], then q/k-norm, RoPE and the split in one more op
+    const qkv = s.tmp(fz.ops.matmulConcat(xn, [w.q, w.k, w.v])); // (T,(Hq+2Hkv)*D)
+    const r = fz.ops.qkNormRope(qkv, w.qNorm, w.kNorm, layout.pos, c.rmsNormEps, c.ropeTheta, { q: Hq, kv: Hkv });
+    [qr, kr, v] = [s.tmp(r.q), s.tmp(r.k), s.tmp(r.v)];
+  } else {
+    // Projections, viewed as one row per head for the per-head q/k-norm: (T,H*D) -> (T*H,D).
+    q = s.tmp(b.reshape(linear(b, xn, w.q, adapter?.pair(l, 'q'), sc, s, lora, 'q'), [T * Hq, D]));
+    k = s.tmp(b.reshape(linear(b, xn, w.k, adapter?.pair(l, 'k'), sc, s, lora, 'k'), [T * Hkv, D]));
+    v = s.tmp(b.reshape(linear(b, xn, w.v, adapter?.pair(l, 'v'), sc, s, lora, 'v'), [T, Hkv, D]));
+    qn = s.tmp(b.reshape(b.rmsnorm(q, w.qNorm, c.rmsNormEps), [T, Hq, D]));
+    kn = s.tmp(b.reshape(b.rmsnorm(k, w.kNorm, c.rmsNormEps), [T, Hkv, D]));
+    qr = s.tmp(b.rope(qn, layout.pos, c.ropeTheta)); // (T,Hq,D)
+    kr = s.tmp(b.rope(kn, layout.pos, c.ropeTheta)); // (T,Hkv,D)
+  }
   b.kvWrite(cache.k[l], cache.v[l], kr, v, layout);
   if (layout.copies) {
     // Shared tokens' keys/values into the slots of the other sequences through them: (C,Hkv,D).
@@ -206,11 +240,9 @@ export function attentionBlock(m: Qwen3Model, l: number, x: Tensor, layout: Shar
     b.free(vc);
   }
   const attn = s.tmp(b.reshape(b.attention(qr, cache.k[l], cache.v[l], layout), [T, Hq * D])); // (T,Hq*D)
-  const o = linear(b, attn, w.o, adapter?.pair(l, 'o'), sc, s, lora, 'o'); // (T,d)
-  s.drop(o);
-  const out = b.add(x, o);
+  const out = residualLinear(b, x, attn, w.o, adapter, l, 'o', sc, s, lora, fz); // x + o_proj(attn) (T,d)
   const saved = s.keep
-    ? { x, xn, q: b.reshape(q, [T, Hq, D]), k: b.reshape(k, [T, Hkv, D]), v, qn, kn, qr, kr, attn, lora, out }
+    ? { x, xn, q: b.reshape(q!, [T, Hq, D]), k: b.reshape(k!, [T, Hkv, D]), v, qn: qn!, kn: kn!, qr, kr, attn, lora, out }
     : null;
   return { out, saved };
 }
@@ -222,12 +254,15 @@ export function mlpBlock(m: Qwen3Model, l: number, x: Tensor, adapter: LoraAdapt
   const sc = adapter?.scaling ?? 0;
   const lora: LoraSaved = {};
   const xn = s.tmp(b.rmsnorm(x, w.postNorm, m.config.rmsNormEps)); // (T,d)
+  const fz = fusedFor(b, s, adapter, l);
+  if (fz && !fz.has('gate', 'up')) {
+    const act = s.tmp(fz.ops.matmulSwiglu(xn, w.gate, w.up)); // (T,F)
+    return { out: residualLinear(b, x, act, w.down, adapter, l, 'down', sc, s, lora, fz), saved: null };
+  }
   const gate = s.tmp(linear(b, xn, w.gate, adapter?.pair(l, 'gate'), sc, s, lora, 'gate')); // (T,F)
   const up = s.tmp(linear(b, xn, w.up, adapter?.pair(l, 'up'), sc, s, lora, 'up')); // (T,F)
   const act = s.tmp(b.swiglu(gate, up)); // (T,F)
-  const down = linear(b, act, w.down, adapter?.pair(l, 'down'), sc, s, lora, 'down'); // (T,d)
-  s.drop(down);
-  const out = b.add(x, down);
+  const out = residualLinear(b, x, act, w.down, adapter, l, 'down', sc, s, lora, fz);
   return { out, saved: s.keep ? { x, xn, gate, up, act, lora, out } : null };
 }
 

@@ -2,7 +2,7 @@
 // (shapes, dtypes) throw EngineError('shape') before anything is dispatched; GPU-side failures surface as
 // EngineError 'device-lost' | 'out-of-memory' | 'validation' from the next read()/sync() (or at once,
 // for a device already known to be lost).
-import type { Backend, SampleParams, Tensor, TokenLayout } from '../backend';
+import type { Backend, FusedOps, SampleParams, Tensor, TokenLayout } from '../backend';
 import type { TrainOps } from '../train';
 import { assertShape } from '../errors';
 import type { QuantizedWeight } from '../quant';
@@ -10,6 +10,7 @@ import { GpuContext, type GpuContextOptions } from './context';
 import { attention } from './kernels/attention';
 import { add, scale, swiglu } from './kernels/elementwise';
 import { embedding, gatherRows, kvWrite } from './kernels/gather';
+import { matmulAdd, matmulConcat, matmulSwiglu, qkNormRope } from './kernels/fused';
 import { type GemvVersion, type MatmulVersion, matmul } from './kernels/matmul';
 import { logSoftmax, rmsnorm } from './kernels/norm';
 import { rope } from './kernels/rope';
@@ -23,6 +24,8 @@ export interface WebGpuBackendOptions extends GpuContextOptions {
   matmul?: MatmulVersion;
   /** The GEMV 'auto' takes: 'gemv2' (v5, default) or the first one, 'gemv' (v3). */
   gemv?: GemvVersion;
+  /** Offer the fused forward ops (kernels/fused.ts; default true): false runs the model's unfused composition. */
+  fuse?: boolean;
 }
 
 export class WebGpuBackend implements Backend {
@@ -30,6 +33,9 @@ export class WebGpuBackend implements Backend {
   readonly train: TrainOps;
   matmulVersion: MatmulVersion;
   gemvVersion: GemvVersion;
+  /** Whether `fused` is offered (switchable between steps, for the benchmark's side-by-side decode). */
+  fuse: boolean;
+  private readonly fusedOps: FusedOps;
 
   constructor(
     readonly ctx: GpuContext,
@@ -37,7 +43,22 @@ export class WebGpuBackend implements Backend {
   ) {
     this.matmulVersion = opts.matmul ?? 'auto';
     this.gemvVersion = opts.gemv ?? 'gemv2';
+    this.fuse = opts.fuse ?? true;
+    const choice = () => ({ version: this.matmulVersion, gemv: this.gemvVersion });
+    this.fusedOps = {
+      matmulConcat: (x, ws) => matmulConcat(ctx, this.g(x, 'matmulConcat'), ws.map((w) => this.g(w, 'matmulConcat')), choice()),
+      matmulSwiglu: (x, wg, wu) => matmulSwiglu(ctx, this.g(x, 'matmulSwiglu'), this.g(wg, 'matmulSwiglu'), this.g(wu, 'matmulSwiglu'), choice()),
+      matmulAdd: (x, w, r) => matmulAdd(ctx, this.g(x, 'matmulAdd'), this.g(w, 'matmulAdd'), this.g(r, 'matmulAdd'), choice()),
+      qkNormRope: (qkv, qn, kn, pos, eps, theta, heads) => {
+        const w = 'qkNormRope';
+        return qkNormRope(ctx, this.g(qkv, w), this.g(qn, w), this.g(kn, w), this.g(pos, w), eps, theta, heads.q, heads.kv);
+      },
+    };
     this.train = new WebGpuTrainOps(this, ctx);
+  }
+
+  get fused(): FusedOps | undefined {
+    return this.fuse ? this.fusedOps : undefined;
   }
 
   /** Resolves a tensor argument; also refuses work on a lost device before any host work. */

@@ -145,7 +145,7 @@ const AUTO_BLOCK_MAX_K = 512;
  * Rows per gemv dispatch for `left` remaining rows: 1 (decode of one sequence) or 8 (the unused rows of a
  * block are skipped). Two variants keep shader compilation, slow on software adapters, down.
  */
-const gemvRows = (left: number) => (left === 1 ? 1 : GEMV_M);
+export const gemvRows = (left: number) => (left === 1 ? 1 : GEMV_M);
 function gemv(dtype: DType, r: number): string {
   const w = gemvWord(dtype);
   return /* wgsl */ `${HEAD}${weightWgsl(dtype, 3)}
@@ -214,10 +214,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u, @b
 // one subgroupAdd per row gives the sum. Without subgroups (or with them switched off) teams of 8 lanes reduce
 // through workgroup memory after one barrier. Taken for K a multiple of the word (32 q4, 16 q8, 4 f32: every
 // model width); other K run v3.
-const GEMV2_WG = 64;
-const GEMV2_ROWS = 8; // output rows per workgroup
+export const GEMV2_WG = 64;
+export const GEMV2_ROWS = 8; // output rows per workgroup
 /** Elements of K one 16-byte word holds, by dtype. */
-const GEMV2_WORD: Record<string, number> = { f32: 4, q8: 16, q4: 32 };
+export const GEMV2_WORD: Record<string, number> = { f32: 4, q8: 16, q4: 32 };
 export function gemv2Fits(dtype: DType, k: number): boolean {
   return dtype !== 'i32' && k % GEMV2_WORD[dtype] === 0;
 }
@@ -330,19 +330,42 @@ function kernel(version: Exclude<MatmulVersion, 'auto' | 'gemv2'>, dtype: DType,
 
 // x (M,K), w (N,K) f32|q8|q4 -> (M,N); `gemv` is the GEMV version 'auto' takes for small M
 export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: MatmulVersion = 'auto', gemv: GemvVersion = 'gemv2'): GpuTensor {
+  checkMatmul(x, w);
+  const y = ctx.empty([x.size / w.shape[1], w.shape[0]], 'f32');
+  matmulInto(ctx, x, w, y, 0, version, gemv);
+  return y;
+}
+
+function checkMatmul(x: GpuTensor, w: GpuTensor): void {
   assertF32(x, 'matmul x');
   assertShape(w.shape.length === 2 && w.dtype !== 'i32', `matmul: W must be (N,K) f32|q8|q4, got ${w.dtype} (${w.shape})`);
   const [n, k] = w.shape;
   assertShape(k > 0 && x.shape.length >= 1 && x.shape[x.shape.length - 1] === k, `matmul: x (${x.shape}) vs W (${n},${k})`);
+}
+
+/** The kernel version `version` resolves to for M rows of x and weight w ('auto': by K and M). */
+export function matmulKernelFor(w: GpuTensor, m: number, version: MatmulVersion, gemv: GemvVersion): Exclude<MatmulVersion, 'auto'> {
+  const k = w.shape[1];
+  const v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : m <= AUTO_GEMV_MAX_M ? gemv : 'tiled') : version;
+  return v === 'gemv2' && !gemv2Fits(w.dtype, k) ? 'gemv' : v;
+}
+
+/**
+ * x (M,K), w (N,K) -> columns [col0, col0 + N) of y (M, Y): what `matmul` does with y of its own, and what a fused
+ * op's unfused fallback uses to write several products side by side into one output (src/engine/webgpu/kernels/fused.ts).
+ */
+export function matmulInto(ctx: GpuContext, x: GpuTensor, w: GpuTensor, y: GpuTensor, col0: number, version: MatmulVersion = 'auto', gemv: GemvVersion = 'gemv2'): void {
+  checkMatmul(x, w);
+  const k = w.shape[1];
   const m = x.size / k;
-  let v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : m <= AUTO_GEMV_MAX_M ? gemv : 'tiled') : version;
-  if (v === 'gemv2' && !gemv2Fits(w.dtype, k)) v = 'gemv';
-  const y = ctx.empty([m, n], 'f32');
+  const n = y.shape[y.shape.length - 1];
+  assertShape(y.size === m * n && col0 + w.shape[0] <= n, `matmulInto: y (${y.shape}) vs ${m} rows, columns ${col0}..${col0 + w.shape[0]}`);
+  const v = matmulKernelFor(w, m, version, gemv);
   const code = v === 'naive' || v === 'tiled' ? kernel(v, w.dtype) : null;
   const stride = weightStride(w);
   for (const part of w.parts) {
     const bufs = [x.buf, y.buf, ...weightBuffers(part)];
-    const u = (m0: number) => [m, k, part.rows, n, part.row0, stride, m0];
+    const u = (m0: number) => [m, k, part.rows, n, col0 + part.row0, stride, m0];
     if (v === 'naive') ctx.dispatch(code!, bufs, u(0), [Math.ceil(part.rows / 8), Math.ceil(m / 8)]);
     else if (v === 'tiled') ctx.dispatch(code!, bufs, u(0), [Math.ceil(part.rows / 64), Math.ceil(m / 64)]);
     else if (v === 'block') {
@@ -367,7 +390,6 @@ export function matmul(ctx: GpuContext, x: GpuTensor, w: GpuTensor, version: Mat
       }
     }
   }
-  return y;
 }
 
 const BT = 64; // output tile edge
