@@ -8,6 +8,8 @@
 //   v4 'block'  BR (1 or 4) rows x 4 columns per thread, no workgroup memory and no barrier.
 //   v5 'gemv2'  v3 for decode, rewritten: 16-byte weight words dequantised in registers, vec4 x, one subgroup
 //               per output row reduced with subgroupAdd (workgroup memory without subgroups). See gemv2 below.
+//   v6 'gemv-fused' v5 over several weights per dispatch with an epilogue (q|k|v side by side, silu(gate)*up,
+//               + residual): ./fused.ts, the Backend's optional fused ops; not a version `matmul` takes.
 // 'auto' picks block for K <= 512, else a GEMV for M <= 16 (a 64-row tile would be mostly empty; measured
 // on lavapipe at K = N = 1024, M = 16: gemv ~3x tiled) and tiled otherwise; the GEMV is v5 (the backend's
 // `gemv` option: 'gemv' runs v3) where K fits its words. A sharded weight is one
