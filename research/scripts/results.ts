@@ -18,6 +18,7 @@ import { fmtDiff, pairedBootstrap, type PairedInterval } from '../ablation/stats
 import { readCells, renderTtsSection, type TtsMeta, type TtsRun } from './tts-table';
 import { renderReviseSection, reviseDiff, type ReviseMeta } from './revise-table';
 import { lessonReport, summaryTable } from './lesson-table';
+import { BUDGET_SERIES, renderBudgetSvg, renderBudgetTable, type BudgetSeries } from '../ablation/budget-figure';
 
 export const RESULTS_USAGE = 'usage: npm run results -- [--check] [--write-committed] [--root DIR]';
 
@@ -34,6 +35,7 @@ const json = <T>(p: string): T => JSON.parse(readFileSync(p, 'utf8')) as T;
 export const RESULTS_PAGE = 'docs/results.md';
 export const LESSON_PAGE = 'docs/lesson.md';
 export const SUMMARY_FILE = 'docs/results/summary.json';
+export const BUDGET_FIGURE = 'docs/figures/budget.svg';
 export const ABLATION_S17 = 'research/records/ablation-records-s17';
 export const ABLATION_PREVIOUS = 'research/records/ablation-records';
 export const BUDGET = 'research/records/2026-12-04-budget';
@@ -130,6 +132,28 @@ export function renderClaims(cs: readonly Claim[]): string {
   return out.join('\n');
 }
 
+/** Issue 46's figure: each series' points from the budget records (the all-real point from the s17 ablation, same key). */
+function budgetSeries(budget: AblationSet, s17: AblationSet): BudgetSeries[] {
+  const point = (id: string) => {
+    const b = budget.rows.find((r) => r.row.config.id === id) ?? (id === 'real' ? s17.rows.find((r) => r.row.config.id === id) : undefined);
+    if (!b || b.row.runs === 0) return [];
+    return [{ config: id, label: b.row.config.label, realEpisodes: b.realEpisodes, seeds: b.row.runs, mean: b.row.success.mean, lo: b.row.success.lo, hi: b.row.success.hi, vsReal: b.vsRealSameBudget }];
+  };
+  return BUDGET_SERIES.map((s) => ({ label: s.label, colour: s.colour, points: s.configs.flatMap(point) }));
+}
+
+function budgetFigureSection(series: readonly BudgetSeries[], full: number): string {
+  return [
+    '### Success against the real budget (issue 46 item 3)',
+    '',
+    `Each point: a configuration's held-out success, mean over its finished seeds, with the 95 % bootstrap interval (the table above has every figure; the all-real point is real GRPO of the ablation below, ${full} real episodes, same model, tasks and evaluation). In a cell: the configuration, success % [95 % CI] (seeds; the paired difference to real-only GRPO at the same number of real episodes, pts, **yes** when significant). Rendered with the page into [figures/budget.svg](figures/budget.svg).`,
+    '',
+    '![held-out success against real episodes per run](figures/budget.svg)',
+    '',
+    renderBudgetTable(series, full),
+  ].join('\n');
+}
+
 export interface Section {
   page: string;
   name: string;
@@ -137,7 +161,7 @@ export interface Section {
 }
 
 /** Every generated section, in the order the check reports them, and summary.json's entries. */
-export function sections(root = ROOT): { sections: Section[]; summary: () => unknown } {
+export function sections(root = ROOT): { sections: Section[]; summary: () => unknown; figure: () => string } {
   const s17 = ablationSet(root, ABLATION_S17);
   const previous = ablationSet(root, ABLATION_PREVIOUS);
   const budget = ablationSet(root, BUDGET, join(BUDGET, 'ablation'));
@@ -151,10 +175,12 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
       const cb = ABLATION_CONFIGS.find((c) => c.id === b)!;
       return d ? [{ a: ca, b: cb, diff: d, expected: true }] : [];
     });
+  const fullBudget = budget.meta.budget.steps * budget.meta.budget.prompts * budget.meta.budget.k;
   const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
     { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, ttsCurrent.runs, root)) },
     { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, budgetPairs(), budgetMeta) },
+    { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'ablation', render: () => renderAblation(s17.sum, s17.meta) },
     { page: RESULTS_PAGE, name: 'ablation-previous', render: () => renderAblation(previous.sum, previous.meta) },
@@ -181,7 +207,11 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
       entries,
     };
   };
-  return { sections: list, summary };
+  const figure = () => {
+    const series = budgetSeries(budget, s17);
+    return renderBudgetSvg(series, series[0].points.find((p) => p.config === 'base')?.mean ?? null, fullBudget, `World ${budget.meta.world}: held-out success against the real-interaction budget`);
+  };
+  return { sections: list, summary, figure };
 }
 
 /** Runs f with the working directory at root (the lesson reports resolve and print their folders relative to it). */
@@ -225,7 +255,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const root = resolve(strFlag(v, 'root') ?? ROOT);
   const check = !!v.check;
   if (check && v['write-committed']) throw new ArgError('--check compares and writes nothing: drop --write-committed');
-  const { sections: list, summary } = sections(root);
+  const { sections: list, summary, figure } = sections(root);
   const pages = new Map<string, string>();
   const page = (p: string) => pages.get(p) ?? pages.set(p, readFileSync(join(root, p), 'utf8')).get(p)!;
   const differs: string[] = [];
@@ -245,29 +275,34 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     const i = doc.indexOf(startMarker(s.name)) + startMarker(s.name).length;
     pages.set(s.page, doc.slice(0, i) + want + doc.slice(i + have.length));
   }
-  const summaryJson = JSON.stringify(summary(), null, 1) + '\n';
-  const summaryPath = join(root, SUMMARY_FILE);
+  // Whole files rendered from the records beside the pages' sections.
+  const files = [
+    { path: SUMMARY_FILE, text: JSON.stringify(summary(), null, 1) + '\n' },
+    { path: BUDGET_FIGURE, text: figure() },
+  ];
+  const named = `${list.length} sections, ${files.map((f) => f.path).join(' and ')}`;
+  const current = (p: string) => (existsSync(join(root, p)) ? readFileSync(join(root, p), 'utf8') : '');
   if (check) {
-    if (!differs.length) {
-      const have = existsSync(summaryPath) ? readFileSync(summaryPath, 'utf8') : '';
-      const d = firstDifference(have, summaryJson);
-      if (d) differs.push(`${SUMMARY_FILE} differs from its records at line ${d.line}:\n  file:     ${d.have}\n  rendered: ${d.want}`);
+    for (const f of files) {
+      if (differs.length) break;
+      const d = firstDifference(current(f.path), f.text);
+      if (d) differs.push(`${f.path} differs from its records at line ${d.line}:\n  file:     ${d.have}\n  rendered: ${d.want}`);
     }
     // runCli prints it as the error and exits 1.
     if (differs.length) throw new Error(`${differs.join('\n')}\n(npm run results -- --write-committed re-renders; change the renderer or the records' meta.json, not the section)`);
-    io.out(`results: ${list.length} sections and ${SUMMARY_FILE} match their records\n`);
+    io.out(`results: ${named} match their records\n`);
     return;
   }
   const changed = [...pages].filter(([p, text]) => readFileSync(join(root, p), 'utf8') !== text).map(([p]) => p);
-  const summaryChanged = !existsSync(summaryPath) || readFileSync(summaryPath, 'utf8') !== summaryJson;
-  if (!changed.length && !summaryChanged) return void io.out(`results: ${list.length} sections and ${SUMMARY_FILE} already match their records\n`);
-  const targets = [...changed, ...(summaryChanged ? [SUMMARY_FILE] : [])];
+  const changedFiles = files.filter((f) => current(f.path) !== f.text);
+  if (!changed.length && !changedFiles.length) return void io.out(`results: ${named} already match their records\n`);
+  const targets = [...changed, ...changedFiles.map((f) => f.path)];
   // Every target is a published file of the checkout, tracked or about to be: never written unasked.
   if (!v['write-committed']) throw new ArgError(`the records render differently from ${targets.join(', ')}: pass --write-committed to rewrite them (--check only compares)`);
   for (const p of changed) writeFileSync(join(root, p), pages.get(p)!);
-  if (summaryChanged) {
-    mkdirSync(dirname(summaryPath), { recursive: true });
-    writeFileSync(summaryPath, summaryJson);
+  for (const f of changedFiles) {
+    mkdirSync(dirname(join(root, f.path)), { recursive: true });
+    writeFileSync(join(root, f.path), f.text);
   }
   io.out(`results: wrote ${targets.join(', ')}\n`);
 }
