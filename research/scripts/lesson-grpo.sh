@@ -2,7 +2,8 @@
 # The lab's default training run, in Node on the CPU fast path with the lab's own code (src/rl/run.ts GrpoRun
 # through `npm run train`), once per seed: does held-out success rise within 10 minutes? The settings below
 # are the lab's defaults (src/ui/settings.svelte.ts DEFAULTS: GRPO in the real environment, 4 prompts x K 4,
-# LoRA rank 8, lr 1e-3, 100 steps, held-out evaluation of 100 tasks every 50 steps, the token budgets the lab measures
+# LoRA rank 8, the run settings' lr (src/method/run-config.ts: no --lr unless LR is set), 100 steps,
+# held-out evaluation of 100 tasks every 50 steps, the token budgets the lab measures
 # for the bundled policy on the mini world: 96 Act, 641 Rehearse tokens; the previous bundled policy's tokenizer gave 570); only the seed changes (MODE=rehearse etc. override for other runs). Each run folder keeps run.json (its whole configuration
 # and seed), metrics.jsonl (per step) and eval.jsonl (per held-out evaluation), and done.json its wall-clock
 # (training and evaluations together). base-s0/curve.jsonl is the base policy's evaluation on the same 100
@@ -26,7 +27,7 @@ for s in $seeds; do
   rm -rf "$d"
   t0=$(date +%s)
   node --import tsx src/cli/train.ts --world mini --mode "${MODE:-real}" --steps "${STEPS:-100}" --seed "$s" ${MODEL:+--model "$MODEL"} \
-    --k "${K:-4}" --prompts "${PROMPTS:-4}" --lr "${LR:-0.001}" --rank "${RANK:-8}" ${BASELINE:+--baseline "$BASELINE"} ${GREEDY:+--greedy-member} ${EPOCHS:+--epochs "$EPOCHS"} ${SAMPLING:+--task-sampling "$SAMPLING"} ${TOP_P:+--top-p "$TOP_P"} ${REWARD:+--reward "$REWARD"} ${LOSS_AGG:+--loss-agg "$LOSS_AGG"} ${THREADS:+--threads "$THREADS"} \
+    --k "${K:-4}" --prompts "${PROMPTS:-4}" ${LR:+--lr "$LR"} --rank "${RANK:-8}" ${BASELINE:+--baseline "$BASELINE"} ${GREEDY:+--greedy-member} ${EPOCHS:+--epochs "$EPOCHS"} ${SAMPLING:+--task-sampling "$SAMPLING"} ${TOP_P:+--top-p "$TOP_P"} ${REWARD:+--reward "$REWARD"} ${LOSS_AGG:+--loss-agg "$LOSS_AGG"} ${THREADS:+--threads "$THREADS"} \
     --eval-every "${EVAL_EVERY:-50}" --eval-tasks 100 --train-tasks 200 --base-eval skip \
     --max-act-tokens 96 --max-rehearse-tokens "${REH_TOKENS:-641}" --fidelity-tokens "${REH_TOKENS:-641}" \
     --out "$d" > "$d.json" 2> "$d.log"
