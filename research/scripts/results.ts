@@ -108,6 +108,14 @@ function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], roo
       detail: revise.revise ? `the rehearsal caught ${revise.revise.caught} of the ${revise.revise.realErrors} calls the environment would refuse, ${revise.revise.predictedErrors} predicted` : undefined,
     },
     {
+      claim: 'rehearsed episodes beside ¼ of the real episodes, the rehearsal recalling the training task\'s reference observations where they are the real answer, beat real-only GRPO with the same ¼ (issue 46, fifth question)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-recall', 'real-q'),
+      detail: budgetDetail('dyna-q-recall'),
+    },
+    {
+      claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
+      detail: `scored by the loophole-free all-or-nothing judge instead (no real interaction at all): ${fmtOr(pair(budget, 'envace-strict', 'base'))}`,
+    },
+    {
       claim: 'rehearsed episodes beside ¼ of the real episodes beat real-only GRPO with the same ¼ (issue 46; the simulator learning the dynamics)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-sim', 'real-q'),
       detail: budgetDetail('dyna-q-sim'),
     },
