@@ -97,6 +97,17 @@ export interface LoadMemory {
   weightBytes: number;
 }
 
+/**
+ * Memory of the loaded policy now (the lab's "Memory now" readout, refreshed after every operation): the JS heap
+ * in use (null where the browser does not expose it), GPU buffers alive and their peak since the load (null on
+ * a CPU backend).
+ */
+export interface MemoryNow {
+  jsHeap: number | null;
+  gpuBytes: number | null;
+  gpuPeak: number | null;
+}
+
 /** What a picked model folder holds, read before any weight is loaded. */
 export interface FolderInfo {
   files: { name: string; bytes: number }[];
@@ -397,6 +408,8 @@ export interface PolicyApi {
   budgets(): BudgetInfo | null;
   inspectFiles(files: File[]): Promise<FolderInfo>;
   load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo>;
+  /** The loaded policy's memory now (null before a model is loaded). */
+  memory(): MemoryNow | null;
   generate(prompt: string, maxNewTokens: number, seed: number, onProgress: ProgressFn): Promise<GenView>;
   rolloutStart(req: RolloutRequest): Promise<RolloutView>;
   rolloutStep(onProgress: ProgressFn): Promise<RolloutView>;
