@@ -70,8 +70,9 @@ export async function run<T>(label: string, fn: () => Promise<T>): Promise<T | u
     lab.error = err.name === 'AbortError' ? `${label}: cancelled` : `${label}: ${err.message}`;
     return undefined;
   } finally {
-    // Memory as the operation left it, read before the lab says it is idle (so a reader of the idle lab sees it).
-    lab.memory = await api.memory().catch(() => null);
+    // Memory as the operation left it, read before the lab says it is idle (so a reader of the idle lab sees it);
+    // a worker that died or hangs gets 2 s, so the lab never stays busy waiting for a readout.
+    lab.memory = await Promise.race([api.memory().catch(() => null), new Promise<null>((r) => setTimeout(() => r(null), 2000))]);
     lab.busy = '';
     lab.progress = null;
   }
