@@ -159,6 +159,7 @@ function rolloutReq() {
     rehearseDecoding: settings.rehearseDecoding,
     temperature: settings.temp,
     maxTurns: settings.maxTurns,
+    user: settings.user,
   };
 }
 
