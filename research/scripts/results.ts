@@ -39,6 +39,7 @@ export const BUDGET_FIGURE = 'docs/figures/budget.svg';
 export const ABLATION_S17 = 'research/records/ablation-records-s17';
 export const ABLATION_PREVIOUS = 'research/records/ablation-records';
 export const BUDGET = 'research/records/2026-12-04-budget';
+export const REPLICATION = 'research/records/2026-12-05-replication';
 export const TTS_S19 = 'research/records/tts-records-s19';
 export const TTS_PREVIOUS = 'research/records/tts-records';
 export const REVISE = 'research/records/2026-12-05-revise';
@@ -87,7 +88,7 @@ interface Claim {
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
 
 /** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
-function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
+function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
   const tts = (mode: string) => {
     const obs = (n: number) => successObs(ttsCurrent.filter((r) => r.policy === 'envace' && r.n === n && (n === 0 || r.mode === mode)).map((r) => ({ ...r, config: '', key: '' }) as unknown as AblationRun));
     return pairedBootstrap(obs(2), obs(0));
@@ -110,6 +111,10 @@ function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], roo
     {
       claim: 'rehearsed episodes beside ¼ of the real episodes, the rehearsal recalling the training task\'s reference observations where they are the real answer, beat real-only GRPO with the same ¼ (issue 46, fifth question)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-recall', 'real-q'),
       detail: budgetDetail('dyna-q-recall'),
+    },
+    {
+      claim: 'the same on fresh training seeds 5–9, pre-registered as the confirmatory replication (issue 46\'s decision for this lever)', where: 'the replication', d: pair(replication, 'dyna-q-recall', 'real-q'),
+      detail: `${seedsOf(replication, 'dyna-q-recall')} of 5 seeds of dyna-q-recall and ${seedsOf(replication, 'real-q')} of real-q`,
     },
     {
       claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
@@ -162,6 +167,22 @@ function budgetFigureSection(series: readonly BudgetSeries[], full: number): str
   ].join('\n');
 }
 
+/**
+ * The replication's section: its own table and decision, then the secondary figure its pre-registration names, the
+ * decisive pair pooled with the original experiment's seeds (the two share one budget key, so their runs pool).
+ */
+function renderReplication(rep: AblationSet, original: AblationSet, pairs: PairRow[]): string {
+  const [a, b] = (rep.meta as BudgetMeta).decisive[0];
+  const runs = [...original.runs, ...rep.runs].filter((r) => r.key === rep.meta.key);
+  const side = (id: string) => runs.filter((r) => r.config === id);
+  const pooled = side(a).length && side(b).length ? pairedBootstrap(successObs(side(a)), successObs(side(b)), rep.meta.bootstrap) : null;
+  const seeds = (id: string) => side(id).map((r) => r.seed).sort((x, y) => x - y).join(', ');
+  const line = pooled
+    ? `**Pooled with the experiment above (secondary, not the decision).** ${a} − ${b} over training seeds ${seeds(a)} (${a}) and ${seeds(b)} (${b}), paired on the seeds both have: ${fmtDiff(pooled)} pts, ${verdict(pooled)} (${pooled.n} paired results).`
+    : `**Pooled with the experiment above:** not run yet.`;
+  return [renderBudget(rep.rows, pairs, rep.meta as BudgetMeta), '', line].join('\n');
+}
+
 export interface Section {
   page: string;
   name: string;
@@ -175,10 +196,11 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const budget = ablationSet(root, BUDGET, join(BUDGET, 'ablation'));
   const tts = (rel: string) => ({ runs: readCells(join(root, rel)), meta: json<TtsMeta>(join(root, rel, 'meta.json')) });
   const ttsCurrent = tts(TTS_S19);
+  const replication = ablationSet(root, REPLICATION, join(REPLICATION, 'ablation'));
   const budgetMeta = budget.meta as BudgetMeta;
-  const budgetPairs = (): PairRow[] =>
-    budgetMeta.decisive.flatMap(([a, b]) => {
-      const d = pair(budget, a, b);
+  const decisivePairs = (set: AblationSet): PairRow[] =>
+    (set.meta as BudgetMeta).decisive.flatMap(([a, b]) => {
+      const d = pair(set, a, b);
       const ca = ABLATION_CONFIGS.find((c) => c.id === a)!;
       const cb = ABLATION_CONFIGS.find((c) => c.id === b)!;
       return d ? [{ a: ca, b: cb, diff: d, expected: true }] : [];
@@ -186,8 +208,9 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const fullBudget = budget.meta.budget.steps * budget.meta.budget.prompts * budget.meta.budget.k;
   const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
-    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, ttsCurrent.runs, root)) },
-    { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, budgetPairs(), budgetMeta) },
+    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, ttsCurrent.runs, root)) },
+    { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, decisivePairs(budget), budgetMeta) },
+    { page: RESULTS_PAGE, name: 'replication', render: () => renderReplication(replication, budget, decisivePairs(replication)) },
     { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'ablation', render: () => renderAblation(s17.sum, s17.meta) },
@@ -204,7 +227,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     }) })),
   ];
   const summary = () => {
-    const entries: SummaryEntry[] = [s17, budget, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
+    const entries: SummaryEntry[] = [s17, budget, replication, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
     return {
       about:
         'Generated by `npm run results -- --write-committed` from the committed records (research/scripts/results.ts). One entry per configuration and records folder (world, policy and budget are the folder\'s). ' +
