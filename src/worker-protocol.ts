@@ -18,6 +18,12 @@ export type RolloutMode = Extract<TrainMode, 'rehearse' | 'real'>;
  * scored token by token by the policy, never trained on.
  */
 export type ActSource = 'policy' | 'expert-act' | 'expert';
+/**
+ * Who answers the agent in the stepper's episode: 'off', nobody (one message, the first reply ends it); 'scripted',
+ * the domain's scripted τ² user (src/rollout/conversation.ts): it answers each reply, confirms or not, and stops.
+ */
+export const STEPPER_USERS = ['off', 'scripted'] as const;
+export type StepperUser = (typeof STEPPER_USERS)[number];
 /** How rehearsals are decoded (src/rollout/rehearse-prompt.ts RehearseDecoding; the UI may not import src/rollout). */
 export type { RehearseDecoding } from './method/run-config';
 import type { RehearseDecoding } from './method/run-config';
@@ -95,6 +101,17 @@ export interface LoadMemory {
   gpuPeak: number | null;
   /** Bytes of the weights as stored on the backend (computed from the config and format). */
   weightBytes: number;
+}
+
+/**
+ * Memory of the loaded policy now (the lab's "Memory now" readout, refreshed after every operation): the JS heap
+ * in use (null where the browser does not expose it), GPU buffers alive and their peak since the load (null on
+ * a CPU backend).
+ */
+export interface MemoryNow {
+  jsHeap: number | null;
+  gpuBytes: number | null;
+  gpuPeak: number | null;
 }
 
 /** What a picked model folder holds, read before any weight is loaded. */
@@ -182,8 +199,30 @@ export interface TurnView {
   index: number;
   act: GenView;
   calls: CallView[];
-  /** The reply that ends the episode, if this turn wrote one. */
+  /** The reply to the user this turn wrote: the one that ends a one-message episode, or any reply of a conversation. */
   reply: string | null;
+}
+
+/** A user turn of a conversation, placed before the Act turn `before` (the turns' count: after the last one). */
+export interface UserTurnView {
+  before: number;
+  text: string;
+  /** The conversation's first user message. */
+  opening: boolean;
+  /** An explicit yes (src/env/confirmation.ts isExplicitYes): what makes the next write confirmed. */
+  confirms: boolean;
+}
+
+/** A conversation episode's user side (RolloutRequest.user 'scripted'). */
+export interface ConversationView {
+  user: Exclude<StepperUser, 'off'>;
+  /** The fixed first agent message (τ²'s orchestrator writes it; the policy never generates it). */
+  greeting: string;
+  userTurns: UserTurnView[];
+  /** The stop token the user ended the call with (null while it goes on, or when a cap ended it). */
+  stop: string | null;
+  /** Writes made without the user's explicit yes to their details, in order (the confirmation rule). */
+  unconfirmed: { turn: number; call: string; why: string }[];
 }
 
 export interface RewardView {
@@ -220,6 +259,8 @@ export interface RolloutView {
   reward: RewardView | null;
   /** Over the rehearsed calls: `steps` counts every rehearsal scored, an unparseable one as a miss (`misses`). */
   fidelity: { steps: number; misses: number; exact: number; f1: number; errorAgree: number } | null;
+  /** Conversation episodes only: the user's turns, how the user ended it, and the confirmation rule's findings. */
+  conversation?: ConversationView;
 }
 
 export interface RolloutRequest {
@@ -237,6 +278,8 @@ export interface RolloutRequest {
   rehearseDecoding?: RehearseDecoding;
   temperature: number;
   maxTurns: number;
+  /** Who answers the agent: 'off' (default), a one-message episode; 'scripted', a conversation with the domain's user. */
+  user?: StepperUser;
 }
 
 export interface GroupRow {
@@ -259,7 +302,7 @@ export interface GroupView {
   rollouts: RolloutView[];
 }
 
-export interface GroupRequest extends Omit<RolloutRequest, 'taskId' | 'request' | 'actSource'> {
+export interface GroupRequest extends Omit<RolloutRequest, 'taskId' | 'request' | 'actSource' | 'user'> {
   taskId: string;
   k: number;
 }
@@ -397,6 +440,8 @@ export interface PolicyApi {
   budgets(): BudgetInfo | null;
   inspectFiles(files: File[]): Promise<FolderInfo>;
   load(req: LoadRequest, onProgress: ProgressFn): Promise<LoadInfo>;
+  /** The loaded policy's memory now (null before a model is loaded). */
+  memory(): MemoryNow | null;
   generate(prompt: string, maxNewTokens: number, seed: number, onProgress: ProgressFn): Promise<GenView>;
   rolloutStart(req: RolloutRequest): Promise<RolloutView>;
   rolloutStep(onProgress: ProgressFn): Promise<RolloutView>;

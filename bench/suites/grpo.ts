@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { createBackend } from '../../src/engine/index';
 import { loadModel } from '../../src/model/load';
+import { setting } from '../../src/method/run-config';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { createLoraAdapter } from '../../src/model/lora';
 import { grpoUpdate, microBatches, rowToSequence } from '../../src/rl/grpo';
@@ -43,7 +44,7 @@ const suite: BenchSuite = {
           const fed = microBatches(seqs, 4096, 'seq-mean-token-mean', share).reduce((n, b) => n + b.ids.length, 0);
           const s = await timeIt(async () => {
             const adapter = createLoraAdapter(backend, model.config, { name: 'bench', rank: 8, alpha: 16, seed: 1 });
-            const tr = new Trainer(model, { mode: 'lora', adapter, schedule: { kind: 'constant', lr: 1e-3 }, loss: { kind: 'grpo', clipEps: 0.2, dualClip: 3, klCoef: 0 } });
+            const tr = new Trainer(model, { mode: 'lora', adapter, schedule: { kind: 'constant', lr: setting('lr').default }, loss: { kind: 'grpo', clipEps: 0.2, dualClip: 3, klCoef: 0 } });
             await grpoUpdate({ act: tr }, batch, mode, { sharePrefixes: share });
             tr.free();
             adapter.free(backend);

@@ -508,6 +508,14 @@ export interface BudgetMeta extends AblationMeta {
   configs: string[];
   /** The paired difference the pre-registration decides on, A − B, in its expected direction; [A, B] pairs, the first one decisive. */
   decisive: [string, string][];
+  /** The training seeds the experiment runs (a replication on fresh seeds); absent: 0 .. budget.seeds − 1. */
+  trainingSeeds?: number[];
+}
+
+/** "0–4", or "5–9", or "1, 3, 4": the seeds as a reader types them. */
+function seedRange(seeds: readonly number[]): string {
+  const run = seeds.every((x, i) => i === 0 || x === seeds[i - 1] + 1);
+  return run && seeds.length > 2 ? `${seeds[0]}–${seeds[seeds.length - 1]}` : seeds.join(', ');
 }
 
 /** The Markdown of the real-interaction-budget section (without the markers). */
@@ -515,17 +523,18 @@ export function renderBudget(rows: readonly BudgetRow[], pairs: readonly PairRow
   const b = meta.budget;
   const out: string[] = [meta.title, ''];
   if (meta.intro) out.push(meta.intro, '');
+  const seeds = meta.trainingSeeds ?? Array.from({ length: b.seeds }, (_, i) => i);
   const finished = meta.configs.map((id) => {
     const r = rows.find((x) => x.row.config.id === id)?.row;
     return { id, n: r?.runs ?? 0, base: r?.config.mode === null || id === 'base' };
   });
-  const missing = finished.filter((f) => !f.base && f.n < b.seeds);
+  const missing = finished.filter((f) => !f.base && f.n < seeds.length);
   const grounded = rows.some((r) => r.row.fidelityGroundedExact.n > 0);
-  if (missing.length) out.push(`> **Partial.** Finished seeds so far: ${finished.filter((f) => !f.base).map((f) => `${f.id} ${f.n} of ${b.seeds}`).join(', ')}. Every figure below is from the finished runs only.`, '');
+  if (missing.length) out.push(`> **Partial.** Finished seeds so far: ${finished.filter((f) => !f.base).map((f) => `${f.id} ${f.n} of ${seeds.length}`).join(', ')}. Every figure below is from the finished runs only.`, '');
   out.push(
     `World \`${meta.world}\`. Held-out real-environment evaluation on ${b.evalTasks} test-split tasks, one greedy episode per task, the same tasks for every run; ` +
       `training: ${b.steps} GRPO steps × ${b.prompts} prompts × ${b.k} rollouts from ${b.trainTasks} train-split tasks (a configuration with fewer prompts per step says so), LoRA r ${b.rank}, lr ${b.lr}` +
-      `${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; training seeds 0–${b.seeds - 1} intended per configuration, ` +
+      `${meta.limits ? `, rollouts of at most ${lim(meta.limits.train)} (evaluation: ${lim(meta.limits.eval)})` : ''}; training seeds ${seedRange(seeds)} intended per configuration, ` +
       `the table counts the finished ones (the base policy is deterministic under greedy evaluation: one run stands for every seed). ` +
       `Real episodes: the episodes a run spends in the real environment over its ${b.steps} steps (research/ablation/grpo-ablation.ts realEpisodesOf); the rest of a step's rollouts are rehearsed. ` +
       `Success = reward 1, with a 95 % two-level bootstrap interval over seeds and tasks (${meta.bootstrap.reps} replicates, seed ${meta.bootstrap.seed}; research/ablation/stats.ts). ` +
@@ -537,11 +546,11 @@ export function renderBudget(rows: readonly BudgetRow[], pairs: readonly PairRow
   out.push(`| configuration | real episodes / run | seeds | success % [95 % CI] | Δ vs base, pts [95 % CI] | significant | Δ vs real-only GRPO at the same real episodes, pts [95 % CI] | significant | fidelity exact / F1 / error-agree % |${grounded ? ' fidelity exact, grounded as in rollouts % |' : ''} calls without error % | training reward, step 1 → last | minutes / run |`);
   out.push(`|---|---|---|---|---|---|---|---|---|${grounded ? '---|' : ''}---|---|---|`);
   for (const { row: r, realEpisodes, realSameBudget, vsRealSameBudget: vr } of rows) {
-    const seeds = r.config.mode === null ? '1 (stands for every seed)' : `${r.runs} of ${b.seeds} (${r.seeds.join(', ')})`;
+    const seedCell = r.config.mode === null ? '1 (stands for every seed)' : `${r.runs} of ${seeds.length} (${r.seeds.join(', ')})`;
     const sig = (d: PairedInterval | null) => (d ? (d.significant ? '**yes**' : 'no') : '–');
     const walls = r.wallS.map((w) => w.s);
     out.push(
-      `| ${r.config.label} | ${realEpisodes} | ${seeds} | ${pct(r.success)} | ${r.vsBase ? fmtDiff(r.vsBase) : '–'} | ${sig(r.vsBase)} | ${vr ? `${fmtDiff(vr)} (against ${realSameBudget!.id})` : '–'} | ${sig(vr)} | ` +
+      `| ${r.config.label} | ${realEpisodes} | ${seedCell} | ${pct(r.success)} | ${r.vsBase ? fmtDiff(r.vsBase) : '–'} | ${sig(r.vsBase)} | ${vr ? `${fmtDiff(vr)} (against ${realSameBudget!.id})` : '–'} | ${sig(vr)} | ` +
         `${pct(r.fidelityExact)} / ${pct(r.fidelityF1)} / ${pct(r.fidelityErr)} |${grounded ? ` ${pct(r.fidelityGroundedExact)} |` : ''} ${pct(r.callsWithoutError)} | ${r.config.mode === null ? '–' : `${r2(r.trainFirst)} → ${r2(r.trainLast)}`} | ${walls.length ? mins(walls.reduce((a, x) => a + x, 0) / walls.length) : '–'} |`,
     );
   }

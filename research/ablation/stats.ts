@@ -122,10 +122,18 @@ export function pairDiffs(a: readonly Obs[], b: readonly Obs[], opts: PairOption
   return out;
 }
 
+/**
+ * An interval end within this of zero holds zero. A replicate's mean is a float sum of fractions such as 1/100, so
+ * a replicate whose differences cancel exactly comes out as ±1e-19 or so, not 0: without the tolerance an interval
+ * that ends at zero (2026-12-05: dyna-q-recall − real-q, lower end 6.9e-19) read as excluding it. The smallest real
+ * difference of means over fewer than 10^6 results is 1e-6, far above it.
+ */
+export const SIGNIFICANCE_EPS = 1e-9;
+
 /** The paired bootstrap interval of mean(a − b) on matched (seed, task) results. */
 export function pairedBootstrap(a: readonly Obs[], b: readonly Obs[], opts: BootstrapOptions & PairOptions = {}): PairedInterval {
   const d = bootstrapMean(pairDiffs(a, b, opts), opts);
-  return { ...d, significant: d.n > 0 && (d.lo > 0 || d.hi < 0) };
+  return { ...d, significant: d.n > 0 && (d.lo > SIGNIFICANCE_EPS || d.hi < -SIGNIFICANCE_EPS) };
 }
 
 /** Two-sided 97.5 % quantiles of Student's t, df 1..30. */

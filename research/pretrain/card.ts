@@ -1,7 +1,11 @@
-// The model card (models/default/README.md), written from the run's own records (pretrain.json,
-// eval.json, GRPO step timings) so every figure in it comes from a measurement, plus the fixed prose that
-// explains them.
+// The model card (models/<folder>/README.md) and its full record (a dated entry under research/notebook/),
+// both written from the run's own records (pretrain.json, eval.json, GRPO step timings, probes, sweeps) so
+// every figure in them comes from a measurement, plus the fixed prose that explains them. The card is what a
+// user needs (what it is, how it was made, its figures, its licence, how to reproduce it), at most CARD_LINES
+// lines with prose lines of at most CARD_WIDTH characters; the search, the probes and every stage are in the
+// record it links to.
 import { CARELESS_HABIT_TEXT, DEFAULT_CARELESS_ABOUT } from '../../src/env/domain';
+import { WORLDS, type WorldName } from '../../src/env/retail/worlds';
 import type { EvalReport } from './evaluate';
 import type { CopyProbe } from './copy-probe';
 import type { AttentionRecord } from './attention-probe';
@@ -51,7 +55,134 @@ export interface CardInputs {
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : 'n/a');
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 
-export function modelCard(i: CardInputs): string {
+/** A card's limits: lines in all, and characters per prose line (tables and code blocks are not prose). */
+export const CARD_LINES = 120;
+export const CARD_WIDTH = 120;
+
+/** Lines of the card that are prose: not in a code block, not a table row. */
+export function proseLines(md: string): string[] {
+  let code = false;
+  return md.split('\n').filter((l) => {
+    if (l.startsWith('```')) return (code = !code), false;
+    return !code && !l.startsWith('|');
+  });
+}
+
+/** One paragraph (or list item: `first` is its marker) wrapped at CARD_WIDTH; continuation lines indented under the marker. */
+export function wrap(text: string, first = ''): string[] {
+  const indent = ' '.repeat(first.length);
+  const out: string[] = [];
+  let line = first;
+  for (const w of text.split(/ +/)) {
+    if (line.length > indent.length && line !== first && (line + ' ' + w).length > CARD_WIDTH) {
+      out.push(line);
+      line = indent + w;
+    } else line = line === first ? first + w : `${line} ${w}`;
+  }
+  out.push(line);
+  return out;
+}
+
+/** The world the run trained in (its command's --world; the full retail world without one). */
+export function worldOf(run: CardInputs['run']): WorldName {
+  const w = /--world (\w+)/.exec(run.command)?.[1];
+  return w === 'mini' ? 'mini' : 'retail';
+}
+
+/** The record's file under research/notebook/ for a card dated `date` (YYYY-MM-DD). */
+export function recordName(i: CardInputs, date: string): string {
+  return `${date}-${worldOf(i.run)}-policy.md`;
+}
+
+/**
+ * The model card: what the policy is, how it was made (the last stage's command, the stages in one line), its
+ * held-out figures, its limits, licence and how to reproduce it; the rest is in the record (recordName), linked.
+ */
+export function modelCard(i: CardInputs, date: string): string {
+  const { run } = i;
+  const c = run.config;
+  const world = worldOf(run);
+  const folder = `models/${WORLDS[world].bundledModel}`;
+  const record = `research/notebook/${recordName(i, date)}`;
+  const stages = [...(i.stage1 ? [i.stage1] : []), ...(i.laterStages ?? []), run];
+  const out: string[] = [];
+  const para = (t: string, first = '') => out.push(...wrap(t, first));
+  out.push(`# EnvACE Lab ${world === 'mini' ? 'default' : 'retail'} policy (Qwen3 architecture, ${(run.params / 1e6).toFixed(2)} M parameters, trained from scratch)`, '');
+  para(`The bundled policy of the lab's **${world}** world: one tiny Qwen3-architecture model that both **acts** (writes \`<tool_call>\` blocks in Qwen3's chat format) and **rehearses** (plays the retail environment and writes \`<execution_result>\` JSON), trained from random weights by \`npm run pretrain\` on the scripted expert's Act and Rehearse rows. It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.`);
+  out.push('');
+  if (run.spec.carelessRate) {
+    const habits = (run.spec.carelessAbout ?? DEFAULT_CARELESS_ABOUT).map((h) => CARELESS_HABIT_TEXT[h]).join('; ');
+    const b = i.before;
+    para(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${Math.round(run.spec.carelessRate * 100)} % of its replies the scripted expert leaves out what the user was owed (${habits}). That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from)` : ''} and leaves GRPO a habit to unlearn: the lab's default training run wins back what it cost (docs/lesson.md).`);
+    out.push('');
+  }
+  out.push('## Model', '', '| | |\n|---|---|');
+  out.push(`| architecture | Qwen3ForCausalLM (RMSNorm, RoPE θ=${c.ropeTheta}, GQA, q/k-norm, SwiGLU, tied embeddings) |`);
+  out.push(`| parameters | ${run.params.toLocaleString('en-US')} |`);
+  out.push(`| hidden / layers / heads / kv heads / head dim / MLP | ${c.hiddenSize} / ${c.numLayers} / ${c.numHeads} / ${c.numKvHeads} / ${c.headDim} / ${c.intermediateSize} |`);
+  out.push(`| vocabulary | ${c.vocabSize} (our byte-level BPE + Qwen3's 9 chat/tool special tokens) |`);
+  out.push(`| context | ${c.maxPositionEmbeddings} tokens |`);
+  out.push(`| weights | model.safetensors, F32 (${((run.params * 4) / 2 ** 20).toFixed(1)} MiB) |`);
+  out.push(`| world | ${world}${i.world ? `: ${i.world.summary.users} users, ${i.world.summary.orders} orders, ${i.world.summary.products} products; held-out ${i.world.heldOut}` : ': full τ²-bench retail; held-out users'} |`);
+  out.push('');
+  out.push('## How it was made', '');
+  const minutes = (stages.reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(1);
+  para(`${stages.length === 1 ? 'One stage' : `${stages.length} stages, each continuing from the previous one's weights`}: ${stages.reduce((a, r) => a + r.spec.steps, 0)} AdamW steps, ${minutes} min of training on ${i.machine}, on ${run.data.tokens.total.toLocaleString('en-US')} tokens of rows (Act, Rehearse${(run.data.rows.review ?? 0) > 0 ? ', review, memory-conditioned Act' : ''}) from ${run.spec.trainTasks} generated train-split tasks${(run.spec.copyDrills ?? 0) > 0 ? ', plus copy drills' : ''}. The last stage:`);
+  out.push('', '```\n' + run.command + '\n```', '');
+  if (i.snapshot) para(`The kept weights are that stage's snapshot at step ${i.snapshot.step} of ${run.spec.steps} (model.safetensors sha256 \`${i.snapshot.sha256.slice(0, 12)}…\`), chosen by a rule fixed before the stage ran${i.snapshot.reproduced ? `; reproduced bit for bit on ${i.snapshot.reproduced.date} at commit ${i.snapshot.reproduced.commit}` : ''}.`, '- ');
+  para('The tokenizer, the data, every stage\'s command, the sizing, the probes and the recipe search: the full record, ' + `[${record}](../../${record}).`, '- ');
+  out.push(`- Code: commit ${i.commit}.`);
+  out.push('');
+  out.push('## Figures', '');
+  if (i.heldOut) {
+    const h = i.heldOut.result;
+    out.push('```\n' + i.heldOut.command + '\n```', '');
+    out.push('| metric | value |\n|---|---|');
+    out.push(`| **success** on ${h.tasks} held-out tasks (greedy, real environment) | **${pct(h.success)}** |`);
+    out.push(`| calls run without an error | ${pct(h.callsWithoutError)} |`);
+    out.push(`| tool-call precision / recall against the reference actions | ${pct(h.toolPrecision)} / ${pct(h.toolRecall)} |`);
+    if (h.fidelityGrounded) out.push(`| rehearsal exact match with the real observation, grounded as in rollouts | ${pct(h.fidelityGrounded.exact)} |`);
+    if (h.fidelity) out.push(`| rehearsal exact match with the real observation${h.fidelityGrounded ? ', without the call\'s own example' : ''} | ${pct(h.fidelity.exact)} |`);
+    out.push('');
+    const tiers = Object.entries(h.byTier ?? {});
+    if (tiers.length) (out.push(`Per tier: ${tiers.map(([t, v]) => `${/^\d/.test(t) ? `tier ${t}` : t} ${pct(v.success)} (${v.tasks} tasks)`).join(', ')}.`), out.push(''));
+  } else if (i.evaluation) {
+    const e = i.evaluation;
+    out.push('| metric | value |\n|---|---|');
+    out.push(`| **success** on ${e.tasks} test-split tasks | **${pct(e.real.successRate)}** |`);
+    out.push(`| rehearsal exact JSON match with the real observation | ${pct(e.rehearsal.fidelity.exact)} |`);
+    out.push('');
+  } else out.push('Not evaluated.', '');
+  out.push('## Limitations', '');
+  para('Trained on one domain\'s scripted expert: it knows the retail tools and the expert\'s phrasing, nothing else.', '- ');
+  if (i.world?.heldOut === 'tasks') para(`Held-out figures are on held-out *tasks* of the ${world} world, whose users, orders and products it memorised; on the full \`retail\` world it meets records it has never seen and fails.`, '- ');
+  else para('It copies what an unseen user\'s request names, but cannot know that user\'s records: many rehearsals about them get the shape right and the values wrong.', '- ');
+  para('Tier 3 (items matched by their options, two-intent requests) is not solved.', '- ');
+  para('The tokenizer is tied to the bundled prompts: a prompt that differs by one byte tokenizes into pieces it has never seen.', '- ');
+  out.push('');
+  out.push('## Licence', '');
+  para('MIT, the repository\'s licence (package.json). The training tasks and records are generated from the τ²-bench retail database the lab ships (public/data/tau2-retail, with its own LICENSE-tau2-bench.txt).');
+  out.push('');
+  out.push('## Reproduce', '');
+  para('The same seed on the same backend gives the same model.safetensors bytes: rerun each stage\'s command from the record (a stage\'s `--init` is the folder the stage before it wrote).', '- ');
+  if (i.heldOut) para(`The figures: \`${i.heldOut.command}\`.`, '- ');
+  para('This card and its record, from the folder\'s JSON records:', '- ');
+  out.push('', '```\n' + `npm run pretrain -- --card --out ${folder} --commit ${i.commit} --date ${date} --write-committed` + '\n```', '');
+  return out.join('\n');
+}
+
+/** The full record of how the policy was made: a dated entry under research/notebook/, linked from its card. */
+export function modelRecord(i: CardInputs, date?: string): string {
+  const body = fullRecord(i);
+  if (!date) return body;
+  const folder = `models/${WORLDS[worldOf(i.run)].bundledModel}`;
+  const lines = body.split('\n');
+  lines[0] = `# ${date}: how the ${worldOf(i.run)} world's bundled policy (${folder}) was made, the full record`;
+  lines.splice(1, 0, '', `Its model card: [${folder}/README.md](../../${folder}/README.md); its records: the JSON files of ${folder} (code at commit ${i.commit}). Written by \`npm run pretrain -- --card\` from those records.`);
+  return lines.join('\n');
+}
+
+function fullRecord(i: CardInputs): string {
   const { run, evaluation: e } = i;
   const c = run.config;
   const L = run.data.length;

@@ -4,14 +4,14 @@
 //                                                                     writes grpo-timing-<backend>.json)
 //        npm run pretrain -- --probe-copy [--out DIR]   (does the folder's policy copy values? copy-probe.json)
 //        npm run pretrain -- --probe-rehearsal [--out DIR]   (where do its rehearsals break? rehearsal-probe.json)
-//        npm run pretrain -- --card [--out DIR] [--commit C]  (writes README.md from the folder's records)
+//        npm run pretrain -- --card [--out DIR] [--commit C] [--date D] [--notebook DIR]  (writes README.md and its full record under research/notebook/ from the folder's records)
 // Trains the bundled default policy from scratch on the retail expert's Act and Rehearse rows and writes a
 // Hugging Face folder (config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
 // generation_config.json, pretrain.json), by default under runs/ (git-ignored); a folder the repository commits
 // (the bundled models/default, models/retail) is written only with --write-committed. With --eval N > 0 it then reloads the folder from disk and
 // evaluates N held-out test-split tasks in the real environment (eval.json). Progress on stderr, the
 // result JSON on stdout; exit 0 ok, 1 failure, 2 usage error, 74 I/O error naming the file (--help lists flags).
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CARELESS_HABITS, DEFAULT_CARELESS_ABOUT, HELD_OUT_TASK_SEED, type CarelessHabit } from '../../src/env/domain';
 import { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary } from '../../src/env/retail/index';
@@ -20,7 +20,7 @@ import { PRE_TOKENIZER_NAMES } from '../../src/model/bpe';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3, readHostWeights } from '../../src/model/weights';
-import { modelCard, type CardInputs } from './card';
+import { modelCard, modelRecord, recordName, type CardInputs } from './card';
 import type { HeldOutRecord } from './card-world';
 import { evaluatePolicy, type EvalReport } from './evaluate';
 import { copyProbe, type CopyProbe } from './copy-probe';
@@ -33,7 +33,7 @@ import { widenShape } from './grow';
 import { ensureDir, IoError, writeFileAtomic } from '../../src/util/atomic-file';
 import { recordCommand, recordPath } from '../../src/util/record-path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, checkOutput, isEntry, numFlag, openBackend, parseFlags, processIo, progress, runCli, runsPath, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, checkOutput, committedFiles, isEntry, REPO_ROOT, numFlag, openBackend, parseFlags, processIo, progress, runCli, runsPath, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 
 /** A comma-separated list of the careless demonstrator's habits, each named once. */
@@ -58,7 +58,7 @@ export const PRETRAIN_USAGE = `usage: npm run pretrain -- [--world mini|retail] 
        npm run pretrain -- --probe-copy [--out DIR]                (does the policy copy values? copy-probe.json)
        npm run pretrain -- --probe-rehearsal [--out DIR] [--grounding-chars N]  (where rehearsals leave the real observation: rehearsal-probe.json)
        npm run pretrain -- --probe-attention [--out DIR] [--before 'LABEL=DIR;...']  (attention on the copy source: attention-probe.json)
-       npm run pretrain -- --card [--out DIR] [--commit C]         (writes README.md from the folder's records)
+       npm run pretrain -- --card [--out DIR] [--commit C] [--date D] (writes README.md and its full record, research/notebook/D-WORLD-policy.md, from the folder's records)
        (without --out: runs/pretrain-<world>/, git-ignored; models/… only with --write-committed)`;
 
 export const PRETRAIN_FLAGS: FlagSpec = {
@@ -113,6 +113,8 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   before: { type: 'string', arg: 'DIRS', help: 'with --probe-attention: folders to compare with, each as LABEL=DIR, separated by semicolons' },
   card: { type: 'boolean', help: 'write the folder\'s README.md (model card) from its records instead of training' },
   commit: { type: 'string', arg: 'C', help: 'commit named in the model card (with --card)', default: 'unknown' },
+  date: { type: 'string', arg: 'YYYY-MM-DD', help: 'date of the card\'s full record in the research notebook (with --card)', default: 'today' },
+  notebook: { type: 'string', arg: 'DIR', help: 'folder the card\'s full record is written to (with --card)', default: 'research/notebook for a committed model folder, else --out' },
   help: HELP_FLAG,
 };
 
@@ -271,7 +273,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       };
       const names = await readdir(out).catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(out, 'list', e.code, e.message)));
       const run = (await read('pretrain.json')) as CardInputs['run'];
-      const card = modelCard({
+      const inputs: CardInputs = {
         run,
         evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
         grpo: await Promise.all(names.filter((n) => /^grpo-timing-.*\.json$/.test(n)).sort().map(async (n) => (await read(n)) as GrpoTiming)),
@@ -296,9 +298,19 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         sweeps: names.includes('sweeps.json') ? ((await read('sweeps.json')) as CardInputs['sweeps']) : undefined,
         commit: strFlag(v, 'commit', 'unknown')!,
         machine: run.machine ?? machineDescription(),
-      });
-      await write('README.md', card);
+      };
+      const date = strFlag(v, 'date') ?? new Date().toISOString().slice(0, 10);
+      if (!/^\d{4}-\d\d-\d\d$/.test(date)) throw new ArgError(`--date wants YYYY-MM-DD, got ${JSON.stringify(date)}`);
+      await write('README.md', modelCard(inputs, date));
       log(`wrote ${join(out, 'README.md')}`);
+      // The full record: a dated entry of the research notebook, linked from the card (for a folder the
+      // repository does not commit, beside its card: a try never writes into research/).
+      const notebook = resolve(strFlag(v, 'notebook') ?? (committedFiles(out).length ? join(REPO_ROOT, 'research/notebook') : out));
+      const entry = join(notebook, recordName(inputs, date));
+      checkOutput(entry, '--notebook', v);
+      await mkdir(notebook, { recursive: true });
+      await writeFileAtomic(entry, modelRecord(inputs, date));
+      log(`wrote ${entry}`);
       return;
     }
     if (v['probe-attention']) {

@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { cpus, hostname, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import {
-  ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
+  ArgError, BACKEND_FLAG, BACKEND_NAMES, checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec,
 } from '../../src/cli/args';
 import type { Domain, Task } from '../../src/env/domain';
 import { WORLD_NAMES } from '../../src/env/retail/index';
@@ -46,7 +46,7 @@ export const ABLATION_USAGE = `usage: npm run ablation -- [--world ${WORLD_NAMES
   [--out DIR] [--only-seeds 0,1,..] [--backend B] [--threads T] [--max-turns N] [--max-act-tokens N] [--max-rehearse-tokens N]
   [--grounding-chars N] [--history-chars N] [--fidelity-tokens N] [--eval-limits card|train] [--eval-every N] [--curve-tasks M]
   [--checkpoint-every N] [--boot-reps N] [--pilot] [--estimate] [--table-only] [--figures a.png,b.png]
-  [--reduced "why"] [--note "findings"] [--no-write] [--results FILE]
+  [--reduced "why"] [--note "findings"] [--no-write] [--results FILE] [--write-committed]
   Default configurations: ${DEFAULT_CONFIG_IDS.join(',')} (${ABLATION_CONFIGS.filter((c) => c.optional).map((c) => c.id).join(', ')} only when named).`;
 
 /** The run settings every configuration of the ablation shares; the rest is each configuration's (ABLATION_CONFIGS). */
@@ -78,8 +78,9 @@ export const ABLATION_FLAGS: FlagSpec = {
   figures: { type: 'string', arg: 'LIST', help: 'figure files (relative to docs/) the results section links, comma-separated', default: 'figures/ablation-curves.png when it exists' },
   note: { type: 'string', arg: 'TEXT', help: 'findings written under the tables', default: 'none' },
   reduced: { type: 'string', arg: 'WHY', help: 'states why the budget is smaller than the full one, above the tables', default: 'none' },
-  'no-write': { type: 'boolean', help: 'write the tables to <out>/table.md only, not into the results file' },
-  results: { type: 'string', arg: 'FILE', help: 'the results file whose ablation section is replaced', default: 'docs/results.md' },
+  'no-write': { type: 'boolean', help: 'write the tables to <out>/table.md only, not into the results file (what happens anyway without --results or --write-committed)' },
+  results: { type: 'string', arg: 'FILE', help: 'the results file whose ablation section is replaced (named, it is written; a committed one needs --write-committed)', default: 'docs/results.md, written only with --write-committed' },
+  'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
 
@@ -153,6 +154,10 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
     const backendName = enumFlag(v, 'backend', BACKEND_NAMES, 'cpu-fast');
     const threads = threadsFlag(v);
     const resultsPath = resolve(strFlag(v, 'results') ?? join(ROOT, 'docs/results.md'));
+    // The results file changes only when asked for (a named --results, or --write-committed), and a committed
+    // one only with --write-committed: checked now, not after hours of training.
+    const writeResults = !v['no-write'] && (v.results !== undefined || !!v['write-committed']);
+    if (writeResults) checkOutput(resultsPath, '--results', v);
 
     const domain = deps.domain ?? loadWorldDomain(world);
     const evalTasks = splitTasks(domain, { train: 1, eval: budget.evalTasks, seed: 0 }).eval;
@@ -360,7 +365,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
         machine,
         // As it would be typed to reproduce the runs (--table-only / --no-write / --only-seeds only change what this call does).
         command: `npm run ablation -- ${argv
-          .filter((a, i, all) => !['--table-only', '--no-write', '--note', '--reduced', '--only-seeds', '--figures'].includes(a) && !['--note', '--reduced', '--only-seeds', '--figures'].includes(all[i - 1]))
+          .filter((a, i, all) => !['--table-only', '--no-write', '--write-committed', '--note', '--reduced', '--only-seeds', '--figures'].includes(a) && !['--note', '--reduced', '--only-seeds', '--figures'].includes(all[i - 1]))
           .map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a))
           .join(' ')}`.trim(),
         budget,
@@ -379,7 +384,7 @@ export async function ablationCli(argv: readonly string[], io: CliIo = processIo
       const curated = existsSync(metaFile) && (JSON.parse(readFileSync(metaFile, 'utf8')) as { title?: unknown }).title !== undefined;
       if (curated) log(`${metaFile} is a curated section's (it has a title): left as it is`);
       else writeFileSync(metaFile, JSON.stringify({ key, ...meta }, null, 1) + '\n');
-      if (!v['no-write']) {
+      if (writeResults) {
         const doc = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : emptyResultsDoc();
         writeFileSync(resultsPath, replaceSection(doc, ABLATION_START, ABLATION_END, md));
         log(`table written to ${resultsPath}`);

@@ -30,13 +30,14 @@ import { tokenBudgets } from '../../src/rollout/budget';
 import { recordCommand } from '../../src/util/record-path';
 
 export const FOCUS_GRPO_USAGE = `usage: node --import tsx research/scripts/focus-grpo.ts --out DIR [--families cancel,...|all] [--seed S] [--steps N] [--lr LR]
-  [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR] [--train-on train|held-out]`;
+  [--eval-tasks N] [--k K] [--prompts P] [--temperature T] [--threads T] [--model DIR] [--train-on train|held-out]`;
 
 export const FOCUS_GRPO_FLAGS: FlagSpec = {
   out: { type: 'string', arg: 'DIR', help: 'the run folder (a normal run, and focus.json with the record); must not hold a run yet (required)' },
   families: { type: 'string', arg: 'F,...', help: `task families to train on, comma-separated (${Object.keys(FAMILY_TIER).join(', ')}), or all`, default: 'cancel' },
   seed: { type: 'string', arg: 'S', help: 'seed of the run and of the training task stream, 0..2^32-1', default: '1' },
   steps: { type: 'string', arg: 'N', help: 'GRPO steps, 1..1000000', default: '40' },
+  'eval-tasks': { type: 'string', arg: 'N', help: 'held-out tasks of each evaluation (the first N of the 100 that `npm run eval -- --world mini --tasks test` runs), 1..100', default: '100' },
   // As `npm run train` takes them (meaning, bounds, defaults: src/method/run-config.ts).
   lr: TRAIN_FLAGS.lr,
   k: TRAIN_FLAGS.k,
@@ -64,6 +65,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   if (!out) throw new ArgError('--out DIR is required');
   const seed = intFlag(values, 'seed', 1, 0, 0xffffffff);
   const steps = intFlag(values, 'steps', 40, 1, 1_000_000);
+  const evalTasks = intFlag(values, 'eval-tasks', 100, 1, 100);
   const given = complete(readRunFlags(values, FOCUS_ROWS), FOCUS_ROWS) as Pick<RunValues, 'k' | 'promptsPerStep' | 'lr' | 'temperature'>;
   const { k, promptsPerStep, lr, temperature } = given;
   const threads = threadsFlag(values);
@@ -78,7 +80,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const domain = loadWorldDomain('mini');
   // The lesson's 200 training tasks come from a stream of the training split; here the first 200 of the
   // chosen families from a longer stream of the same split (held-out intents never appear in it).
-  const heldOut = domain.tasks.generate({ split: 'test', count: 100, seed: HELD_OUT_TASK_SEED });
+  const heldOut = domain.tasks.generate({ split: 'test', count: 100, seed: HELD_OUT_TASK_SEED }).slice(0, evalTasks);
   const pool = trainOn === 'held-out' ? heldOut : domain.tasks.generate({ split: 'train', count: 4000, seed });
   const train = pool.filter((t) => all || families.includes(t.family ?? '')).slice(0, 200);
   if (train.length === 0) throw new Error(`no training task of families ${families.join(', ')}`);

@@ -18,6 +18,7 @@ import { fmtDiff, pairedBootstrap, type PairedInterval } from '../ablation/stats
 import { readCells, renderTtsSection, type TtsMeta, type TtsRun } from './tts-table';
 import { renderReviseSection, reviseDiff, type ReviseMeta } from './revise-table';
 import { lessonReport, summaryTable } from './lesson-table';
+import { BUDGET_SERIES, renderBudgetSvg, renderBudgetTable, type BudgetSeries } from '../ablation/budget-figure';
 
 export const RESULTS_USAGE = 'usage: npm run results -- [--check] [--write-committed] [--root DIR]';
 
@@ -34,9 +35,11 @@ const json = <T>(p: string): T => JSON.parse(readFileSync(p, 'utf8')) as T;
 export const RESULTS_PAGE = 'docs/results.md';
 export const LESSON_PAGE = 'docs/lesson.md';
 export const SUMMARY_FILE = 'docs/results/summary.json';
+export const BUDGET_FIGURE = 'docs/figures/budget.svg';
 export const ABLATION_S17 = 'research/records/ablation-records-s17';
 export const ABLATION_PREVIOUS = 'research/records/ablation-records';
 export const BUDGET = 'research/records/2026-12-04-budget';
+export const REPLICATION = 'research/records/2026-12-05-replication';
 export const TTS_S19 = 'research/records/tts-records-s19';
 export const TTS_PREVIOUS = 'research/records/tts-records';
 export const REVISE = 'research/records/2026-12-05-revise';
@@ -85,7 +88,7 @@ interface Claim {
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
 
 /** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
-function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
+function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
   const tts = (mode: string) => {
     const obs = (n: number) => successObs(ttsCurrent.filter((r) => r.policy === 'envace' && r.n === n && (n === 0 || r.mode === mode)).map((r) => ({ ...r, config: '', key: '' }) as unknown as AblationRun));
     return pairedBootstrap(obs(2), obs(0));
@@ -104,6 +107,18 @@ function claims(s17: AblationSet, budget: AblationSet, ttsCurrent: TtsRun[], roo
     {
       claim: 'rehearsing a planned call lets the policy fix it before it runs (paper Figure 7, one case), measured as held-out success with rehearse-then-revise on every call against plain evaluation', where: 'rehearse, then revise', d: revise.diff,
       detail: revise.revise ? `the rehearsal caught ${revise.revise.caught} of the ${revise.revise.realErrors} calls the environment would refuse, ${revise.revise.predictedErrors} predicted` : undefined,
+    },
+    {
+      claim: 'rehearsed episodes beside ¼ of the real episodes, the rehearsal recalling the training task\'s reference observations where they are the real answer, beat real-only GRPO with the same ¼ (issue 46, fifth question)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-recall', 'real-q'),
+      detail: budgetDetail('dyna-q-recall'),
+    },
+    {
+      claim: 'the same on fresh training seeds 5–9, pre-registered as the confirmatory replication (issue 46\'s decision for this lever)', where: 'the replication', d: pair(replication, 'dyna-q-recall', 'real-q'),
+      detail: `${seedsOf(replication, 'dyna-q-recall')} of 5 seeds of dyna-q-recall and ${seedsOf(replication, 'real-q')} of real-q`,
+    },
+    {
+      claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
+      detail: `scored by the loophole-free all-or-nothing judge instead (no real interaction at all): ${fmtOr(pair(budget, 'envace-strict', 'base'))}`,
     },
     {
       claim: 'rehearsed episodes beside ¼ of the real episodes beat real-only GRPO with the same ¼ (issue 46; the simulator learning the dynamics)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-sim', 'real-q'),
@@ -130,6 +145,44 @@ export function renderClaims(cs: readonly Claim[]): string {
   return out.join('\n');
 }
 
+/** Issue 46's figure: each series' points from the budget records (the all-real point from the s17 ablation, same key). */
+function budgetSeries(budget: AblationSet, s17: AblationSet): BudgetSeries[] {
+  const point = (id: string) => {
+    const b = budget.rows.find((r) => r.row.config.id === id) ?? (id === 'real' ? s17.rows.find((r) => r.row.config.id === id) : undefined);
+    if (!b || b.row.runs === 0) return [];
+    return [{ config: id, label: b.row.config.label, realEpisodes: b.realEpisodes, seeds: b.row.runs, mean: b.row.success.mean, lo: b.row.success.lo, hi: b.row.success.hi, vsReal: b.vsRealSameBudget }];
+  };
+  return BUDGET_SERIES.map((s) => ({ label: s.label, colour: s.colour, points: s.configs.flatMap(point) }));
+}
+
+function budgetFigureSection(series: readonly BudgetSeries[], full: number): string {
+  return [
+    '### Success against the real budget (issue 46 item 3)',
+    '',
+    `Each point: a configuration's held-out success, mean over its finished seeds, with the 95 % bootstrap interval (the table above has every figure; the all-real point is real GRPO of the ablation below, ${full} real episodes, same model, tasks and evaluation). In a cell: the configuration, success % [95 % CI] (seeds; the paired difference to real-only GRPO at the same number of real episodes, pts, **yes** when significant). Rendered with the page into [figures/budget.svg](figures/budget.svg).`,
+    '',
+    '![held-out success against real episodes per run](figures/budget.svg)',
+    '',
+    renderBudgetTable(series, full),
+  ].join('\n');
+}
+
+/**
+ * The replication's section: its own table and decision, then the secondary figure its pre-registration names, the
+ * decisive pair pooled with the original experiment's seeds (the two share one budget key, so their runs pool).
+ */
+function renderReplication(rep: AblationSet, original: AblationSet, pairs: PairRow[]): string {
+  const [a, b] = (rep.meta as BudgetMeta).decisive[0];
+  const runs = [...original.runs, ...rep.runs].filter((r) => r.key === rep.meta.key);
+  const side = (id: string) => runs.filter((r) => r.config === id);
+  const pooled = side(a).length && side(b).length ? pairedBootstrap(successObs(side(a)), successObs(side(b)), rep.meta.bootstrap) : null;
+  const seeds = (id: string) => side(id).map((r) => r.seed).sort((x, y) => x - y).join(', ');
+  const line = pooled
+    ? `**Pooled with the experiment above (secondary, not the decision).** ${a} − ${b} over training seeds ${seeds(a)} (${a}) and ${seeds(b)} (${b}), paired on the seeds both have: ${fmtDiff(pooled)} pts, ${verdict(pooled)} (${pooled.n} paired results).`
+    : `**Pooled with the experiment above:** not run yet.`;
+  return [renderBudget(rep.rows, pairs, rep.meta as BudgetMeta), '', line].join('\n');
+}
+
 export interface Section {
   page: string;
   name: string;
@@ -137,24 +190,28 @@ export interface Section {
 }
 
 /** Every generated section, in the order the check reports them, and summary.json's entries. */
-export function sections(root = ROOT): { sections: Section[]; summary: () => unknown } {
+export function sections(root = ROOT): { sections: Section[]; summary: () => unknown; figure: () => string } {
   const s17 = ablationSet(root, ABLATION_S17);
   const previous = ablationSet(root, ABLATION_PREVIOUS);
   const budget = ablationSet(root, BUDGET, join(BUDGET, 'ablation'));
   const tts = (rel: string) => ({ runs: readCells(join(root, rel)), meta: json<TtsMeta>(join(root, rel, 'meta.json')) });
   const ttsCurrent = tts(TTS_S19);
+  const replication = ablationSet(root, REPLICATION, join(REPLICATION, 'ablation'));
   const budgetMeta = budget.meta as BudgetMeta;
-  const budgetPairs = (): PairRow[] =>
-    budgetMeta.decisive.flatMap(([a, b]) => {
-      const d = pair(budget, a, b);
+  const decisivePairs = (set: AblationSet): PairRow[] =>
+    (set.meta as BudgetMeta).decisive.flatMap(([a, b]) => {
+      const d = pair(set, a, b);
       const ca = ABLATION_CONFIGS.find((c) => c.id === a)!;
       const cb = ABLATION_CONFIGS.find((c) => c.id === b)!;
       return d ? [{ a: ca, b: cb, diff: d, expected: true }] : [];
     });
+  const fullBudget = budget.meta.budget.steps * budget.meta.budget.prompts * budget.meta.budget.k;
   const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
-    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, ttsCurrent.runs, root)) },
-    { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, budgetPairs(), budgetMeta) },
+    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, ttsCurrent.runs, root)) },
+    { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, decisivePairs(budget), budgetMeta) },
+    { page: RESULTS_PAGE, name: 'replication', render: () => renderReplication(replication, budget, decisivePairs(replication)) },
+    { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'ablation', render: () => renderAblation(s17.sum, s17.meta) },
     { page: RESULTS_PAGE, name: 'ablation-previous', render: () => renderAblation(previous.sum, previous.meta) },
@@ -170,7 +227,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     }) })),
   ];
   const summary = () => {
-    const entries: SummaryEntry[] = [s17, budget, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
+    const entries: SummaryEntry[] = [s17, budget, replication, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
     return {
       about:
         'Generated by `npm run results -- --write-committed` from the committed records (research/scripts/results.ts). One entry per configuration and records folder (world, policy and budget are the folder\'s). ' +
@@ -181,7 +238,11 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
       entries,
     };
   };
-  return { sections: list, summary };
+  const figure = () => {
+    const series = budgetSeries(budget, s17);
+    return renderBudgetSvg(series, series[0].points.find((p) => p.config === 'base')?.mean ?? null, fullBudget, `World ${budget.meta.world}: held-out success against the real-interaction budget`);
+  };
+  return { sections: list, summary, figure };
 }
 
 /** Runs f with the working directory at root (the lesson reports resolve and print their folders relative to it). */
@@ -225,7 +286,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const root = resolve(strFlag(v, 'root') ?? ROOT);
   const check = !!v.check;
   if (check && v['write-committed']) throw new ArgError('--check compares and writes nothing: drop --write-committed');
-  const { sections: list, summary } = sections(root);
+  const { sections: list, summary, figure } = sections(root);
   const pages = new Map<string, string>();
   const page = (p: string) => pages.get(p) ?? pages.set(p, readFileSync(join(root, p), 'utf8')).get(p)!;
   const differs: string[] = [];
@@ -245,29 +306,34 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
     const i = doc.indexOf(startMarker(s.name)) + startMarker(s.name).length;
     pages.set(s.page, doc.slice(0, i) + want + doc.slice(i + have.length));
   }
-  const summaryJson = JSON.stringify(summary(), null, 1) + '\n';
-  const summaryPath = join(root, SUMMARY_FILE);
+  // Whole files rendered from the records beside the pages' sections.
+  const files = [
+    { path: SUMMARY_FILE, text: JSON.stringify(summary(), null, 1) + '\n' },
+    { path: BUDGET_FIGURE, text: figure() },
+  ];
+  const named = `${list.length} sections, ${files.map((f) => f.path).join(' and ')}`;
+  const current = (p: string) => (existsSync(join(root, p)) ? readFileSync(join(root, p), 'utf8') : '');
   if (check) {
-    if (!differs.length) {
-      const have = existsSync(summaryPath) ? readFileSync(summaryPath, 'utf8') : '';
-      const d = firstDifference(have, summaryJson);
-      if (d) differs.push(`${SUMMARY_FILE} differs from its records at line ${d.line}:\n  file:     ${d.have}\n  rendered: ${d.want}`);
+    for (const f of files) {
+      if (differs.length) break;
+      const d = firstDifference(current(f.path), f.text);
+      if (d) differs.push(`${f.path} differs from its records at line ${d.line}:\n  file:     ${d.have}\n  rendered: ${d.want}`);
     }
     // runCli prints it as the error and exits 1.
     if (differs.length) throw new Error(`${differs.join('\n')}\n(npm run results -- --write-committed re-renders; change the renderer or the records' meta.json, not the section)`);
-    io.out(`results: ${list.length} sections and ${SUMMARY_FILE} match their records\n`);
+    io.out(`results: ${named} match their records\n`);
     return;
   }
   const changed = [...pages].filter(([p, text]) => readFileSync(join(root, p), 'utf8') !== text).map(([p]) => p);
-  const summaryChanged = !existsSync(summaryPath) || readFileSync(summaryPath, 'utf8') !== summaryJson;
-  if (!changed.length && !summaryChanged) return void io.out(`results: ${list.length} sections and ${SUMMARY_FILE} already match their records\n`);
-  const targets = [...changed, ...(summaryChanged ? [SUMMARY_FILE] : [])];
+  const changedFiles = files.filter((f) => current(f.path) !== f.text);
+  if (!changed.length && !changedFiles.length) return void io.out(`results: ${named} already match their records\n`);
+  const targets = [...changed, ...changedFiles.map((f) => f.path)];
   // Every target is a published file of the checkout, tracked or about to be: never written unasked.
   if (!v['write-committed']) throw new ArgError(`the records render differently from ${targets.join(', ')}: pass --write-committed to rewrite them (--check only compares)`);
   for (const p of changed) writeFileSync(join(root, p), pages.get(p)!);
-  if (summaryChanged) {
-    mkdirSync(dirname(summaryPath), { recursive: true });
-    writeFileSync(summaryPath, summaryJson);
+  for (const f of changedFiles) {
+    mkdirSync(dirname(join(root, f.path)), { recursive: true });
+    writeFileSync(join(root, f.path), f.text);
   }
   io.out(`results: wrote ${targets.join(', ')}\n`);
 }

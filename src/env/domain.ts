@@ -265,6 +265,11 @@ export interface Domain<T extends Task = Task> {
   confirmation?: ConfirmationOptions;
   /** Runs the scripted expert on a task in the given (fresh) environment. */
   expert(task: T, env: Environment, opts?: ExpertOptions): ExpertResult;
+  /**
+   * The scripted expert as a τ² agent in a conversation with the domain's scripted user under `userSeed` (the
+   * greeting first, then agent steps and user turns in order); absent where the domain has none.
+   */
+  expertConversation?(task: T, env: Environment, opts?: ExpertOptions & { userSeed?: number }): { turns: Turn[] };
   /** Canonicalises arguments before the judge compares them (e.g. unordered id lists); identity by default. */
   normaliseArgs?(name: string, args: Record<string, unknown>): Record<string, unknown>;
   /**

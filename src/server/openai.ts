@@ -24,6 +24,10 @@ import { ACT_STOP } from '../rollout/act-prompt';
 import { ApiError } from './episodes';
 import { createGuard } from './guard';
 import { renderChat, type ChatMessage } from '../rollout/chat';
+import { USER_STOP_TOKENS } from '../env/domain';
+import { DEFAULT_USER_TOKENS } from '../rollout/model-user';
+import { fitUserPrompt, readUserText } from '../rollout/user-prompt';
+import { scenarioInstructions, turnsOfUserView } from './lab-prompts';
 
 /** What the endpoint needs of a model: text in, text out, token counts (src/server/openai-model.ts binds a lab model). */
 export interface CompletionEngine {
@@ -47,6 +51,18 @@ export interface OpenAiServeOptions {
   maxBodyBytes?: number;
   /** Qwen3's thinking switch; default false (the lab's policies answer directly). */
   enableThinking?: boolean;
+  /**
+   * Lab prompts for the agent (`--prompt lab`, src/server/lab-prompts.ts): the client's system messages give
+   * way to `system` and its tool definitions to `tools`, as the rollout loop's Act prompt has them.
+   */
+  actPrompt?: { system: string; tools: readonly object[] };
+  /**
+   * A second model id served as the user role (issue 47): a request naming it renders with the model user's
+   * prompt (src/rollout/user-prompt.ts) from the scenario in its system message, generation stops at τ²'s stop
+   * tokens (kept in the text: they are the turn's meaning), and no tool is offered. `engine` defaults to the
+   * agent's; `maxTokens` (default DEFAULT_USER_TOKENS) is a turn's budget when the request names none.
+   */
+  userRole?: { modelName: string; engine?: CompletionEngine; maxTokens?: number };
   log?: (rec: Record<string, unknown>) => void;
 }
 
@@ -126,7 +142,8 @@ export async function startOpenAiServer(o: OpenAiServeOptions): Promise<RunningO
   // The same Host, Origin, JSON and token checks as the environment server: a rebinding page must not drive the model.
   const guard = createGuard({ bind: o.host ?? '127.0.0.1', allowedHosts: o.allowedHosts, token: o.token });
   let queue: Promise<unknown> = Promise.resolve();
-  const modelObject = () => ({ id: o.modelName, object: 'model', created: 0, owned_by: 'envace-lab' });
+  const modelObject = (name = o.modelName) => ({ id: name, object: 'model', created: 0, owned_by: 'envace-lab' });
+  const names = [o.modelName, ...(o.userRole ? [o.userRole.modelName] : [])];
 
   async function completions(body: unknown, res: ServerResponse): Promise<void> {
     const r = Request.safeParse(body);
@@ -135,30 +152,58 @@ export async function startOpenAiServer(o: OpenAiServeOptions): Promise<RunningO
       throw new OpenAiError(400, `invalid request: ${issue.path.join('.') || 'body'}: ${issue.message}`, 'invalid_request_error', null, issue.path.join('.') || null);
     }
     const q = r.data;
-    if (q.model !== o.modelName) throw new OpenAiError(404, `The model \`${q.model}\` does not exist; this server serves \`${o.modelName}\``, 'invalid_request_error', 'model_not_found', 'model');
+    const asUser = o.userRole !== undefined && q.model === o.userRole.modelName;
+    if (!asUser && q.model !== o.modelName) throw new OpenAiError(404, `The model \`${q.model}\` does not exist; this server serves ${names.map((n) => `\`${n}\``).join(', ')}`, 'invalid_request_error', 'model_not_found', 'model');
     if (q.n != null && q.n !== 1) throw new OpenAiError(400, 'only n = 1 is supported', 'invalid_request_error', null, 'n');
     const choice = q.tool_choice ?? 'auto';
     if (choice !== 'auto' && choice !== 'none') throw new OpenAiError(400, 'tool_choice must be "auto" or "none" (the model cannot be forced to call a tool)', 'invalid_request_error', null, 'tool_choice');
-    // The client's tool definitions render as sent (key order included), not as re-serialised by validation.
-    const rawTools = (body as { tools?: unknown[] }).tools ?? [];
-    const prompt = renderChat(toChatMessages(q.messages), { tools: choice === 'none' ? [] : (rawTools as object[]), addGenerationPrompt: true, enableThinking: o.enableThinking ?? false });
-    const promptTokens = o.engine.countTokens(prompt);
-    const room = o.engine.contextLength - promptTokens;
-    if (room < 1) throw new OpenAiError(400, `the prompt is ${promptTokens} tokens; this model's context is ${o.engine.contextLength}`, 'invalid_request_error', 'context_length_exceeded', 'messages');
+    const engine = asUser ? (o.userRole!.engine ?? o.engine) : o.engine;
     const asked = q.max_completion_tokens ?? q.max_tokens ?? null;
-    if (asked !== null && asked > room) throw new OpenAiError(400, `prompt (${promptTokens}) plus max_tokens (${asked}) exceeds this model's context (${o.engine.contextLength})`, 'invalid_request_error', 'context_length_exceeded', 'max_tokens');
-    const maxTokens = asked ?? Math.min(o.defaultMaxTokens ?? 1024, room);
-    const clientStops = q.stop == null ? [] : typeof q.stop === 'string' ? [q.stop] : q.stop;
-    const stops = [ACT_STOP, ...clientStops.filter((s) => s !== '')];
+    const clientStops = (q.stop == null ? [] : typeof q.stop === 'string' ? [q.stop] : q.stop).filter((s) => s !== '');
+    let prompt: string;
+    let maxTokens: number;
+    let stops: string[];
+    if (asUser) {
+      // The model user's own prompt, fitted as it fits it locally (model-user.ts): the budget stays free.
+      const messages = toChatMessages(q.messages);
+      const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+      maxTokens = asked ?? o.userRole!.maxTokens ?? DEFAULT_USER_TOKENS;
+      const fitted = fitUserPrompt(scenarioInstructions(system), turnsOfUserView(messages), (t) => engine.countTokens(t) + maxTokens <= engine.contextLength);
+      if (!fitted) throw new OpenAiError(400, `the user prompt does not fit this model's context (${engine.contextLength} tokens with ${maxTokens} to write)`, 'invalid_request_error', 'context_length_exceeded', 'messages');
+      prompt = fitted.text;
+      stops = [...USER_STOP_TOKENS, ...clientStops];
+    } else {
+      // The client's tool definitions render as sent (key order included), not as re-serialised by validation.
+      const rawTools = (body as { tools?: unknown[] }).tools ?? [];
+      const lab = o.actPrompt;
+      const chat = toChatMessages(q.messages);
+      const messages = lab ? [{ role: 'system' as const, content: lab.system }, ...chat.filter((m) => m.role !== 'system')] : chat;
+      const tools = choice === 'none' ? [] : lab ? (lab.tools as object[]) : (rawTools as object[]);
+      prompt = renderChat(messages, { tools, addGenerationPrompt: true, enableThinking: o.enableThinking ?? false });
+      const room = engine.contextLength - engine.countTokens(prompt);
+      if (room < 1) throw new OpenAiError(400, `the prompt is ${engine.countTokens(prompt)} tokens; this model's context is ${engine.contextLength}`, 'invalid_request_error', 'context_length_exceeded', 'messages');
+      if (asked !== null && asked > room) throw new OpenAiError(400, `prompt (${engine.countTokens(prompt)}) plus max_tokens (${asked}) exceeds this model's context (${engine.contextLength})`, 'invalid_request_error', 'context_length_exceeded', 'max_tokens');
+      maxTokens = asked ?? Math.min(o.defaultMaxTokens ?? 1024, room);
+      stops = [ACT_STOP, ...clientStops];
+    }
+    const promptTokens = engine.countTokens(prompt);
     const temperature = q.temperature ?? 1;
     const seed = q.seed ?? randomBytes(4).readUInt32LE(0);
-    const g = await o.engine.complete({ prompt, maxTokens, temperature, topP: q.top_p ?? 1, seed: seed >>> 0, stop: stops });
-    // The call's closing tag is a stop string only so that generation ends after one call: it belongs to the text.
+    const g = await engine.complete({ prompt, maxTokens, temperature, topP: q.top_p ?? 1, seed: seed >>> 0, stop: stops });
+    if (asUser) {
+      // generate() cuts the text before a stop string; τ²'s stop token is what the turn means, so it goes back.
+      const userStop = g.finishReason === 'stop' && g.stopIndex !== undefined && g.stopIndex < USER_STOP_TOKENS.length;
+      const text = readUserText(userStop ? g.text + USER_STOP_TOKENS[g.stopIndex!] : g.text).text;
+      return reply(q, res, { content: text, finish_reason: g.finishReason === 'length' ? 'length' : 'stop' }, promptTokens, g.completionTokens, o.userRole!.modelName);
+    }
     const completion = g.finishReason === 'stop' && g.stopIndex === 0 ? g.text + ACT_STOP : g.text;
-    const msg = toAssistantMessage(completion, g.finishReason);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: g.completionTokens, total_tokens: promptTokens + g.completionTokens };
-    const head = { id: id('chatcmpl-'), created: Math.floor(Date.now() / 1000), model: o.modelName, system_fingerprint: null };
-    log({ event: 'completion', promptTokens, completionTokens: g.completionTokens, finish: msg.finish_reason, stream: q.stream === true });
+    return reply(q, res, toAssistantMessage(completion, g.finishReason), promptTokens, g.completionTokens, o.modelName);
+  }
+
+  function reply(q: Req, res: ServerResponse, msg: ReturnType<typeof toAssistantMessage>, promptTokens: number, completionTokens: number, model: string): void {
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const head = { id: id('chatcmpl-'), created: Math.floor(Date.now() / 1000), model, system_fingerprint: null };
+    log({ event: 'completion', model, promptTokens, completionTokens, finish: msg.finish_reason, stream: q.stream === true });
     if (!q.stream) {
       const message = { role: 'assistant', content: msg.content, refusal: null, ...(msg.tool_calls ? { tool_calls: msg.tool_calls } : {}) };
       return send(res, 200, { ...head, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: msg.finish_reason }], usage });
@@ -187,10 +232,11 @@ export async function startOpenAiServer(o: OpenAiServeOptions): Promise<RunningO
     }
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/\/+$/, '');
-    if (req.method === 'GET' && path === '/v1/models') return send(res, 200, { object: 'list', data: [modelObject()] });
+    if (req.method === 'GET' && path === '/v1/models') return send(res, 200, { object: 'list', data: names.map((n) => modelObject(n)) });
     if (req.method === 'GET' && path.startsWith('/v1/models/')) {
-      if (decodeURIComponent(path.slice('/v1/models/'.length)) !== o.modelName) throw new OpenAiError(404, 'no such model', 'invalid_request_error', 'model_not_found');
-      return send(res, 200, modelObject());
+      const name = decodeURIComponent(path.slice('/v1/models/'.length));
+      if (!names.includes(name)) throw new OpenAiError(404, 'no such model', 'invalid_request_error', 'model_not_found');
+      return send(res, 200, modelObject(name));
     }
     if (path !== '/v1/chat/completions') throw new OpenAiError(404, `no route ${req.method} ${path}`, 'invalid_request_error', 'not_found');
     if (req.method !== 'POST') throw new OpenAiError(405, 'use POST', 'invalid_request_error', 'method_not_allowed');

@@ -2,7 +2,7 @@
 // progress and a cancel), and the latest results of each panel.
 import * as Comlink from 'comlink';
 import type {
-  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainRequest, TrainStatus, TtsView,
+  BudgetInfo, EnvInfo, WorldName, FolderInfo, GenView, GroupView, LoadInfo, MemoryNow, ModelChoice, PolicyApi, Progress, RolloutView, HeldOutEval, TrainPoint, TrainRequest, TrainStatus, TtsView,
 } from '../worker-protocol';
 import { addRun } from './runlog.svelte';
 import { pendingRun } from './run-state';
@@ -37,6 +37,8 @@ export const lab = $state({
   choice: null as ModelChoice | null,
   /** "Try the policy": the loaded model's output for the prompt (it belongs to that model: a load clears it). */
   tried: null as GenView | null,
+  /** The loaded policy's memory after the last operation (GPU buffers and their peak since the load, JS heap). */
+  memory: null as MemoryNow | null,
 });
 
 /** The budgets a request will really use: the user's numbers, or the measured defaults (0). */
@@ -68,6 +70,9 @@ export async function run<T>(label: string, fn: () => Promise<T>): Promise<T | u
     lab.error = err.name === 'AbortError' ? `${label}: cancelled` : `${label}: ${err.message}`;
     return undefined;
   } finally {
+    // Memory as the operation left it, read before the lab says it is idle (so a reader of the idle lab sees it);
+    // a worker that died or hangs gets 2 s, so the lab never stays busy waiting for a readout.
+    lab.memory = await Promise.race([api.memory().catch(() => null), new Promise<null>((r) => setTimeout(() => r(null), 2000))]);
     lab.busy = '';
     lab.progress = null;
   }
@@ -154,6 +159,7 @@ function rolloutReq() {
     rehearseDecoding: settings.rehearseDecoding,
     temperature: settings.temp,
     maxTurns: settings.maxTurns,
+    user: settings.user,
   };
 }
 

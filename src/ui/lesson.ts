@@ -55,7 +55,7 @@ export function lessonSteps(s: LessonState): LessonStep[] {
     },
     {
       n: 3, title: 'Train and watch held-out success and fidelity', done: trained,
-      what: `Press Train: the dashboard plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step. ${policyStory(s.bundled)} Switch the mode to rehearse for EnvACE.`,
+      what: `Press Start in the Training dashboard: it evaluates the starting policy, then trains, and plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step. ${policyStory(s.bundled)} Step 4 trains the rehearsing modes.`,
     },
     {
       n: 4, title: 'Compare EnvACE and the frozen simulator', done: compared,

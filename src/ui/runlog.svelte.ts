@@ -62,6 +62,14 @@ const step = z.union([
   z.object({ kind: z.literal('call'), call: z.object({ name: z.string(), arguments: z.record(z.string(), z.unknown()) }), observation, turn: z.number() }),
   z.object({ kind: z.literal('reply'), text: z.string(), turn: z.number() }),
 ]);
+// A conversation's user side (RolloutView.conversation): kept on import, so a re-imported conversation still reads as one.
+const conversation = z.object({
+  user: z.enum(['scripted']),
+  greeting: z.string(),
+  userTurns: z.array(z.object({ before: z.number(), text: z.string(), opening: z.boolean(), confirms: z.boolean() })),
+  stop: z.string().nullable(),
+  unconfirmed: z.array(z.object({ turn: z.number(), call: z.string(), why: z.string() })),
+});
 const rolloutSchema = z.object({
   taskId: z.string().nullable(),
   request: z.string(),
@@ -82,6 +90,7 @@ const rolloutSchema = z.object({
     .object({ value: z.number(), kind: z.enum(['checklist judge', 'real environment', 'none']), items: z.array(z.object({ label: z.string(), satisfied: z.boolean() })), note: z.string() })
     .nullable(),
   fidelity: z.object({ steps: z.number(), exact: z.number(), f1: z.number(), errorAgree: z.number() }).nullable(),
+  conversation: conversation.optional(),
 });
 
 /** Parse a rollouts JSONL file; bad lines are reported by number, good ones kept. */

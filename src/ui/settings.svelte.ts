@@ -3,7 +3,7 @@
 // A training run's settings are the rows of src/method/run-config.ts with a `lab` column: their names, URL keys,
 // defaults and ranges come from there; this file declares only the page's own settings.
 import { labDefault, RUN_SETTINGS, type LabRunValues, type LabSettingName, type RunSetting, type RunSettingsTable } from '../method/run-config';
-import type { ActSource, BackendKind, WeightFormat, WorldName } from '../worker-protocol';
+import { STEPPER_USERS, type ActSource, type BackendKind, type StepperUser, type WeightFormat, type WorldName } from '../worker-protocol';
 
 /** The page's own settings (the stepper, test-time rehearsal, the model and the world), not a run's. */
 export interface PageSettings {
@@ -14,6 +14,8 @@ export interface PageSettings {
   /** The stepper's mode (a training run's is `mode`). */
   stepMode: 'rehearse' | 'real';
   src: ActSource;
+  /** Who answers the stepper's agent: nobody (one message) or the domain's scripted τ² user (a conversation). */
+  user: StepperUser;
   /** The stepper's sampling temperature. */
   temp: number;
   format: WeightFormat;
@@ -48,6 +50,7 @@ const PAGE: { [K in keyof PageSettings]: PageSetting<K> } = {
   request: { default: '', parse: (v) => v.slice(0, 2000) },
   stepMode: { key: 'mode', default: 'rehearse', parse: (v, d) => oneOf(v, ['rehearse', 'real'] as const, d) },
   src: { default: 'policy', parse: (v, d) => oneOf(v, ['policy', 'expert-act', 'expert'] as const, d) },
+  user: { default: 'off', parse: (v, d) => oneOf(v, STEPPER_USERS, d) },
   temp: { default: 1, parse: (v, d) => num(v, 0, 2, d) },
   format: { default: 'f32', parse: (v, d) => oneOf(v, ['f32', 'q8', 'q4'] as const, d) },
   backend: { default: '', parse: (v) => oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '') },

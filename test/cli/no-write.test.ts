@@ -4,11 +4,11 @@
 // that are not named go under runs/ (git-ignored); files the repository commits are written only with
 // --write-committed. And every command refuses an unknown flag as a usage error (exit 2).
 //
-// README examples left out, each too long for a test (or not this session's to run): `npm run pretrain` at its
-// full steps (20+ minutes; run here with --steps 1), `npm run train` (minutes per step), `npm run ablation` and
-// `npm run tts-table` (hours), focus-grpo (minutes), `bash research/scripts/lesson-grpo.sh` (hours), `npm run bench`
-// (benchmarks; its runner is another change's), and `npm run lab` / `npm test` / the E2E commands (a server and
-// whole suites).
+// The long README examples (training, the ablation, the private-rehearsal table, the lesson's run, focus-grpo, the
+// benchmarks, the build and the dev server) run at their smallest settings in a test of their own. Left out:
+// `npm run lab` (it runs scripts/setup.sh, whose `npm ci` would replace the node_modules this copy links to; the
+// server it then starts is `npm run dev`, run here), `npm test` (this suite) and `npm run test:real-size` (an
+// opt-in E2E).
 import { spawn, execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,11 +78,14 @@ interface Ran {
   stderr: string;
 }
 
-/** Runs a command in the copy; with `until`, stops it (SIGTERM) once its stdout matches. */
-function sh(cwd: string, cmd: string, args: string[], o: { timeoutMs?: number; until?: RegExp } = {}): Promise<Ran> {
+// Colour codes (Vite colours its output whatever FORCE_COLOR says: "Local" in bold, then the colon).
+const ANSI = /\x1b\[[\d;]*m/g;
+
+/** Runs a command in the copy; with `until`, stops it (SIGTERM) once its stdout, colours taken out, matches. */
+function sh(cwd: string, cmd: string, args: string[], o: { timeoutMs?: number; until?: RegExp; env?: Record<string, string> } = {}): Promise<Ran> {
   return new Promise((done, fail) => {
     // Its own process group: npm does not pass a SIGTERM on to the command it started, so the group gets it.
-    const p = spawn(cmd, args, { cwd, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const p = spawn(cmd, args, { cwd, env: { ...process.env, FORCE_COLOR: '0', ...o.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const kill = (sig: NodeJS.Signals) => {
       try {
         process.kill(-p.pid!, sig);
@@ -98,7 +101,7 @@ function sh(cwd: string, cmd: string, args: string[], o: { timeoutMs?: number; u
     }, o.timeoutMs ?? 60_000);
     p.stdout.on('data', (d) => {
       stdout += d;
-      if (o.until?.test(stdout)) kill('SIGTERM');
+      if (o.until?.test(stdout.replace(ANSI, ''))) kill('SIGTERM');
     });
     p.stderr.on('data', (d) => (stderr += d));
     p.on('close', (code) => {
@@ -108,7 +111,7 @@ function sh(cwd: string, cmd: string, args: string[], o: { timeoutMs?: number; u
   });
 }
 
-const npm = (cwd: string, script: string, args: string[], o?: { timeoutMs?: number; until?: RegExp }) => sh(cwd, 'npm', ['run', '--silent', script, '--', ...args], o);
+const npm = (cwd: string, script: string, args: string[], o?: { timeoutMs?: number; until?: RegExp; env?: Record<string, string> }) => sh(cwd, 'npm', ['run', '--silent', script, '--', ...args], o);
 const tsx = (cwd: string, file: string, args: string[], o?: { timeoutMs?: number }) => sh(cwd, process.execPath, ['--import', 'tsx', file, ...args], o);
 
 // Every command a user can run: npm scripts by name, the research scripts by file.
@@ -202,6 +205,47 @@ describe('commands leave a clean checkout clean', () => {
     expect(statSync(join(d, cfg)).mtimeMs).toBeGreaterThan(before);
     expect(status()).toBe('');
   }, 600_000);
+
+  it('the long README examples at their smallest settings write only under runs/ (and dist/)', async () => {
+    const d = copy.dir;
+    const ok = async (what: string, r: Promise<Ran>) => {
+      const x = await r;
+      expect(x.code, `${what}: ${x.stderr.slice(-2000)}`).toBe(0);
+      return x;
+    };
+    const tiny = ['--max-turns', '3', '--max-act-tokens', '32', '--max-rehearse-tokens', '64', '--threads', '1'];
+    const long = { timeoutMs: 300_000 };
+    // npm run train -- --mode rehearse --real-episodes B ... --out DIR (one step, two held-out tasks).
+    await ok('train', npm(d, 'train', ['--mode', 'rehearse', '--real-episodes', '2', '--steps', '1', '--prompts', '2', '--k', '2', '--train-tasks', '2', '--eval-tasks', '2', '--eval-every', '1', '--fidelity-tokens', '0', '--base-eval', 'skip', ...tiny, '--out', 'runs/no-write/train'], long));
+    expect(existsSync(join(d, 'runs/no-write/train/eval.jsonl'))).toBe(true);
+    // npm run ablation: without --write-committed the tables go to <out>/table.md, docs/results.md stays as it is.
+    await ok('ablation', npm(d, 'ablation', ['--configs', 'base,real', '--seeds', '1', '--steps', '1', '--tasks', '2', '--train-tasks', '2', '--prompts', '1', '--k', '2', '--fidelity-tokens', '0', '--boot-reps', '100', ...tiny, '--out', 'runs/no-write/ablation'], long));
+    expect(readFileSync(join(d, 'runs/no-write/ablation/table.md'), 'utf8')).toMatch(/real/);
+    // npm run tts-table (one task, N = 0 and 1, the base policy only).
+    await ok('tts-table', npm(d, 'tts-table', ['--tasks', '1', '--seeds', '1', '--ns', '0,1', '--modes', 'parallel', '--adapter', 'none', '--max-eval-tokens', '8', '--boot-reps', '100', ...tiny, '--out', 'runs/no-write/tts'], long));
+    // bash research/scripts/lesson-grpo.sh runs/lesson (one seed, one step, two held-out tasks).
+    // MODE as well: vitest sets MODE=test in the environment, and the script reads MODE.
+    const lessonEnv = { MODE: 'real', EVAL_TASKS: '2', TRAIN_TASKS: '2', STEPS: '1', PROMPTS: '1', K: '2', EVAL_EVERY: '1', REH_TOKENS: '64', THREADS: '1' };
+    const lesson = await sh(d, 'bash', ['research/scripts/lesson-grpo.sh', 'runs/no-write/lesson', '1'], { ...long, env: lessonEnv });
+    const logs = ['base-s0/eval.log', 'real-s1.log'].map((f) => join(d, 'runs/no-write/lesson', f)).filter(existsSync).map((f) => readFileSync(f, 'utf8').slice(-1500));
+    expect(lesson.code, `lesson-grpo.sh: ${lesson.stderr}\n${logs.join('\n')}`).toBe(0);
+    expect(existsSync(join(d, 'runs/no-write/lesson/real-s1/done.json'))).toBe(true);
+    // research/scripts/focus-grpo.ts --out DIR --families cancel (one step, two held-out tasks).
+    await ok('focus-grpo', tsx(d, 'research/scripts/focus-grpo.ts', ['--out', 'runs/no-write/focus', '--steps', '1', '--k', '2', '--prompts', '1', '--eval-tasks', '2', '--threads', '1'], long));
+    // npm run bench (one suite, --quick, no WebGPU): records under runs/bench/, bench/results/ untouched.
+    await ok('bench', sh(d, 'npm', ['run', '--silent', 'bench', '--', 'matmul', '--quick'], { ...long, env: { BENCH_WEBGPU: '0' } }));
+    expect(existsSync(join(d, 'runs/bench/matmul.json'))).toBe(true);
+    await ok('bench --check-table', npm(d, 'bench', ['--check-table']));
+    // npm run results -- --check and npm run revise-table read the records and write nothing.
+    await ok('results --check', npm(d, 'results', ['--check'], long));
+    await ok('revise-table', npm(d, 'revise-table', []));
+    // npm run build writes dist/ (git-ignored); npm run dev serves the lab (up, then stopped).
+    await ok('build', npm(d, 'build', [], long));
+    expect(existsSync(join(d, 'dist/index.html'))).toBe(true);
+    const dev = await npm(d, 'dev', ['--port', '0'], { ...long, until: /Local:\s+http:\/\/localhost:\d+/ });
+    expect(dev.stdout.replace(ANSI, '')).toMatch(/Local:\s+http:\/\/localhost:\d+/);
+    expect(status(), 'nothing outside runs/ and dist/ changed').toBe('');
+  }, 1_500_000);
 });
 
 /** Three episodes of the expert's calls in the layout src/rl/run.ts appends to rollouts.jsonl. */

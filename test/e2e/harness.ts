@@ -64,7 +64,9 @@ export function launchChromium(webgpu = true, extraArgs: string[] = []): Promise
 }
 
 export async function serveAndLaunch(opts: { extraArgs?: string[] } = {}): Promise<Served> {
-  const outDir = await buildApp();
+  // LAB_E2E_DIST: a folder `npm run build` already wrote (kept afterwards), to rerun a suite without building again.
+  const prebuilt = process.env.LAB_E2E_DIST ? resolve(ROOT, process.env.LAB_E2E_DIST) : null;
+  const outDir = prebuilt ?? (await buildApp());
   const port = await freePort();
   const server: PreviewServer = await preview({ logLevel: 'warn', build: { outDir }, preview: { host: '127.0.0.1', port, strictPort: true, open: false } });
   const launch = (webgpu: boolean) => launchChromium(webgpu, opts.extraArgs);
@@ -82,7 +84,7 @@ export async function serveAndLaunch(opts: { extraArgs?: string[] } = {}): Promi
     async close() {
       for (const b of [browser, ...others]) await b.close().catch(() => undefined);
       await server.close();
-      rmSync(outDir, { recursive: true, force: true });
+      if (!prebuilt) rmSync(outDir, { recursive: true, force: true });
     },
   };
 }
@@ -93,7 +95,7 @@ export function servedLab(): () => Served {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     s = await serveAndLaunch();
-  }, 180_000);
+  }, 600_000); // a build on a loaded 2-core machine takes minutes
   afterAll(async () => {
     await s?.close();
   });

@@ -16,7 +16,7 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Page, Worker } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitName, machineName, writeResults, type BenchRecord } from '../../bench/lib';
 import { QWEN3_06B_CONFIG, writeQwen3_06bFolder } from '../fixtures/qwen3-06b-folder';
@@ -207,12 +207,16 @@ describe.runIf(RUN)(`real-size Qwen3-0.6B-shaped folder (${LAYERS} layers) in he
     );
 
   const idle = () => page.waitForSelector('[data-testid=busy]', { state: 'detached', timeout: PHASE_MS });
-  /** The lab's policy worker (it exposes __labMemory). */
-  const labWorker = async (): Promise<Worker> => {
-    for (const w of page.workers()) if (await w.evaluate(() => typeof (self as unknown as { __labMemory?: unknown }).__labMemory === 'function').catch(() => false)) return w;
-    throw new Error('the lab worker was not found');
+  /** The policy's memory as the lab's "Memory now" readout gives it (bytes in its data attributes), read when the lab is idle. */
+  const workerMemory = async () => {
+    await idle();
+    const el = page.locator('[data-testid=memory-now]');
+    const n = async (a: string) => {
+      const v = await el.getAttribute(a);
+      return v === null || v === '' ? null : Number(v);
+    };
+    return { jsHeap: await n('data-js-heap'), gpuBytes: await n('data-gpu-bytes'), gpuPeak: await n('data-gpu-peak') };
   };
-  const workerMemory = async () => (await labWorker()).evaluate(() => (self as unknown as { __labMemory: () => { jsHeap: number | null; gpuBytes: number | null; gpuPeak: number | null } }).__labMemory());
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'envace-qwen3-06b-'));

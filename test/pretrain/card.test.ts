@@ -1,6 +1,6 @@
-// The model card states the run's own measurements (nothing in it is typed by hand).
+// The model card and its full record state the run's own measurements (nothing in them is typed by hand).
 import { describe, expect, it } from 'vitest';
-import { modelCard, type CardInputs } from '../../research/pretrain/card';
+import { CARD_LINES, CARD_WIDTH, modelCard, modelRecord, proseLines, recordName, type CardInputs } from '../../research/pretrain/card';
 import { FULL_SPEC } from '../../research/pretrain/pipeline';
 
 const stats = (mean: number) => ({ n: 10, min: 1, p50: mean, p90: mean * 2, p99: mean * 3, max: mean * 4, mean });
@@ -27,7 +27,7 @@ const inputs: CardInputs = {
 
 describe('modelCard', () => {
   it('reports the measured figures of the run', () => {
-    const md = modelCard(inputs);
+    const md = modelRecord(inputs);
     expect(md).toContain('1,312,128');
     expect(md).toContain('**12.5%**'); // success
     expect(md).toContain('90.0% (80 calls)'); // rehearsal validity
@@ -38,12 +38,12 @@ describe('modelCard', () => {
     expect(md).toContain('abc1234');
   });
   it('states a careless demonstrator and its habits when the data had one', () => {
-    expect(modelCard(inputs)).not.toContain('careless');
-    const figures = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.7 } } });
+    expect(modelRecord(inputs)).not.toContain('careless');
+    const figures = modelRecord({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.7 } } });
     expect(figures).toContain('**careless demonstrator**: 70 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write)');
-    const both = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.5, carelessAbout: ['figures', 'refusals'] } } });
+    const both = modelRecord({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 0.5, carelessAbout: ['figures', 'refusals'] } } });
     expect(both).toContain("50 % of its replies leave out what the user was owed (the tracking number of a status lookup, the amount refunded or charged after a write; why a cancellation or a return is refused (the order's status, the reasons allowed))");
-    const lookups = modelCard({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 1, carelessAbout: ['lookups'] } } });
+    const lookups = modelRecord({ ...inputs, run: { ...inputs.run, spec: { ...inputs.run.spec, carelessRate: 1, carelessAbout: ['lookups'] } } });
     expect(lookups).toContain('100 % of its replies leave out what the user was owed (what a lookup found: the tracking number of a status lookup, the status that stops a write, the orders on the account when an order is not found)');
   });
   it('says the bundled policy is careless on purpose, against the stage before it, and which snapshot was kept by which rule', () => {
@@ -52,7 +52,7 @@ describe('modelCard', () => {
       fidelity: { steps: 300, exact: 0.62, f1: 0.8, errorAgree: 0.9, invalid: 0.02 }, byTier: {}, byFamily: {}, wallS: 60,
     });
     const careless = { ...inputs.run, spec: { ...inputs.run.spec, steps: 1200, carelessRate: 0.7, carelessAbout: ['lookups' as const] }, losses: [{ step: 400, loss: 0.1234 }, { step: 1200, loss: 0.1 }] };
-    const md = modelCard({
+    const md = modelRecord({
       ...inputs,
       run: careless,
       heldOut: { command: 'npm run eval', result: held(0.4) },
@@ -70,17 +70,17 @@ describe('modelCard', () => {
     // A rerun of the stage's command is reported by its snapshot's sha: the same weights, or not.
     const snap = { step: 400, sha256: 'f00d', rule: 'r', command: 'c', candidates: [{ step: 400, success: 0.4, exact: 0.624 }] };
     const rerun = { date: '2026-12-04', commit: 'abc123', init: 'the stage-5 weights', record: 'rec.txt' };
-    const same = modelCard({ ...inputs, run: careless, snapshot: { ...snap, reproduced: { ...rerun, sha256: 'f00d' } } });
+    const same = modelRecord({ ...inputs, run: careless, snapshot: { ...snap, reproduced: { ...rerun, sha256: 'f00d' } } });
     expect(same).toContain("- **Reproduced bit for bit** (2026-12-04, code at commit abc123): the stage's command, rerun from the stage-5 weights, wrote a step-400 snapshot whose model.safetensors has sha256 `f00d`, the kept weights' own (record: rec.txt).");
-    const other = modelCard({ ...inputs, run: careless, snapshot: { ...snap, reproduced: { ...rerun, sha256: 'beef' } } });
+    const other = modelRecord({ ...inputs, run: careless, snapshot: { ...snap, reproduced: { ...rerun, sha256: 'beef' } } });
     expect(other).toContain("- **Not reproduced** (2026-12-04, code at commit abc123): the stage's command, rerun from the stage-5 weights, wrote a step-400 snapshot whose model.safetensors has sha256 `beef`, not the kept weights' `f00d` (record: rec.txt).");
     // An attentive policy's card has none of it.
-    const attentive = modelCard(inputs);
+    const attentive = modelRecord(inputs);
     expect(attentive).not.toContain('Careless on purpose');
     expect(attentive).not.toContain('snapshot at step');
   });
   it('says so when there is no evaluation or timing', () => {
-    const md = modelCard({ ...inputs, evaluation: null, grpo: [] });
+    const md = modelRecord({ ...inputs, evaluation: null, grpo: [] });
     expect(md).toContain('Not evaluated in this run.');
     expect(md).toContain('(not measured)');
   });
@@ -91,7 +91,7 @@ describe('modelCard', () => {
       byTier: { 'tier 1': { tasks: 45, success: 0.7 }, 'tier 2': { tasks: 30, success: 0.3 }, 'tier 3': { tasks: 25, success: 0.04 } },
       byFamily: { cancel: { tasks: 10, success: 0.5 } }, wallS: 50,
     };
-    const md = modelCard({
+    const md = modelRecord({
       ...inputs,
       world: { name: 'mini', description: 'compact retail', heldOut: 'tasks', summary: { users: 16, orders: 35, products: 20, items: 281, fingerprint: 'abc' } },
       heldOut: { command: 'npm run eval -- --world mini --tasks test --count 100', result: heldOut },
@@ -118,7 +118,7 @@ describe('modelCard', () => {
       fidelity: fid(0.3, 0.4), fidelityGrounded: fid(0.7, 0.02), byTier: {}, byFamily: {}, wallS: 50,
     };
     const head = (layer: number, h: number, sourceMass: number) => ({ layer, head: h, sourceMass, top1: sourceMass, entropy: 1, maxLogit: 9 });
-    const md = modelCard({
+    const md = modelRecord({
       ...inputs,
       heldOut: { command: 'npm run eval', result: heldOut },
       attention: {
@@ -138,7 +138,7 @@ describe('modelCard', () => {
 
   it('shows where rehearsals break, split by whether the real result stood in the prompt', () => {
     const g = (calls: number, parsed: number, exact: number, copiedFromElsewhere: number, notInPrompt: number, loops: number) => ({ calls, parsed, exact, copiedFromElsewhere, notInPrompt, loops });
-    const md = modelCard({
+    const md = modelRecord({
       ...inputs,
       heldOut: undefined,
       rehearsal: {
@@ -151,5 +151,29 @@ describe('modelCard', () => {
     expect(md).toContain('| in the prompt | 280 | 250 (89.3%) | 190 (67.9%) | 60 | 30 | 20 |');
     expect(md).toContain('| get_product_details | 1 / 0 / 0 | 17 / 3 / 0 |');
     expect(md).toContain('Of the 44 rehearsals that did not parse, 30 had the real result in their prompt (the copy broke) and 14 did not; 32 were loops.');
+  });
+});
+
+describe('modelCard (the card: at most CARD_LINES lines, prose lines at most CARD_WIDTH characters)', () => {
+  const careless = { ...inputs.run, command: 'npm run pretrain -- --world mini --seed 0', spec: { ...inputs.run.spec, carelessRate: 0.7, carelessAbout: ['lookups' as const] } };
+  it('holds the limits, states the figures, licence and reproduction, and links its dated record', () => {
+    for (const i of [inputs, { ...inputs, run: careless }]) {
+      const md = modelCard(i, '2026-12-05');
+      expect(md.split('\n').length).toBeLessThanOrEqual(CARD_LINES);
+      for (const l of proseLines(md)) expect(l.length, l).toBeLessThanOrEqual(CARD_WIDTH);
+      expect(md).toContain('1,312,128');
+      expect(md).toContain('**12.5%**');
+      expect(md).toContain('## Licence');
+      expect(md).toContain('## Reproduce');
+      expect(md).toMatch(/^- Code: commit abc1234\.$/m);
+      expect(md).toContain(`(../../research/notebook/${recordName(i, '2026-12-05')})`);
+    }
+    expect(recordName({ ...inputs, run: careless }, '2026-12-05')).toBe('2026-12-05-mini-policy.md');
+    expect(modelCard({ ...inputs, run: careless }, '2026-12-05')).toContain('**Careless on purpose.**');
+  });
+  it('the record is dated and links back to the card', () => {
+    const md = modelRecord({ ...inputs, run: careless }, '2026-12-05');
+    expect(md.split('\n')[0]).toBe("# 2026-12-05: how the mini world's bundled policy (models/default) was made, the full record");
+    expect(md).toContain('[models/default/README.md](../../models/default/README.md)');
   });
 });

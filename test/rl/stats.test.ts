@@ -41,6 +41,26 @@ describe('bootstrap statistics', () => {
     expect(ia.hi).toBeGreaterThan(ib.lo);
   });
 
+  it('an interval whose end is zero up to float rounding holds zero: not significant', () => {
+    // Five seeds × 100 tasks of 0/1 results where A beats B on a few tasks and ties elsewhere: some replicates'
+    // differences cancel, and their float mean is ±1e-19, not 0 (the dyna-q-recall − real-q case of 2026-12-05).
+    const a: Obs[] = [];
+    const b: Obs[] = [];
+    const wins = [3, 1, 4, 3, 4]; // and one loss per seed
+    for (let seed = 0; seed < 5; seed++)
+      for (let t = 0; t < 100; t++) {
+        const [va, vb] = t < wins[seed] ? [1, 0] : t === 50 ? [0, 1] : [t % 2, t % 2];
+        a.push({ seed, task: `t${t}`, value: va });
+        b.push({ seed, task: `t${t}`, value: vb });
+      }
+    const d = pairedBootstrap(a, b, { reps: 2000, seed: 0 });
+    expect(d.mean).toBeCloseTo(0.02, 12);
+    // The lower end is float noise around zero (3.5e-19 here), and the interval holds zero.
+    expect(d.lo).not.toBe(0);
+    expect(Math.abs(d.lo)).toBeLessThan(1e-9);
+    expect(d.significant).toBe(false);
+  });
+
   it('is deterministic per seed and changes with the seed', () => {
     const a = grid(5, 50, (s, t) => ((s * 31 + t * 17) % 10 < 4 ? 1 : 0));
     expect(bootstrapMean(a, { seed: 3 })).toEqual(bootstrapMean(a, { seed: 3 }));

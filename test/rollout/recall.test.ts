@@ -10,18 +10,11 @@ import type { Qwen3Model } from '../../src/model/qwen3';
 import type { Tokenizer } from '../../src/model/tokenizer';
 import { recallObservation } from '../../src/rollout/recall';
 import { referenceGrounding, RolloutConfigError, runRollouts } from '../../src/rollout/rollout';
-import { compactRetail, retail } from '../fixtures/domains';
+import { compactRetail, pendingOrderId, retail } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
 const domain = compactRetail(['get_order_details', 'cancel_pending_order'], 'You are a retail agent.');
-const pending = (() => {
-  const env = retail.createEnv();
-  for (const id of ['#W9373487', '#W4817420', '#W2611340', '#W6390527', '#W7800651', '#W9403397']) {
-    const o = env.execute({ name: 'get_order_details', arguments: { order_id: id } });
-    if (o.ok && (o.result as { status: string }).status === 'pending') return id;
-  }
-  throw new Error('no pending order among the candidates');
-})();
+const pending = pendingOrderId();
 const read = { name: 'get_order_details', arguments: { order_id: pending } };
 const cancel = { name: 'cancel_pending_order', arguments: { order_id: pending, reason: 'no longer needed' } };
 const otherReason = { name: 'cancel_pending_order', arguments: { order_id: pending, reason: 'ordered by mistake' } };

@@ -5,7 +5,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, syml
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BUDGET, LESSON_PAGE, RESULTS_PAGE, resultsCli, SUMMARY_FILE } from '../../research/scripts/results';
+import { BUDGET, BUDGET_FIGURE, LESSON_PAGE, RESULTS_PAGE, resultsCli, SUMMARY_FILE } from '../../research/scripts/results';
 import { captureIo } from '../helpers/cli';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -16,7 +16,8 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 function copyOfCheckout(name: string): string {
   const root = join(work, name);
   mkdirSync(join(root, 'docs/results'), { recursive: true });
-  for (const f of [RESULTS_PAGE, LESSON_PAGE, SUMMARY_FILE]) cpSync(join(ROOT, f), join(root, f));
+  mkdirSync(join(root, 'docs/figures'), { recursive: true });
+  for (const f of [RESULTS_PAGE, LESSON_PAGE, SUMMARY_FILE, BUDGET_FIGURE]) cpSync(join(ROOT, f), join(root, f));
   symlinkSync(join(ROOT, 'research'), join(root, 'research'));
   return root;
 }
@@ -75,6 +76,13 @@ describe('npm run results', () => {
     const io2 = captureIo();
     expect(await resultsCli(['--check', '--root', summary], io2)).toBe(1);
     expect(io2.stderr()).toContain(`${SUMMARY_FILE} differs from its records`);
+
+    const figure = copyOfCheckout('edited-figure');
+    const g = join(figure, BUDGET_FIGURE);
+    writeFileSync(g, readFileSync(g, 'utf8').replace(/cy="(\d+)/, (_m, d: string) => `cy="${Number(d) + 1}`));
+    const io3 = captureIo();
+    expect(await resultsCli(['--check', '--root', figure], io3)).toBe(1);
+    expect(io3.stderr()).toContain(`${BUDGET_FIGURE} differs from its records`);
   });
 
   it('writes only with --write-committed, and then the check passes', async () => {
@@ -94,7 +102,8 @@ describe('npm run results', () => {
     // The budget records copied (the lead adds runs there), every other records folder shared.
     const root = join(work, 'new-seed');
     mkdirSync(join(root, 'docs/results'), { recursive: true });
-    for (const f of [RESULTS_PAGE, LESSON_PAGE, SUMMARY_FILE]) cpSync(join(ROOT, f), join(root, f));
+    mkdirSync(join(root, 'docs/figures'), { recursive: true });
+    for (const f of [RESULTS_PAGE, LESSON_PAGE, SUMMARY_FILE, BUDGET_FIGURE]) cpSync(join(ROOT, f), join(root, f));
     mkdirSync(join(root, 'research/records'), { recursive: true });
     for (const d of readdirSync(join(ROOT, 'research/records'))) {
       if (join('research/records', d) === BUDGET) cpSync(join(ROOT, BUDGET), join(root, BUDGET), { recursive: true });

@@ -14,6 +14,9 @@ import type { Tokenizer } from '../../src/model/tokenizer';
 import { ACT_STOP, buildActPrompt } from '../../src/rollout/act-prompt';
 import { startOpenAiServer, type CompletionEngine, type RunningOpenAiServer } from '../../src/server/openai';
 import { modelEngine } from '../../src/server/openai-model';
+import { scenarioInstructions } from '../../src/server/lab-prompts';
+import { AGENT_GREETING, type Turn } from '../../src/env/domain';
+import { renderUserPrompt, userMessages } from '../../src/rollout/user-prompt';
 import { SERVE_OPENAI_FLAGS, serveOpenAiMain } from '../../src/cli/serve-openai';
 import { loadTinyPolicy, tinyConfig, writeTinyModel } from '../fixtures/tiny-model';
 import { captureIo } from '../helpers/cli';
@@ -196,6 +199,46 @@ describe('OpenAI-compatible endpoint (scripted engine, real HTTP)', () => {
     expect(await status({ host: `127.0.0.1:${new URL(srv.url).port}`, origin: 'http://evil.example' })).toBe(403);
     expect(await status({ host: `127.0.0.1:${new URL(srv.url).port}` })).toBe(200);
     expect((await fetch(`${srv.url}/v1/chat/completions`)).status).toBe(405);
+  });
+});
+
+describe('lab prompts and the user role (--prompt lab --user-name, as scripts/tau2-harness.sh serves τ²-bench)', () => {
+  let lab: RunningOpenAiServer;
+  beforeAll(async () => {
+    lab = await startOpenAiServer({ engine: scripted, modelName: 'lab-act', actPrompt: { system: mini.policy, tools: mini.definitions() }, userRole: { modelName: 'lab-user', maxTokens: 64 } });
+  });
+  afterAll(() => lab?.close());
+  const at = () => `${lab.url}/v1/chat/completions`;
+  // τ²'s user-simulator system prompt: its guidelines, then the task's instructions as StructuredUserInstructions.__str__ writes them.
+  const ins = { reasonForCall: 'You want to cancel order #W2611340.\nYou ordered it by mistake.', knownInfo: 'You are Mia Garcia, email mia.garcia@example.com.', unknownInfo: 'You do not remember your zip code.', taskInstructions: 'Say yes only to the cancellation.' };
+  const tau2UserSystem = `# User Simulation Guidelines\nYou are playing the role of a customer...\n\n<scenario>\nDomain: retail\nReason for call:\n\tYou want to cancel order #W2611340.\n\tYou ordered it by mistake.\nKnown info:\n\t${ins.knownInfo}\nUnknown info:\n\t${ins.unknownInfo}\nTask instructions:\n\t${ins.taskInstructions}\n</scenario>`;
+
+  it("reads τ²'s scenario block into the model user's instructions; free text is the reason for the call", () => {
+    expect(scenarioInstructions(tau2UserSystem)).toEqual(ins);
+    expect(scenarioInstructions('Just ask for a refund.')).toEqual({ reasonForCall: 'Just ask for a refund.', knownInfo: '', unknownInfo: '', taskInstructions: '' });
+  });
+
+  it("the agent's request renders with the world's policy and tools, whatever system prompt and tools the client sends", async () => {
+    writes = 'How can I help?';
+    const r = await post({ model: 'lab-act', tools: [{ type: 'function', function: { name: 'other', parameters: {} } }], messages: [{ role: 'system', content: '<instructions>τ² policy</instructions>' }, { role: 'assistant', content: AGENT_GREETING }, { role: 'user', content: opening }] }, at());
+    expect(r.status).toBe(200);
+    expect(prompts.at(-1)).toBe(buildActPrompt(mini.policy, mini.definitions(), [{ role: 'assistant', content: AGENT_GREETING }, { role: 'user', content: opening }]));
+  });
+
+  it("the user role's request renders as the model user's prompt, keeps the stop token it ended on, and is listed", async () => {
+    const conversation: Turn[] = [{ kind: 'reply', text: AGENT_GREETING }, { kind: 'user', text: 'I want to cancel an order.' }, { kind: 'reply', text: 'Your email, please?' }];
+    const flipped = [{ role: 'user', content: AGENT_GREETING }, { role: 'assistant', content: 'I want to cancel an order.' }, { role: 'user', content: 'Your email, please?' }];
+    writes = 'mia.garcia@example.com';
+    const r = await post({ model: 'lab-user', temperature: 0, messages: [{ role: 'system', content: tau2UserSystem }, ...flipped] }, at());
+    expect(r.status).toBe(200);
+    expect(r.json.model).toBe('lab-user');
+    expect(r.json.choices[0].message).toMatchObject({ role: 'assistant', content: 'mia.garcia@example.com' });
+    expect(prompts.at(-1)).toBe(renderUserPrompt(userMessages(ins, conversation)));
+    writes = 'Thanks, that is all. ###STOP### and more';
+    const s = await post({ model: 'lab-user', messages: [{ role: 'system', content: tau2UserSystem }, ...flipped] }, at());
+    expect(s.json.choices[0].message.content).toBe('Thanks, that is all. ###STOP###');
+    const models = await (await fetch(`${lab.url}/v1/models`)).json();
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(['lab-act', 'lab-user']);
   });
 });
 

@@ -14,11 +14,15 @@ import { ACT_STOP, REHEARSE_STOP } from '../../src/rollout/act-prompt';
 import { summarizeFidelity } from '../../src/rollout/fidelity';
 import { fullText, RolloutStepper, type RolloutDomain, type RolloutPolicy, type RoundOptions, type RoundReport } from '../../src/rollout/rollout';
 import { rehearses } from '../../src/method/modes';
-import type { ActSource, CallView, RehearseDecoding, GenView, GroupRow, RewardView, RolloutMode, RolloutView, TurnView } from '../../src/worker-protocol';
+import type { ActSource, CallView, RehearseDecoding, GenView, GroupRow, RewardView, RolloutMode, RolloutView, StepperUser, TurnView } from '../../src/worker-protocol';
 import { realReasons, verdictReason, type VerdictContext } from './verdicts';
+import { conversationView } from './conversation-view';
 
-/** The Act turn's source is the scripted expert when `actSource` says so (teacher forcing). */
-export type LabDomain = RolloutDomain & Pick<Domain, 'expert'>;
+/**
+ * The Act turn's source is the scripted expert when `actSource` says so (teacher forcing); in a conversation, the
+ * expert that talks to the same scripted user.
+ */
+export type LabDomain = RolloutDomain & Pick<Domain, 'expert' | 'expertConversation'>;
 
 export interface LabRolloutConfig {
   mode: RolloutMode;
@@ -33,6 +37,8 @@ export interface LabRolloutConfig {
   temperature: number;
   actSource: ActSource;
   rehearseDecoding?: RehearseDecoding;
+  /** 'scripted': a conversation with the domain's scripted user (the eval CLI's `--user scripted`); default 'off'. */
+  user?: StepperUser;
 }
 
 export class LabRollouts {
@@ -56,7 +62,12 @@ export class LabRollouts {
     // A typed request is a task with nothing to check: it runs the same loop and earns no reward.
     this.typed = task === null;
     this.task = task ?? { id: 'typed request', userMessages: [request], referenceActions: [], facts: [], checklist: [] };
-    const steps = task ? domain.expert(task, domain.createEnv()).steps : [];
+    const talks = cfg.user === 'scripted';
+    if (talks && !task) throw new Error('a scripted user plays a task: pick one (a typed request has no customer behind it)');
+    if (talks && cfg.actSource !== 'policy' && !domain.expertConversation) throw new Error('this domain has no expert that holds a conversation');
+    // The conversation expert talks to the user the rollout will meet (the same seed), so its turns answer that
+    // user's messages in order.
+    const steps = !task ? [] : talks && cfg.actSource !== 'policy' ? domain.expertConversation!(task, domain.createEnv(), { userSeed: USER_SEED }).turns.slice(1).filter((t) => t.kind !== 'user') : domain.expert(task, domain.createEnv()).steps;
     this.expertTexts = steps.map((s) => (s.kind === 'call' ? formatCall(s.call) : s.text));
     this.stepper = new RolloutStepper(policy, domain, [this.task], {
       mode: cfg.mode,
@@ -69,6 +80,7 @@ export class LabRollouts {
       // The expert plays the environment too: the real observation, held to the same budget as a generation.
       rehearseScript: cfg.actSource === 'expert' ? (_t, _turn, p) => formatObservation(p.shadow) : undefined,
       ...(this.typed ? { reward: () => 0 } : {}),
+      ...(talks ? { conversation: { user: 'scripted' as const, userSeed: USER_SEED } } : {}),
     });
     const n = this.stepper.episodes.length;
     this.acts = Array.from({ length: n }, () => new Map());
@@ -126,7 +138,7 @@ export class LabRollouts {
       case 'rehearse-invalid':
         return rehearseFailureText(ep.rehearseFailure, ep.rehearseCut);
       case 'user-stop':
-        return `the user ended the conversation (${ep.conversation?.stop ?? 'stop'})`;
+        return ep.conversation?.userError ? `the user failed: ${ep.conversation.userError}` : `the user ended the call (${ep.conversation?.stop ?? 'stop'})`;
       case 'user-turns':
         return `user-turn limit (${ep.conversation?.maxUserTurns ?? '?'}) reached`;
     }
@@ -140,7 +152,7 @@ export class LabRollouts {
       stepTurns: ep.stepTurns,
       log: ep.log,
       observations: !rehearses(ep.mode) ? 'real' : this.cfg.actSource === 'expert' ? 'expert-written' : 'rehearsed',
-      endedEarly: ep.end === 'reply' ? null : this.endReason(e),
+      endedEarly: ep.end === 'reply' || (ep.end === 'user-stop' && !ep.terminated) ? null : this.endReason(e),
       isWrite: (n) => ep.env.isWrite(n),
     };
   }
@@ -178,8 +190,25 @@ export class LabRollouts {
         view = { value, kind: 'checklist judge', items, note: why || zeroed };
       }
     }
+    if (ep.conversation) view = this.withConfirmation(e, view);
     this.rewards[e] = view;
     return view;
+  }
+
+  /** A conversation's reward: the confirmation rule first (it zeroes the reward whatever the rest says: reward-rule.ts). */
+  private withConfirmation(e: number, view: RewardView): RewardView {
+    const ep = this.stepper.episodes[e];
+    const un = conversationView(ep, this.domain.confirmation).unconfirmed;
+    const writes = ep.steps.filter((s) => s.kind === 'call' && !!this.domain.confirmation?.isWrite(s.call.name)).length;
+    const item = {
+      label: "every write had the user's explicit yes to its details (confirmation rule)",
+      satisfied: un.length === 0,
+      reason: un.length
+        ? un.map((w) => `turn ${w.turn + 1}: ${w.why}`).join('; ')
+        : writes ? `${writes === 1 ? 'the write' : `each of the ${writes} writes`} came after the user's explicit yes to a proposal that stated its details` : 'no write was made',
+    };
+    const note = un.length && !view.note ? "reward 0 whatever the rest says: a write was made without the user's explicit yes" : view.note;
+    return { ...view, items: [item, ...view.items], note };
   }
 
   private turnView(e: number, t: number): TurnView {
@@ -215,9 +244,11 @@ export class LabRollouts {
     });
     const last = ep.steps[ep.steps.length - 1];
     const endedHere = (ep.end === 'reply' || ep.end === 'empty') && t === ep.log.length - 1 && last?.kind === 'reply';
+    // In a conversation every reply goes to the user, who answers it.
+    const said = ep.conversation ? ep.steps.find((s, i) => s.kind === 'reply' && ep.stepTurns[i] === t) : undefined;
     // A turn applied outside step() has no generation to show: its text alone.
     const act = this.acts[e].get(t) ?? { source: 'policy', prompt: '', promptTokens: 0, text: rec.text, tokens: [], ms: 0 };
-    return { index: t, act, calls, reply: endedHere ? last.text : null };
+    return { index: t, act, calls, reply: said?.kind === 'reply' ? said.text : endedHere ? last.text : null };
   }
 
   view(e = 0): RolloutView {
@@ -238,6 +269,7 @@ export class LabRollouts {
       endReason: this.endReason(e),
       reward: this.reward(e),
       fidelity: s,
+      ...(ep.conversation ? { conversation: conversationView(ep, this.domain.confirmation) } : {}),
     };
   }
 
@@ -256,6 +288,9 @@ export class LabRollouts {
     };
   }
 }
+
+/** The scripted user's seed (the eval CLI's default): every rollout of a task meets the same customer. */
+const USER_SEED = 0;
 
 /** A generation as the page shows it: the prompt, every sampled token with its log-probability. */
 export function genView(tok: Tokenizer, prompt: string, r: Pick<GenerateResult, 'tokens' | 'logprobs' | 'promptTokens'>, text: string, source: GenView['source'], ms: number): GenView {

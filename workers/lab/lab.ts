@@ -10,11 +10,11 @@ import { generate } from '../../src/model/generate';
 import { adapterToPeftFiles, loadPeftAdapter } from '../../src/model/peft';
 import { FileMapSource } from '../../src/model/source';
 import type {
-  BackendKind, BudgetInfo, EnvInfo, PolicyApi, WorldRequest, WorldName, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, NamedFile, ProgressFn, RolloutRequest, RolloutView,
+  BackendKind, BudgetInfo, EnvInfo, PolicyApi, WorldRequest, WorldName, FolderInfo, GenView, GroupRequest, GroupView, LoadInfo, LoadRequest, MemoryNow, NamedFile, ProgressFn, RolloutRequest, RolloutView,
   HeldOutEval, TrainPoint, TrainRequest, TrainStatus, TtsRequest, TtsView,
 } from '../../src/worker-protocol';
 import { genView, itemLabel, LabRollouts, rehearseFailureText, type LabRolloutConfig } from './episode';
-import { inspectFolder, loadPolicy, pickBackend, reportMemoryOf, webGpuAdapter, type Policy } from './load';
+import { inspectFolder, loadPolicy, memoryNow, pickBackend, webGpuAdapter, type Policy } from './load';
 import { generate as gen } from '../../src/model/generate';
 import type { Backend } from '../../src/engine/backend';
 import { Training } from './training';
@@ -191,7 +191,6 @@ export class Lab implements PolicyApi {
     }
     const { backend, kind, note, p } = chosen;
     this.policy = { ...p, backend, backendKind: kind, backendNote: note };
-    reportMemoryOf(backend);
     this.budget = null;
     onProgress({ phase: 'ready', done: 3, total: 3 });
     const c = p.model.config;
@@ -214,6 +213,10 @@ export class Lab implements PolicyApi {
       loadMs: performance.now() - t0,
       memory: p.memory,
     };
+  }
+
+  memory(): MemoryNow | null {
+    return this.policy ? memoryNow(this.policy.backend) : null;
   }
 
   cancel(): void {

@@ -15,7 +15,7 @@ import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
 import { trackDeviceBytes, type DeviceBytes } from '../../src/train/measure';
 import { loadedWeightBytes, minBindingBytes } from '../../src/train/memory';
-import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, ProgressFn, WeightFormat } from '../../src/worker-protocol';
+import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, MemoryNow, ProgressFn, WeightFormat } from '../../src/worker-protocol';
 import type { Domain } from '../../src/env/domain';
 import { WORLDS, type WorldName } from '../../src/env/retail/worlds';
 import { fileFingerprint, weightsFingerprint } from '../../src/rl/base-eval';
@@ -112,16 +112,10 @@ export function gpuBytesOf(backend: Backend): DeviceBytes | null {
   return t;
 }
 
-/**
- * The memory of the policy loaded last, now: JS heap, GPU buffers alive and their peak since the load.
- * Read by the real-size E2E through playwright (self.__labMemory in the worker), not part of the protocol.
- */
-let lastMemory: () => { jsHeap: number | null; gpuBytes: number | null; gpuPeak: number | null } = () => ({ jsHeap: jsHeapBytes(), gpuBytes: null, gpuPeak: null });
-(self as unknown as { __labMemory: () => unknown }).__labMemory = () => lastMemory();
-/** Point __labMemory at the backend the lab kept (the calibration loads on two). */
-export function reportMemoryOf(backend: Backend): void {
+/** The memory of a policy on `backend`, now: JS heap, GPU buffers alive and their peak since its load. */
+export function memoryNow(backend: Backend): MemoryNow {
   const gpu = gpuBytesOf(backend);
-  lastMemory = () => ({ jsHeap: jsHeapBytes(), gpuBytes: gpu?.live() ?? null, gpuPeak: gpu?.peak() ?? null });
+  return { jsHeap: jsHeapBytes(), gpuBytes: gpu?.live() ?? null, gpuPeak: gpu?.peak() ?? null };
 }
 
 /** Picked files, read in chunks (progress in bytes) into one buffer; otherwise as FileMapSource. */

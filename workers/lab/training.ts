@@ -78,6 +78,69 @@ export function toPoint(m: StepMetrics, total: number, ev: EvalMetrics | undefin
 
 const heldOutEval = (e: EvalMetrics): HeldOutEval => ({ step: e.step, success: e.success, fidelityExact: e.fidelity ? finite(e.fidelity.exact) : null, byFamily: e.byFamily ?? null, reused: e.reused ?? null });
 
+/** The run's logs that make its curve. */
+const CURVE_LOGS = ['metrics.jsonl', 'eval.jsonl', 'rollouts.jsonl'] as const;
+
+/**
+ * The run's curve in memory: every step, held-out evaluation and rollout line of its logs, by step. Read from
+ * the logs once when the run is opened (Curve.read: a status after a reload, a Start that resumes), then kept
+ * up to date with the lines the run appends (curveStore), so drawing a step's point reads no storage. After a
+ * resume a step may be logged twice: the last line wins, in the logs as read and as appended alike.
+ */
+export class Curve {
+  private readonly steps = new Map<number, StepMetrics>();
+  private readonly evals = new Map<number, EvalMetrics>();
+  private readonly rolls = new Map<number, Map<string, LoggedRollout>>();
+
+  static async read(st: RunStore): Promise<Curve> {
+    const c = new Curve();
+    for (const name of CURVE_LOGS) for (const l of lines(await st.read(name))) c.add(name, l);
+    return c;
+  }
+
+  /** One line appended to one of the run's files (lines of other files are not the curve's). */
+  add(name: string, line: string): void {
+    if (name === 'metrics.jsonl') {
+      const m = JSON.parse(line) as StepMetrics;
+      this.steps.set(m.step, m);
+    } else if (name === 'eval.jsonl') {
+      const e = JSON.parse(line) as EvalMetrics;
+      this.evals.set(e.step, e);
+    } else if (name === 'rollouts.jsonl') {
+      // Only what a point needs of a rollout (its line holds the whole episode).
+      const { step, promptId, reward, rolloutId } = JSON.parse(line) as LoggedRollout & { rolloutId: string };
+      (this.rolls.get(step) ?? this.rolls.set(step, new Map()).get(step)!).set(rolloutId, { step, promptId, reward });
+    }
+  }
+
+  /** The starting policy's held-out evaluation (step 0), when the run has one. */
+  start(): HeldOutEval | null {
+    const e0 = this.evals.get(0);
+    return e0 ? heldOutEval(e0) : null;
+  }
+
+  /** Step `m`'s point: its held-out evaluation and rollouts as logged (`m` itself: the step as the run returned it). */
+  point(m: StepMetrics, total: number, gpp: number): TrainPoint {
+    return toPoint(m, total, this.evals.get(m.step), [...(this.rolls.get(m.step)?.values() ?? [])], gpp);
+  }
+
+  points(total: number, gpp: number): TrainPoint[] {
+    return [...this.steps.values()].sort((a, b) => a.step - b.step).map((m) => this.point(m, total, gpp));
+  }
+}
+
+/** `st`, with every line appended to it also added to `curve`. */
+function curveStore(st: RunStore, curve: Curve): RunStore {
+  return {
+    read: (name) => st.read(name),
+    write: (name, bytes) => st.write(name, bytes),
+    append: async (name, line) => {
+      await st.append(name, line);
+      curve.add(name, line);
+    },
+  };
+}
+
 /** Groups per prompt in a mode and grouping (role-wise: one per trained role). */
 function groupsPerPrompt(req: TrainRequest): number {
   return effectiveGroups(req.mode, req.groups) === 'role-wise' ? trainedRoles(req.mode).length : 1;
@@ -144,6 +207,8 @@ export function runProgress(m: RunMoment): Progress {
 export class Training {
   private store: RunStore | null = null;
   private baseStore: RunStore | null = null;
+  /** The open run's curve (null until the run is opened: read from its logs then, appended to as it trains). */
+  private curve: Curve | null = null;
   private pauseAsked = false;
   running = false;
 
@@ -163,28 +228,12 @@ export class Training {
     const raw = meta ? (JSON.parse(new TextDecoder().decode(meta)) as Saved) : null;
     // Saved by any version; shown as the page shows kept runs (runs saved before rehearsal decoding was a setting decoded free).
     const saved = raw ? { ...raw, req: labRequest(raw.req as unknown as Record<string, unknown>, { rehearseDecoding: 'free' }) } : null;
-    // After a resume a step may be logged twice: the last line wins.
-    const steps = new Map<number, StepMetrics>();
-    for (const l of lines(await st.read('metrics.jsonl'))) {
-      const m = JSON.parse(l) as StepMetrics;
-      steps.set(m.step, m);
-    }
-    const evals = new Map<number, EvalMetrics>();
-    for (const l of lines(await st.read('eval.jsonl'))) {
-      const e = JSON.parse(l) as EvalMetrics;
-      evals.set(e.step, e);
-    }
-    const rolls = new Map<number, Map<string, LoggedRollout>>();
-    for (const l of lines(await st.read('rollouts.jsonl'))) {
-      const r = JSON.parse(l) as LoggedRollout & { rolloutId: string };
-      (rolls.get(r.step) ?? rolls.set(r.step, new Map()).get(r.step)!).set(r.rolloutId, r);
-    }
+    // The curve: from memory once the run is open, from its logs the first time.
+    this.curve ??= await Curve.read(st);
     const total = saved?.req.steps ?? 0;
     const gpp = saved ? groupsPerPrompt(saved.req) : 1;
-    const e0 = evals.get(0);
-    const start = e0 ? heldOutEval(e0) : null;
-    const points = [...steps.values()].sort((a, b) => a.step - b.step).map((m) => toPoint(m, total, evals.get(m.step), [...(rolls.get(m.step)?.values() ?? [])], gpp));
-    return { config: saved?.req ?? null, start, step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved ? (saved.world ?? 'retail') : null };
+    const points = this.curve.points(total, gpp);
+    return { config: saved?.req ?? null, start: this.curve.start(), step: points.length ? points[points.length - 1].step : 0, total, running: this.running, points, model: saved?.model ?? '', world: saved ? (saved.world ?? 'retail') : null };
   }
 
   async files(): Promise<NamedFile[]> {
@@ -200,6 +249,7 @@ export class Training {
   async reset(): Promise<void> {
     if (this.running) throw new Error('pause the run first');
     this.store = null;
+    this.curve = null;
     await OpfsStore.remove(DIR).catch(() => undefined);
   }
 
@@ -264,7 +314,9 @@ export class Training {
         phaseLeftMs: phaseEta?.leftMs(),
       }));
     };
-    const run = await GrpoRun.open(policy.model, policy.tok, domain, tasks, st, config, {
+    // Starting is opening the run: its curve is read from its logs here, once, then appended to as it trains.
+    const curve = (this.curve = await Curve.read(st));
+    const run = await GrpoRun.open(policy.model, policy.tok, domain, tasks, curveStore(st, curve), config, {
       signal,
       onPhase: (p) => {
         phase = p;
@@ -318,13 +370,9 @@ export class Training {
         round = undefined;
         phaseEta = null;
         report();
-        const evalsBefore = lines(await st.read('eval.jsonl')).length;
         const m = await run.trainStep();
         stepMs.push(performance.now() - stepT0);
-        const evs = lines(await st.read('eval.jsonl'));
-        const evalSeen = evs.length > evalsBefore ? (JSON.parse(evs[evs.length - 1]) as EvalMetrics) : undefined;
-        const rolls = lines(await st.read('rollouts.jsonl')).map((l) => JSON.parse(l) as LoggedRollout).filter((r) => r.step === m.step).slice(-perStep);
-        onPoint(toPoint(m, config.steps, evalSeen, rolls, gpp));
+        onPoint(curve.point(m, config.steps, gpp));
       }
       // Hand the trained adapter to the policy: a copy through its PEFT files (the run frees its own).
       const files = await adapterToPeftFiles(policy.backend, run.actAdapter);

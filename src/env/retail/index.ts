@@ -9,6 +9,7 @@ import { realReward } from '../reward';
 import type { BaseData } from '../store';
 import { CANCEL_REASONS, RETAIL_WRITE_TOOLS } from './tools';
 import { runRetailExpert } from './expert';
+import { runRetailExpertConversation } from './expert-conversation';
 import { retailUser } from './user';
 import { retailUserInstructions } from './instructions';
 import { retailConfirmationOptions } from './confirm-details';
@@ -78,6 +79,7 @@ export function retailDomain(base: BaseData, world: WorldName = 'retail'): Domai
     createEnv: fresh,
     tasks: { generate: ({ split, count, seed = 0 }) => gens[split].generate(seed, count) },
     expert: (task, env, opts) => runRetailExpert(task, env, opts),
+    expertConversation: (task, env, opts) => runRetailExpertConversation(task, env, opts),
     user: (task, opts) => retailUser(task, opts),
     userInstructions: (task, opts) => retailUserInstructions(task, opts?.seed ?? 0),
     confirmation: retailConfirmationOptions(base),
