@@ -136,6 +136,8 @@ export interface PretrainSpec {
    * write; absent or 0: none.
    */
   conversationTasks?: number;
+  /** Loss weight of user-role response tokens (the --user-tasks rows) relative to other responses; absent = 1. */
+  userLossWeight?: number;
   /**
    * Twins of Act rows (the training and act-only tasks') whose call spells a value the user stated, with that
    * value swapped for another of the stated-values lexicon (augment.ts statedValueSwaps); absent: none.
@@ -462,7 +464,7 @@ export async function pretrain(
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
       seqs = queue.shift()!.map((i) => kept[i]);
     }
-    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight }, spec.valueLossWeight ?? 1)]);
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight, user: spec.userLossWeight ?? 1 }, spec.valueLossWeight ?? 1)]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });

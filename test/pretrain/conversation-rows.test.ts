@@ -103,7 +103,22 @@ describe('conversation rows for the agent', () => {
       b.dispose();
       await rm(out, { recursive: true, force: true });
     }
-    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500 }, base: MINI_SPEC });
-    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500`);
+    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, userLossWeight: 2 }, base: MINI_SPEC });
+    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --user-weight 2`);
+  }, 600_000);
+
+  it('--user-weight scales the user-role rows\' loss, and only theirs', async () => {
+    const out = await mkdtemp(join(tmpdir(), 'pretrain-userw-'));
+    const b = await createBackend('cpu-fast', { threads: 1 });
+    // The same seed and data: the losses of the first steps (user rows among their batches) differ only through the weights.
+    const first = async (spec: typeof QUICK_SPEC) => (await pretrain(b, mini, { ...spec, steps: 6 }, { seed: 2, out, log: () => {} })).losses.map((x) => x.loss);
+    try {
+      const withUser = { ...QUICK_SPEC, userTasks: 3 };
+      expect(await first({ ...withUser, userLossWeight: 3 })).not.toEqual(await first(withUser));
+      expect(await first({ ...QUICK_SPEC, userLossWeight: 3 })).toEqual(await first(QUICK_SPEC));
+    } finally {
+      b.dispose();
+      await rm(out, { recursive: true, force: true });
+    }
   }, 600_000);
 });
