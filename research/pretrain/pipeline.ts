@@ -20,7 +20,7 @@ import { DEFAULT_MEMORY_TOKENS } from '../../src/eval/private-rehearsal';
 import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValues, swapTaskShare, valueSwapSource } from './augment';
 import { reviewRows } from './review-rows';
 import { amountSwapSource, amountSwaps, changeCallDrills, changeRows } from './change-drills';
-import { conversationRows, userRowToExample } from './user-rows';
+import { conversationAgentExamples, conversationRows, userRowToExample } from './user-rows';
 import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
@@ -129,6 +129,16 @@ export interface PretrainSpec {
    */
   userTasks?: number;
   /**
+   * Conversation rows for the agent (issue 47): the Act and Rehearse rows of the conversation expert's
+   * conversations with the scripted user (src/env/retail/expert-conversation.ts) on this many more train
+   * tasks (a sixth seed stream), rendered as a conversation rollout renders them (src/rollout/conversation.ts:
+   * the greeting, then user and agent turns), so the policy learns to ask for identity and for a yes before a
+   * write; absent or 0: none.
+   */
+  conversationTasks?: number;
+  /** Loss weight of user-role response tokens (the --user-tasks rows) relative to other responses; absent = 1. */
+  userLossWeight?: number;
+  /**
    * Twins of Act rows (the training and act-only tasks') whose call spells a value the user stated, with that
    * value swapped for another of the stated-values lexicon (augment.ts statedValueSwaps); absent: none.
    */
@@ -233,7 +243,7 @@ export interface PretrainResult {
   config: Qwen3Config;
   spec: PretrainSpec;
   data: {
-    rows: { act: number; rehearse: number; review?: number; memoryAct?: number; copy?: number; user?: number };
+    rows: { act: number; rehearse: number; review?: number; memoryAct?: number; copy?: number; user?: number; conversationAct?: number; conversationRehearse?: number };
     dropped: number;
     tokens: { total: number; response: number };
     length: { act: ReturnType<typeof lengthStats>; rehearse: ReturnType<typeof lengthStats>; response: ReturnType<typeof lengthStats> };
@@ -348,6 +358,9 @@ export async function pretrain(
   }
   const userRows = (spec.userTasks ?? 0) > 0 ? conversationRows(domain, { split: 'train', tasks: spec.userTasks!, seed: seed + 4_000_003 }).user.map(userRowToExample) : [];
   if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations`);
+  // The expert's mistakes in a conversation are the recoverable ones that never break the confirmation rule.
+  const convRows = (spec.conversationTasks ?? 0) > 0 ? conversationAgentExamples(domain, { tasks: spec.conversationTasks!, seed: seed + 5_000_003, mistakeRate: spec.mistakeRate }, tools, rp) : [];
+  if (convRows.length) log(`conversation rows: ${convRows.filter((e) => e.role === 'act').length} Act, ${convRows.filter((e) => e.role === 'rehearse').length} Rehearse of ${spec.conversationTasks} more tasks' conversations`);
   const records = new Map<string, Set<string>>();
   if ((spec.recordCopies ?? 0) > 0) {
     for (const e of extraRehearse) {
@@ -361,10 +374,10 @@ export async function pretrain(
   if (recordDrills.length) log(`record-copy drills: ${recordDrills.length} from ${[...records].map(([k, g]) => `${g.size} ${k}`).join(', ')} records`);
   // Without the expert's own Rehearse rows, every Rehearse row is grounded as in rollouts (the extra ones).
   const expert = spec.expertRehearse === false ? examples.filter((e) => e.role !== 'rehearse') : examples;
-  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...changeActs.map(() => 'expert'), ...changeDrills.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy'), ...userRows.map(() => 'user')];
+  const sources = [...expert.map(() => 'expert'), ...extraActs.map(() => 'expert'), ...changeActs.map(() => 'expert'), ...changeDrills.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...valueSwaps.map((e) => (e.role === 'copy' ? 'copy' : 'expert')), ...extraRehearse.map(() => 'expert'), ...rv.reviews.map(() => 'review'), ...rv.memoryActs.map(() => 'memoryAct'), ...drills.map(() => 'copy'), ...recordDrills.map(() => 'copy'), ...userRows.map(() => 'user'), ...convRows.map(() => 'conversation')];
   const markValues = (spec.valueLossWeight ?? 1) !== 1;
   if (markValues && spec.preTokenizer !== 'stated-values') throw new Error('a stated-value loss weight needs the stated-values pre-tokenizer');
-  const all = [...expert, ...extraActs, ...changeActs, ...changeDrills, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills, ...userRows].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
+  const all = [...expert, ...extraActs, ...changeActs, ...changeDrills, ...valueSwaps, ...extraRehearse, ...rv.reviews, ...rv.memoryActs, ...drills, ...recordDrills, ...userRows, ...convRows].map((e) => encodeExample(bpe, e, { markValues: markValues && e.role === 'act' }));
   if (markValues) log(`stated-value tokens weighted ${spec.valueLossWeight}x: ${all.reduce((a, e) => a + (e.valueMask?.reduce((x, v) => x + v, 0) ?? 0), 0)} in ${all.filter((e) => e.valueMask).length} Act responses`);
   const keep = all.map((e) => e.ids.length <= spec.maxLen);
   const kept: Encoded[] = all.filter((_, i) => keep[i]);
@@ -373,11 +386,12 @@ export async function pretrain(
   const data: PretrainResult['data'] = {
     rows: {
       act: count((e, src) => e.role === 'act' && src === 'expert'),
-      rehearse: count((e) => e.role === 'rehearse'),
+      rehearse: count((e, src) => e.role === 'rehearse' && src !== 'conversation'),
       review: count((e) => e.role === 'review'),
       memoryAct: count((_, src) => src === 'memoryAct'),
       copy: count((e) => e.role === 'copy'),
       ...(userRows.length ? { user: count((e) => e.role === 'user') } : {}),
+      ...(convRows.length ? { conversationAct: count((e, src) => src === 'conversation' && e.role === 'act'), conversationRehearse: count((e, src) => src === 'conversation' && e.role === 'rehearse') } : {}),
     },
     dropped: all.length - kept.length,
     tokens: { total: kept.reduce((a, e) => a + e.ids.length, 0), response: kept.reduce((a, e) => a + e.ids.length - e.promptLen, 0) },
@@ -450,7 +464,7 @@ export async function pretrain(
       if (queue.length === 0) queue = packBatches(kept.map((e) => e.ids.length), spec.batchTokens, seed * 1009 + epoch++, MAX_ROWS);
       seqs = queue.shift()!.map((i) => kept[i]);
     }
-    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight }, spec.valueLossWeight ?? 1)]);
+    const st = await tr.trainStep([pretrainBatch(seqs, promptLoss, { act: spec.actLossWeight, rehearse: spec.rehearseLossWeight, user: spec.userLossWeight ?? 1 }, spec.valueLossWeight ?? 1)]);
     if (!st.applied) throw new Error(`step ${st.step + 1} refused: ${st.refused}`);
     tokens += seqs.reduce((a, e) => a + e.ids.length, 0);
     losses.push({ step: st.step, loss: st.loss });

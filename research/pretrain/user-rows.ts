@@ -14,7 +14,9 @@ import { rowsFromConversation, userRowsFromConversation, type UserRow } from '..
 import { runRetailExpertConversation } from '../../src/env/retail/expert-conversation';
 import type { RetailTask } from '../../src/env/retail/intent';
 import { renderUserPrompt, userSystemMessage } from '../../src/rollout/user-prompt';
-import { END, type Example } from './data';
+import type { ToolDefinition } from '../../src/rollout/chat';
+import type { RehearsePromptOptions } from '../../src/rollout/rehearse-prompt';
+import { END, rowToExample, type Example } from './data';
 
 export interface ConversationDataOptions {
   split: 'train' | 'test';
@@ -42,4 +44,13 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
 /** A user row as a training pair: the prompt the model user is given at run time, the turn as the response. */
 export function userRowToExample(row: UserRow): Example {
   return { role: 'user', taskId: row.taskId, prompt: renderUserPrompt([{ role: 'system', content: userSystemMessage(row.instructions) }, ...row.messages]), response: row.target + END };
+}
+
+/**
+ * The agent's side of the conversations as training pairs (--conversation-tasks): every Act and Rehearse row
+ * of the conversation expert's conversations on `tasks` train tasks, rendered with the rollout prompts
+ * (rowToExample), so an Act row's prompt is the bytes a conversation rollout shows the policy at that turn.
+ */
+export function conversationAgentExamples(domain: Domain, o: Omit<ConversationDataOptions, 'split'>, tools: readonly ToolDefinition[], rehearsePrompt: RehearsePromptOptions = {}): Example[] {
+  return conversationRows(domain, { ...o, split: 'train' }).agent.map((r) => rowToExample(r, domain.policy, tools, rehearsePrompt));
 }
