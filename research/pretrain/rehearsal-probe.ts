@@ -19,6 +19,8 @@ import type { RolloutDomain } from '../../src/rollout/rollout';
 const LOOKUP_CHARS = 24;
 /** A repeated stretch at least this long makes an unclosed rehearsal a loop. */
 const LOOP_CHARS = 120;
+/** Characters of the real observation and of the output kept from the divergence on. */
+const SNIPPET_CHARS = 40;
 
 export type Divergence = 'copied from elsewhere' | 'not in the prompt';
 
@@ -32,6 +34,14 @@ export interface RehearsalCallProbe {
   divergeAt: number | null;
   divergence: Divergence | null;
   loop: boolean;
+  /**
+   * For rehearsals that are not exact: the key path in the real observation where the output left it
+   * (`result.items[].price`; digit-only keys, such as a product's variants keyed by item id, read `#`), and
+   * the next characters of the real observation and of the output from there. Absent in probes written before.
+   */
+  field?: string | null;
+  want?: string;
+  wrote?: string;
 }
 
 export interface RehearsalProbeGroup {
@@ -53,6 +63,8 @@ export interface RehearsalProbe {
   resultInPrompt: RehearsalProbeGroup;
   resultNotInPrompt: RehearsalProbeGroup;
   byTool: Record<string, { inPrompt: RehearsalProbeGroup; notInPrompt: RehearsalProbeGroup }>;
+  /** Rehearsals that are not exact, by `tool field` where they left the real observation, most first. */
+  byField?: Record<string, number>;
   calls: RehearsalCallProbe[];
 }
 
@@ -65,6 +77,53 @@ export function repeatsItself(s: string, minLen: number): boolean {
     if (first >= 0 && first + minLen <= end - minLen) return true;
   }
   return false;
+}
+
+/**
+ * The key path at character `at` of a formatted observation (`<execution_result>\n{json}\n…`): the keys and
+ * arrays that enclose it, `(outside)` before the JSON opens or after it closes (exported for tests).
+ */
+export function jsonPathAt(s: string, at: number): string {
+  type Frame = { arr: true } | { arr: false; key: string | null };
+  const stack: Frame[] = [];
+  let inString = false;
+  let start = 0;
+  let last = '';
+  let opened = false;
+  for (let j = 0; j < Math.min(at, s.length); j++) {
+    const c = s[j];
+    if (inString) {
+      if (c === '\\') j++;
+      else if (c === '"') {
+        inString = false;
+        last = s.slice(start, j);
+      }
+      continue;
+    }
+    if (!opened && c !== '{') continue;
+    if (c === '"') {
+      inString = true;
+      start = j + 1;
+    } else if (c === '{') {
+      opened = true;
+      stack.push({ arr: false, key: null });
+    } else if (c === '[') stack.push({ arr: true });
+    else if (c === '}' || c === ']') {
+      stack.pop();
+      if (stack.length === 0) return '(outside)';
+    } else if (c === ':') {
+      const top = stack[stack.length - 1];
+      if (top && !top.arr) top.key = last;
+    } else if (c === ',') {
+      const top = stack[stack.length - 1];
+      if (top && !top.arr) top.key = null;
+    }
+  }
+  if (stack.length === 0) return '(outside)';
+  return stack
+    .map((f, i) => (f.arr ? '[]' : f.key === null ? (i === stack.length - 1 ? '.(key)' : '') : '.' + (/^\d+$/.test(f.key) ? '#' : f.key)))
+    .join('')
+    .replace(/^\./, '');
 }
 
 /** The probe of one rehearsal step (exported for tests). */
@@ -83,7 +142,9 @@ export function classifyStep(s: FidelityEvalStep, prompt: string): RehearsalCall
     divergence = next.length > 0 && prompt.includes(next) ? 'copied from elsewhere' : 'not in the prompt';
   }
   const loop = s.failure === 'no-close-tag' && repeatsItself(s.text, LOOP_CHARS);
-  return { tool: s.call.name, resultInPrompt, parsed, exact, divergeAt, divergence, loop };
+  if (divergeAt === null) return { tool: s.call.name, resultInPrompt, parsed, exact, divergeAt, divergence, loop };
+  const field = jsonPathAt(want, divergeAt);
+  return { tool: s.call.name, resultInPrompt, parsed, exact, divergeAt, divergence, loop, field, want: want.slice(divergeAt, divergeAt + SNIPPET_CHARS), wrote: s.text.slice(divergeAt, divergeAt + SNIPPET_CHARS) };
 }
 
 function group(calls: readonly RehearsalCallProbe[]): RehearsalProbeGroup {
@@ -111,6 +172,9 @@ export async function probeRehearsals(
   const byTool: RehearsalProbe['byTool'] = {};
   for (const tool of [...new Set(calls.map((c) => c.tool))].sort())
     byTool[tool] = { inPrompt: group(calls.filter((c) => c.tool === tool && c.resultInPrompt)), notInPrompt: group(calls.filter((c) => c.tool === tool && !c.resultInPrompt)) };
+  const fields = new Map<string, number>();
+  for (const c of calls) if (c.field) fields.set(`${c.tool} ${c.field}`, (fields.get(`${c.tool} ${c.field}`) ?? 0) + 1);
+  const byField = Object.fromEntries([...fields].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
   return {
     tasks: tasks.length,
     maxRehearseTokens: o.maxRehearseTokens,
@@ -118,6 +182,7 @@ export async function probeRehearsals(
     resultInPrompt: group(calls.filter((c) => c.resultInPrompt)),
     resultNotInPrompt: group(calls.filter((c) => !c.resultInPrompt)),
     byTool,
+    byField,
     calls,
   };
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { Observation } from '../../src/env/domain';
 import { formatObservation } from '../../src/env/toolcall';
 import type { FidelityEvalStep } from '../../src/rollout/fidelity-eval';
-import { classifyStep, repeatsItself } from '../../research/pretrain/rehearsal-probe';
+import { classifyStep, jsonPathAt, repeatsItself } from '../../research/pretrain/rehearsal-probe';
 
 const real: Observation = { ok: true, name: 'get_order_details', result: { items: [{ id: '111', color: 'red' }, { id: '222', color: 'blue' }] } };
 const want = formatObservation(real);
@@ -42,5 +42,31 @@ describe('rehearsal probe', () => {
     expect(classifyStep(step(distinct, false, 'no-close-tag'), prompt).loop).toBe(false);
     // Only an output the budget cut off can be a loop.
     expect(classifyStep(step(looping, false, 'invalid-json'), prompt).loop).toBe(false);
+  });
+});
+
+describe('rehearsal probe: the field where a rehearsal leaves the real observation', () => {
+  it('names the key path at the divergence, arrays as [] and digit-only keys as #', () => {
+    const obs = '<execution_result>\n{"result":{"order_id":"#W1","items":[{"id":"111","price":5.5}],"variants":{"1234":{"price":9}}}}\n</execution_result>';
+    expect(jsonPathAt(obs, obs.indexOf('#W1'))).toBe('result.order_id');
+    expect(jsonPathAt(obs, obs.indexOf('5.5'))).toBe('result.items[].price');
+    expect(jsonPathAt(obs, obs.indexOf('"111"') + 2)).toBe('result.items[].id');
+    expect(jsonPathAt(obs, obs.indexOf('9}}'))).toBe('result.variants.#.price');
+    // At the start of a key (the output wrote another key, or stopped a list early) the enclosing object.
+    expect(jsonPathAt(obs, obs.indexOf('"price"'))).toBe('result.items[].(key)');
+    expect(jsonPathAt(obs, 3)).toBe('(outside)');
+    expect(jsonPathAt(obs, obs.indexOf('\n</'))).toBe('(outside)');
+    // A brace or colon inside a string value is text, not structure.
+    const tricky = '<execution_result>\n{"result":{"note":"a{b:c]","x":1}}';
+    expect(jsonPathAt(tricky, tricky.indexOf('1}'))).toBe('result.x');
+  });
+
+  it('an inexact step carries the field and what stood there in each text', () => {
+    const wrong = want.replace('blue', 'green');
+    const c = classifyStep(step(wrong, false), '');
+    expect(c.field).toBe('result.items[].color');
+    expect(c.want?.startsWith('blue')).toBe(true);
+    expect(c.wrote?.startsWith('green')).toBe(true);
+    expect(classifyStep(step(want, true), '').field).toBeUndefined();
   });
 });
