@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds the fidelity-stage mini policy (sha256 8c211b7c4503…) in runs/fid-mini-A: the attentive five-stage policy
 # (research/records/attentive-model.sh) continued 1200 steps on more Rehearse rows grounded as rollouts ground them
-# (issue 46, research/records/2026-12-06-fidelity-stage). The same seed on the same backend gives the same bytes;
+# (issue 46, research/records/2026-12-05-fidelity-stage). The same seed on the same backend gives the same bytes;
 # the script checks them. Run from the checkout's root; idempotent (about 10-25 minutes on 2 cores when it trains).
 set -euo pipefail
 want=8c211b7c450366c9ecf64c6784bafe930d6fd2e70321311ef07ffc68de379b01

@@ -1,7 +1,7 @@
 // Failure classes of a rehearsal probe (`npm run pretrain -- --probe-rehearsal`; a rehearsal-probe.json whose calls
 // carry `field`, as the probe writes them from this record's first commit on): every inexact rehearsal is put in one
 // class by its tool and the key path where it left the real observation. Prints a markdown table, one column a probe.
-//   node research/records/2026-12-06-fidelity-stage/classes.mjs LABEL=runs/attentive/rehearsal-probe.json [LABEL=FILE ...]
+//   node research/records/2026-12-05-fidelity-stage/classes.mjs LABEL=runs/attentive/rehearsal-probe.json [LABEL=FILE ...]
 import { readFileSync } from 'node:fs';
 
 const ORDER_TOOLS = new Set(['get_order_details', 'cancel_pending_order', 'exchange_delivered_order_items', 'return_delivered_order_items', 'modify_pending_order_items', 'modify_pending_order_address', 'modify_pending_order_payment']);
