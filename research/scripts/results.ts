@@ -40,6 +40,7 @@ export const ABLATION_S17 = 'research/records/ablation-records-s17';
 export const ABLATION_PREVIOUS = 'research/records/ablation-records';
 export const BUDGET = 'research/records/2026-12-04-budget';
 export const REPLICATION = 'research/records/2026-12-05-replication';
+export const FID_BUDGET = 'research/records/2026-12-05-fidelity-budget';
 export const TTS_S19 = 'research/records/tts-records-s19';
 export const TTS_PREVIOUS = 'research/records/tts-records';
 export const REVISE = 'research/records/2026-12-05-revise';
@@ -88,7 +89,7 @@ interface Claim {
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
 
 /** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
-function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
+function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, fidBudget: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
   const tts = (mode: string) => {
     const obs = (n: number) => successObs(ttsCurrent.filter((r) => r.policy === 'envace' && r.n === n && (n === 0 || r.mode === mode)).map((r) => ({ ...r, config: '', key: '' }) as unknown as AblationRun));
     return pairedBootstrap(obs(2), obs(0));
@@ -115,6 +116,10 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
     {
       claim: 'the same on fresh training seeds 5–9, pre-registered as the confirmatory replication (issue 46\'s decision for this lever)', where: 'the replication', d: pair(replication, 'dyna-q-recall', 'real-q'),
       detail: `${seedsOf(replication, 'dyna-q-recall')} of 5 seeds of dyna-q-recall and ${seedsOf(replication, 'real-q')} of real-q`,
+    },
+    {
+      claim: 'the same on a policy whose rehearsals are better (the fidelity stage: exact match 74 % from 62 %), seeds 0–4, pre-registered', where: 'the budget on the fidelity-stage policy', d: pair(fidBudget, 'dyna-q-recall', 'real-q'),
+      detail: `${seedsOf(fidBudget, 'dyna-q-recall')} of 5 seeds of dyna-q-recall and ${seedsOf(fidBudget, 'real-q')} of real-q; without recall (dyna-q): ${fmtOr(pair(fidBudget, 'dyna-q', 'real-q'))}`,
     },
     {
       claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
@@ -197,6 +202,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const tts = (rel: string) => ({ runs: readCells(join(root, rel)), meta: json<TtsMeta>(join(root, rel, 'meta.json')) });
   const ttsCurrent = tts(TTS_S19);
   const replication = ablationSet(root, REPLICATION, join(REPLICATION, 'ablation'));
+  const fidBudget = ablationSet(root, FID_BUDGET, join(FID_BUDGET, 'ablation'));
   const budgetMeta = budget.meta as BudgetMeta;
   const decisivePairs = (set: AblationSet): PairRow[] =>
     (set.meta as BudgetMeta).decisive.flatMap(([a, b]) => {
@@ -208,9 +214,10 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const fullBudget = budget.meta.budget.steps * budget.meta.budget.prompts * budget.meta.budget.k;
   const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
-    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, ttsCurrent.runs, root)) },
+    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, fidBudget, ttsCurrent.runs, root)) },
     { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, decisivePairs(budget), budgetMeta) },
     { page: RESULTS_PAGE, name: 'replication', render: () => renderReplication(replication, budget, decisivePairs(replication)) },
+    { page: RESULTS_PAGE, name: 'fidelity-budget', render: () => renderBudget(fidBudget.rows, decisivePairs(fidBudget), fidBudget.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'ablation', render: () => renderAblation(s17.sum, s17.meta) },
@@ -227,7 +234,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     }) })),
   ];
   const summary = () => {
-    const entries: SummaryEntry[] = [s17, budget, replication, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
+    const entries: SummaryEntry[] = [s17, budget, replication, fidBudget, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
     return {
       about:
         'Generated by `npm run results -- --write-committed` from the committed records (research/scripts/results.ts). One entry per configuration and records folder (world, policy and budget are the folder\'s). ' +
