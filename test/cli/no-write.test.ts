@@ -118,6 +118,13 @@ const tsx = (cwd: string, file: string, args: string[], o?: { timeoutMs?: number
 const NPM_COMMANDS = ['env', 'pretrain', 'train', 'eval', 'serve', 'export', 'ablation', 'tts-table', 'plots', 'signal', 'build:wasm', 'bench', 'results', 'revise-table'];
 const SCRIPT_FILES = ['item-probe', 'reason-probe', 'focus-grpo', 'no-repeat-rehearsal', 'structured-rehearsal', 'lesson-table', 'card-sweeps', 'rollout-families'];
 
+/** A command's run, which must exit 0 (the failure names it and shows its stderr's end). */
+async function ok(what: string, r: Promise<Ran>): Promise<Ran> {
+  const x = await r;
+  expect(x.code, `${what}: ${x.stderr.slice(-2000)}`).toBe(0);
+  return x;
+}
+
 let copy: { base: string; dir: string };
 const status = () => execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: copy.dir, encoding: 'utf8' });
 
@@ -150,11 +157,6 @@ describe('commands leave a clean checkout clean', () => {
 
   it("each README example at its smallest settings writes only under runs/, and committed files only on request", async () => {
     const d = copy.dir;
-    const ok = async (what: string, r: Promise<Ran>) => {
-      const x = await r;
-      expect(x.code, `${what}: ${x.stderr.slice(-2000)}`).toBe(0);
-      return x;
-    };
     // npm run env -- replay <tasks.json> (on generated tasks: the replay of the full τ²-bench file takes long).
     await ok('env generate', npm(d, 'env', ['generate', '--count', '3', '--out', 'runs/no-write/tasks.json']));
     await ok('env replay', npm(d, 'env', ['replay', 'runs/no-write/tasks.json']));
@@ -208,11 +210,6 @@ describe('commands leave a clean checkout clean', () => {
 
   it('the long README examples at their smallest settings write only under runs/ (and dist/)', async () => {
     const d = copy.dir;
-    const ok = async (what: string, r: Promise<Ran>) => {
-      const x = await r;
-      expect(x.code, `${what}: ${x.stderr.slice(-2000)}`).toBe(0);
-      return x;
-    };
     const tiny = ['--max-turns', '3', '--max-act-tokens', '32', '--max-rehearse-tokens', '64', '--threads', '1'];
     const long = { timeoutMs: 300_000 };
     // npm run train -- --mode rehearse --real-episodes B ... --out DIR (one step, two held-out tasks).
