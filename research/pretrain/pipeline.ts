@@ -21,7 +21,7 @@ import { copyDrills, recordCopies, spanCopies, statedValueSwaps, swapRecordValue
 import { reviewRows } from './review-rows';
 import { amountSwapSource, amountSwaps, changeCallDrills, changeRows } from './change-drills';
 import { conversationAgentExamples, conversationRows, userRowToExample } from './user-rows';
-import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded } from './data';
+import { encodeExample, expertRows, lengthStats, packBatches, rolloutGroundedRehearseRows, rowToExample, type Encoded, type Example } from './data';
 import { fromTokenizerJson, qwen3ChatTemplate, SPECIAL_STRINGS, toTokenizerConfig, toTokenizerJson } from '../../src/model/hf-tokenizer';
 import { DEFAULT_HYPER, initWeights, pretrainBatch, pretrainer } from './trainer';
 import { grownWeights } from './grow';
@@ -118,6 +118,13 @@ export interface PretrainSpec {
    * (augment.ts swapRecordValues), so that only copying the grounding example predicts them; absent: 0.
    */
   rehearseSwapShare?: number;
+  /**
+   * How many times each grounded Rehearse row (rehearseOnlyTasks) of a write call appears (absent: once).
+   * A write's result differs from the read of the same record only where the write acts (a status, an
+   * address), so a rehearser that copies the read example gets everything else right: these rows are the
+   * ones that teach which example to follow (issue 46's fidelity probe: the class that did not move).
+   */
+  rehearseWriteRepeat?: number;
   /**
    * Record-copy drills added to the data (augment.ts recordCopies), from the long observations (400+
    * characters) of the grounded Rehearse rows; absent: none.
@@ -344,8 +351,11 @@ export async function pretrain(
     ...amountSwaps(amountSource, spec.amountSwapDrills ?? 0, new Rng(seed * 5501 + 3), { short: true }),
   ];
   if (changeDrills.length) log(`item-change drills: ${spec.changeCallDrills ?? 0} calls; amount swaps: ${spec.amountSwaps ?? 0} rows, ${spec.amountSwapDrills ?? 0} short`);
-  const extraRehearse = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, ...demonstrator }).map((r) => rowToExample(r, domain.policy, tools, rp)) : [];
-  if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks`);
+  const writes = new Set(domain.tools.filter((t) => t.kind === 'write').map((t) => t.name));
+  const repeatWrites = spec.rehearseWriteRepeat ?? 1;
+  const groundedRows = spec.rehearseOnlyTasks > 0 ? rolloutGroundedRehearseRows(domain, { split: 'train', tasks: spec.rehearseOnlyTasks, seed: seed + 2_000_003, ...demonstrator }) : [];
+  const extraRehearse = groundedRows.flatMap((r) => Array<Example>(r.role === 'rehearse' && writes.has(r.call.name) ? repeatWrites : 1).fill(rowToExample(r, domain.policy, tools, rp)));
+  if (extraRehearse.length) log(`rehearse-only rows (grounded as in rollouts): ${extraRehearse.length} from ${spec.rehearseOnlyTasks} more tasks${repeatWrites !== 1 ? ` (each write call's row ${repeatWrites} times)` : ''}`);
   if ((spec.rehearseSwapShare ?? 0) > 0) {
     const rng = new Rng(seed * 7717 + 5);
     let n = 0;

@@ -119,6 +119,25 @@ describe('pretrain (quick)', () => {
     expect(grounded.r.data.rows.rehearse).toBeGreaterThan(0);
   }, 120_000);
 
+  it('--rehearse-write-repeat repeats the grounded Rehearse rows of write calls, and only those', async () => {
+    const b = await createBackend('cpu-fast', { threads: 2 });
+    const out = join(tmpdir(), 'pretrain-write-repeat');
+    try {
+      const run = (extra: object) => pretrain(b, domain, { ...QUICK_SPEC, steps: 1, expertRehearse: false, rehearseOnlyTasks: 30, ...extra }, { seed: 5, out, log: () => {} });
+      const once = await run({});
+      const thrice = await run({ rehearseWriteRepeat: 3 });
+      // Every other row is the same, so the extra rows are two more copies of each write call's row (kept or dropped as too long).
+      const extra = thrice.data.rows.rehearse + thrice.data.dropped - (once.data.rows.rehearse + once.data.dropped);
+      expect(extra).toBeGreaterThan(0);
+      expect(extra % 2).toBe(0);
+      expect(thrice.data.rows.act).toBe(once.data.rows.act);
+      expect(extra / 2).toBeLessThan(once.data.rows.rehearse + once.data.dropped); // reads are not repeated
+    } finally {
+      b.dispose();
+      await rm(out, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('item-change rows and drills join the data: the calls and replies as Act rows, the drills as copies', async () => {
     const b = await createBackend('cpu-fast', { threads: 2 });
     try {
