@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The budget question again on a policy whose rehearsals are better (PREREGISTERED.md beside this file): base,
-# real-q and dyna-q-recall, then dyna-q, on the fidelity-stage mini policy; 5 seeds × 100 held-out tasks. Finished
+# real-q and dyna-q-recall, then dyna-fq-recall (the amendment), then dyna-q, on the fidelity-stage mini policy; 5 seeds × 100 held-out tasks. Finished
 # (configuration, seed) runs are skipped, unfinished ones resume. Records: ablation/ beside this file.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -13,4 +13,6 @@ run() {
 }
 # The decisive pair first, on all five seeds; the secondary configuration after it.
 run base,real-q,dyna-q-recall "$@"
+# The amendment of 11:16 UTC (PREREGISTERED.md): only Act's rows trained.
+run dyna-fq-recall "$@"
 run dyna-q "$@"
