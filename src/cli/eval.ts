@@ -139,10 +139,10 @@ export async function evalCli(argv: readonly string[], io: CliIo = processIo, de
       const t0 = performance.now();
       const policy = await openModel(strFlag(v, 'model'), backend, { world });
       if (limits.maxActTokens === 0 || limits.maxRehearseTokens === 0) {
-        const measured = tokenBudgets(domain, policy.tokenizer);
+        const measured = tokenBudgets(domain, policy.tokenizer, { conversations: !!conv });
         if (limits.maxActTokens === 0) limits.maxActTokens = measured.act;
         if (limits.maxRehearseTokens === 0) limits.maxRehearseTokens = measured.rehearse;
-        log(`budgets: Act ${limits.maxActTokens}, Rehearse ${limits.maxRehearseTokens} tokens (p99 of the world's real turns and observations)`);
+        log(`budgets: Act ${limits.maxActTokens}, Rehearse ${limits.maxRehearseTokens} tokens (p99 of the world's real ${conv ? "turns and observations in the expert's conversations with the scripted user" : 'turns and observations'})`);
       }
       if (fidelityTokens < 0) fidelityTokens = limits.maxRehearseTokens;
       const adapterDir = strFlag(v, 'adapter');

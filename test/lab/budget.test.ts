@@ -47,6 +47,18 @@ describe('token budgets measured on the domain', () => {
     expect(DEFAULT_LIMITS.maxActTokens).toBe(MIN_ACT_TOKENS);
   });
 
+  it('conversations: the Act budget is measured on the expert\'s turns in conversations with the scripted user', async () => {
+    const d = loadWorldDomain('mini');
+    const tok = await Tokenizer.load(new DirSource('models/default'));
+    const one = tokenBudgets(d, tok, { tasks: 100 });
+    const conv = tokenBudgets(d, tok, { tasks: 100, conversations: true });
+    // Greetings, questions and proposals are turns too, and a proposal that lists the items runs longer.
+    expect(conv.acts.count).toBeGreaterThan(one.acts.count);
+    expect(conv.acts.max).toBeGreaterThan(one.acts.max);
+    expect(conv.act).toBe(Math.max(MIN_ACT_TOKENS, conv.acts.atQuantile));
+    expect(() => tokenBudgets({ ...d, expertConversation: undefined }, tok, { conversations: true })).toThrow(/no expert conversations/);
+  });
+
   it('defaultLimits keeps DEFAULT_LIMITS and measures the Rehearse budget', () => {
     const mini = defaultLimits(loadWorldDomain('mini'), chars);
     expect(mini).toMatchObject({ maxTurns: DEFAULT_LIMITS.maxTurns, maxActTokens: DEFAULT_LIMITS.maxActTokens });
