@@ -18,7 +18,7 @@
 // LAB_CEILING: a ceiling.json written by `npm run signal -- --world mini --split test --task-seed 1 --count 100 --k 8
 // --modes real --out FILE` for the bundled policy, served as its folder's (none: the folder's own, if any).
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -151,6 +151,8 @@ describe.runIf(run)("the world-rehearsal lesson's one click (headless Chromium)"
       evalTasks: Number(await page.inputValue('[data-testid=lesson-eval-tasks]')),
       seed: Number(await page.inputValue('[data-testid=seed]')),
     };
+    // The machine's load (1-minute average) at the start and end: the wall-clock is this machine's as it was shared.
+    const loadAtStart = loadavg()[0];
     const t0 = Date.now();
     await page.click('[data-testid=lesson-run]');
     await page.waitForSelector('[data-testid=lesson-progress]', { timeout: 60_000 });
@@ -169,6 +171,7 @@ describe.runIf(run)("the world-rehearsal lesson's one click (headless Chromium)"
       ceilingNote: (await page.isVisible('[data-testid=lesson-ceiling-note]')) ? norm(await page.textContent('[data-testid=lesson-ceiling-note]')) : null,
       ceilingFrom: ceilingFrom ? recordPath(ceilingFrom) : null,
       wallS,
+      loadAverage: { start: loadAtStart, end: loadavg()[0] },
       pageErrors: errors,
     };
     writeFileSync(join(process.env.LAB_RECORDS ? resolve(ROOT, process.env.LAB_RECORDS) : SHOTS, 'world-rehearsal-lesson.json'), JSON.stringify(record, null, 1) + '\n');
