@@ -90,6 +90,26 @@ export interface LoadInfo {
   loadMs: number;
   /** What loading took in memory (absent where not measured). */
   memory?: LoadMemory;
+  /** The policy's pass@k ceiling on the held-out tasks, from ceiling.json in its folder; null: the folder has none. */
+  ceiling: ModelCeiling | null;
+  /** Why the folder's ceiling.json could not be used (null: there was none, or it was read). */
+  ceilingProblem: string | null;
+}
+
+/**
+ * pass@k of the starting policy on the held-out tasks (the lab's: the test split, task seed 1), measured by
+ * `npm run signal -- --split test --task-seed 1 --modes real --k K --count N --out <model folder>/ceiling.json`:
+ * the share of tasks that at least one of K sampled real-environment episodes solves, a ceiling for what sharpening
+ * the policy toward its own best samples can reach on them.
+ */
+export interface ModelCeiling {
+  passAtK: number;
+  k: number;
+  /** Held-out tasks it was measured on (the first N of the lab's held-out draw). */
+  tasks: number;
+  world: string;
+  /** Sampling temperature of the K episodes. */
+  temperature: number;
 }
 
 /** Memory of a load: the JS heap's peak (null where the browser does not expose it), GPU buffers (null on a CPU backend). */

@@ -4,7 +4,7 @@
 // configuration (src/rl/grpo-config.ts), the lab's settings and URL state (src/ui/settings.svelte.ts) and the
 // worker protocol's TrainRequest derive from these rows, so a new setting is one row plus its behaviour
 // (test/method/run-config.test.ts adds a dummy row and follows it everywhere). Pure data: the page imports it.
-import { effectiveGroups, ROLLOUT_MODES } from './modes';
+import { effectiveGroups, rehearses, ROLLOUT_MODES } from './modes';
 import { defaultRewardRule, REWARD_RULES } from './reward-rules';
 import type { GroupMode } from './advantage';
 
@@ -47,9 +47,12 @@ export interface RunSetting {
   /**
    * The lab's control: its URL key, the lab's default and range where the page's differ (a tighter range for a
    * browser), `was`, the name the setting had in lab runs saved before the table (read back by labRequest), and
-   * `says`, how the run comparison names a value other than the lab's default (src/ui/compare.ts).
+   * `says`, how the run comparison names a value other than the lab's default (src/ui/compare.ts), and `appliesIf`,
+   * when the setting means something for the other settings (a rehearsing mode's budget in real mode does not): where
+   * it does not, the lab's request carries the row's default (labRequestOf), so a value kept for another mode never
+   * reaches a run that would refuse it, and the control is disabled.
    */
-  readonly lab?: { readonly key: string; readonly default?: unknown; readonly min?: number; readonly max?: number; readonly was?: string; readonly says?: (v: never) => string };
+  readonly lab?: { readonly key: string; readonly default?: unknown; readonly min?: number; readonly max?: number; readonly was?: string; readonly says?: (v: never) => string; readonly appliesIf?: (s: Values) => boolean };
   /** Where run.json's config keeps it (`at`: a dotted path, default the name) and when. Absent: not recorded. */
   readonly record?: { readonly when: Record_; readonly at?: string };
   /** The value run.json records for the value asked (the grouping a mode forces). */
@@ -81,6 +84,9 @@ export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
 export const BASE_EVALS = ['reuse', 'run', 'skip'] as const;
 /** How a rehearsing rollout answers a call whose real answer the task's reference trajectory holds (src/rollout/recall.ts). */
 export const REHEARSAL_RECALLS = ['none', 'reference'] as const;
+
+/** Whether the settings' mode rehearses (the rows that only a rehearsing mode reads apply). */
+const rehearsingMode = (s: Values): boolean => rehearses(s.mode as (typeof ROLLOUT_MODES)[number]);
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => ({ type: 'int', min, max }) as const;
 const oneOf = <V extends readonly string[]>(values: V) => ({ type: 'enum', values }) as const;
@@ -135,6 +141,8 @@ export const RUN_SETTINGS = [
   { name: 'realPrompts', kind: int(0, 256), default: 0,
     help: "a real-interaction budget for a rehearsing mode: B real episodes over the run (B / (steps × k) of each step's prompts run their rollouts in the real environment, scored by the verifier; the rest rehearse); must be a multiple of steps × k",
     cli: { flag: 'real-episodes', arg: 'B', default: '0 (every rollout rehearsed); real mode: all', fromFlag: realPromptsOfEpisodes },
+    // The lab sets it per step (real prompts of each step) and shows it as real episodes per run (src/ui/panels/TrainPanel.svelte).
+    lab: { key: 'real', max: 16, says: (v: number) => `${v} real prompt${v === 1 ? '' : 's'} per step`, appliesIf: rehearsingMode },
     record: { when: 'changed' }, resume: 'fixed' },
   { name: 'observationCoef', kind: { type: 'number', min: 0 }, default: 0,
     help: 'train the simulator on real observations: every call the real environment answered this step becomes a Rehearse row with the real observation as target and advantage C (a cross-entropy coefficient); needs real rollouts (real mode, or --real-episodes)',
@@ -150,7 +158,9 @@ export const RUN_SETTINGS = [
     cli: { flag: 'observation-weighting', arg: 'W' }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'rehearsalRecall', kind: oneOf(REHEARSAL_RECALLS), default: 'none',
     help: "rehearsing modes: none (the policy rehearses every call) or reference (a call the task's reference trajectory made, with the same writes before it, is answered with the reference's real observation instead of a rehearsal; a training task's data, no real interaction)",
-    cli: { flag: 'recall', arg: 'R' }, record: { when: 'changed' }, resume: 'fixed' },
+    cli: { flag: 'recall', arg: 'R' },
+    lab: { key: 'recall', says: (v: string) => (v === 'reference' ? "rehearsal recalls the reference's observations" : 'no recall'), appliesIf: rehearsingMode },
+    record: { when: 'changed' }, resume: 'fixed' },
   { name: 'evalEvery', kind: int(0, MAX_STEPS), default: 0, help: 'held-out evaluation every N steps and after the last; 0 = never',
     cli: { flag: 'eval-every', arg: 'N' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
@@ -318,10 +328,22 @@ export function labDefault(row: RunSetting): unknown {
   return row.lab?.default !== undefined ? row.lab.default : row.fallback ? 'auto' : row.default;
 }
 
-/** The request of the lab's values: every lab row by its name, 'auto' left out (the run derives it). */
+/** Whether a lab row means something for these values (its `appliesIf`; true without one). */
+export function labApplies(row: RunSetting, values: Values): boolean {
+  return !row.lab?.appliesIf || row.lab.appliesIf(values);
+}
+
+/**
+ * The request of the lab's values: every lab row by its name, 'auto' left out (the run derives it); a row that does
+ * not apply to the other values (`appliesIf`) at its default.
+ */
 export function labRequestOf(values: Values, table: RunSettingsTable = RUN_SETTINGS): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const row of table) if (row.lab && values[row.name] !== undefined && values[row.name] !== 'auto') out[row.name] = values[row.name];
+  for (const row of table) {
+    if (!row.lab || values[row.name] === undefined || values[row.name] === 'auto') continue;
+    const v = labApplies(row, values) ? values[row.name] : row.default;
+    if (v !== undefined) out[row.name] = v;
+  }
   return out;
 }
 

@@ -4,7 +4,7 @@
 // run's settings in another mode. The plots draw every record: kept runs plus the current one.
 import type { TrainMode } from '../worker-protocol';
 import { labDefault, RUN_SETTINGS } from '../method/run-config';
-import { otherMode, runLabel, sameRun, savedRequest, type KeptRun, type RunRecordView } from './compare';
+import { otherMode, runLabel, sameRun, savedRequest, type KeptRun, type LessonTag, type RunRecordView } from './compare';
 import { tx } from './idb';
 import { lab, resetTraining, startTraining } from './lab.svelte';
 import { settings } from './settings.svelte';
@@ -25,7 +25,7 @@ export async function loadKept(): Promise<void> {
 export function currentRecord(): RunRecordView | null {
   const t = lab.train;
   if (!t?.config || !t.world || t.points.length === 0) return null;
-  return { id: 'current', name: '', config: t.config, model: t.model, world: t.world, points: t.points, current: true };
+  return { id: 'current', name: '', config: t.config, model: t.model, world: t.world, points: t.points, current: true, start: t.start };
 }
 
 /** Every record the comparison draws: the kept runs, then the current run unless it is one of them. */
@@ -40,23 +40,34 @@ export function currentIsKept(): boolean {
   return !!cur && compare.kept.some((k) => sameRun(k, cur));
 }
 
-export async function keepCurrent(name: string): Promise<void> {
+/**
+ * Keep the current run under `name` (its settings' label when blank); `lesson` tags it as a world-rehearsal lesson's
+ * run. A run kept already is not kept twice: a lesson's tag then goes on the kept copy (a lesson run again with the
+ * same seed repeats its runs exactly). The kept record's id, or null when there is no run to keep.
+ */
+export async function keepCurrent(name: string, lesson?: LessonTag): Promise<string | null> {
   const cur = currentRecord();
-  if (!cur || currentIsKept()) return;
+  if (!cur) return null;
+  const same = compare.kept.find((k) => sameRun(k, cur));
+  if (same && !lesson) return same.id;
   const last = cur.points[cur.points.length - 1].step;
-  const rec: KeptRun = $state.snapshot({
-    ...cur,
-    current: false,
-    id: crypto.randomUUID(),
-    at: new Date().toISOString(),
-    name: name.trim() || runLabel(cur.config, last),
-  }) as KeptRun;
-  compare.kept.push(rec);
+  const rec: KeptRun = same
+    ? { ...$state.snapshot(same), name: name.trim() || same.name, lesson }
+    : ($state.snapshot({
+        ...cur,
+        current: false,
+        id: crypto.randomUUID(),
+        at: new Date().toISOString(),
+        name: name.trim() || runLabel(cur.config, last),
+        ...(lesson ? { lesson } : {}),
+      }) as KeptRun);
+  compare.kept = same ? compare.kept.map((k) => (k.id === rec.id ? rec : k)) : [...compare.kept, rec];
   try {
     await tx('kept', 'readwrite', (s) => s.put(rec));
   } catch (e) {
     compare.error = `could not keep the run: ${(e as Error).message}`;
   }
+  return rec.id;
 }
 
 export async function removeKept(id: string): Promise<void> {

@@ -3,7 +3,8 @@
 // steps. Pure functions, so the page and the unit tests share them.
 import { effectiveGroups, MODES } from '../method/modes';
 import { labDefault, labRequest, RUN_SETTINGS, type LabSettingName } from '../method/run-config';
-import type { TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
+import type { HeldOutEval, TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
+import type { LessonRole } from './lesson-runs';
 
 /** One training run as the comparison draws it. */
 export interface RunRecordView {
@@ -16,11 +17,21 @@ export interface RunRecordView {
   points: TrainPoint[];
   /** True for the run in this browser's OPFS that is still going (not a kept copy). */
   current?: boolean;
+  /** The starting policy's held-out evaluation (step 0); absent in runs kept before it was kept with them. */
+  start?: HeldOutEval | null;
+}
+
+/** Which world-rehearsal lesson a kept run belongs to (src/ui/lesson-runs.ts): the lesson's start time, the run's role. */
+export interface LessonTag {
+  id: string;
+  role: LessonRole;
 }
 
 /** A kept run, as IndexedDB stores it. */
 export interface KeptRun extends RunRecordView {
   at: string;
+  /** Set when a world-rehearsal lesson trained it. */
+  lesson?: LessonTag;
 }
 
 

@@ -26,9 +26,18 @@ function formatTick(v: number, step: number, big: number): string {
   }
   if (big >= 1e4) {
     const [div, unit] = big >= 1e6 ? [1e6, 'M'] : [1e3, 'k'];
-    const d = Math.max(0, Math.min(6, Math.ceil(-Math.log10(step / div) - 1e-9)));
+    const d = decimals(step / div, 6);
     return `${(v / div).toFixed(d)}${unit}`;
   }
-  const d = Math.max(0, Math.min(8, Math.ceil(-Math.log10(step) - 1e-9)));
-  return v.toFixed(d);
+  return v.toFixed(decimals(step, 8));
+}
+
+/**
+ * The decimals that write a multiple of `step` exactly: at least those of its order of magnitude, more when the step
+ * needs them (a spacing of 0.25 needs two: with one, 0.25 and 0.75 would read 0.3 and 0.8).
+ */
+function decimals(step: number, max: number): number {
+  let d = Math.max(0, Math.min(max, Math.ceil(-Math.log10(step) - 1e-9)));
+  while (d < max && Math.abs(step * 10 ** d - Math.round(step * 10 ** d)) > 1e-6 * step * 10 ** d) d++;
+  return d;
 }

@@ -1,6 +1,6 @@
 // The lesson (docs/lesson/README.md) in five steps, each marked done from what the lab holds (never from clicks): a
 // rollout stepped in rehearse mode, a group whose rewards differ, a training run with a held-out
-// evaluation, an EnvACE and a frozen-simulator run of the same length, a private rehearsal shown beside the
+// evaluation (the world-rehearsal lesson's runs have them), an EnvACE and a frozen-simulator run of the same length, a private rehearsal shown beside the
 // same task without memory. Pure, so the unit tests and the page share it.
 import type { RolloutView, TrainMode, TrainPoint, TtsView, WorldName } from '../worker-protocol';
 
@@ -22,7 +22,7 @@ export interface LessonState {
 /** What step 3 says about the policy that GRPO starts from. */
 export function policyStory(bundled: WorldName | null | undefined): string {
   if (bundled === 'mini')
-    return 'The bundled mini policy learned from a demonstrator who, on purpose, often leaves out what a lookup found (an order\'s tracking number, the status that stops a cancellation, the orders on the account); the default run, GRPO in the real environment, is paid only when the user is told, and the per-family table shows which tasks it wins back.';
+    return 'The bundled mini policy learned from a demonstrator who, on purpose, often leaves out what a lookup found (an order\'s tracking number, the status that stops a cancellation, the orders on the account); GRPO in the real environment is paid only when the user is told, and the per-family table shows which tasks a run wins back.';
   if (bundled === 'retail')
     return 'The bundled retail policy imitated an attentive demonstrator on the full τ²-bench retail world; GRPO in the real environment is paid only for a task done right (the database and every stated fact), and the per-family table shows which tasks it gains or loses.';
   return 'GRPO in the real environment is paid only for a task done right (the database and every stated fact); the per-family table shows which tasks the run gains or loses.';
@@ -55,11 +55,11 @@ export function lessonSteps(s: LessonState): LessonStep[] {
     },
     {
       n: 3, title: 'Train and watch held-out success and fidelity', done: trained,
-      what: `Press Start in the Training dashboard: it evaluates the starting policy, then trains, and plots held-out success (real environment, greedy) and held-out rehearsal fidelity at each evaluated step. ${policyStory(s.bundled)} Step 4 trains the rehearsing modes.`,
+      what: `Press “Run the world-rehearsal lesson” in the Training dashboard: it trains real-only GRPO on a small budget of real episodes, then world rehearsal with the same real episodes (the other prompts of each step rehearsed by the policy), each from the starting policy, and draws both runs' held-out success (real environment, greedy) and held-out rehearsal fidelity on one plot, beside the starting policy and the ceiling measured by pass@k. ${policyStory(s.bundled)}`,
     },
     {
       n: 4, title: 'Compare EnvACE and the frozen simulator', done: compared,
-      what: 'Keep the finished run, then train a frozen-simulator run with the same seed, steps and settings from the base policy: both runs are drawn on the same plots, with a table of their settings and final figures.',
+      what: "The lesson kept both of its runs: train a frozen-simulator run with the world-rehearsal run's seed, steps and settings, from the base policy (or keep any run and train another mode with its settings): every kept run is drawn on the same plots, with a table of their settings and final figures.",
     },
     {
       n: 5, title: 'Private rehearsal: what the memory changed', done: !!s.tts?.withoutMemory,

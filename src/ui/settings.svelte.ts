@@ -3,6 +3,7 @@
 // A training run's settings are the rows of src/method/run-config.ts with a `lab` column: their names, URL keys,
 // defaults and ranges come from there; this file declares only the page's own settings.
 import { labDefault, RUN_SETTINGS, type LabRunValues, type LabSettingName, type RunSetting, type RunSettingsTable } from '../method/run-config';
+import { LESSON_RANGE, LESSON_SIZE } from './lesson-runs';
 import { STEPPER_USERS, type ActSource, type BackendKind, type StepperUser, type WeightFormat, type WorldName } from '../worker-protocol';
 
 /** The page's own settings (the stepper, test-time rehearsal, the model and the world), not a run's. */
@@ -23,6 +24,10 @@ export interface PageSettings {
   model: string;
   ttsMode: 'parallel' | 'sequential';
   ttsN: number;
+  /** The world-rehearsal lesson's size (src/ui/lesson-runs.ts): steps, held-out evaluation every N steps, held-out tasks. */
+  lessonSteps: number;
+  lessonEvalEvery: number;
+  lessonEvalTasks: number;
 }
 
 export type Settings = PageSettings & LabRunValues;
@@ -57,6 +62,9 @@ const PAGE: { [K in keyof PageSettings]: PageSetting<K> } = {
   model: { default: '', parse: (v) => v.slice(0, 2000) },
   ttsMode: { default: 'parallel', parse: (v, d) => oneOf(v, ['parallel', 'sequential'] as const, d) },
   ttsN: { default: 1, parse: (v, d) => int(v, 0, 8, d) },
+  lessonSteps: { key: 'lsteps', default: LESSON_SIZE.steps, parse: (v, d) => int(v, LESSON_RANGE.steps.min, LESSON_RANGE.steps.max, d) },
+  lessonEvalEvery: { key: 'levery', default: LESSON_SIZE.evalEvery, parse: (v, d) => int(v, LESSON_RANGE.evalEvery.min, LESSON_RANGE.evalEvery.max, d) },
+  lessonEvalTasks: { key: 'ltasks', default: LESSON_SIZE.evalTasks, parse: (v, d) => int(v, LESSON_RANGE.evalTasks.min, LESSON_RANGE.evalTasks.max, d) },
 };
 const PAGE_KEYS = Object.keys(PAGE) as (keyof PageSettings)[];
 const pageKey = (k: keyof PageSettings) => PAGE[k].key ?? k;

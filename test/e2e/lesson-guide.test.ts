@@ -9,7 +9,8 @@
 //   training, every run on the comparison plots, the committed episode beside the one without memory);
 // - and sees the lab's lesson strip mark the step done.
 // The bundled mini policy at the lab's defaults (the world, budgets, turn limit, K = 4, rehearsal decoding), as a
-// student has it; only the training runs are cut for E2E time (URL: 1 step, 1 prompt per step, 2 held-out tasks).
+// student has it; only the training runs are cut for E2E time (URL: 1 step, 1 prompt per step, 2 held-out tasks; the
+// world-rehearsal lesson's runs 1 step each, 2 held-out tasks evaluated every step).
 // Policy-dependent where the guide says so: a group whose rewards are all equal sends the student to another task,
 // and the test does the same.
 import { readFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { describe, expect, it } from 'vitest';
 import { chromiumAvailable, servedLab } from './harness';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const SETTINGS = '?steps=1&prompts=1&evalTasks=2';
+const SETTINGS = '?steps=1&prompts=1&evalTasks=2&lsteps=1&levery=1&ltasks=2';
 const norm = (s: string) => s.replace(/\s+/g, ' ').trim();
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -189,9 +190,13 @@ describe.runIf(run)('the student guide (docs/lesson/README.md) followed in the l
     await followed(2);
   }, 600_000);
 
-  it('3. train, and watch held-out success and fidelity: the starting policy evaluated first, with a count and the time left', async () => {
+  it("3. train, and watch held-out success and fidelity: the world-rehearsal lesson's two runs on one plot, the starting policy evaluated first", async () => {
     const train = panel(3, 'Training dashboard');
-    expect(await chosen(setting(3, train, 'Mode'))).toBe(named(3, 'real environment (upper reference)'));
+    const box = panel(3, 'World-rehearsal lesson');
+    expect(await train.locator('[data-testid=world-lesson]').count()).toBe(1);
+    // The strip's Show me of this step takes the student to the lesson's button.
+    await button(3, page.locator('[data-testid=lesson-step][data-step="3"]'), 'Show me').click();
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('lesson-run');
     await page.evaluate(() => {
       const w = window as unknown as { __before: { busy: string; eta: string }[] };
       w.__before = [];
@@ -201,39 +206,37 @@ describe.runIf(run)('the student guide (docs/lesson/README.md) followed in the l
         if (busy.includes('before training')) w.__before.push({ busy, eta });
       }).observe(document.querySelector('.statusbar')!, { subtree: true, childList: true, characterData: true });
     });
-    await button(3, train, 'Start').click();
-    await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 540_000, interval: 500 }).toBe('1 of 1 training steps');
+    await button(3, box, 'Run the world-rehearsal lesson …').click();
+    await page.waitForSelector('[data-testid=lesson-progress]', { timeout: 60_000 });
+    await page.waitForSelector('[data-testid=lesson-progress]', { state: 'detached', timeout: 1_100_000 });
     await idle();
     expect(await page.isVisible('[data-testid=error]')).toBe(false);
+    expect(await page.isVisible('[data-testid=lesson-error]')).toBe(false);
     // "First it evaluates the starting policy (before training), with a count and the time left."
     const before = await page.evaluate(() => (window as unknown as { __before: { busy: string; eta: string }[] }).__before);
     named(3, 'before training');
     expect(before.some((b) => /before training.*held-out evaluation.*: \d of 2 finished/.test(b.busy)), before.map((b) => b.busy).join('\n')).toBe(true);
     expect(before.some((b) => /left$/.test(b.eta)), JSON.stringify(before)).toBe(true);
-    // Held-out success before training and after the step; fidelity on the plot; the family table.
-    expect(norm((await train.locator('[data-testid=heldout-summary]').textContent()) ?? '')).toMatch(/^Held-out success \(greedy, 2 tasks, real environment\): \d\.\d\d before training → \d\.\d\d after step 1 \([+−±]\d+ points?\)\.$/);
-    expect(await train.locator('[data-testid=metric-plot]').getAttribute('data-points')).toBe('2'); // the starting policy and step 1
-    expect(await train.locator('[data-testid=family-row]').count()).toBeGreaterThan(0);
+    // Both runs on the lesson's plot: two success and two fidelity curves from step 0, the base line (and the ceiling's, where measured).
+    const plot = box.locator('[data-testid=lesson-plot]');
+    expect(await plot.getAttribute('data-points')).toBe('2');
+    expect((await plot.getAttribute('data-drawn'))!.split(',').slice(0, 5)).toEqual(['2', '2', '2', '2', '2']);
+    expect(await box.locator('[data-testid=lesson-end]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-role')))).toEqual(['real-only', 'rehearsed']);
     await followed(3);
-  }, 600_000);
+  }, 1_200_000);
 
   it('4. compare EnvACE with the frozen simulator: the same steps from the base policy, every run on the same plots', async () => {
     const compare = panel(4, 'Compare runs');
-    const keep = button(4, compare, 'Keep this run … for comparison');
-    await keep.click();
-    await expect.poll(() => compare.locator('[data-testid=compare-row]').count()).toBe(1);
-    await choose(4, setting(4, compare, 'Comparison mode'), 'EnvACE (rehearse)');
-    await button(4, compare, 'Train EnvACE (rehearse) with the settings of …').click();
-    await expect.poll(() => compare.locator('[data-testid=compare-row]').count(), { timeout: 540_000, interval: 500 }).toBe(2);
-    await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 540_000, interval: 500 }).toBe('1 of 1 training steps');
-    await idle();
-    // "When it is done, keep that run too, choose frozen-simulator GRPO and press Train frozen-simulator GRPO with the settings of …"
-    await keep.click();
+    // The lesson kept both of its runs.
+    await expect.poll(() => compare.locator('[data-testid=compare-row]').count()).toBe(2);
     await choose(4, setting(4, compare, 'Comparison mode'), 'frozen-simulator GRPO');
     await button(4, compare, 'Train frozen-simulator GRPO with the settings of …').click();
     await expect.poll(() => compare.locator('[data-testid=compare-row]').count(), { timeout: 540_000, interval: 500 }).toBe(3);
     await expect.poll(() => page.textContent('[data-testid=train-step-count]'), { timeout: 540_000, interval: 500 }).toBe('1 of 1 training steps');
     await idle();
+    // "When it is done, press Keep this run … for comparison to keep it too."
+    await button(4, compare, 'Keep this run … for comparison').click();
+    await expect.poll(() => compare.locator('[data-testid=keep-run]').textContent()).toMatch(/This run is kept/);
     expect(await page.isVisible('[data-testid=error]')).toBe(false);
     expect(await compare.locator('[data-testid=compare-row]').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-mode')))).toEqual(['real', 'rehearse', 'frozen-simulator']);
     // The same number of steps in every run, and every run on each plot.

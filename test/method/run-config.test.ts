@@ -9,7 +9,7 @@ import { RUN_SETTINGS, recordConfig, readRecorded, setting, type RunSetting } fr
 import { DEFAULT_LIMITS, grpoRunConfig, runConfigOf } from '../../src/rl/grpo-config';
 import { configSchema } from '../../src/rl/run-schema';
 import { MIN_ACT_TOKENS } from '../../src/rollout/budget';
-import { labRequest, labRequestOf } from '../../src/method/run-config';
+import { labApplies, labRequest, labRequestOf } from '../../src/method/run-config';
 import { defaultsOf, parseSettings, settingsQuery, type Settings } from '../../src/ui/settings.svelte';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -147,5 +147,49 @@ describe("a lab setting's path from its control to the optimizer passes through 
     const config = grpoRunConfig({ ...labRequest(structuredClone(labRequestOf(s as unknown as Record<string, unknown>))), maxActTokens: 96, maxRehearseTokens: 640, checkpointEvery: 1 });
     expect(config.lr).toBe(5e-4);
     expect(config.mode).toBe('rehearse');
+  });
+});
+
+describe("the rehearsing modes' real-interaction budget and recall are lab settings (issue 46: the lab teaches what is found)", () => {
+  const req = (q: string) => structuredClone(labRequestOf(parseSettings(q) as unknown as Record<string, unknown>));
+
+  it('their URL keys round-trip, clamped to their ranges, and are absent from a default URL', () => {
+    const s = parseSettings('?tmode=rehearse&real=1&recall=reference');
+    expect(s).toMatchObject({ mode: 'rehearse', realPrompts: 1, rehearsalRecall: 'reference' });
+    expect(parseSettings(settingsQuery(s))).toEqual(s);
+    expect(settingsQuery(s)).toBe('?tmode=rehearse&real=1&recall=reference');
+    expect(defaultsOf()).toMatchObject({ realPrompts: 0, rehearsalRecall: 'none' });
+    expect(parseSettings('?real=99&recall=everything')).toMatchObject({ realPrompts: 16, rehearsalRecall: 'none' });
+    expect(parseSettings('?real=-1').realPrompts).toBe(0);
+  });
+
+  it("in a rehearsing mode the lab's request carries them to run.json, as the CLI's --real-episodes and --recall do", () => {
+    const r = req('?tmode=rehearse&steps=40&k=4&prompts=4&real=1&recall=reference&reward=strict-checklist');
+    expect(r).toMatchObject({ realPrompts: 1, rehearsalRecall: 'reference' });
+    const config = grpoRunConfig({ ...labRequest(r), maxActTokens: 96, maxRehearseTokens: 640, checkpointEvery: 1 });
+    expect(config.realPrompts).toBe(1);
+    expect(config.rehearsalRecall).toBe('reference');
+    // The same run from the CLI: --real-episodes 160 over 40 steps × K 4 is one real prompt per step.
+    const cli = readRunFlags(parseFlags(['--real-episodes', '160', '--recall', 'reference', '--steps', '40', '--k', '4'], runFlags()));
+    expect(cli).toMatchObject({ realPrompts: 1, rehearsalRecall: 'reference' });
+    expect(recordConfig({ mode: 'rehearse', steps: 40, seed: 1, ...cli })).toMatchObject({ realPrompts: 1, rehearsalRecall: 'reference' });
+  });
+
+  it('in real mode they do not apply: the request carries their defaults (a run would refuse the values), and run.json omits them', () => {
+    // A value kept from a rehearsing run (or copied by a comparison run in another mode) must not reach a real-mode run.
+    const r = req('?tmode=real&real=1&recall=reference');
+    expect(r).toMatchObject({ mode: 'real', realPrompts: 0, rehearsalRecall: 'none' });
+    const config = grpoRunConfig({ ...labRequest(r), maxActTokens: 96, maxRehearseTokens: 640, checkpointEvery: 1 }) as unknown as Record<string, unknown>;
+    expect(config.realPrompts).toBeUndefined();
+    expect(config.rehearsalRecall).toBeUndefined();
+    expect(labApplies(setting('realPrompts'), { mode: 'real' })).toBe(false);
+    expect(labApplies(setting('rehearsalRecall'), { mode: 'frozen-simulator' })).toBe(true);
+    // A row without appliesIf always applies.
+    expect(labApplies(setting('lr'), { mode: 'real' })).toBe(true);
+  });
+
+  it('a run kept before they were lab settings reads as the run it was: no real prompts, no recall', () => {
+    const old = { mode: 'rehearse', steps: 2, seed: 1 };
+    expect(labRequest(old)).toMatchObject({ realPrompts: 0, rehearsalRecall: 'none' });
   });
 });

@@ -8,6 +8,9 @@ describe('tick labels', () => {
     expect(tickLabels([-0.02, -0.01, 0, 0.01])).toEqual(['-0.02', '-0.01', '0', '0.01']);
     expect(tickLabels([0.1, 0.2, 0.3])).toEqual(['0.1', '0.2', '0.3']);
     expect(tickLabels([0.9995, 1, 1.0005])).toEqual(['0.9995', '1.0000', '1.0005']);
+    // A spacing of a quarter needs two decimals: with one, 0.25 and 0.75 read 0.3 and 0.8 (a rate axis of [0, 1] did).
+    expect(tickLabels([0, 0.25, 0.5, 0.75, 1])).toEqual(['0', '0.25', '0.50', '0.75', '1.00']);
+    expect(tickLabels([0, 2500, 5000, 7500, 10000])).toEqual(['0', '2.5k', '5.0k', '7.5k', '10.0k']);
   });
   it('ordinary and large magnitudes', () => {
     expect(tickLabels([0, 5, 10])).toEqual(['0', '5', '10']);

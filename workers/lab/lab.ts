@@ -212,6 +212,8 @@ export class Lab implements PolicyApi {
       loraRank: p.adapter.rank,
       loadMs: performance.now() - t0,
       memory: p.memory,
+      ceiling: p.ceiling,
+      ceilingProblem: p.ceilingProblem,
     };
   }
 

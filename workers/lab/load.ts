@@ -15,12 +15,13 @@ import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { buildQwen3, loadQwen3 } from '../../src/model/weights';
 import { trackDeviceBytes, type DeviceBytes } from '../../src/train/measure';
 import { loadedWeightBytes, minBindingBytes } from '../../src/train/memory';
-import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, MemoryNow, ProgressFn, WeightFormat } from '../../src/worker-protocol';
+import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, MemoryNow, ModelCeiling, ProgressFn, WeightFormat } from '../../src/worker-protocol';
 import type { Domain } from '../../src/env/domain';
 import { WORLDS, type WorldName } from '../../src/env/retail/worlds';
 import { fileFingerprint, weightsFingerprint } from '../../src/rl/base-eval';
 import { defaultLoraAlpha } from '../../src/rl/grpo-config';
 import { placeholderTokenizer, randomConfig } from './placeholder';
+import { readCeiling } from './ceiling';
 
 export interface Policy {
   backend: Backend;
@@ -177,7 +178,7 @@ export async function loadPolicy(
   backend: Backend,
   domain: Domain,
   onProgress?: ProgressFn,
-): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'> & { memory: LoadMemory }> {
+): Promise<Omit<Policy, 'backend' | 'backendKind' | 'backendNote'> & { memory: LoadMemory; ceiling: ModelCeiling | null; ceilingProblem: string | null }> {
   const m = req.model;
   const gpu = gpuBytesOf(backend);
   gpu?.resetPeak();
@@ -192,7 +193,7 @@ export async function loadPolicy(
     const config = randomConfig(tok.size);
     const { model } = await buildQwen3(backend, config, randomWeights(config, 1234, 'f32'), { format: 'f32' });
     const adapter = createLoraAdapter(backend, config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
-    return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', weights: `random f32 weights, seed 1234, vocabulary ${tok.size}`, untrained: true, memory: memory(loadedWeightBytes(config, 'f32')) };
+    return { model, tok, adapter, label: 'random-weight Qwen3 placeholder (untrained)', weights: `random f32 weights, seed 1234, vocabulary ${tok.size}`, untrained: true, memory: memory(loadedWeightBytes(config, 'f32')), ceiling: null, ceilingProblem: null };
   }
   // Bytes of each tensor in its file (from the safetensors header), for progress in bytes.
   const prints: string[] = [];
@@ -244,7 +245,9 @@ export async function loadPolicy(
   checkTokenizerFits(tok, model.config.vocabSize);
   const adapter = createLoraAdapter(backend, model.config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
   const label = m.kind === 'bundled' ? `bundled ${m.world} policy (models/${WORLDS[m.world].bundledModel})` : m.kind === 'url' ? m.url : `picked folder (${m.files.length} files)`;
-  return { model, tok, adapter, label, weights: weightsFingerprint(prints, req.format), untrained: false, memory: memory(loadedWeightBytes(model.config, req.format)) };
+  // The folder's pass@k ceiling on the held-out tasks, when it has one (the lesson's plot draws it).
+  const ceiling = await readCeiling(src);
+  return { model, tok, adapter, label, weights: weightsFingerprint(prints, req.format), untrained: false, memory: memory(loadedWeightBytes(model.config, req.format)), ...ceiling };
 }
 
 const BYTES_PER_PARAM: Record<WeightFormat, number> = { f32: 4, q8: 1 + 4 / 1024, q4: 0.5 + 4 / 32 };
