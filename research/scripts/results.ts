@@ -44,6 +44,7 @@ export const FID_BUDGET = 'research/records/2026-12-05-fidelity-budget';
 export const TTS_S19 = 'research/records/tts-records-s19';
 export const TTS_PREVIOUS = 'research/records/tts-records';
 export const REVISE = 'research/records/2026-12-05-revise';
+export const REVISE_FIDELITY = 'research/records/2026-12-05-revise-fidelity';
 export const LESSON_RECORDS = 'research/records/lesson-records';
 
 /** The finished runs of one budget (the meta's key) under an ablation records folder. */
@@ -97,6 +98,7 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
   const intended = budget.meta.budget.seeds;
   const budgetDetail = (a: string) => `${seedsOf(budget, a)} of ${intended} seeds of ${a} and ${seedsOf(budget, 'real-q')} of real-q so far, paired on the seeds both have`;
   const revise = reviseDiff(join(root, REVISE), 'calls');
+  const reviseFid = reviseDiff(join(root, REVISE_FIDELITY), 'calls');
   return [
     { claim: 'EnvACE (role-wise, shared weights) beats the base policy (paper: 36.7 against 30.0 on τ²-Bench, 8B)', where: 'ablation', d: pair(s17, 'envace', 'base'), detail: 'with the all-or-nothing judge instead: ' + fmtOr(pair(s17, 'envace-strict', 'base')) },
     { claim: 'EnvACE beats standard GRPO, whose observations come from a frozen simulator (36.7 against 31.2)', where: 'ablation', d: pair(s17, 'envace', 'frozen-simulator') },
@@ -108,6 +110,10 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
     {
       claim: 'rehearsing a planned call lets the policy fix it before it runs (paper Figure 7, one case), measured as held-out success with rehearse-then-revise on every call against plain evaluation', where: 'rehearse, then revise', d: revise.diff,
       detail: revise.revise ? `the rehearsal caught ${revise.revise.caught} of the ${revise.revise.realErrors} calls the environment would refuse, ${revise.revise.predictedErrors} predicted` : undefined,
+    },
+    {
+      claim: 'the same on the fidelity-stage policy, whose rehearsals are better (exact match 83.5 % from 62 %)', where: 'rehearse, then revise on the fidelity-stage policy', d: reviseFid.diff,
+      detail: reviseFid.revise ? `the rehearsal caught ${reviseFid.revise.caught} of the ${reviseFid.revise.realErrors} calls the environment would refuse, ${reviseFid.revise.predictedErrors} predicted` : undefined,
     },
     {
       claim: 'rehearsed episodes beside ¼ of the real episodes, the rehearsal recalling the training task\'s reference observations where they are the real answer, beat real-only GRPO with the same ¼ (issue 46, fifth question)', where: 'real-interaction budget', d: pair(budget, 'dyna-q-recall', 'real-q'),
@@ -220,6 +226,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     { page: RESULTS_PAGE, name: 'fidelity-budget', render: () => renderBudget(fidBudget.rows, decisivePairs(fidBudget), fidBudget.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
+    { page: RESULTS_PAGE, name: 'revise-fidelity', render: () => renderReviseSection(join(root, REVISE_FIDELITY), json<ReviseMeta>(join(root, REVISE_FIDELITY, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'ablation', render: () => renderAblation(s17.sum, s17.meta) },
     { page: RESULTS_PAGE, name: 'ablation-previous', render: () => renderAblation(previous.sum, previous.meta) },
     { page: RESULTS_PAGE, name: 'tts', render: () => renderTtsSection(ttsCurrent.runs, ttsCurrent.meta) },
