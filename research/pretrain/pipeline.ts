@@ -153,6 +153,11 @@ export interface PretrainSpec {
    */
   userSwapShare?: number;
   /**
+   * Times each user-role row that states the user's identity appears (each copy with its own swap draw:
+   * user-rows.ts identityRepeat), so a stage meets more identity turns to copy; absent: 1.
+   */
+  userIdentityRepeat?: number;
+  /**
    * Twins of Act rows (the training and act-only tasks') whose call spells a value the user stated, with that
    * value swapped for another of the stated-values lexicon (augment.ts statedValueSwaps); absent: none.
    */
@@ -373,7 +378,7 @@ export async function pretrain(
     }
     log(`record values swapped in ${n} of them`);
   }
-  const userData = (spec.userTasks ?? 0) > 0 ? conversationRows(domain, { split: 'train', tasks: spec.userTasks!, seed: seed + 4_000_003, ...((spec.userSwapShare ?? 0) > 0 ? { userSwap: { share: spec.userSwapShare!, seed: seed * 6151 + 9 } } : {}) }) : null;
+  const userData = (spec.userTasks ?? 0) > 0 ? conversationRows(domain, { split: 'train', tasks: spec.userTasks!, seed: seed + 4_000_003, ...((spec.userSwapShare ?? 0) > 0 ? { userSwap: { share: spec.userSwapShare!, seed: seed * 6151 + 9 } } : {}), ...((spec.userIdentityRepeat ?? 1) > 1 ? { identityRepeat: spec.userIdentityRepeat } : {}) }) : null;
   const userRows = userData ? userData.user.map(userRowToExample) : [];
   if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations${userData!.swapped ? `; identity swapped in ${userData!.swapped} of them` : ''}`);
   // The expert's mistakes in a conversation are the recoverable ones that never break the confirmation rule.

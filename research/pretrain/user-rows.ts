@@ -16,6 +16,9 @@
 // gives first) replaced by fresh random values — augment.ts identitySwapper, the mechanism of the Act rows'
 // identity swap — consistently in the scenario, the conversation the user has seen and the target, so only
 // copying the scenario predicts them. Order ids are left as they are (copied well already).
+// identityRepeat (--user-identity-repeat N) puts each row that states the identity N times into the data,
+// each copy with its own swap draw: the identity turns are ~30 % of the user rows, and a stage sees ~5 % of
+// its data, so without it a 1,000-step stage meets only ~200 swapped identity turns.
 import { deriveSeed, Rng } from '../../src/util/rng';
 import type { Domain, Row } from '../../src/env/domain';
 import { rowsFromConversation, userRowsFromConversation, type UserRow } from '../../src/env/conversation-rows';
@@ -40,6 +43,11 @@ export interface ConversationDataOptions {
    * Absent or share 0: no draw, the rows as without it.
    */
   userSwap?: { share: number; seed: number };
+  /**
+   * Times each user row whose target states the user's identity (a name, the email, the zip: userIdentityTargets)
+   * appears, the copies right after it, before the swap draws (so each copy is drawn on its own); absent: 1.
+   */
+  identityRepeat?: number;
 }
 
 /**
@@ -91,9 +99,14 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
   tasks.forEach((task, i) => {
     const userSeed = deriveSeed(o.seed, i, 1);
     const conv = runRetailExpertConversation(task, domain.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed, mistakeRate: o.mistakeRate ?? 0 });
-    const rows = userRowsFromConversation(task.id, conv.turns, domain.userInstructions!(task, { seed: userSeed })!);
+    let rows = userRowsFromConversation(task.id, conv.turns, domain.userInstructions!(task, { seed: userSeed })!);
+    const targets = userIdentityTargets(task, userProfile(task, userSeed).wrongZip);
+    if ((o.identityRepeat ?? 1) > 1) {
+      // A row states the identity when the swap would change its target (a fixed probe generator: no draw from rng).
+      const probe = identitySwapper(targets, new Rng(0));
+      rows = rows.flatMap((r) => (probe && probe(r.target) !== r.target ? Array.from({ length: o.identityRepeat! }, () => r) : [r]));
+    }
     if (rng) {
-      const targets = userIdentityTargets(task, userProfile(task, userSeed).wrongZip);
       rows.forEach((r, k) => {
         if (rng.next() >= share) return;
         const swap = identitySwapper(targets, rng);

@@ -4,7 +4,8 @@
 // in any of them, the stop as the last target; and the quick pipeline with --user-tasks trains on them.
 // The identity swap (--user-swap-share): a swapped row is the row with the user's identity replaced by one
 // fresh identity everywhere (scenario, conversation, target), the other rows are byte-identical to the rows
-// without the swap, and the draw is deterministic under its seed.
+// without the swap, and the draw is deterministic under its seed. --user-identity-repeat N: the rows that state
+// the identity come N times, each copy with its own swap draw.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -169,8 +170,40 @@ describe('identity swap of user rows (--user-swap-share)', () => {
     expect(conversationRows(mini, { ...base, userSwap: { share: 0, seed: 5 } }).user).toEqual(plain.user);
   });
 
-  it('the command line records the flag', () => {
+  it('--user-identity-repeat: the rows that state the identity N times, each copy drawn on its own; the others once', () => {
+    const rep = conversationRows(mini, { ...base, identityRepeat: 3 });
+    const states = (r: (typeof plain.user)[number]) => {
+      const { task, i } = tasks.get(r.taskId)!;
+      const a = task.intent.auth;
+      const wz = userProfile(task, deriveSeed(base.seed, i, 1)).wrongZip;
+      const vals = [...(a.kind !== 'email' ? [a.first, a.last, a.zip] : []), ...(a.kind !== 'name_zip' ? [a.email] : []), ...(wz ? [wz] : [])];
+      return vals.some((v) => new RegExp(`(?<![A-Za-z0-9])${v.replace(/[.]/g, '\\.')}(?![A-Za-z0-9])`, 'i').test(r.target));
+    };
+    const n = plain.user.filter(states).length;
+    expect(n).toBeGreaterThan(20);
+    expect(rep.user.length).toBe(plain.user.length + 2 * n);
+    // Without the swap the copies are the row itself, right after it; the rest in the same order.
+    expect(rep.user.filter((r, k) => k === 0 || r !== rep.user[k - 1] || !states(r))).toEqual(plain.user);
+    // With the swap every copy has its own draw: at share 1 the three copies of a row are three identities.
+    const both = conversationRows(mini, { ...base, identityRepeat: 3, userSwap: { share: 1, seed: 5 } });
+    expect(both.user.length).toBe(rep.user.length);
+    expect(both.swapped).toBe(rep.user.length);
+    let triples = 0;
+    for (let k = 0; k + 2 < rep.user.length; k++)
+      if (rep.user[k] === rep.user[k + 1] && rep.user[k] === rep.user[k + 2]) {
+        triples++;
+        expect(new Set([both.user[k].target, both.user[k + 1].target, both.user[k + 2].target]).size).toBe(3);
+        k += 2;
+      }
+    expect(triples).toBe(n);
+    // Repeat 1 is the rows as without it.
+    expect(conversationRows(mini, { ...base, identityRepeat: 1, userSwap: { share: 0.6, seed: 5 } }).user).toEqual(swapped.user);
+  });
+
+  it('the command line records the flags', () => {
     const cmd = pretrainCommand({ world: 'mini', seed: 1, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, userTasks: 6000, userLossWeight: 2, userSwapShare: 0.7 }, base: MINI_SPEC });
     expect(cmd).toBe(`npm run pretrain -- --world mini --seed 1 --steps ${MINI_SPEC.steps} --backend cpu-fast --user-tasks 6000 --user-weight 2 --user-swap-share 0.7`);
+    const rep = pretrainCommand({ world: 'mini', seed: 1, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, userTasks: 6000, userSwapShare: 0.7, userIdentityRepeat: 4 }, base: MINI_SPEC });
+    expect(rep).toBe(`npm run pretrain -- --world mini --seed 1 --steps ${MINI_SPEC.steps} --backend cpu-fast --user-tasks 6000 --user-swap-share 0.7 --user-identity-repeat 4`);
   });
 });
