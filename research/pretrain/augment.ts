@@ -52,12 +52,16 @@ export function copyTargets(task: Pick<Task, 'userMessages' | 'referenceActions'
   return { names: [...names], numbers: [...numbers] };
 }
 
-/** The task's examples with its copy targets swapped for fresh random values (seeded). */
-export function swapIdentities(task: Pick<Task, 'userMessages' | 'referenceActions'>, examples: readonly Example[], rng: Rng): Example[] {
-  const { names, numbers } = copyTargets(task);
+/**
+ * The consistent replacement behind every identity swap: each name (lower case) and each long number gets a
+ * fresh random value (names first, then numbers, in the order given: the draws from `rng`), and the returned
+ * function rewrites a text with them — names Capitalised as whole words, lower/UPPER case only inside
+ * identifiers (emails, user ids), numbers as whole digit runs. Null when there is nothing to swap.
+ */
+export function identitySwapper(targets: { names: readonly string[]; numbers: readonly string[] }, rng: Rng): ((s: string) => string) | null {
   const map = new Map<string, string>();
   const pats: string[] = [];
-  for (const n of names) {
+  for (const n of targets.names) {
     const m = randomName(rng);
     map.set(cap(n), cap(m));
     map.set(n, m);
@@ -65,15 +69,21 @@ export function swapIdentities(task: Pick<Task, 'userMessages' | 'referenceActio
     pats.push(`\\b${esc(cap(n))}\\b`);
     for (const f of [n, n.toUpperCase()]) pats.push(`(?<=^|[^A-Za-z])${esc(f)}(?=[._@0-9])`, `(?<=[._@])${esc(f)}(?![A-Za-z])`);
   }
-  for (const d of numbers) {
+  for (const d of targets.numbers) {
     map.set(d, randomDigits(rng, d));
     pats.push(`(?<![0-9])${d}(?![0-9])`);
   }
-  if (pats.length === 0) return examples.map((e) => ({ ...e }));
+  if (pats.length === 0) return null;
   // Longest first, so a number that contains another is replaced whole.
   pats.sort((a, b) => b.length - a.length);
   const re = new RegExp(pats.join('|'), 'g');
-  const swap = (s: string) => s.replace(re, (hit) => map.get(hit) ?? hit);
+  return (s) => s.replace(re, (hit) => map.get(hit) ?? hit);
+}
+
+/** The task's examples with its copy targets swapped for fresh random values (seeded). */
+export function swapIdentities(task: Pick<Task, 'userMessages' | 'referenceActions'>, examples: readonly Example[], rng: Rng): Example[] {
+  const swap = identitySwapper(copyTargets(task), rng);
+  if (!swap) return examples.map((e) => ({ ...e }));
   return examples.map((e) => ({ ...e, prompt: swap(e.prompt), response: swap(e.response) }));
 }
 

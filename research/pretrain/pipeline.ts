@@ -146,6 +146,18 @@ export interface PretrainSpec {
   /** Loss weight of user-role response tokens (the --user-tasks rows) relative to other responses; absent = 1. */
   userLossWeight?: number;
   /**
+   * Share of the user-role rows (--user-tasks) whose user identity (names, email, zip, the wrong zip given
+   * first) is swapped for fresh random values, consistently in the scenario, the conversation and the target
+   * (user-rows.ts userSwap, augment.ts identitySwapper), so that only copying the scenario predicts the
+   * identity turns; a seeded draw per row; absent or 0: none.
+   */
+  userSwapShare?: number;
+  /**
+   * Times each user-role row that states the user's identity appears (each copy with its own swap draw:
+   * user-rows.ts identityRepeat), so a stage meets more identity turns to copy; absent: 1.
+   */
+  userIdentityRepeat?: number;
+  /**
    * Twins of Act rows (the training and act-only tasks') whose call spells a value the user stated, with that
    * value swapped for another of the stated-values lexicon (augment.ts statedValueSwaps); absent: none.
    */
@@ -366,8 +378,9 @@ export async function pretrain(
     }
     log(`record values swapped in ${n} of them`);
   }
-  const userRows = (spec.userTasks ?? 0) > 0 ? conversationRows(domain, { split: 'train', tasks: spec.userTasks!, seed: seed + 4_000_003 }).user.map(userRowToExample) : [];
-  if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations`);
+  const userData = (spec.userTasks ?? 0) > 0 ? conversationRows(domain, { split: 'train', tasks: spec.userTasks!, seed: seed + 4_000_003, ...((spec.userSwapShare ?? 0) > 0 ? { userSwap: { share: spec.userSwapShare!, seed: seed * 6151 + 9 } } : {}), ...((spec.userIdentityRepeat ?? 1) > 1 ? { identityRepeat: spec.userIdentityRepeat } : {}) }) : null;
+  const userRows = userData ? userData.user.map(userRowToExample) : [];
+  if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations${userData!.swapped ? `; identity swapped in ${userData!.swapped} of them` : ''}`);
   // The expert's mistakes in a conversation are the recoverable ones that never break the confirmation rule.
   const convRows = (spec.conversationTasks ?? 0) > 0 ? conversationAgentExamples(domain, { tasks: spec.conversationTasks!, seed: seed + 5_000_003, mistakeRate: spec.mistakeRate }, tools, rp) : [];
   if (convRows.length) log(`conversation rows: ${convRows.filter((e) => e.role === 'act').length} Act, ${convRows.filter((e) => e.role === 'rehearse').length} Rehearse of ${spec.conversationTasks} more tasks' conversations`);

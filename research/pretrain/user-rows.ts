@@ -8,14 +8,27 @@
 //
 // The user profile seed varies per task (seed-derived), so the rows cover the scripted user's variations (a
 // wrong zip first, a change of mind, two requests at once) under instructions that say so.
-import { deriveSeed } from '../../src/util/rng';
+//
+// Identity swap (userSwap, --user-swap-share): in a world of 16 users the user role lowers its loss on the
+// identity turns by recalling a training-set email, not by copying the scenario's (conv-mini-3 answered 94 of
+// 127 held-out identity turns with one memorised email). A seeded share of the user rows is used with the
+// user's identity (first and last name, the email's name parts and digits, the zip, the wrong zip the profile
+// gives first) replaced by fresh random values — augment.ts identitySwapper, the mechanism of the Act rows'
+// identity swap — consistently in the scenario, the conversation the user has seen and the target, so only
+// copying the scenario predicts them. Order ids are left as they are (copied well already).
+// identityRepeat (--user-identity-repeat N) puts each row that states the identity N times into the data,
+// each copy with its own swap draw: the identity turns are ~30 % of the user rows, and a stage sees ~5 % of
+// its data, so without it a 1,000-step stage meets only ~200 swapped identity turns.
+import { deriveSeed, Rng } from '../../src/util/rng';
 import type { Domain, Row } from '../../src/env/domain';
 import { rowsFromConversation, userRowsFromConversation, type UserRow } from '../../src/env/conversation-rows';
 import { runRetailExpertConversation } from '../../src/env/retail/expert-conversation';
 import type { RetailTask } from '../../src/env/retail/intent';
+import { userProfile } from '../../src/env/retail/user-profile';
 import { renderUserPrompt, userSystemMessage } from '../../src/rollout/user-prompt';
 import type { ToolDefinition } from '../../src/rollout/chat';
 import type { RehearsePromptOptions } from '../../src/rollout/rehearse-prompt';
+import { identitySwapper } from './augment';
 import { END, rowToExample, type Example } from './data';
 
 export interface ConversationDataOptions {
@@ -24,21 +37,88 @@ export interface ConversationDataOptions {
   seed: number;
   /** The expert's recoverable-mistake rate (default 0). */
   mistakeRate?: number;
+  /**
+   * Identity swap of the user rows: each row is swapped with probability `share` (one draw per row, in row
+   * order, from a generator seeded by `seed`; a swapped row's fresh values are drawn from the same generator).
+   * Absent or share 0: no draw, the rows as without it.
+   */
+  userSwap?: { share: number; seed: number };
+  /**
+   * Times each user row whose target states the user's identity (a name, the email, the zip: userIdentityTargets)
+   * appears, the copies right after it, before the swap draws (so each copy is drawn on its own); absent: 1.
+   */
+  identityRepeat?: number;
 }
 
-/** The conversations' rows: each task's user rows, and the agent's Act and Rehearse rows of the same conversation. */
-export function conversationRows(domain: Domain, o: ConversationDataOptions): { user: UserRow[]; agent: Row[]; tasks: number } {
+/**
+ * The identity a task's user gives and its scenario states: the first and last name and the letter runs of the
+ * email's local part (lower case; not the generator's ".old" mark of a wrong email), the zip, the wrong zip
+ * the profile gives first, and the email's runs of 4+ digits.
+ */
+export function userIdentityTargets(task: RetailTask, wrongZip: string | null): { names: string[]; numbers: string[] } {
+  const a = task.intent.auth;
+  const names = new Set<string>();
+  const numbers = new Set<string>();
+  if (a.kind !== 'email') {
+    names.add(a.first.toLowerCase());
+    names.add(a.last.toLowerCase());
+    numbers.add(a.zip);
+  }
+  if (a.kind !== 'name_zip') {
+    const local = a.email.split('@')[0];
+    for (const w of local.match(/[A-Za-z]+/g) ?? []) if (w.toLowerCase() !== 'old') names.add(w.toLowerCase());
+    for (const d of local.match(/[0-9]{4,}/g) ?? []) numbers.add(d);
+  }
+  if (wrongZip) numbers.add(wrongZip);
+  return { names: [...names], numbers: [...numbers] };
+}
+
+/** A user row rewritten by `swap`: every field of its scenario, every message of the conversation it has seen, its target. */
+export function swapUserRow(row: UserRow, swap: (s: string) => string): UserRow {
+  const ins = row.instructions;
+  return {
+    ...row,
+    instructions: { ...ins, reasonForCall: swap(ins.reasonForCall), knownInfo: swap(ins.knownInfo), unknownInfo: swap(ins.unknownInfo), taskInstructions: swap(ins.taskInstructions) },
+    messages: row.messages.map((m) => ({ ...m, content: swap(m.content) })),
+    target: swap(row.target),
+  };
+}
+
+/**
+ * The conversations' rows: each task's user rows (a share of them identity-swapped with o.userSwap; `swapped`
+ * counts them), and the agent's Act and Rehearse rows of the same conversation (never swapped).
+ */
+export function conversationRows(domain: Domain, o: ConversationDataOptions): { user: UserRow[]; agent: Row[]; tasks: number; swapped: number } {
   if (!domain.userInstructions) throw new Error(`domain ${domain.name} has no user instructions`);
   const tasks = domain.tasks.generate({ split: o.split, count: o.tasks, seed: o.seed }) as RetailTask[];
   const user: UserRow[] = [];
   const agent: Row[] = [];
+  const share = o.userSwap?.share ?? 0;
+  const rng = share > 0 ? new Rng(o.userSwap!.seed) : null;
+  let swapped = 0;
   tasks.forEach((task, i) => {
     const userSeed = deriveSeed(o.seed, i, 1);
     const conv = runRetailExpertConversation(task, domain.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed, mistakeRate: o.mistakeRate ?? 0 });
-    user.push(...userRowsFromConversation(task.id, conv.turns, domain.userInstructions!(task, { seed: userSeed })!));
+    let rows = userRowsFromConversation(task.id, conv.turns, domain.userInstructions!(task, { seed: userSeed })!);
+    const targets = userIdentityTargets(task, userProfile(task, userSeed).wrongZip);
+    if ((o.identityRepeat ?? 1) > 1) {
+      // A row states the identity when the swap would change its target (a fixed probe generator: no draw from rng).
+      const probe = identitySwapper(targets, new Rng(0));
+      rows = rows.flatMap((r) => (probe && probe(r.target) !== r.target ? Array.from({ length: o.identityRepeat! }, () => r) : [r]));
+    }
+    if (rng) {
+      rows.forEach((r, k) => {
+        if (rng.next() >= share) return;
+        const swap = identitySwapper(targets, rng);
+        if (!swap) return;
+        rows[k] = swapUserRow(r, swap);
+        swapped++;
+      });
+    }
+    user.push(...rows);
     agent.push(...rowsFromConversation(task.id, conv.turns));
   });
-  return { user, agent, tasks: tasks.length };
+  return { user, agent, tasks: tasks.length, swapped };
 }
 
 /** A user row as a training pair: the prompt the model user is given at run time, the turn as the response. */

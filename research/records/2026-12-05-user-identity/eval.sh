@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The conversation-stage README's four evaluations of one policy folder, one at a time, at one thread:
+#   bash research/records/2026-12-05-user-identity/eval.sh TAG MODEL [s1] [s4] [onemsg] [fid]
+# (no kinds named: s1, onemsg and fid). <TAG>-<kind>.json is the eval's stdout, <TAG>-<kind>-stderr.txt its
+# stderr, with the checkout's absolute path taken out.
+set -euo pipefail
+tag=$1 model=$2; shift 2
+kinds=("$@"); [ ${#kinds[@]} -gt 0 ] || kinds=(s1 onemsg fid)
+dir=research/records/2026-12-05-user-identity
+root=$(pwd)
+for k in "${kinds[@]}"; do
+  case $k in
+    s1) args=(--world mini --user scripted --tasks test --count 100 --threads 1) ;;
+    s4) args=(--world mini --user scripted --tasks test --count 100 --samples 4 --threads 1) ;;
+    onemsg) args=(--world mini --tasks test --count 100 --threads 1 --fidelity-tokens 0) ;;
+    fid) args=(--world mini --tasks test --count 100 --user model --user-fidelity --threads 1) ;;
+    *) echo "unknown kind $k" >&2; exit 2 ;;
+  esac
+  echo "npm run eval -- ${args[*]} --model $model   # $tag-$k" >&2
+  nice -n 10 npm run --silent eval -- "${args[@]}" --model "$model" > "$dir/$tag-$k.json" 2> "$dir/$tag-$k-stderr.txt"
+  sed -i "s#$root/##g" "$dir/$tag-$k.json" "$dir/$tag-$k-stderr.txt"
+done
