@@ -62,7 +62,9 @@ describe('τ² instructions of generated tasks', () => {
       if (p.wrongZip) expect(ins.task_instructions).toContain(p.wrongZip);
       expect(ins.reason_for_call.includes('change your mind'), t.id).toBe(p.changeMind !== null);
       expect(ins.reason_for_call.includes('at the same time'), t.id).toBe(p.bothAtOnce);
-      expect(ins.task_instructions.includes('only when the agent asks'), t.id).toBe(!p.idsUpfront && t.intent.requests.some((r) => r.kind === 'order_total' || 'orderRef' in r));
+      const ids = t.intent.requests.some((r) => r.kind === 'order_total' || 'orderRef' in r);
+      expect(ins.task_instructions.includes('only when the agent asks'), t.id).toBe(!p.idsUpfront && ids);
+      expect(ins.task_instructions.includes('order id in your first message'), t.id).toBe(p.idsUpfront && ids);
     }
   });
 

@@ -105,7 +105,9 @@ export function renderInstructions(task: RetailTask, seed = 0, profile: UserProf
   });
   if (reqs.length > 1) parts.push(profile.bothAtOnce ? 'Make sure you mention both requests at the same time.' : 'You bring up the second request only after the first one is handled.');
   const behaviour = [profile.persona];
-  if (!profile.idsUpfront && reqs.some((r) => r.kind === 'order_total' || 'orderRef' in r)) behaviour.push('You give an order id only when the agent asks for it.');
+  // Both cases said in words: a model user told nothing holds the id back (issue 47: 46 of 100 held-out openings).
+  if (reqs.some((r) => r.kind === 'order_total' || 'orderRef' in r))
+    behaviour.push(profile.idsUpfront ? 'You give the order id in your first message, with your request.' : 'You give an order id only when the agent asks for it.');
   if (profile.wrongZip) behaviour.push(`When asked for your zip code, you first give ${profile.wrongZip} by mistake, and correct it if the agent cannot find you.`);
   behaviour.push('If the agent proposes something other than what you want, say no and tell it what you want.');
   return {
