@@ -41,6 +41,7 @@ export const ABLATION_PREVIOUS = 'research/records/ablation-records';
 export const BUDGET = 'research/records/2026-12-04-budget';
 export const REPLICATION = 'research/records/2026-12-05-replication';
 export const FID_BUDGET = 'research/records/2026-12-05-fidelity-budget';
+export const ACT_ONLY = 'research/records/2026-12-05-act-only';
 export const TTS_S19 = 'research/records/tts-records-s19';
 export const TTS_PREVIOUS = 'research/records/tts-records';
 export const REVISE = 'research/records/2026-12-05-revise';
@@ -90,7 +91,7 @@ interface Claim {
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
 
 /** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
-function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, fidBudget: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
+function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, fidBudget: AblationSet, actOnly: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
   const tts = (mode: string) => {
     const obs = (n: number) => successObs(ttsCurrent.filter((r) => r.policy === 'envace' && r.n === n && (n === 0 || r.mode === mode)).map((r) => ({ ...r, config: '', key: '' }) as unknown as AblationRun));
     return pairedBootstrap(obs(2), obs(0));
@@ -130,6 +131,10 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
     {
       claim: 'the same with only Act\'s rows trained (the simulator frozen, no Rehearse row trained on the task reward), on the fidelity-stage policy, seeds 0–4, pre-registered as an amendment', where: 'the budget on the fidelity-stage policy', d: pair(fidBudget, 'dyna-fq-recall', 'real-q'),
       detail: `${seedsOf(fidBudget, 'dyna-fq-recall')} of 5 seeds of dyna-fq-recall and ${seedsOf(fidBudget, 'real-q')} of real-q; against the same with the Rehearse rows trained (dyna-q-recall): ${fmtOr(pair(fidBudget, 'dyna-fq-recall', 'dyna-q-recall'))}`,
+    },
+    {
+      claim: 'the same, only Act\'s rows trained, on the attentive policy where real-only GRPO has room, seeds 0–9, pre-registered', where: 'rehearsed episodes that train only Act', d: pair(actOnly, 'dyna-fq-recall', 'real-q'),
+      detail: `${seedsOf(actOnly, 'dyna-fq-recall')} of 10 seeds of dyna-fq-recall and ${seedsOf(actOnly, 'real-q')} of real-q so far, paired on the seeds both have`,
     },
     {
       claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
@@ -213,6 +218,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const ttsCurrent = tts(TTS_S19);
   const replication = ablationSet(root, REPLICATION, join(REPLICATION, 'ablation'));
   const fidBudget = ablationSet(root, FID_BUDGET, join(FID_BUDGET, 'ablation'));
+  const actOnly = ablationSet(root, ACT_ONLY, join(ACT_ONLY, 'ablation'));
   const budgetMeta = budget.meta as BudgetMeta;
   const decisivePairs = (set: AblationSet): PairRow[] =>
     (set.meta as BudgetMeta).decisive.flatMap(([a, b]) => {
@@ -224,10 +230,11 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const fullBudget = budget.meta.budget.steps * budget.meta.budget.prompts * budget.meta.budget.k;
   const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
-    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, fidBudget, ttsCurrent.runs, root)) },
+    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, fidBudget, actOnly, ttsCurrent.runs, root)) },
     { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, decisivePairs(budget), budgetMeta) },
     { page: RESULTS_PAGE, name: 'replication', render: () => renderReplication(replication, budget, decisivePairs(replication)) },
     { page: RESULTS_PAGE, name: 'fidelity-budget', render: () => renderBudget(fidBudget.rows, decisivePairs(fidBudget), fidBudget.meta as BudgetMeta) },
+    { page: RESULTS_PAGE, name: 'act-only', render: () => renderBudget(actOnly.rows, decisivePairs(actOnly), actOnly.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'revise-fidelity', render: () => renderReviseSection(join(root, REVISE_FIDELITY), json<ReviseMeta>(join(root, REVISE_FIDELITY, 'meta.json'))) },
@@ -245,7 +252,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     }) })),
   ];
   const summary = () => {
-    const entries: SummaryEntry[] = [s17, budget, replication, fidBudget, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
+    const entries: SummaryEntry[] = [s17, budget, replication, fidBudget, actOnly, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
     return {
       about:
         'Generated by `npm run results -- --write-committed` from the committed records (research/scripts/results.ts). One entry per configuration and records folder (world, policy and budget are the folder\'s). ' +
