@@ -37,8 +37,8 @@ export interface WorldRequest {
 }
 
 export type ModelChoice =
-  /** The bundled policy of a world (models/<WORLDS[world].bundledModel>/). */
-  | { kind: 'bundled'; world: WorldName }
+  /** The bundled policy of a world (models/<WORLDS[world].bundledModel>/), or one of its lesson policies by name. */
+  | { kind: 'bundled'; world: WorldName; policy?: string }
   | { kind: 'random' }
   | { kind: 'url'; url: string }
   | { kind: 'files'; files: File[] };

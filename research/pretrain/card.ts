@@ -5,7 +5,7 @@
 // lines with prose lines of at most CARD_WIDTH characters; the search, the probes and every stage are in the
 // record it links to.
 import { CARELESS_HABIT_TEXT, DEFAULT_CARELESS_ABOUT } from '../../src/env/domain';
-import { WORLDS, type WorldName } from '../../src/env/retail/worlds';
+import { bundledFolder, type WorldName } from '../../src/env/retail/worlds';
 import type { EvalReport } from './evaluate';
 import type { CopyProbe } from './copy-probe';
 import type { AttentionRecord } from './attention-probe';
@@ -91,7 +91,21 @@ export function worldOf(run: CardInputs['run']): WorldName {
 
 /** The record's file under research/notebook/ for a card dated `date` (YYYY-MM-DD). */
 export function recordName(i: CardInputs, date: string): string {
-  return `${date}-${worldOf(i.run)}-policy.md`;
+  return `${date}-${worldOf(i.run)}-${i.run.spec.carelessRate ? 'careless-' : ''}policy.md`;
+}
+
+/**
+ * The folder a card describes: a policy made careless on purpose is the world's careless lesson policy
+ * (models/careless, opt-in), any other the world's bundled policy.
+ */
+export function cardFolder(run: CardInputs['run']): string {
+  return `models/${bundledFolder(worldOf(run), run.spec.carelessRate ? 'careless' : undefined)}`;
+}
+
+/** The card's title: which of the lab's policies it is. */
+function cardTitle(run: CardInputs['run']): string {
+  const which = run.spec.carelessRate ? 'careless lesson' : worldOf(run) === 'mini' ? 'default' : 'retail';
+  return `# EnvACE Lab ${which} policy (Qwen3 architecture, ${(run.params / 1e6).toFixed(2)} M parameters, trained from scratch)`;
 }
 
 /**
@@ -102,18 +116,18 @@ export function modelCard(i: CardInputs, date: string): string {
   const { run } = i;
   const c = run.config;
   const world = worldOf(run);
-  const folder = `models/${WORLDS[world].bundledModel}`;
+  const folder = cardFolder(run);
   const record = `research/notebook/${recordName(i, date)}`;
   const stages = [...(i.stage1 ? [i.stage1] : []), ...(i.laterStages ?? []), run];
   const out: string[] = [];
   const para = (t: string, first = '') => out.push(...wrap(t, first));
-  out.push(`# EnvACE Lab ${world === 'mini' ? 'default' : 'retail'} policy (Qwen3 architecture, ${(run.params / 1e6).toFixed(2)} M parameters, trained from scratch)`, '');
-  para(`The bundled policy of the lab's **${world}** world: one tiny Qwen3-architecture model that both **acts** (writes \`<tool_call>\` blocks in Qwen3's chat format) and **rehearses** (plays the retail environment and writes \`<execution_result>\` JSON), trained from random weights by \`npm run pretrain\` on the scripted expert's Act and Rehearse rows. It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.`);
+  out.push(cardTitle(run), '');
+  para(`${run.spec.carelessRate ? `A lesson policy of the lab's **${world}** world, loaded on request (the lab's model panel, or \`--model ${folder}\`; it was the world's bundled policy until 2026-12-05)` : `The bundled policy of the lab's **${world}** world`}: one tiny Qwen3-architecture model that both **acts** (writes \`<tool_call>\` blocks in Qwen3's chat format) and **rehearses** (plays the retail environment and writes \`<execution_result>\` JSON), trained from random weights by \`npm run pretrain\` on the scripted expert's Act and Rehearse rows. It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.`);
   out.push('');
   if (run.spec.carelessRate) {
     const habits = (run.spec.carelessAbout ?? DEFAULT_CARELESS_ABOUT).map((h) => CARELESS_HABIT_TEXT[h]).join('; ');
     const b = i.before;
-    para(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${Math.round(run.spec.carelessRate * 100)} % of its replies the scripted expert leaves out what the user was owed (${habits}). That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from)` : ''} and leaves GRPO a habit to unlearn: the lab's default training run wins back what it cost (docs/lesson.md).`);
+    para(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${Math.round(run.spec.carelessRate * 100)} % of its replies the scripted expert leaves out what the user was owed (${habits}). That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from)` : ''} and leaves GRPO a habit to unlearn: real-environment GRPO wins back what it cost (docs/lesson.md).`);
     out.push('');
   }
   out.push('## Model', '', '| | |\n|---|---|');
@@ -175,9 +189,9 @@ export function modelCard(i: CardInputs, date: string): string {
 export function modelRecord(i: CardInputs, date?: string): string {
   const body = fullRecord(i);
   if (!date) return body;
-  const folder = `models/${WORLDS[worldOf(i.run)].bundledModel}`;
+  const folder = cardFolder(i.run);
   const lines = body.split('\n');
-  lines[0] = `# ${date}: how the ${worldOf(i.run)} world's bundled policy (${folder}) was made, the full record`;
+  lines[0] = `# ${date}: how the ${worldOf(i.run)} world's ${i.run.spec.carelessRate ? 'careless lesson' : 'bundled'} policy (${folder}) was made, the full record`;
   lines.splice(1, 0, '', `Its model card: [${folder}/README.md](../../${folder}/README.md); its records: the JSON files of ${folder} (code at commit ${i.commit}). Written by \`npm run pretrain -- --card\` from those records.`);
   return lines.join('\n');
 }
@@ -190,9 +204,9 @@ function fullRecord(i: CardInputs): string {
   const lossAt = (s: number) => run.losses.find((x) => x.step === s)?.loss;
   const curve = [1, 10, 25, 50, 100, 200, 300, run.spec.steps].filter((s, k, a) => s <= run.spec.steps && a.indexOf(s) === k);
   const out: string[] = [];
-  out.push(`# EnvACE Lab default policy (Qwen3 architecture, ${(run.params / 1e6).toFixed(2)} M parameters, trained from scratch)`);
+  out.push(cardTitle(run));
   out.push('');
-  out.push('The bundled policy of the lab: one tiny Qwen3-architecture model that both **acts** (writes `<tool_call>` blocks in Qwen3\'s chat format) and **rehearses** (plays the retail environment and writes `<execution_result>` JSON), trained from random weights by `npm run pretrain` on the scripted expert\'s Act and Rehearse rows (plus, when built with them, rows for test-time private rehearsal: reviews of attempts and memory-conditioned Act turns). It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.' + (i.world && i.world.heldOut === 'tasks' ? ` It was trained on the compact **${i.world.name}** world (below): a world small enough for a policy of this size to learn, so that the lab can show world rehearsal and RL doing something.` : ''));
+  out.push((run.spec.carelessRate ? 'A lesson policy of the lab (opt-in; the bundled policy until 2026-12-05):' : 'The bundled policy of the lab:') + ' one tiny Qwen3-architecture model that both **acts** (writes `<tool_call>` blocks in Qwen3\'s chat format) and **rehearses** (plays the retail environment and writes `<execution_result>` JSON), trained from random weights by `npm run pretrain` on the scripted expert\'s Act and Rehearse rows (plus, when built with them, rows for test-time private rehearsal: reviews of attempts and memory-conditioned Act turns). It is meant to be a *starting point for RL*: competent at the format, far from solving the tasks.' + (i.world && i.world.heldOut === 'tasks' ? ` It was trained on the compact **${i.world.name}** world (below): a world small enough for a policy of this size to learn, so that the lab can show world rehearsal and RL doing something.` : ''));
   out.push('');
   // The careless demonstrator's habits, as the intro, the data and the limitations name them.
   const habits = run.spec.carelessAbout ?? DEFAULT_CARELESS_ABOUT;
@@ -200,7 +214,7 @@ function fullRecord(i: CardInputs): string {
   const carelessShare = `${Math.round((run.spec.carelessRate ?? 0) * 100)} %`;
   if (run.spec.carelessRate) {
     const b = i.before;
-    out.push(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${carelessShare} of its replies the scripted expert leaves out what the user was owed (${habitText}), every call unchanged. Those episodes fail the reward's COMMUNICATE check, and the policy picks up the habit. That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from, on the same ${b.result.tasks} held-out tasks)` : ''}, and it leaves GRPO a habit to unlearn that it can find in its own samples and the real reward: the lab's default training run wins back what the habit cost (docs/lesson.md). The bundled policy is the lesson's starting point, not the best policy this recipe makes.`);
+    out.push(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${carelessShare} of its replies the scripted expert leaves out what the user was owed (${habitText}), every call unchanged. Those episodes fail the reward's COMMUNICATE check, and the policy picks up the habit. That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from, on the same ${b.result.tasks} held-out tasks)` : ''}, and it leaves GRPO a habit to unlearn that it can find in its own samples and the real reward: real-environment GRPO wins back what the habit cost (docs/lesson.md). It is that lesson's starting point, not the best policy this recipe makes: the bundled mini policy (models/default) is.`);
     out.push('');
   }
   out.push('## Model');

@@ -41,9 +41,10 @@ export interface RunSetting {
   readonly help: string;
   /**
    * The train CLI's flag. `required`: the CLI refuses to start a run without it; `default`: the help's default
-   * when it is not the row's; `fromFlag`: the flag's value is another quantity (checked and converted here).
+   * when it is not the row's; `fromFlag`: the flag's value is another quantity (checked and converted here), and
+   * `toFlag` its inverse (the flag that says a value: the headless lesson, src/cli/lesson.ts).
    */
-  readonly cli?: { readonly flag: string; readonly arg?: string; readonly required?: boolean; readonly default?: string; readonly fromFlag?: (v: number, s: Values) => number };
+  readonly cli?: { readonly flag: string; readonly arg?: string; readonly required?: boolean; readonly default?: string; readonly fromFlag?: (v: number, s: Values) => number; readonly toFlag?: (v: number, s: Values) => number };
   /**
    * The lab's control: its URL key, the lab's default and range where the page's differ (a tighter range for a
    * browser), `was`, the name the setting had in lab runs saved before the table (read back by labRequest), and
@@ -140,7 +141,7 @@ export const RUN_SETTINGS = [
     record: { when: 'changed' }, resume: 'fixed' },
   { name: 'realPrompts', kind: int(0, 256), default: 0,
     help: "a real-interaction budget for a rehearsing mode: B real episodes over the run (B / (steps × k) of each step's prompts run their rollouts in the real environment, scored by the verifier; the rest rehearse); must be a multiple of steps × k",
-    cli: { flag: 'real-episodes', arg: 'B', default: '0 (every rollout rehearsed); real mode: all', fromFlag: realPromptsOfEpisodes },
+    cli: { flag: 'real-episodes', arg: 'B', default: '0 (every rollout rehearsed); real mode: all', fromFlag: realPromptsOfEpisodes, toFlag: (p, s) => p * (s.steps as number) * (s.k as number) },
     // The lab sets it per step (real prompts of each step) and shows it as real episodes per run (src/ui/panels/TrainPanel.svelte).
     lab: { key: 'real', max: 16, says: (v: number) => `${v} real prompt${v === 1 ? '' : 's'} per step`, appliesIf: rehearsingMode },
     record: { when: 'changed' }, resume: 'fixed' },

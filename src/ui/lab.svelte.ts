@@ -9,6 +9,7 @@ import { pendingRun } from './run-state';
 import { clearWorldOwned } from './world';
 import { settings } from './settings.svelte';
 import { labRequestOf } from '../method/run-config';
+import { WORLDS } from '../env/retail/worlds';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
 const api = Comlink.wrap<PolicyApi>(worker);
@@ -83,6 +84,14 @@ export function cancel(): void {
   void api.cancel();
 }
 
+/**
+ * The bundled policy the URL's model names: one of the world's lesson policies by name (?model=careless), else the
+ * world's bundled policy.
+ */
+export function bundledChoice(world: WorldName, name = ''): ModelChoice {
+  return name && WORLDS[world].lessonPolicies?.[name] !== undefined ? { kind: 'bundled', world, policy: name } : { kind: 'bundled', world };
+}
+
 export async function start(): Promise<void> {
   await run('preparing the environment', async () => {
     lab.env = await api.init(cancelFlag, { world: settings.world });
@@ -90,7 +99,7 @@ export async function start(): Promise<void> {
   });
   await refreshTraining();
   const m = settings.model;
-  const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : { kind: 'bundled', world: settings.world };
+  const choice: ModelChoice = m === 'random' ? { kind: 'random' } : m.startsWith('http') ? { kind: 'url', url: m } : bundledChoice(settings.world, m);
   await loadModel(choice);
   // The bundled model did not load (a build without models/default, a failed fetch): the lab still opens, on
   // the untrained random placeholder.
@@ -117,7 +126,7 @@ export async function switchWorld(world: WorldName, taskFile?: File): Promise<vo
   if (!env.tasks.some((t) => t.id === settings.task)) settings.task = env.tasks[0]?.id ?? '';
   // Each world has its own bundled policy (its tokenizer and its database); a user's own model stays.
   const reload = lab.choice?.kind === 'bundled' && lab.choice.world !== env.world;
-  if (reload) await loadModel({ kind: 'bundled', world: env.world });
+  if (reload) await loadModel(bundledChoice(env.world, lab.choice?.kind === 'bundled' ? lab.choice.policy : undefined));
   // A load measures the budgets itself; without one (a user's model, or a failed load) they are measured here.
   if (!reload || lab.loadError) lab.budget = await api.budgets().catch(() => null);
 }

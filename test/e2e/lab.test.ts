@@ -121,6 +121,15 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => page.textContent('[data-testid=budget-info]')).toMatch(/Measured on the mini world/);
     await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini policy \(models\/default\)/);
     expect(new URL(page.url()).searchParams.get('world')).toBeNull();
+    // The careless policy is an opt-in lesson policy of the mini world: one click loads it, and step 3 tells its story.
+    expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('the best this recipe makes');
+    await page.click('[data-testid=load-careless]');
+    await idle();
+    await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini careless policy \(models\/careless\)/);
+    expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('careless mini policy');
+    await page.click('text=Load the bundled model');
+    await idle();
+    await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini policy \(models\/default\)/);
 
     // The expert plays the task: it writes each Act turn and each observation (the real one, teacher-forced),
     // held to the default Rehearse budget like a generation. Default turn limit; the task's every call.

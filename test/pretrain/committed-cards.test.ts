@@ -14,7 +14,7 @@ import { captureIo } from '../helpers/cli';
 const ROOT = resolve(import.meta.dirname, '../..');
 
 describe('committed model cards', () => {
-  for (const folder of ['models/default', 'models/retail']) {
+  for (const folder of ['models/default', 'models/careless', 'models/retail']) {
     it(`${folder}/README.md is what its records generate`, async () => {
       const committed = readFileSync(join(ROOT, folder, 'README.md'), 'utf8');
       const commit = /^- Code: commit (\w+)\.$/m.exec(committed)?.[1];

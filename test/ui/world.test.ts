@@ -1,7 +1,7 @@
 // Issue 48: switching worlds left the other world's things on the page: the lesson describing the mini policy's
 // habit, the previous model's "Try the policy" output, the budget text naming the other world.
 import { describe, expect, it } from 'vitest';
-import { lessonSteps, policyStory } from '../../src/ui/lesson';
+import { lessonPolicyNote, lessonSteps, policyStory } from '../../src/ui/lesson';
 import { budgetOf, clearWorldOwned, WORLD_OWNED } from '../../src/ui/world';
 import type { BudgetInfo } from '../../src/worker-protocol';
 
@@ -22,10 +22,15 @@ describe('switching worlds', () => {
     expect(budgetOf(null, 'mini')).toBeNull();
   });
 
-  it("the lesson's training step tells the loaded policy's story, not the other world's", () => {
-    const step3 = (bundled: 'mini' | 'retail' | null) => lessonSteps({ stepperRollouts: [], groups: [], runs: [], tts: null, bundled })[2].what;
-    expect(step3('mini')).toContain('leaves out what a lookup found');
+  it("the lesson's training step tells the loaded policy's story, not the other world's or the other policy's", () => {
+    const step3 = (bundled: 'mini' | 'retail' | null, policy?: string) => lessonSteps({ stepperRollouts: [], groups: [], runs: [], tts: null, bundled, policy })[2].what;
+    expect(step3('mini')).toContain('the best this recipe makes');
     expect(step3('mini')).toContain(policyStory('mini'));
+    expect(step3('mini')).not.toContain('leaves out what a lookup found');
+    // The careless policy is the mini world's opt-in lesson policy: its own story, not the bundled one's.
+    expect(step3('mini', 'careless')).toContain('leaves out what a lookup found');
+    expect(step3('mini', 'careless')).toContain(lessonPolicyNote('careless'));
+    expect(step3('mini', 'careless')).not.toContain('the best this recipe makes');
     for (const other of ['retail', null] as const) {
       expect(step3(other)).not.toContain('leaves out what a lookup found');
       expect(step3(other)).not.toContain('mini');

@@ -17,7 +17,7 @@ import { trackDeviceBytes, type DeviceBytes } from '../../src/train/measure';
 import { loadedWeightBytes, minBindingBytes } from '../../src/train/memory';
 import type { BackendKind, FolderInfo, LoadMemory, LoadRequest, MemoryNow, ModelCeiling, ProgressFn, WeightFormat } from '../../src/worker-protocol';
 import type { Domain } from '../../src/env/domain';
-import { WORLDS, type WorldName } from '../../src/env/retail/worlds';
+import { bundledFolder, type WorldName } from '../../src/env/retail/worlds';
 import { fileFingerprint, weightsFingerprint } from '../../src/rl/base-eval';
 import { defaultLoraAlpha } from '../../src/rl/grpo-config';
 import { placeholderTokenizer, randomConfig } from './placeholder';
@@ -37,7 +37,7 @@ export interface Policy {
 }
 
 /** A world's bundled policy, served next to the app (public/models -> models/). */
-export const bundledModelUrl = (world: WorldName): string => new URL(`${import.meta.env.BASE_URL}models/${WORLDS[world].bundledModel}/`, self.location.origin).href;
+export const bundledModelUrl = (world: WorldName, policy?: string): string => new URL(`${import.meta.env.BASE_URL}models/${bundledFolder(world, policy)}/`, self.location.origin).href;
 
 /** The browser's WebGPU adapter as it describes itself, and whether it is a software (fallback) one. */
 export async function webGpuAdapter(): Promise<{ description: string; software: boolean } | null> {
@@ -200,14 +200,14 @@ export async function loadPolicy(
   const fileBytes = new Map<string, number>();
   const src: ModelSource =
     m.kind === 'bundled'
-      ? new ServedFolder(bundledModelUrl(m.world))
+      ? new ServedFolder(bundledModelUrl(m.world, m.policy))
       : m.kind === 'url'
         ? new ServedFolder(m.url)
         : new PickedFiles(m.files, (name, done, total) => {
             sampleHeap();
             onProgress?.({ phase: `reading ${name}: ${MB(done)} of ${MB(total)}`, done, total });
           });
-  if (m.kind === 'bundled' && !(await usable(src))) throw new Error(`the bundled model of the ${m.world} world is not present at ${bundledModelUrl(m.world)} (no models/${WORLDS[m.world].bundledModel}/config.json in this build)`);
+  if (m.kind === 'bundled' && !(await usable(src))) throw new Error(`the bundled ${m.policy ? `${m.policy} policy` : 'model'} of the ${m.world} world is not present at ${bundledModelUrl(m.world, m.policy)} (no models/${bundledFolder(m.world, m.policy)}/config.json in this build)`);
   const config = parseQwen3Config(await readJson(src, CONFIG_FILE));
   checkGpuLimits(config, req.format, backend);
   const tok = await Tokenizer.load(src);
@@ -244,7 +244,7 @@ export async function loadPolicy(
   }
   checkTokenizerFits(tok, model.config.vocabSize);
   const adapter = createLoraAdapter(backend, model.config, { name: 'default', rank: req.loraRank, alpha: defaultLoraAlpha(req.loraRank), seed: 1 });
-  const label = m.kind === 'bundled' ? `bundled ${m.world} policy (models/${WORLDS[m.world].bundledModel})` : m.kind === 'url' ? m.url : `picked folder (${m.files.length} files)`;
+  const label = m.kind === 'bundled' ? `bundled ${m.world}${m.policy ? ` ${m.policy}` : ''} policy (models/${bundledFolder(m.world, m.policy)})` : m.kind === 'url' ? m.url : `picked folder (${m.files.length} files)`;
   // The folder's pass@k ceiling on the held-out tasks, when it has one (the lesson's plot draws it).
   const ceiling = await readCeiling(src);
   return { model, tok, adapter, label, weights: weightsFingerprint(prints, req.format), untrained: false, memory: memory(loadedWeightBytes(model.config, req.format)), ...ceiling };

@@ -29,6 +29,11 @@ export interface WorldSpec {
   heldOut: HeldOut;
   /** The folder under models/ of the bundled policy trained on this world (its model card says how). */
   bundledModel: string;
+  /**
+   * Other policies bundled for this world's lessons, opt-in starting points (name -> folder under models/): the lab
+   * loads one by name (?model=NAME), a CLI by its folder.
+   */
+  lessonPolicies?: Readonly<Record<string, string>>;
 }
 
 export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
@@ -40,6 +45,9 @@ export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
     minOrders: 2,
     heldOut: 'tasks',
     bundledModel: 'default',
+    // The policy made careless on purpose (it leaves out what a lookup found): the real-environment lesson, GRPO
+    // unlearning a habit it can find in its own samples (docs/lesson.md). Bundled as the default until 2026-12-05.
+    lessonPolicies: { careless: 'careless' },
   },
   retail: {
     name: 'retail',
@@ -51,6 +59,14 @@ export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
     bundledModel: 'retail',
   },
 };
+
+/** The folder under models/ of a world's bundled policy, or of one of its lesson policies by name. */
+export function bundledFolder(world: WorldName, policy?: string): string {
+  if (policy === undefined) return WORLDS[world].bundledModel;
+  const f = WORLDS[world].lessonPolicies?.[policy];
+  if (f === undefined) throw new Error(`the ${world} world bundles no policy named ${JSON.stringify(policy)} (it has: ${Object.keys(WORLDS[world].lessonPolicies ?? {}).join(', ') || 'none'})`);
+  return f;
+}
 
 export function isWorldName(x: unknown): x is WorldName {
   return typeof x === 'string' && (WORLD_NAMES as readonly string[]).includes(x);

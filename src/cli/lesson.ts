@@ -1,0 +1,140 @@
+// npm run lesson -- --out DIR [--seed S] [--model DIR] (the lab's world-rehearsal lesson, headless)
+// The lab's one-click lesson (src/ui/lesson-runs.ts) run in Node: the same two GRPO runs with the same settings the
+// lab's Training dashboard gives them (the lab's defaults, the lab's seed and limits, the lesson's size, each run's
+// configuration), one after the other through the train CLI, the second reusing the first's base evaluation. Writes
+// DIR/real-only/ and DIR/rehearsed/ (ordinary run folders: --resume continues either) and DIR/lesson.json (both
+// runs' held-out curves, the base, wall times); prints the summary table. Exit codes as the train CLI's.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cliDefault, defaultOf, labDefault, RUN_SETTINGS, setting, type RunSetting, type Values } from '../method/run-config';
+import { LESSON_RANGE, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues, type LessonSize } from '../ui/lesson-runs';
+import { ArgError, BACKEND_FLAG, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec } from './args';
+import { recordPath } from '../util/record-path';
+import { trainCli, type TrainResult } from './train';
+
+export const LESSON_USAGE = 'usage: npm run lesson -- --out DIR [--seed S] [--model DIR] [--steps N --eval-every N --eval-tasks N]';
+
+const sizeFlag = (k: keyof LessonSize, help: string) => ({ type: 'string' as const, arg: 'N', help: `${help}, ${LESSON_RANGE[k].min}..${LESSON_RANGE[k].max}`, default: String(LESSON_SIZE[k]) });
+
+export const LESSON_FLAGS: FlagSpec = {
+  out: { type: 'string', arg: 'DIR', help: 'lesson folder: real-only/ and rehearsed/ run folders and lesson.json (required; must not hold a lesson yet)' },
+  seed: { type: 'string', arg: 'S', help: "the lab's seed (the stepper's Seed): adapters, sampling and task split", default: String(labDefault(setting('seed'))) },
+  steps: sizeFlag('steps', 'GRPO steps of each run'),
+  'eval-every': sizeFlag('evalEvery', 'held-out evaluation every N steps and after the last'),
+  'eval-tasks': sizeFlag('evalTasks', 'held-out tasks of each evaluation'),
+  world: WORLD_FLAG,
+  model: { type: 'string', arg: 'DIR', help: 'starting policy (model folder)', default: "the world's bundled policy" },
+  backend: BACKEND_FLAG,
+  threads: THREADS_FLAG,
+  help: HELP_FLAG,
+};
+
+/**
+ * The train CLI's flags that make a run of these lab values: a flag for every setting whose value is not what the
+ * train CLI would take anyway (its own default, which is the lab's where the lab has one). A lab value that no flag
+ * can say is refused rather than dropped, so the headless lesson never runs something the lab would not.
+ */
+export function trainArgs(values: Values): string[] {
+  const argv: string[] = [];
+  for (const row of RUN_SETTINGS as readonly RunSetting[]) {
+    const v = values[row.name];
+    if (v === undefined || v === 'auto') continue;
+    const cliWould = cliDefault(row) ?? defaultOf(row, values);
+    if (JSON.stringify(v) === JSON.stringify(cliWould)) continue;
+    if (!row.cli) throw new Error(`the lesson's ${row.name} = ${JSON.stringify(v)} has no train-CLI flag`);
+    if (row.kind.type === 'bool') {
+      if (v !== true) throw new Error(`the lesson's ${row.name} = false cannot be said with --${row.cli.flag}`);
+      argv.push(`--${row.cli.flag}`);
+    } else if (row.kind.type === 'list') throw new Error(`the lesson's ${row.name} is a list, which takes no flag`);
+    else if (row.cli.fromFlag && !row.cli.toFlag) throw new Error(`the lesson's ${row.name}: --${row.cli.flag} says another quantity and has no inverse`);
+    else argv.push(`--${row.cli.flag}`, String(row.cli.toFlag ? row.cli.toFlag(v as number, values) : v));
+  }
+  return argv;
+}
+
+interface EvalLine {
+  step: number;
+  success: number;
+  fidelity?: { exact: number };
+}
+
+export interface LessonRecord {
+  seed: number;
+  size: LessonSize;
+  model: string;
+  world: string;
+  runs: {
+    role: string;
+    research: string;
+    name: string;
+    /** The run's own train-CLI flags (the settings; world, model and folder are the lesson's). */
+    flags: string[];
+    wallS: number;
+    /** Held-out success and fidelity at every evaluation, step 0 (the base) first. */
+    curve: { step: number; success: number; fidelityExact: number | null }[];
+    final: number | null;
+  }[];
+  base: number | null;
+  wallS: number;
+}
+
+function curveOf(dir: string): LessonRecord['runs'][number]['curve'] {
+  const text = readFileSync(join(dir, 'eval.jsonl'), 'utf8');
+  const lines = text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as EvalLine);
+  return lines.map((e) => ({ step: e.step, success: e.success, fidelityExact: e.fidelity?.exact ?? null }));
+}
+
+export async function lessonCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  let failed = 0;
+  const code = await runCli(io, LESSON_USAGE, async () => {
+    const v = parseFlags(argv, LESSON_FLAGS);
+    if (v.help) {
+      io.out(helpText(LESSON_USAGE, LESSON_FLAGS));
+      return;
+    }
+    const log = progress(io, 'lesson');
+    const out = strFlag(v, 'out');
+    if (!out) throw new ArgError('--out DIR is required');
+    const size: LessonSize = {
+      steps: intFlag(v, 'steps', LESSON_SIZE.steps, LESSON_RANGE.steps.min, LESSON_RANGE.steps.max),
+      evalEvery: intFlag(v, 'eval-every', LESSON_SIZE.evalEvery, LESSON_RANGE.evalEvery.min, LESSON_RANGE.evalEvery.max),
+      evalTasks: intFlag(v, 'eval-tasks', LESSON_SIZE.evalTasks, LESSON_RANGE.evalTasks.min, LESSON_RANGE.evalTasks.max),
+    };
+    // The lab's values of the settings a lesson takes from the lab (seed and limits), as a fresh lab has them.
+    const lab: Record<string, unknown> = Object.fromEntries((RUN_SETTINGS as readonly RunSetting[]).filter((r) => r.lab).map((r) => [r.name, labDefault(r)]));
+    lab.seed = intFlag(v, 'seed', lab.seed as number, 0, 2 ** 31 - 1);
+    const shared = ['--world', String(v.world ?? 'mini'), '--backend', String(v.backend ?? 'cpu-fast')];
+    if (v.model !== undefined) shared.push('--model', String(strFlag(v, 'model')));
+    if (v.threads !== undefined) shared.push('--threads', String(v.threads));
+    mkdirSync(out, { recursive: true });
+    const record: LessonRecord = { seed: lab.seed as number, size, model: '', world: shared[1], runs: [], base: null, wallS: 0 };
+    const t0 = performance.now();
+    for (const [i, spec] of LESSON_RUNS.entries()) {
+      const dir = join(out, spec.role);
+      const flags = trainArgs(lessonValues(spec, size, lab));
+      const args = [...flags, ...shared, ...(i > 0 ? ['--base-record', join(out, LESSON_RUNS[0].role)] : []), '--out', dir];
+      log(`${lessonRunName(spec, size.steps)} (research's ${spec.research}): npm run train -- ${args.join(' ')}`);
+      let result: TrainResult | null = null;
+      const t = performance.now();
+      const rc = await trainCli(args, { ...io, out: (s) => { result = JSON.parse(s) as TrainResult; } });
+      if (rc !== 0 || !result) {
+        failed = rc || 1;
+        throw new Error(`${spec.role} run failed (exit ${rc}); its folder ${dir} resumes with npm run train -- --out ${dir} --resume`);
+      }
+      const r = result as TrainResult;
+      const curve = curveOf(dir);
+      record.model = recordPath(r.model);
+      record.base ??= r.base?.success ?? null;
+      record.runs.push({ role: spec.role, research: spec.research, name: spec.name, flags, wallS: (performance.now() - t) / 1000, curve, final: r.eval?.success ?? null });
+    }
+    record.wallS = (performance.now() - t0) / 1000;
+    writeFileSync(join(out, 'lesson.json'), JSON.stringify(record, null, 1) + '\n');
+    const pct = (x: number | null) => (x === null ? '–' : `${Math.round(100 * x)} %`);
+    io.out(`lesson, seed ${record.seed}, ${size.steps} steps, ${size.evalTasks} held-out tasks, from ${record.model}: base ${pct(record.base)}\n`);
+    for (const r of record.runs) io.out(`  ${r.name.padEnd(16)} ${pct(r.final)} held-out success (${r.research}; ${(r.wallS / 60).toFixed(1)} min)\n`);
+    io.out(`  both runs: ${(record.wallS / 60).toFixed(1)} min; record ${join(out, 'lesson.json')}\n`);
+  });
+  return failed && code !== 0 ? failed : code;
+}
+
+if (isEntry(import.meta.url)) process.exitCode = await lessonCli(process.argv.slice(2));
