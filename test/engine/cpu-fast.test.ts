@@ -1,6 +1,10 @@
 // The CPU fast path against the reference backend (the oracle), on random and odd shapes, on one and
 // two threads and in the plain-memory fallback.
 //
+// Every configuration below runs the same checks: the strict build (multiply and add apart, the default) and the
+// relaxed build (f32x4.relaxed_madd, fused where the machine has FMA: other bits, the same tolerances), each
+// matmul kernel version. Versions 1 and 2 of the blocked product give the same bits in one build (tested below).
+//
 // Tolerance: the kernels accumulate in f32 (in a different order), the reference in f64. With inputs
 // in [-1, 1] each product is at most 1 and the f32 rounding error of a K-term sum stays below about
 // K * 2^-24 per term magnitude; we allow 4e-7 * K + 1e-6 absolute. q8/q4 weights are dequantized by
@@ -45,10 +49,15 @@ describe.each([
   { label: '2 threads', threads: 2, shared: 'auto' as const, parallelMinWork: undefined },
   { label: '3 threads, all ops threaded', threads: 3, shared: 'auto' as const, parallelMinWork: 0 },
   { label: 'plain-memory fallback', threads: 2, shared: false as const, parallelMinWork: undefined },
-])('cpu-fast ($label)', ({ threads, shared, parallelMinWork }) => {
+  { label: '2 threads, matmul v2', threads: 2, shared: 'auto' as const, parallelMinWork: undefined, matmulKernel: 2 as const },
+  { label: '3 threads, all ops threaded, relaxed SIMD, matmul v2', threads: 3, shared: 'auto' as const, parallelMinWork: 0, simd: 'relaxed' as const, matmulKernel: 2 as const },
+  { label: 'plain-memory fallback, relaxed SIMD', threads: 1, shared: false as const, parallelMinWork: undefined, simd: 'relaxed' as const },
+])('cpu-fast ($label)', ({ threads, shared, parallelMinWork, simd, matmulKernel }: { threads: number; shared: 'auto' | false; parallelMinWork?: number; simd?: 'strict' | 'relaxed'; matmulKernel?: 1 | 2 }) => {
   let fast: CpuFastBackend;
   beforeAll(async () => {
-    fast = await createCpuFastBackend({ threads, shared, parallelMinWork });
+    fast = await createCpuFastBackend({ threads, shared, parallelMinWork, simd, matmulKernel });
+    expect(fast.simd).toBe(simd ?? 'strict');
+    expect(fast.matmulKernel).toBe(matmulKernel ?? 1);
   });
   afterAll(() => fast?.dispose());
 
@@ -305,6 +314,36 @@ describe.each([
       for (let i = 0; i < 20 && fast.workerJoins === joins; i++) fast.free(fast.matmul(big, big));
       expect(fast.workerJoins).toBeGreaterThan(joins);
     });
+});
+
+describe('cpu-fast matmul versions', () => {
+  it.each(['strict', 'relaxed'] as const)('versions 1 and 2 of the blocked product give the same bits (%s build)', async (simd) => {
+    const fast = await createCpuFastBackend({ threads: 2, simd, parallelMinWork: 0 });
+    try {
+      for (const [M, K, N] of [...SHAPES, [300, 600, 130] as [number, number, number]]) {
+        if (M < 4) continue; // gemv
+        const r = rng(M * 3 + K * 5 + N * 7);
+        const x = randn(M * K, r);
+        const w = randn(N * K, r);
+        const dw0 = randn(N * K, r);
+        const dy = randn(M * N, r);
+        const outs = [];
+        for (const v of [1, 2] as const) {
+          fast.matmulKernel = v;
+          const got: Float32Array[] = [];
+          for (const kind of kinds) got.push((await fast.read(fast.matmul(fast.tensor(x, [M, K]), weight(fast, w, N, K, kind)))) as Float32Array);
+          for (const kind of kinds) got.push((await fast.read(fast.train.matmulBackwardInput(fast.tensor(dy, [M, N]), weight(fast, w, N, K, kind)))) as Float32Array);
+          const dw = fast.tensor(dw0, [N, K]);
+          fast.train.matmulBackwardWeight(fast.tensor(dy, [M, N]), fast.tensor(x, [M, K]), dw);
+          got.push((await fast.read(dw)) as Float32Array);
+          outs.push(got);
+        }
+        outs[0].forEach((a, i) => expect(Buffer.from(outs[1][i].buffer).equals(Buffer.from(a.buffer)), `(${M},${K},${N}) output ${i}`).toBe(true));
+      }
+    } finally {
+      fast.dispose();
+    }
+  });
 });
 
 describe('cpu-fast wiring', () => {

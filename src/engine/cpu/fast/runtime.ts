@@ -39,16 +39,23 @@ export class WasmRuntime {
   parallelJobs = 0;
   /** The attention kernels' version: 2 (tiled, the default) or 1 (the simple one, kept for comparison). */
   attentionKernel: 1 | 2 = 2;
+  /** The blocked matrix product's version: 1 (4 x 8 register tiles, kernels/gemm.ts) or 2 (6 x 8, kernels/gemm2.ts). */
+  matmulKernel: 1 | 2 = 1;
   /** Workspace offset of the gemm kernel's packing buffers. */
   readonly gemmScratch: number;
+  /** ... and version 2's (its packed A block after version 1's buffers). */
+  readonly gemm2Scratch: number;
 
   constructor(
     readonly heap: WasmHeap,
     readonly pool: ThreadPool,
     private readonly parallelMinWork = PARALLEL_MIN_WORK,
+    /** The kernels' build (scripts/build-wasm.ts): strict or relaxed multiply-adds. */
+    readonly simd: 'strict' | 'relaxed' = 'strict',
   ) {
     this.args = heap.alloc(256);
     this.gemmScratch = pool.global('GEMM_SCRATCH');
+    this.gemm2Scratch = pool.global('GEMM2_SCRATCH');
     // Tensors the caller forgets to free give their wasm blocks back when their view is collected.
     this.finalizer = new FinalizationRegistry((ptrs) => {
       if (!this.disposed) for (const p of ptrs) heap.release(p);
