@@ -3,7 +3,7 @@
 //
 // Every configuration below runs the same checks: the strict build (multiply and add apart, the default) and the
 // relaxed build (f32x4.relaxed_madd, fused where the machine has FMA: other bits, the same tolerances), each
-// matmul kernel version. Versions 1 and 2 of the blocked product give the same bits in one build (tested below).
+// matmul kernel version. Versions 1 and 2 of the products give the same bits in one build (tested below).
 //
 // Tolerance: the kernels accumulate in f32 (in a different order), the reference in f64. With inputs
 // in [-1, 1] each product is at most 1 and the f32 rounding error of a K-term sum stays below about
@@ -49,7 +49,7 @@ describe.each([
   { label: '2 threads', threads: 2, shared: 'auto' as const, parallelMinWork: undefined },
   { label: '3 threads, all ops threaded', threads: 3, shared: 'auto' as const, parallelMinWork: 0 },
   { label: 'plain-memory fallback', threads: 2, shared: false as const, parallelMinWork: undefined },
-  { label: '2 threads, matmul v2', threads: 2, shared: 'auto' as const, parallelMinWork: undefined, matmulKernel: 2 as const },
+  { label: '2 threads, matmul v1', threads: 2, shared: 'auto' as const, parallelMinWork: undefined, matmulKernel: 1 as const },
   { label: '3 threads, all ops threaded, relaxed SIMD, matmul v2', threads: 3, shared: 'auto' as const, parallelMinWork: 0, simd: 'relaxed' as const, matmulKernel: 2 as const },
   { label: 'plain-memory fallback, relaxed SIMD', threads: 1, shared: false as const, parallelMinWork: undefined, simd: 'relaxed' as const },
 ])('cpu-fast ($label)', ({ threads, shared, parallelMinWork, simd, matmulKernel }: { threads: number; shared: 'auto' | false; parallelMinWork?: number; simd?: 'strict' | 'relaxed'; matmulKernel?: 1 | 2 }) => {
@@ -57,7 +57,7 @@ describe.each([
   beforeAll(async () => {
     fast = await createCpuFastBackend({ threads, shared, parallelMinWork, simd, matmulKernel });
     expect(fast.simd).toBe(simd ?? 'strict');
-    expect(fast.matmulKernel).toBe(matmulKernel ?? 1);
+    expect(fast.matmulKernel).toBe(matmulKernel ?? 2);
   });
   afterAll(() => fast?.dispose());
 
@@ -317,11 +317,10 @@ describe.each([
 });
 
 describe('cpu-fast matmul versions', () => {
-  it.each(['strict', 'relaxed'] as const)('versions 1 and 2 of the blocked product give the same bits (%s build)', async (simd) => {
+  it.each(['strict', 'relaxed'] as const)('versions 1 and 2 of the products (gemm, gemv) give the same bits (%s build)', async (simd) => {
     const fast = await createCpuFastBackend({ threads: 2, simd, parallelMinWork: 0 });
     try {
       for (const [M, K, N] of [...SHAPES, [300, 600, 130] as [number, number, number]]) {
-        if (M < 4) continue; // gemv
         const r = rng(M * 3 + K * 5 + N * 7);
         const x = randn(M * K, r);
         const w = randn(N * K, r);

@@ -48,8 +48,9 @@ export interface CpuFastOptions {
    */
   simd?: 'strict' | 'relaxed';
   /**
-   * The blocked matrix product (M >= 4): 1, 4 x 8 register tiles (kernels/gemm.ts), or 2, 6 x 8 tiles
-   * (kernels/gemm2.ts). Same packing and order of operations: the same bits. Default 1.
+   * The matrix product's kernels: 2 (default), A packed and lane shuffles in the blocked product
+   * (kernels/gemm2.ts) and 3 columns a step in the decode product (kernels/gemv2.ts), laid out for V8's register
+   * allocation; or 1, kernels/gemm.ts and gemv.ts. The same arithmetic in the same order: the same bits.
    */
   matmulKernel?: 1 | 2;
 }
@@ -124,7 +125,7 @@ export class CpuFastBackend extends CpuRefBackend {
     if (v !== 1 && v !== 2) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
     this.rt.attentionKernel = v;
   }
-  /** The blocked matrix product's version (see CpuFastOptions.matmulKernel); settable, for side-by-side benchmarks. */
+  /** The matrix product kernels' version (see CpuFastOptions.matmulKernel); settable, for side-by-side benchmarks. */
   get matmulKernel(): 1 | 2 {
     return this.rt.matmulKernel;
   }

@@ -39,8 +39,8 @@ export class WasmRuntime {
   parallelJobs = 0;
   /** The attention kernels' version: 2 (tiled, the default) or 1 (the simple one, kept for comparison). */
   attentionKernel: 1 | 2 = 2;
-  /** The blocked matrix product's version: 1 (4 x 8 register tiles, kernels/gemm.ts) or 2 (6 x 8, kernels/gemm2.ts). */
-  matmulKernel: 1 | 2 = 1;
+  /** The matrix product kernels' version: 2 (kernels/gemm2.ts, gemv2.ts; the default) or 1 (gemm.ts, gemv.ts): the same bits. */
+  matmulKernel: 1 | 2 = 2;
   /** Workspace offset of the gemm kernel's packing buffers. */
   readonly gemmScratch: number;
   /** ... and version 2's (its packed A block after version 1's buffers). */
@@ -163,13 +163,14 @@ export class WasmRuntime {
     if (this.disposed) throw new EngineError('unsupported', 'cpu-fast: the backend was disposed');
     const parallel = this.pool.size > 1 && work >= this.parallelMinWork;
     const nth = parallel ? this.pool.size : 1;
+    // The scratch first: allocating may grow a plain memory, which detaches views taken before.
+    const per = Math.ceil(scratchPerThread / 64) * 64;
+    const scratch = per > 0 ? this.heap.alloc(per * nth) : 0;
+    if (per > 0) temps.push(scratch);
     const a = this.heap.i32(this.args, 64);
     a.set(slots);
     a[COUNTER_SLOT] = 0; // the chunk counter the threads claim work from (kernels/sched.ts)
-    if (scratchPerThread > 0) {
-      const per = Math.ceil(scratchPerThread / 64) * 64;
-      const scratch = this.heap.alloc(per * nth);
-      temps.push(scratch);
+    if (per > 0) {
       a[slots.length] = scratch;
       a[slots.length + 1] = per;
     }

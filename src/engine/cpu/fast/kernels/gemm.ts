@@ -31,7 +31,7 @@ export const ROWS_Q4: i32 = 5;
 // Per-thread scratch layout (bytes from the thread's base).
 export const PANEL: usize = 0; // KC x 8 f32
 const ROWTMP: usize = 8192; // 8 x KC f32 (dequantized W rows before the transposing pack)
-export const TILE: usize = 16384; // 4 x 8 f32 (edge tiles; 6 x 8 in ./gemm2.ts)
+export const TILE: usize = 16384; // 4 x 8 f32 (edge tiles)
 export const GEMM_SCRATCH: i32 = 16384 + 192;
 
 // C tile (rows<=4, cols<=8) at c (row stride ldc bytes) (+)= A rows (4 x kk) . panel (kk x 8).

@@ -9,7 +9,7 @@ import { chunkCount, claim } from './sched';
 import { madd } from './simd';
 
 @inline
-function hsum(v: v128): f32 {
+export function hsum(v: v128): f32 {
   return (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1)) + (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
 }
 
@@ -52,7 +52,7 @@ function dotF32(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, K: i32, ou
 
 // q8 rows (int8, padded to `stride`, a multiple of 4); x is zero-padded to stride. Unscaled sums.
 @inline
-function dotQ8(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, stride: i32, out: usize): void {
+export function dotQ8(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, stride: i32, out: usize): void {
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   let k = 0;
   for (; k + 16 <= stride; k += 16) {
@@ -90,7 +90,7 @@ function groupDot(x: usize, b: v128): v128 {
 
 // q4 rows (16 bytes per group of 32, a scale per group); x zero-padded to stride. Scaled sums.
 @inline
-function dotQ4(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, s0: usize, s1: usize, s2: usize, s3: usize, stride: i32, out: usize): void {
+export function dotQ4(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, s0: usize, s1: usize, s2: usize, s3: usize, stride: i32, out: usize): void {
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let g = 0; g < stride >> 5; g++) {
     const xo = x + (<usize>g << 7);

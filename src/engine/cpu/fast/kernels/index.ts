@@ -6,6 +6,7 @@
 export { gemm, GEMM_SCRATCH, KC } from './gemm';
 export { gemm2, GEMM2_SCRATCH } from './gemm2';
 export { gemv } from './gemv';
+export { gemv2 } from './gemv2';
 export { attention1, attentionBackward1 } from './attention1';
 export { attention2, attentionBackward2 } from './attention2';
 export { rmsnorm, swiglu, axpb, swigluBackward, adamw, rmsnormBackward } from './elementwise';

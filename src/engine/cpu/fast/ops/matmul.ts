@@ -26,7 +26,7 @@ export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
     const small = M <= 3;
     const scratch = small ? 64 + W.stride * 4 : scratchOf(rt);
     const slots = [FWD[W.kind], X, 4, K * 4, M, K, N, W.ptr, W.scales, W.stride, y.ptr, N, 0];
-    rt.launch(small ? 'gemv' : gemmOf(rt), slots, scratch, 2 * M * K * N, temps);
+    rt.launch(small ? (rt.matmulKernel === 2 ? 'gemv2' : 'gemv') : gemmOf(rt), slots, scratch, 2 * M * K * N, temps);
     return y.finish();
   } finally {
     rt.release(temps);
