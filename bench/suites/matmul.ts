@@ -77,7 +77,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
  * `matmul-KIND kernel vV SIMD`, bounded as the main rows) and the median per-round ratios v2 / v1 (strict) and
  * relaxed v2 / strict v1.
  */
-async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: MatmulCase, s: number) => Bound | undefined): Promise<void> {
+async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: MatmulCase, s: number, best?: number) => Bound | undefined): Promise<void> {
   const builds: CpuFastBackend[] = [await createCpuFastBackend({ threads, simd: 'strict' })];
   if (await relaxedSimdAvailable()) builds.push(await createCpuFastBackend({ threads, simd: 'relaxed' }));
   else ctx.log('relaxed SIMD not available here: strict build only');
@@ -106,7 +106,7 @@ async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: Mat
             times[i].push(sample(i));
           }
         variants.forEach(({ name }, i) =>
-          ctx.record({ case: `${caseName(c)} kernel ${name}`, backend: 'cpu-fast', metric: 'gflops', value: caseFlops(c) / median(times[i]) / 1e9, unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, median(times[i])) }),
+          ctx.record({ case: `${caseName(c)} kernel ${name}`, backend: 'cpu-fast', metric: 'gflops', value: caseFlops(c) / median(times[i]) / 1e9, unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, median(times[i]), Math.min(...times[i])) }),
         );
         const ratio = (a: number, b: number) => median(times[a].map((t, r) => t / times[b][r]));
         ctx.record({ case: `${caseName(c)} kernel v2 / v1 strict`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape: caseShape(c) });
@@ -134,9 +134,9 @@ const suite: BenchSuite = {
     // Limits (bench/limits.ts): M = 1 streams the weights once, so its bound is the read bandwidth of a 4 MiB
     // buffer (the f32 weights' size; q8/q4 are smaller) per thread, or the adapter's copy bandwidth for WebGPU;
     // M >= 16 is bound by the wasm-simd mul+add peak per thread (WebGPU: no compute peak measured).
-    const bound = (c: MatmulCase, backend: string, s: number): Bound | undefined => {
-      if (c.M === 1) return { kind: backend === 'webgpu' ? 'gpu-copy' : 'read', use: weightBytes(c) / s / 1e9 };
-      return backend === 'webgpu' ? undefined : { kind: 'fma', use: gflops(c, s) };
+    const bound = (c: MatmulCase, backend: string, s: number, best?: number): Bound | undefined => {
+      if (c.M === 1) return { kind: backend === 'webgpu' ? 'gpu-copy' : 'read', use: weightBytes(c) / s / 1e9, best: best && weightBytes(c) / best / 1e9 };
+      return backend === 'webgpu' ? undefined : { kind: 'fma', use: gflops(c, s), best: best && gflops(c, best) };
     };
     const put = (c: MatmulCase, backend: 'ort-wasm' | 'cpu-fast' | 'cpu-ref' | 'webgpu', threads: number, s: number) =>
       ctx.record({ case: caseName(c), backend, metric: 'gflops', value: gflops(c, s), unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, backend, s) });
@@ -144,7 +144,7 @@ const suite: BenchSuite = {
 
     for (const threads of THREADS) {
       ctx.log(`cpu-fast kernel versions, ${threads} thread(s), interleaved call by call`);
-      await kernelVersions(ctx, threads, (c, s) => bound(c, 'cpu-fast', s));
+      await kernelVersions(ctx, threads, (c, s, best) => bound(c, 'cpu-fast', s, best));
     }
     if (process.env.BENCH_MATMUL_VERSIONS_ONLY === '1') return;
 

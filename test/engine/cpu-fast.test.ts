@@ -326,7 +326,7 @@ describe('cpu-fast matmul versions', () => {
         const w = randn(N * K, r);
         const dw0 = randn(N * K, r);
         const dy = randn(M * N, r);
-        const outs = [];
+        const outs: Float32Array[][] = [];
         for (const v of [1, 2] as const) {
           fast.matmulKernel = v;
           const got: Float32Array[] = [];
