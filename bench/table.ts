@@ -141,7 +141,7 @@ function peerTable(): string | null {
     const sp = (c: string) => rs.find((r) => r.threads === threads && r.metric === 'speedup' && r.case.includes(c))?.value;
     const pt = tok('pytorch', 'pytorch');
     if (!pt) continue;
-    const cell = (r?: BenchRecord) => (r ? `${fmt(r.value)} tok/s, ${ofLimit(r)}` : '–');
+    const cell = (r?: BenchRecord) => (r ? `${fmt(r.value)} tok/s${r.fraction_of_limit === undefined ? '' : `, ${ofLimit(r)}`}` : '–');
     const x = (v?: number) => (v === undefined ? '–' : `**${v.toFixed(2)}×**`);
     const l = (v?: number) => (v === undefined ? '–' : v.toFixed(6));
     rows.push(`| ${threads} | ${pt.shape} | ${cell(pt)} | ${cell(tok('cpu-fast', 'strict'))} | ${x(sp('strict / pytorch'))} | ${cell(tok('cpu-fast', 'relaxed'))} | ${x(sp('relaxed / pytorch'))} | ${l(loss('pytorch', 'pytorch'))} / ${l(loss('cpu-fast', 'strict'))} / ${l(loss('cpu-fast', 'relaxed'))} |`);
