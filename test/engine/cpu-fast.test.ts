@@ -12,7 +12,7 @@
 // in [-1, 1]): 2e-6 absolute.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
-import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import { createCpuFastBackend, relaxedSimdAvailable, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { CpuRefTrainOps } from '../../src/engine/cpu/train-ops';
 import { EngineError } from '../../src/engine/errors';
@@ -363,5 +363,37 @@ describe('cpu-fast wiring', () => {
   it('rejects a bad thread count', async () => {
     await expect(createCpuFastBackend({ threads: 0 })).rejects.toThrow(EngineError);
     await expect(createCpuFastBackend({ threads: 1.5 })).rejects.toThrow(EngineError);
+  });
+
+  it('builds: strict by default, CPU_FAST_SIMD=relaxed selects the relaxed one (the option wins), a bad name is refused', async () => {
+    expect(await relaxedSimdAvailable()).toBe(true); // Node 20 with the V8 flag it turns on
+    const prev = process.env.CPU_FAST_SIMD;
+    const made: CpuFastBackend[] = [];
+    try {
+      delete process.env.CPU_FAST_SIMD;
+      made.push(await createCpuFastBackend({ threads: 1 }));
+      process.env.CPU_FAST_SIMD = 'relaxed';
+      made.push(await createCpuFastBackend({ threads: 1 }), await createCpuFastBackend({ threads: 1, simd: 'strict' }));
+      expect(made.map((b) => b.simd)).toEqual(['strict', 'relaxed', 'strict']);
+      process.env.CPU_FAST_SIMD = 'fast';
+      await expect(createCpuFastBackend({ threads: 1 })).rejects.toThrow(EngineError);
+    } finally {
+      if (prev === undefined) delete process.env.CPU_FAST_SIMD;
+      else process.env.CPU_FAST_SIMD = prev;
+      for (const b of made) b.dispose();
+    }
+  });
+
+  it('the matmul kernel version can be switched; a bad one is refused', async () => {
+    const b = await createCpuFastBackend({ threads: 1 });
+    try {
+      expect(b.matmulKernel).toBe(2);
+      b.matmulKernel = 1;
+      expect(b.matmulKernel).toBe(1);
+      expect(() => (b.matmulKernel = 3 as never)).toThrow(EngineError);
+      await expect(createCpuFastBackend({ threads: 1, matmulKernel: 0 as never })).rejects.toThrow(EngineError);
+    } finally {
+      b.dispose();
+    }
   });
 });

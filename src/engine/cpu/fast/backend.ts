@@ -224,6 +224,8 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as 1 | 2) : undefined);
   if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2)
     throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(attentionKernel)}`);
+  if (opts.matmulKernel !== undefined && opts.matmulKernel !== 1 && opts.matmulKernel !== 2)
+    throw new EngineError('unsupported', `cpu-fast: no matmul kernel version ${String(opts.matmulKernel)}`);
   const envSimd = typeof process !== 'undefined' ? process.env?.CPU_FAST_SIMD : undefined;
   const simd = opts.simd ?? ((envSimd || 'strict') as 'strict' | 'relaxed');
   if (simd !== 'strict' && simd !== 'relaxed') throw new EngineError('unsupported', `cpu-fast: simd must be 'strict' or 'relaxed', got ${String(simd)}`);
