@@ -18,9 +18,10 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   decoding: async () => (await import('./suites/decoding')).default,
   grpo: async () => (await import('./suites/grpo')).default,
   'cpu-browser': async () => (await import('./suites/cpu-browser')).default,
+  peer: async () => (await import('./suites/peer')).default,
 };
-/** Suites that drive Chromium: run by name only. */
-const BY_NAME_ONLY = ['gpu', 'cpu-browser'];
+/** Suites that drive Chromium, or PyTorch in a Python environment they make: run by name only. */
+const BY_NAME_ONLY = ['gpu', 'cpu-browser', 'peer'];
 /** Suites that use WebGPU in Node (their records may be bounded by the adapter's copy bandwidth). */
 const USES_WEBGPU = ['matmul', 'inference', 'training', 'gpu'];
 
@@ -31,7 +32,8 @@ bandwidth, and the WebGPU adapter's copy bandwidth for suites that use WebGPU) i
 with the figures; every record that a limit bounds carries fraction_of_limit.
 
 Suites: ${Object.keys(SUITES).join(', ')}
-  (default: all but ${BY_NAME_ONLY.join(' and ')}, which drive Chromium and run by name only)
+  (default: all but gpu and cpu-browser, which drive Chromium, and peer, which times PyTorch from a virtual
+  environment it creates under runs/peer/ from this machine's package index: these run by name only)
 
 Environment: BENCH_WEBGPU=0 leaves WebGPU out where a suite makes it optional (matmul), and its limit probe.
 
@@ -139,6 +141,7 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
       const tracker = new LimitTracker(probe, (m) => console.error(`[bench] ${name}: ${m}`));
       await tracker.start(gpu);
       const gpuBound = new Map<BenchRecord, number>(); // records bounded by the WebGPU copy bandwidth: set at the end
+      const bestBound = new Map<BenchRecord, { kind: LimitKind; best: number; threads: number }>(); // set at the end too
       console.error(`[bench] ${name}${args.quick ? ' (quick)' : ''}`);
       await suite.run({
         quick: args.quick,
@@ -152,6 +155,7 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
             const lim = tracker.beside(bound.kind) * threads;
             rec.fraction_of_limit = bound.use / lim;
             rec.limit = `${bound.kind}${threads > 1 ? ` x${threads}` : ''} = ${lim.toPrecision(3)} ${LIMITS[bound.kind].unit}`;
+            if (bound.best !== undefined) bestBound.set(rec, { kind: bound.kind, best: bound.best, threads });
           }
           records.push(rec);
         },
@@ -163,6 +167,12 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
           rec.fraction_of_limit = use / gpuCopy;
           rec.limit = `gpu-copy = ${gpuCopy.toPrecision(3)} GB/s`;
         }
+      for (const [rec, { kind, best, threads }] of bestBound) {
+        const probes = tracker.samples.get(kind) ?? [];
+        const lim = Math.max(...probes) * threads;
+        rec.fraction_of_best_limit = best / lim;
+        rec.best_limit = `${kind}${threads > 1 ? ` x${threads}` : ''} = ${lim.toPrecision(3)} ${LIMITS[kind].unit} (best of ${probes.length} probes)`;
+      }
       for (const l of limitRecords(tracker)) records.push({ suite: name, ...l, machine, date, commit });
       const path = writeResults(name, records, args.outDir);
       console.log(`\n## ${name}  (${path})\n${formatTable(records)}`);

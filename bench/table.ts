@@ -40,10 +40,14 @@ function find(rs: BenchRecord[], p: Partial<BenchRecord>): BenchRecord | undefin
   return rs.find((r) => Object.entries(p).every(([k, v]) => (r as unknown as Record<string, unknown>)[k] === v));
 }
 
-/** "43 % of fma x2" for a record measured against a limit (bench/limits.ts), else "–". */
+/**
+ * "43 % of fma x2" for a record measured against a limit (bench/limits.ts), else "–"; where the record has a
+ * quiet-moment fraction (its best sample over the run's best probe), "43 % of fma x2 (best 38 %)".
+ */
 function ofLimit(r?: BenchRecord): string {
   if (r?.fraction_of_limit === undefined) return '–';
-  return `${(100 * r.fraction_of_limit).toFixed(0)} % of ${(r.limit ?? '').replace(/ = .*/, '')}`;
+  const best = r.fraction_of_best_limit === undefined ? '' : ` (best ${(100 * r.fraction_of_best_limit).toFixed(0)} %)`;
+  return `${(100 * r.fraction_of_limit).toFixed(0)} % of ${(r.limit ?? '').replace(/ = .*/, '')}${best}`;
 }
 
 /** The limits a suite measured beside its figures (the limit_* records). */
@@ -56,18 +60,26 @@ function limitsLine(rs: BenchRecord[]): string {
 function attentionTable(): string | null {
   const rs = load('attention');
   if (!rs.length) return null;
-  const rows = ['| case | pass | threads | v1 (simple) GFLOP/s | v1 of limit | v2 (tiled) GFLOP/s | v2 of limit | v2 / v1 |', '|---|---|---|---|---|---|---|---|'];
+  const relaxed = rs.some((r) => r.case.startsWith('attention v2 relaxed'));
+  const rows = [
+    `| case | pass | threads | v1 (simple) GFLOP/s | v1 of limit | v2 (tiled) GFLOP/s | v2 of limit | v2 / v1 |${relaxed ? ' v2 relaxed GFLOP/s | v2 relaxed of limit | relaxed / strict v2 |' : ''}`,
+    `|---|---|---|---|---|---|---|---|${relaxed ? '---|---|---|' : ''}`,
+  ];
   for (const sp of rs.filter((r) => r.metric === 'speedup')) {
     const m = /^attention v2 \/ v1 (\w+), (.*)$/.exec(sp.case);
     if (!m) continue;
     const [, pass, name] = m;
-    const g = (v: number) => find(rs, { case: `attention v${v} ${pass}, ${name}`, metric: 'gflops', threads: sp.threads });
-    rows.push(`| ${name} (${sp.shape}) | ${pass} | ${sp.threads} | ${fmt(g(1)?.value)} | ${ofLimit(g(1))} | ${fmt(g(2)?.value)} | ${ofLimit(g(2))} | **${sp.value.toFixed(2)}×** |`);
+    const g = (v: string) => find(rs, { case: `attention ${v} ${pass}, ${name}`, metric: 'gflops', threads: sp.threads });
+    const rsp = find(rs, { case: `attention v2 relaxed / v2 ${pass}, ${name}`, metric: 'speedup', threads: sp.threads });
+    const extra = relaxed ? ` ${fmt(g('v2 relaxed')?.value)} | ${ofLimit(g('v2 relaxed'))} | ${rsp ? `**${rsp.value.toFixed(2)}×**` : '–'} |` : '';
+    rows.push(`| ${name} (${sp.shape}) | ${pass} | ${sp.threads} | ${fmt(g('v1')?.value)} | ${ofLimit(g('v1'))} | ${fmt(g('v2')?.value)} | ${ofLimit(g('v2'))} | **${sp.value.toFixed(2)}×** |${extra}`);
   }
   for (const sp of rs.filter((r) => r.metric === 'speedup' && r.case.endsWith(', attention v2 / v1'))) {
     const name = sp.case.slice(0, -', attention v2 / v1'.length);
-    const g = (v: number) => find(rs, { case: `${name}, attention v${v}`, metric: 'train_tok_s', threads: sp.threads });
-    rows.push(`| ${name}, whole step (${sp.model}) | tok/s | ${sp.threads} | ${fmt(g(1)?.value)} | ${ofLimit(g(1))} | ${fmt(g(2)?.value)} | ${ofLimit(g(2))} | **${sp.value.toFixed(2)}×** |`);
+    const g = (v: string) => find(rs, { case: `${name}, attention ${v}`, metric: 'train_tok_s', threads: sp.threads });
+    const rsp = find(rs, { case: `${name}, attention v2 relaxed / v2`, metric: 'speedup', threads: sp.threads });
+    const extra = relaxed ? ` ${fmt(g('v2 relaxed')?.value)} | ${ofLimit(g('v2 relaxed'))} | ${rsp ? `**${rsp.value.toFixed(2)}×**` : '–'} |` : '';
+    rows.push(`| ${name}, whole step (${sp.model}) | tok/s | ${sp.threads} | ${fmt(g('v1')?.value)} | ${ofLimit(g('v1'))} | ${fmt(g('v2')?.value)} | ${ofLimit(g('v2'))} | **${sp.value.toFixed(2)}×** |${extra}`);
   }
   return `${rows.join('\n')}\n\n${limitsLine(rs)}${provenance('attention', rs)}`;
 }
@@ -78,9 +90,9 @@ function matmulTable(): string | null {
   const rows: string[] = ['| weights | M | threads | ort-wasm | cpu-fast | cpu-fast / ort | cpu-fast, of limit | cpu-ref | webgpu |', '|---|---|---|---|---|---|---|---|---|'];
   let low = { ratio: Infinity, at: '' };
   for (const threads of uniq(rs.map((r) => r.threads)).sort())
-    for (const shape of uniq(rs.map((r) => r.shape!)))
+    for (const shape of uniq(rs.filter((r) => r.shape?.startsWith('M=')).map((r) => r.shape!)))
       for (const kind of ['f32', 'q8', 'q4']) {
-        const cs = rs.filter((r) => r.shape === shape && r.case.includes(kind));
+        const cs = rs.filter((r) => r.shape === shape && r.case === `matmul-${kind}`);
         if (!cs.length) continue;
         const get = (b: string, t = threads) => cs.find((r) => r.backend === b && r.threads === t)?.value;
         const fastRec = cs.find((r) => r.backend === 'cpu-fast' && r.threads === threads);
@@ -95,6 +107,47 @@ function matmulTable(): string | null {
         );
       }
   return `${rows.join('\n')}\n\nLowest cpu-fast / ort ratio: ${low.ratio.toFixed(2)}× (${low.at}).\n\n${limitsLine(rs)}${provenance('matmul', rs)}`;
+}
+
+/** cpu-fast's matmul kernel versions side by side (bench/suites/matmul.ts kernelVersions). */
+function matmulVersionsTable(): string | null {
+  const rs = load('matmul').filter((r) => / kernel /.test(r.case));
+  if (!rs.length) return null;
+  const rows = [
+    '| weights | M | threads | v1 strict | v2 strict | v2 / v1 | v2 relaxed | v2 relaxed / v1 strict | v1 strict, of limit | v2 strict, of limit | v2 relaxed, of limit |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const threads of uniq(rs.map((r) => r.threads)).sort())
+    for (const shape of uniq(rs.map((r) => r.shape!)))
+      for (const kind of ['f32', 'q8', 'q4']) {
+        const g = (v: string) => find(rs, { case: `matmul-${kind} kernel ${v}`, shape, threads, metric: 'gflops' });
+        const sp = (v: string) => find(rs, { case: `matmul-${kind} kernel ${v}`, shape, threads, metric: 'speedup' })?.value;
+        if (!g('v1 strict')) continue;
+        const M = /M=?(\d+)/.exec(shape)?.[1] ?? shape;
+        const x = (v?: number) => (v === undefined ? '–' : `**${v.toFixed(2)}×**`);
+        rows.push(`| ${kind} | ${M} | ${threads} | ${fmt(g('v1 strict')?.value)} | ${fmt(g('v2 strict')?.value)} | ${x(sp('v2 / v1 strict'))} | ${fmt(g('v2 relaxed')?.value)} | ${x(sp('v2 relaxed / v1 strict'))} | ${ofLimit(g('v1 strict'))} | ${ofLimit(g('v2 strict'))} | ${ofLimit(g('v2 relaxed'))} |`);
+      }
+  return `${rows.join('\n')}\n\n${provenance('matmul', rs)}`;
+}
+
+/** Our full-parameter training step against PyTorch's (bench/suites/peer.ts). */
+function peerTable(): string | null {
+  const rs = load('peer');
+  if (!rs.length) return null;
+  const rows = ['| threads | shape | PyTorch (eager, CPU) | cpu-fast strict | strict / PyTorch | cpu-fast relaxed | relaxed / PyTorch | first-step loss: PyTorch / strict / relaxed |', '|---|---|---|---|---|---|---|---|'];
+  for (const threads of uniq(rs.map((r) => r.threads)).sort()) {
+    const tok = (b: string, c: string) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === 'train_tok_s' && r.case.includes(c));
+    const loss = (b: string, c: string) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === 'loss_first_step' && r.case.includes(c))?.value;
+    const sp = (c: string) => rs.find((r) => r.threads === threads && r.metric === 'speedup' && r.case.includes(c))?.value;
+    const pt = tok('pytorch', 'pytorch');
+    if (!pt) continue;
+    const cell = (r?: BenchRecord) => (r ? `${fmt(r.value)} tok/s${r.fraction_of_limit === undefined ? '' : `, ${ofLimit(r)}`}` : '–');
+    const x = (v?: number) => (v === undefined ? '–' : `**${v.toFixed(2)}×**`);
+    const l = (v?: number) => (v === undefined ? '–' : v.toFixed(6));
+    rows.push(`| ${threads} | ${pt.shape} | ${cell(pt)} | ${cell(tok('cpu-fast', 'strict'))} | ${x(sp('strict / pytorch'))} | ${cell(tok('cpu-fast', 'relaxed'))} | ${x(sp('relaxed / pytorch'))} | ${l(loss('pytorch', 'pytorch'))} / ${l(loss('cpu-fast', 'strict'))} / ${l(loss('cpu-fast', 'relaxed'))} |`);
+  }
+  const torch = rs.find((r) => r.backend === 'pytorch')?.case.replace(/^.*, /, '');
+  return `${rows.join('\n')}\n\n${torch ? `PyTorch: ${torch}. ` : ''}${limitsLine(rs)}${provenance('peer', rs)}`;
 }
 
 function tinyTable(): string | null {
@@ -267,6 +320,8 @@ function cpuBrowserTable(): string | null {
 
 export const TABLES: Record<string, () => string | null> = {
   matmul: matmulTable,
+  'matmul-versions': matmulVersionsTable,
+  peer: peerTable,
   attention: attentionTable,
   tiny: tinyTable,
   'qwen3-0.6b': q06Table,

@@ -4,9 +4,11 @@
 // the median of the per-pair ratios. GFLOP/s count 4 T_eff Hq D flops forward and 10 backward (T_eff = sum over
 // tokens of the keys they see; version 2's backward does 14, recomputing the scores in two passes), each record
 // bounded by the wasm-simd mul+add peak x threads measured beside it (bench/limits.ts). Then a whole training step of
-// a model of the bundled policy's shape on one 2,048-token row, v1 and v2 alternating step by step.
+// a model of the bundled policy's shape on one 2,048-token row, v1 and v2 alternating step by step. Where the
+// engine has relaxed SIMD, version 2 of the relaxed build (kernels/simd.ts: fused multiply-adds) takes part as a
+// third variant, on a second backend with its own copies of the inputs, in the same alternation.
 import type { Tensor } from '../../src/engine/backend';
-import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import { createCpuFastBackend, relaxedSimdAvailable, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
 import { paramCount, type Qwen3Config } from '../../src/model/config';
 import { randomWeights } from '../../src/model/random';
 import { buildQwen3 } from '../../src/model/weights';
@@ -26,48 +28,56 @@ const BUNDLED_MODEL: Qwen3Config = {
  * row of `len` tokens, with attention v1 and v2 alternating step by step on the same trainer: where attention's share
  * of a step shows.
  */
-async function trainStep(ctx: BenchContext, b: CpuFastBackend, threads: number): Promise<void> {
+async function trainStep(ctx: BenchContext, b: CpuFastBackend, r: CpuFastBackend | null, threads: number): Promise<void> {
   const len = ctx.quick ? 512 : 2048;
-  const { model } = await buildQwen3(b, BUNDLED_MODEL, randomWeights(BUNDLED_MODEL, 1, 'f32'), { format: 'f32' });
-  const tr = new Trainer(model, { mode: 'full', recompute: false, schedule: { kind: 'constant', lr: 1e-5 }, loss: { kind: 'ce' } });
+  const made = await Promise.all([b, ...(r ? [r] : [])].map(async (be) => {
+    const { model } = await buildQwen3(be, BUNDLED_MODEL, randomWeights(BUNDLED_MODEL, 1, 'f32'), { format: 'f32' });
+    return { be, model, tr: new Trainer(model, { mode: 'full', recompute: false, schedule: { kind: 'constant', lr: 1e-5 }, loss: { kind: 'ce' } }) };
+  }));
   const rng = new Rng(5);
   const tokens = Array.from({ length: len }, () => rng.int(BUNDLED_MODEL.vocabSize));
   const batch = packBatch([{ tokens, mask: tokens.map(() => 1) }], 'seq-mean-token-mean');
-  const step = async (v: 1 | 2) => {
-    b.attentionKernel = v;
+  // variants: attention v1 and v2 on the strict build, v2 on the relaxed one
+  const variants = [
+    { m: made[0], v: 1 as const, name: 'attention v1' },
+    { m: made[0], v: 2 as const, name: 'attention v2' },
+    ...(made[1] ? [{ m: made[1], v: 2 as const, name: 'attention v2 relaxed' }] : []),
+  ];
+  const step = async (i: number) => {
+    const { m, v } = variants[i];
+    m.be.attentionKernel = v;
     const t0 = performance.now();
-    const r = await tr.trainStep([batch]);
-    if (!r.applied) throw new Error(`bench step refused: ${r.refused}`);
+    const res = await m.tr.trainStep([batch]);
+    if (!res.applied) throw new Error(`bench step refused: ${res.refused}`);
     return (performance.now() - t0) / 1000;
   };
   try {
-    await step(1);
-    await step(2);
-    const s1: number[] = [];
-    const s2: number[] = [];
-    const ratio: number[] = [];
-    for (let i = 0; i < (ctx.quick ? 2 : 5); i++) {
-      const [a, c] = i % 2 ? [await step(2), await step(1)] : [await step(1), await step(2)];
-      const [v1, v2] = i % 2 ? [c, a] : [a, c];
-      s1.push(v1);
-      s2.push(v2);
-      ratio.push(v1 / v2);
-    }
+    for (let i = 0; i < variants.length; i++) await step(i);
+    const times: number[][] = variants.map(() => []);
+    for (let k = 0; k < (ctx.quick ? 2 : 5); k++)
+      for (let j = 0; j < variants.length; j++) {
+        const i = (j + k) % variants.length;
+        times[i].push(await step(i));
+      }
     const shape = `1x${len} tokens`;
     const name = `train step, full, 1x${len}`;
     // ~6 flops per parameter and token in the matmuls, plus attention's 14 T_eff Hq D per layer (forward 4 + backward 10)
     const keys = (len * (len + 1)) / 2;
     const flops = 6 * paramCount(BUNDLED_MODEL) * len + 14 * keys * BUNDLED_MODEL.numHeads * BUNDLED_MODEL.headDim * BUNDLED_MODEL.numLayers;
-    for (const [v, s] of [[1, median(s1)], [2, median(s2)]] as const) {
-      ctx.record({ case: `${name}, attention v${v}`, backend: 'cpu-fast', metric: 'train_tok_s', value: len / s, unit: 'tok/s', threads, shape, model: 'bundled-shape random f32', bound: { kind: 'fma', use: flops / s / 1e9 } });
-    }
-    const r = median(ratio);
-    ctx.record({ case: `${name}, attention v2 / v1`, backend: 'cpu-fast', metric: 'speedup', value: r, unit: 'x', threads, shape, model: 'bundled-shape random f32' });
-    ctx.log(`${threads}t ${name}: v1 ${median(s1).toFixed(2)} s, v2 ${median(s2).toFixed(2)} s a step, v2 ${r.toFixed(2)}x faster (median of interleaved pairs)`);
+    variants.forEach(({ name: v }, i) => {
+      const s = median(times[i]);
+      ctx.record({ case: `${name}, ${v}`, backend: 'cpu-fast', metric: 'train_tok_s', value: len / s, unit: 'tok/s', threads, shape, model: 'bundled-shape random f32', bound: { kind: 'fma', use: flops / s / 1e9, best: flops / Math.min(...times[i]) / 1e9 } });
+    });
+    const ratio = (a: number, c: number) => median(times[a].map((t, k) => t / times[c][k]));
+    ctx.record({ case: `${name}, attention v2 / v1`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
+    if (variants.length === 3) ctx.record({ case: `${name}, attention v2 relaxed / v2`, backend: 'cpu-fast', metric: 'speedup', value: ratio(1, 2), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
+    ctx.log(`${threads}t ${name}: ${variants.map(({ name: v }, i) => `${v} ${median(times[i]).toFixed(2)} s`).join(', ')} a step (median of interleaved rounds)`);
   } finally {
-    b.attentionKernel = 2;
-    tr.free();
-    model.free();
+    for (const m of made) {
+      m.be.attentionKernel = 2;
+      m.tr.free();
+      m.model.free();
+    }
   }
 }
 
@@ -105,63 +115,77 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const suite: BenchSuite = {
   name: 'attention',
   async run(ctx) {
+    const relaxed = await relaxedSimdAvailable();
+    if (!relaxed) ctx.log('relaxed SIMD not available here: strict build only');
     for (const threads of [1, 2]) {
-      const b = await createCpuFastBackend({ threads });
+      const b = await createCpuFastBackend({ threads, simd: 'strict' });
+      const rb = relaxed ? await createCpuFastBackend({ threads, simd: 'relaxed' }) : null;
+      const bs = [b, ...(rb ? [rb] : [])];
       try {
         for (const sh of shapes(ctx.quick)) {
           const { Hq, Hkv, D, S, maxT, T } = sh;
           const wave = (n: number, f: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * f) * 0.5);
           const slot = Int32Array.from({ length: T }, (_, t) => sh.slot(t));
           const pos = Int32Array.from({ length: T }, (_, t) => sh.pos(t));
-          const layout = { slot: b.tensor(slot, [T]), pos: b.tensor(pos, [T]) };
-          const q = b.tensor(wave(T * Hq * D, 1.37), [T, Hq, D]);
-          const dOut = b.tensor(wave(T * Hq * D, 0.91), [T, Hq, D]);
-          const kc = b.tensor(wave(S * maxT * Hkv * D, 0.73), [S, maxT, Hkv, D]);
-          const vc = b.tensor(wave(S * maxT * Hkv * D, 0.53), [S, maxT, Hkv, D]);
+          const data = { q: wave(T * Hq * D, 1.37), dOut: wave(T * Hq * D, 0.91), kc: wave(S * maxT * Hkv * D, 0.73), vc: wave(S * maxT * Hkv * D, 0.53) };
+          const inputs = new Map(bs.map((be) => [be, {
+            layout: { slot: be.tensor(slot, [T]), pos: be.tensor(pos, [T]) },
+            q: be.tensor(data.q, [T, Hq, D]),
+            dOut: be.tensor(data.dOut, [T, Hq, D]),
+            kc: be.tensor(data.kc, [S, maxT, Hkv, D]),
+            vc: be.tensor(data.vc, [S, maxT, Hkv, D]),
+          }]));
           const keys = pos.reduce((a, p) => a + p + 1, 0);
           const shape = `T=${T} Hq=${Hq} Hkv=${Hkv} D=${D} cache ${S}x${maxT}`;
-          const free = (r: Tensor | Record<string, Tensor>) => ('shape' in r ? b.free(r as Tensor) : Object.values(r).forEach((t) => b.free(t as Tensor)));
-          const passes: [string, number, () => Tensor | Record<string, Tensor>][] = [['forward', 4, () => b.attention(q, kc, vc, layout)]];
-          if (sh.backward) passes.push(['backward', 10, () => b.train.attentionBackward(dOut, q, kc, vc, layout)]);
-          for (const [pass, flopsPer, f] of passes) {
+          const variants = [
+            { be: b, v: 1 as const, name: 'v1' },
+            { be: b, v: 2 as const, name: 'v2' },
+            ...(rb ? [{ be: rb, v: 2 as const, name: 'v2 relaxed' }] : []),
+          ];
+          const passes: [string, number][] = [['forward', 4]];
+          if (sh.backward) passes.push(['backward', 10]);
+          for (const [pass, flopsPer] of passes) {
             const flops = flopsPer * keys * Hq * D;
             // calls batched so a sample lasts >= 20 ms
             const calls = Math.max(1, Math.ceil(0.02 / (flops / 10e9)));
-            const sample = (v: 1 | 2) => {
-              b.attentionKernel = v;
+            const sample = (i: number) => {
+              const { be, v } = variants[i];
+              const x = inputs.get(be)!;
+              be.attentionKernel = v;
+              const free = (r: Tensor | Record<string, Tensor>) => ('shape' in r ? be.free(r as Tensor) : Object.values(r).forEach((t) => be.free(t as Tensor)));
               const t0 = performance.now();
-              for (let i = 0; i < calls; i++) free(f());
+              for (let k = 0; k < calls; k++)
+                free(pass === 'forward' ? be.attention(x.q, x.kc, x.vc, x.layout) : be.train.attentionBackward(x.dOut, x.q, x.kc, x.vc, x.layout));
               return (performance.now() - t0) / 1000 / calls;
             };
-            sample(1);
-            sample(2);
+            variants.forEach((_, i) => sample(i));
             const reps = ctx.quick ? 3 : T >= 2048 ? 7 : 9;
-            const s1: number[] = [];
-            const s2: number[] = [];
-            const ratio: number[] = [];
-            for (let i = 0; i < reps; i++) {
-              // alternate which version goes first
-              const [a, c] = i % 2 ? [sample(2), sample(1)] : [sample(1), sample(2)];
-              const [v1, v2] = i % 2 ? [c, a] : [a, c];
-              s1.push(v1);
-              s2.push(v2);
-              ratio.push(v1 / v2);
-            }
-            for (const [v, s] of [[1, median(s1)], [2, median(s2)]] as const) {
+            const times: number[][] = variants.map(() => []);
+            for (let k = 0; k < reps; k++)
+              for (let j = 0; j < variants.length; j++) {
+                const i = (j + k) % variants.length; // the order rotates round by round
+                times[i].push(sample(i));
+              }
+            variants.forEach(({ name }, i) => {
+              const s = median(times[i]);
               const g = flops / s / 1e9;
-              ctx.record({ case: `attention v${v} ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'gflops', value: g, unit: 'GFLOP/s', threads, shape, model: sh.model, bound: { kind: 'fma', use: g } });
-              ctx.record({ case: `attention v${v} ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'ms', value: 1000 * s, unit: 'ms', threads, shape, model: sh.model });
-            }
-            const r = median(ratio);
-            ctx.record({ case: `attention v2 / v1 ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: r, unit: 'x', threads, shape, model: sh.model });
-            ctx.log(`${threads}t ${pass} ${sh.name}: v1 ${(1000 * median(s1)).toFixed(2)} ms, v2 ${(1000 * median(s2)).toFixed(2)} ms, v2 ${r.toFixed(2)}x faster (median of ${reps} interleaved pairs)`);
+              const best = flops / Math.min(...times[i]) / 1e9;
+              ctx.record({ case: `attention ${name} ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'gflops', value: g, unit: 'GFLOP/s', threads, shape, model: sh.model, bound: { kind: 'fma', use: g, best } });
+              ctx.record({ case: `attention ${name} ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'ms', value: 1000 * s, unit: 'ms', threads, shape, model: sh.model });
+            });
+            const ratio = (a: number, c: number) => median(times[a].map((t, k) => t / times[c][k]));
+            ctx.record({ case: `attention v2 / v1 ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape, model: sh.model });
+            if (rb) ctx.record({ case: `attention v2 relaxed / v2 ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(1, 2), unit: 'x', threads, shape, model: sh.model });
+            ctx.log(`${threads}t ${pass} ${sh.name}: ${variants.map(({ name }, i) => `${name} ${(1000 * median(times[i])).toFixed(2)} ms`).join(', ')} (median of ${reps} rotating rounds)`);
           }
-          for (const t of [q, dOut, kc, vc, layout.slot, layout.pos]) b.free(t);
+          for (const [be, x] of inputs) for (const t of [x.q, x.dOut, x.kc, x.vc, x.layout.slot, x.layout.pos]) be.free(t);
         }
-        await trainStep(ctx, b, threads);
+        await trainStep(ctx, b, rb, threads);
       } finally {
-        b.attentionKernel = 2;
-        b.dispose();
+        for (const be of bs) {
+          be.attentionKernel = 2;
+          be.dispose();
+        }
       }
     }
   },

@@ -8,6 +8,8 @@ import type { BenchContext, BenchSuite, Bound } from '../lib';
 import { caseFlops, caseName, caseShape, cpuFastRunner, cpuRefRunner, type MatmulCase, type MatmulRunner, type WeightKind } from '../matmul-cases/cpu';
 import { caseData } from '../matmul-cases/cpu';
 import { startOrt } from '../matmul-cases/ort';
+import { createCpuFastBackend, relaxedSimdAvailable, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import type { Tensor } from '../../src/engine/backend';
 import { dequantAt } from '../../src/engine/quant';
 
 /** Largest relative error of ORT's first outputs y[0, 0..7] against the f64 product of the same weights. */
@@ -66,6 +68,63 @@ async function webgpuRunner(ctx: BenchContext): Promise<MatmulRunner | null> {
   }
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/**
+ * cpu-fast's kernel versions side by side: matmul v1 (kernels/gemm.ts, gemv.ts) and v2 (gemm2.ts, gemv2.ts), each in
+ * the strict build and, where the engine has relaxed SIMD, the relaxed one (kernels/simd.ts), alternating call by
+ * call (the order rotating) on the same inputs, so all see the same load. Records: GFLOP/s of each (case
+ * `matmul-KIND kernel vV SIMD`, bounded as the main rows) and the median per-round ratios v2 / v1 (strict) and
+ * relaxed v2 / strict v1.
+ */
+async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: MatmulCase, s: number, best?: number) => Bound | undefined): Promise<void> {
+  const builds: CpuFastBackend[] = [await createCpuFastBackend({ threads, simd: 'strict' })];
+  if (await relaxedSimdAvailable()) builds.push(await createCpuFastBackend({ threads, simd: 'relaxed' }));
+  else ctx.log('relaxed SIMD not available here: strict build only');
+  const variants = builds.flatMap((b) => ([1, 2] as const).map((v) => ({ b, v, name: `v${v} ${b.simd}` })));
+  try {
+    for (const M of MS)
+      for (const kind of KINDS) {
+        const c: MatmulCase = { M, K, N, kind };
+        const { x, w, q } = caseData(c);
+        const ts = new Map(builds.map((b) => [b, { x: b.tensor(x, [M, K]), w: (q ? b.uploadQuantized(q) : b.tensor(w, [N, K])) as Tensor }]));
+        const calls = Math.max(1, Math.ceil(0.02 / (caseFlops(c) / 20e9)));
+        const sample = (i: number) => {
+          const { b, v } = variants[i];
+          b.matmulKernel = v;
+          const t = ts.get(b)!;
+          const t0 = performance.now();
+          for (let j = 0; j < calls; j++) b.free(b.matmul(t.x, t.w));
+          return (performance.now() - t0) / 1000 / calls;
+        };
+        variants.forEach((_, i) => sample(i));
+        const times: number[][] = variants.map(() => []);
+        const reps = ctx.quick ? 2 : 7;
+        for (let r = 0; r < reps; r++)
+          for (let j = 0; j < variants.length; j++) {
+            const i = (j + r) % variants.length;
+            times[i].push(sample(i));
+          }
+        variants.forEach(({ name }, i) =>
+          ctx.record({ case: `${caseName(c)} kernel ${name}`, backend: 'cpu-fast', metric: 'gflops', value: caseFlops(c) / median(times[i]) / 1e9, unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, median(times[i]), Math.min(...times[i])) }),
+        );
+        const ratio = (a: number, b: number) => median(times[a].map((t, r) => t / times[b][r]));
+        ctx.record({ case: `${caseName(c)} kernel v2 / v1 strict`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape: caseShape(c) });
+        if (variants.length === 4) ctx.record({ case: `${caseName(c)} kernel v2 relaxed / v1 strict`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 3), unit: 'x', threads, shape: caseShape(c) });
+        ctx.log(`${threads}t ${caseName(c)} ${caseShape(c)}: ${variants.map(({ name }, i) => `${name} ${(caseFlops(c) / median(times[i]) / 1e9).toFixed(1)}`).join(', ')} GFLOP/s`);
+        for (const [b, t] of ts) {
+          b.free(t.x);
+          b.free(t.w);
+        }
+      }
+  } finally {
+    for (const b of builds) {
+      b.matmulKernel = 2;
+      b.dispose();
+    }
+  }
+}
+
 const suite: BenchSuite = {
   name: 'matmul',
   async run(ctx) {
@@ -75,13 +134,19 @@ const suite: BenchSuite = {
     // Limits (bench/limits.ts): M = 1 streams the weights once, so its bound is the read bandwidth of a 4 MiB
     // buffer (the f32 weights' size; q8/q4 are smaller) per thread, or the adapter's copy bandwidth for WebGPU;
     // M >= 16 is bound by the wasm-simd mul+add peak per thread (WebGPU: no compute peak measured).
-    const bound = (c: MatmulCase, backend: string, s: number): Bound | undefined => {
-      if (c.M === 1) return { kind: backend === 'webgpu' ? 'gpu-copy' : 'read', use: weightBytes(c) / s / 1e9 };
-      return backend === 'webgpu' ? undefined : { kind: 'fma', use: gflops(c, s) };
+    const bound = (c: MatmulCase, backend: string, s: number, best?: number): Bound | undefined => {
+      if (c.M === 1) return { kind: backend === 'webgpu' ? 'gpu-copy' : 'read', use: weightBytes(c) / s / 1e9, best: best && weightBytes(c) / best / 1e9 };
+      return backend === 'webgpu' ? undefined : { kind: 'fma', use: gflops(c, s), best: best && gflops(c, best) };
     };
     const put = (c: MatmulCase, backend: 'ort-wasm' | 'cpu-fast' | 'cpu-ref' | 'webgpu', threads: number, s: number) =>
       ctx.record({ case: caseName(c), backend, metric: 'gflops', value: gflops(c, s), unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, backend, s) });
     const worst: string[] = [];
+
+    for (const threads of THREADS) {
+      ctx.log(`cpu-fast kernel versions, ${threads} thread(s), interleaved call by call`);
+      await kernelVersions(ctx, threads, (c, s, best) => bound(c, 'cpu-fast', s, best));
+    }
+    if (process.env.BENCH_MATMUL_VERSIONS_ONLY === '1') return;
 
     for (const threads of THREADS) {
       ctx.log(`ort-wasm and cpu-fast, ${threads} thread(s), interleaved case by case`);

@@ -111,10 +111,12 @@ describe.each([
   { label: 'version 2, 3 threads, all ops threaded', version: 2 as const, threads: 3, shared: 'auto' as const },
   { label: 'version 2, plain-memory fallback', version: 2 as const, threads: 1, shared: false as const },
   { label: 'version 1, 2 threads, all ops threaded', version: 1 as const, threads: 2, shared: 'auto' as const },
-])('cpu-fast attention ($label)', ({ version, threads, shared }) => {
+  // the relaxed build (f32x4.relaxed_madd, fused where the machine has FMA): other bits, the same tolerances
+  { label: 'version 2, relaxed SIMD, 3 threads, all ops threaded', version: 2 as const, threads: 3, shared: 'auto' as const, simd: 'relaxed' as const },
+])('cpu-fast attention ($label)', ({ version, threads, shared, simd }: { version: 1 | 2; threads: number; shared: 'auto' | false; simd?: 'relaxed' }) => {
   let fast: CpuFastBackend;
   beforeAll(async () => {
-    fast = await createCpuFastBackend({ threads, shared, parallelMinWork: 0, attentionKernel: version });
+    fast = await createCpuFastBackend({ threads, shared, parallelMinWork: 0, attentionKernel: version, simd });
   });
   afterAll(() => fast?.dispose());
 

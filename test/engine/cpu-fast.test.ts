@@ -1,6 +1,10 @@
 // The CPU fast path against the reference backend (the oracle), on random and odd shapes, on one and
 // two threads and in the plain-memory fallback.
 //
+// Every configuration below runs the same checks: the strict build (multiply and add apart, the default) and the
+// relaxed build (f32x4.relaxed_madd, fused where the machine has FMA: other bits, the same tolerances), each
+// matmul kernel version. Versions 1 and 2 of the products give the same bits in one build (tested below).
+//
 // Tolerance: the kernels accumulate in f32 (in a different order), the reference in f64. With inputs
 // in [-1, 1] each product is at most 1 and the f32 rounding error of a K-term sum stays below about
 // K * 2^-24 per term magnitude; we allow 4e-7 * K + 1e-6 absolute. q8/q4 weights are dequantized by
@@ -8,7 +12,7 @@
 // in [-1, 1]): 2e-6 absolute.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
-import { createCpuFastBackend, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
+import { createCpuFastBackend, relaxedSimdAvailable, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { CpuRefTrainOps } from '../../src/engine/cpu/train-ops';
 import { EngineError } from '../../src/engine/errors';
@@ -45,10 +49,15 @@ describe.each([
   { label: '2 threads', threads: 2, shared: 'auto' as const, parallelMinWork: undefined },
   { label: '3 threads, all ops threaded', threads: 3, shared: 'auto' as const, parallelMinWork: 0 },
   { label: 'plain-memory fallback', threads: 2, shared: false as const, parallelMinWork: undefined },
-])('cpu-fast ($label)', ({ threads, shared, parallelMinWork }) => {
+  { label: '2 threads, matmul v1', threads: 2, shared: 'auto' as const, parallelMinWork: undefined, matmulKernel: 1 as const },
+  { label: '3 threads, all ops threaded, relaxed SIMD, matmul v2', threads: 3, shared: 'auto' as const, parallelMinWork: 0, simd: 'relaxed' as const, matmulKernel: 2 as const },
+  { label: 'plain-memory fallback, relaxed SIMD', threads: 1, shared: false as const, parallelMinWork: undefined, simd: 'relaxed' as const },
+])('cpu-fast ($label)', ({ threads, shared, parallelMinWork, simd, matmulKernel }: { threads: number; shared: 'auto' | false; parallelMinWork?: number; simd?: 'strict' | 'relaxed'; matmulKernel?: 1 | 2 }) => {
   let fast: CpuFastBackend;
   beforeAll(async () => {
-    fast = await createCpuFastBackend({ threads, shared, parallelMinWork });
+    fast = await createCpuFastBackend({ threads, shared, parallelMinWork, simd, matmulKernel });
+    expect(fast.simd).toBe(simd ?? 'strict');
+    expect(fast.matmulKernel).toBe(matmulKernel ?? 2);
   });
   afterAll(() => fast?.dispose());
 
@@ -307,6 +316,35 @@ describe.each([
     });
 });
 
+describe('cpu-fast matmul versions', () => {
+  it.each(['strict', 'relaxed'] as const)('versions 1 and 2 of the products (gemm, gemv) give the same bits (%s build)', async (simd) => {
+    const fast = await createCpuFastBackend({ threads: 2, simd, parallelMinWork: 0 });
+    try {
+      for (const [M, K, N] of [...SHAPES, [300, 600, 130] as [number, number, number]]) {
+        const r = rng(M * 3 + K * 5 + N * 7);
+        const x = randn(M * K, r);
+        const w = randn(N * K, r);
+        const dw0 = randn(N * K, r);
+        const dy = randn(M * N, r);
+        const outs: Float32Array[][] = [];
+        for (const v of [1, 2] as const) {
+          fast.matmulKernel = v;
+          const got: Float32Array[] = [];
+          for (const kind of kinds) got.push((await fast.read(fast.matmul(fast.tensor(x, [M, K]), weight(fast, w, N, K, kind)))) as Float32Array);
+          for (const kind of kinds) got.push((await fast.read(fast.train.matmulBackwardInput(fast.tensor(dy, [M, N]), weight(fast, w, N, K, kind)))) as Float32Array);
+          const dw = fast.tensor(dw0, [N, K]);
+          fast.train.matmulBackwardWeight(fast.tensor(dy, [M, N]), fast.tensor(x, [M, K]), dw);
+          got.push((await fast.read(dw)) as Float32Array);
+          outs.push(got);
+        }
+        outs[0].forEach((a, i) => expect(Buffer.from(outs[1][i].buffer).equals(Buffer.from(a.buffer)), `(${M},${K},${N}) output ${i}`).toBe(true));
+      }
+    } finally {
+      fast.dispose();
+    }
+  });
+});
+
 describe('cpu-fast wiring', () => {
   it('is built by the registry, has the fast training ops, and refuses work after dispose', async () => {
     const b = (await createBackend('cpu-fast', { threads: 2 })) as CpuFastBackend;
@@ -325,5 +363,37 @@ describe('cpu-fast wiring', () => {
   it('rejects a bad thread count', async () => {
     await expect(createCpuFastBackend({ threads: 0 })).rejects.toThrow(EngineError);
     await expect(createCpuFastBackend({ threads: 1.5 })).rejects.toThrow(EngineError);
+  });
+
+  it('builds: strict by default, CPU_FAST_SIMD=relaxed selects the relaxed one (the option wins), a bad name is refused', async () => {
+    expect(await relaxedSimdAvailable()).toBe(true); // Node 20 with the V8 flag it turns on
+    const prev = process.env.CPU_FAST_SIMD;
+    const made: CpuFastBackend[] = [];
+    try {
+      delete process.env.CPU_FAST_SIMD;
+      made.push(await createCpuFastBackend({ threads: 1 }));
+      process.env.CPU_FAST_SIMD = 'relaxed';
+      made.push(await createCpuFastBackend({ threads: 1 }), await createCpuFastBackend({ threads: 1, simd: 'strict' }));
+      expect(made.map((b) => b.simd)).toEqual(['strict', 'relaxed', 'strict']);
+      process.env.CPU_FAST_SIMD = 'fast';
+      await expect(createCpuFastBackend({ threads: 1 })).rejects.toThrow(EngineError);
+    } finally {
+      if (prev === undefined) delete process.env.CPU_FAST_SIMD;
+      else process.env.CPU_FAST_SIMD = prev;
+      for (const b of made) b.dispose();
+    }
+  });
+
+  it('the matmul kernel version can be switched; a bad one is refused', async () => {
+    const b = await createCpuFastBackend({ threads: 1 });
+    try {
+      expect(b.matmulKernel).toBe(2);
+      b.matmulKernel = 1;
+      expect(b.matmulKernel).toBe(1);
+      expect(() => (b.matmulKernel = 3 as never)).toThrow(EngineError);
+      await expect(createCpuFastBackend({ threads: 1, matmulKernel: 0 as never })).rejects.toThrow(EngineError);
+    } finally {
+      b.dispose();
+    }
   });
 });

@@ -18,7 +18,7 @@ import { rope } from './ops/rope';
 import { ThreadPool } from './pool';
 import { WasmRuntime } from './runtime';
 import { CpuFastTrainOps } from './train';
-import { WASM_PLAIN, WASM_SHARED } from './wasm.gen';
+import { WASM_PLAIN, WASM_PLAIN_RELAXED, WASM_SHARED, WASM_SHARED_RELAXED } from './wasm.gen';
 
 export interface CpuFastOptions {
   /** Threads, the calling one included (default: the machine's logical cores, at most 16). */
@@ -37,17 +37,58 @@ export interface CpuFastOptions {
    * Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
    */
   attentionKernel?: 1 | 2;
+  /**
+   * Which build of the kernels (scripts/build-wasm.ts; kernels/simd.ts): 'strict' (default), multiply-adds as a
+   * separate multiply and add, the same bits on every machine and engine (Node and the browser train the same
+   * bits); or 'relaxed', f32x4.relaxed_madd, which V8 fuses where the machine has FMA (faster; one rounding, so
+   * other bits than strict, and bits that depend on the machine, though still the same on any thread count and
+   * in Node and Chromium on one machine). 'relaxed' refuses where the engine cannot compile relaxed SIMD; in
+   * Node 20 it turns on V8's --experimental-wasm-relaxed-simd first. Default: CPU_FAST_SIMD from Node's
+   * environment if set, else 'strict'.
+   */
+  simd?: 'strict' | 'relaxed';
+  /**
+   * The matrix product's kernels: 2 (default), A packed and lane shuffles in the blocked product
+   * (kernels/gemm2.ts) and 3 columns a step in the decode product (kernels/gemv2.ts), laid out for V8's register
+   * allocation; or 1, kernels/gemm.ts and gemv.ts. The same arithmetic in the same order: the same bits.
+   */
+  matmulKernel?: 1 | 2;
 }
 
-const modules = new Map<boolean, Promise<WebAssembly.Module>>();
-function wasmModule(shared: boolean): Promise<WebAssembly.Module> {
-  let m = modules.get(shared);
+const modules = new Map<string, Promise<WebAssembly.Module>>();
+const bytesOf = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+function wasmModule(shared: boolean, relaxed: boolean): Promise<WebAssembly.Module> {
+  const key = `${shared}/${relaxed}`;
+  let m = modules.get(key);
   if (!m) {
-    const b64 = shared ? WASM_SHARED : WASM_PLAIN;
-    m = WebAssembly.compile(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
-    modules.set(shared, m);
+    const b64 = relaxed ? (shared ? WASM_SHARED_RELAXED : WASM_PLAIN_RELAXED) : shared ? WASM_SHARED : WASM_PLAIN;
+    m = WebAssembly.compile(bytesOf(b64));
+    modules.set(key, m);
   }
   return m;
+}
+
+let relaxedProbe: Promise<boolean> | null = null;
+/**
+ * Whether this engine compiles the relaxed build. Chromium (114+) does; Node 20 only with V8's
+ * --experimental-wasm-relaxed-simd, which this turns on (v8.setFlagsFromString, before the module is compiled;
+ * worker threads share the process's flags) when the plain check fails.
+ */
+export function relaxedSimdAvailable(): Promise<boolean> {
+  relaxedProbe ??= (async () => {
+    const bytes = bytesOf(WASM_PLAIN_RELAXED);
+    if (WebAssembly.validate(bytes)) return true;
+    if (typeof process === 'undefined' || !process.versions?.node) return false;
+    try {
+      const name = 'node:v8';
+      const v8 = (await import(/* @vite-ignore */ name)) as typeof import('node:v8');
+      v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+    } catch {
+      return false;
+    }
+    return WebAssembly.validate(bytes);
+  })();
+  return relaxedProbe;
 }
 
 export class CpuFastBackend extends CpuRefBackend {
@@ -68,6 +109,10 @@ export class CpuFastBackend extends CpuRefBackend {
   get sharedMemory(): boolean {
     return this.rt.shared;
   }
+  /** The kernels' build: 'strict' or 'relaxed' (CpuFastOptions.simd). */
+  get simd(): 'strict' | 'relaxed' {
+    return this.rt.simd;
+  }
   /** Bytes of wasm memory held by tensors and caches (for leak checks). */
   get liveBytes(): number {
     return this.rt.heap.live;
@@ -79,6 +124,14 @@ export class CpuFastBackend extends CpuRefBackend {
   set attentionKernel(v: 1 | 2) {
     if (v !== 1 && v !== 2) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
     this.rt.attentionKernel = v;
+  }
+  /** The matrix product kernels' version (see CpuFastOptions.matmulKernel); settable, for side-by-side benchmarks. */
+  get matmulKernel(): 1 | 2 {
+    return this.rt.matmulKernel;
+  }
+  set matmulKernel(v: 1 | 2) {
+    if (v !== 1 && v !== 2) throw new EngineError('unsupported', `cpu-fast: no matmul kernel version ${String(v)}`);
+    this.rt.matmulKernel = v;
   }
   /** Kernel calls that ran on every thread. */
   get parallelJobs(): number {
@@ -171,13 +224,20 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as 1 | 2) : undefined);
   if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2)
     throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(attentionKernel)}`);
+  if (opts.matmulKernel !== undefined && opts.matmulKernel !== 1 && opts.matmulKernel !== 2)
+    throw new EngineError('unsupported', `cpu-fast: no matmul kernel version ${String(opts.matmulKernel)}`);
+  const envSimd = typeof process !== 'undefined' ? process.env?.CPU_FAST_SIMD : undefined;
+  const simd = opts.simd ?? ((envSimd || 'strict') as 'strict' | 'relaxed');
+  if (simd !== 'strict' && simd !== 'relaxed') throw new EngineError('unsupported', `cpu-fast: simd must be 'strict' or 'relaxed', got ${String(simd)}`);
+  if (simd === 'relaxed' && !(await relaxedSimdAvailable())) throw new EngineError('unsupported', 'cpu-fast: this engine has no relaxed SIMD');
   const want = opts.shared ?? 'auto';
   const shared = want !== false && sharedMemoryAvailable();
   if (!shared && want === true) throw new EngineError('unsupported', 'cpu-fast: shared memory is not available here');
   const heap = new WasmHeap(shared);
-  const module = await wasmModule(shared);
+  const module = await wasmModule(shared, simd === 'relaxed');
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
-  const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork));
+  const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork, simd));
   if (attentionKernel !== undefined) backend.attentionKernel = attentionKernel;
+  if (opts.matmulKernel !== undefined) backend.matmulKernel = opts.matmulKernel;
   return backend;
 }

@@ -39,16 +39,23 @@ export class WasmRuntime {
   parallelJobs = 0;
   /** The attention kernels' version: 2 (tiled, the default) or 1 (the simple one, kept for comparison). */
   attentionKernel: 1 | 2 = 2;
+  /** The matrix product kernels' version: 2 (kernels/gemm2.ts, gemv2.ts; the default) or 1 (gemm.ts, gemv.ts): the same bits. */
+  matmulKernel: 1 | 2 = 2;
   /** Workspace offset of the gemm kernel's packing buffers. */
   readonly gemmScratch: number;
+  /** ... and version 2's (its packed A block after version 1's buffers). */
+  readonly gemm2Scratch: number;
 
   constructor(
     readonly heap: WasmHeap,
     readonly pool: ThreadPool,
     private readonly parallelMinWork = PARALLEL_MIN_WORK,
+    /** The kernels' build (scripts/build-wasm.ts): strict or relaxed multiply-adds. */
+    readonly simd: 'strict' | 'relaxed' = 'strict',
   ) {
     this.args = heap.alloc(256);
     this.gemmScratch = pool.global('GEMM_SCRATCH');
+    this.gemm2Scratch = pool.global('GEMM2_SCRATCH');
     // Tensors the caller forgets to free give their wasm blocks back when their view is collected.
     this.finalizer = new FinalizationRegistry((ptrs) => {
       if (!this.disposed) for (const p of ptrs) heap.release(p);
@@ -156,13 +163,14 @@ export class WasmRuntime {
     if (this.disposed) throw new EngineError('unsupported', 'cpu-fast: the backend was disposed');
     const parallel = this.pool.size > 1 && work >= this.parallelMinWork;
     const nth = parallel ? this.pool.size : 1;
+    // The scratch first: allocating may grow a plain memory, which detaches views taken before.
+    const per = Math.ceil(scratchPerThread / 64) * 64;
+    const scratch = per > 0 ? this.heap.alloc(per * nth) : 0;
+    if (per > 0) temps.push(scratch);
     const a = this.heap.i32(this.args, 64);
     a.set(slots);
     a[COUNTER_SLOT] = 0; // the chunk counter the threads claim work from (kernels/sched.ts)
-    if (scratchPerThread > 0) {
-      const per = Math.ceil(scratchPerThread / 64) * 64;
-      const scratch = this.heap.alloc(per * nth);
-      temps.push(scratch);
+    if (per > 0) {
       a[slots.length] = scratch;
       a[slots.length + 1] = per;
     }

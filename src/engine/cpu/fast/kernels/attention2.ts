@@ -20,9 +20,10 @@
 // version 1); but the order of operations differs from version 1 (the sum of exponentials is accumulated
 // unnormalised and divided at the end, exp is a polynomial), so versions 1 and 2 agree to ~1e-7, not bit for
 // bit. Both are checked against the f64 reference with a tolerance (test/engine/cpu-fast*.test.ts).
-// `madd` is a*b+c as a separate multiply and add; a module built with relaxed SIMD would use
-// f32x4.relaxed_madd, whose rounding (fused or not) depends on the machine.
+// `madd` (./simd.ts) is a*b+c: a separate multiply and add in the strict build, f32x4.relaxed_madd (fused or
+// not, depending on the machine) in the relaxed one.
 import { claim } from './sched';
+import { madd } from './simd';
 
 /** Keys per block (a multiple of 8: the register tiles span 8 keys). */
 const BK: i32 = 32;
@@ -31,11 +32,6 @@ const BKB: usize = 128;
 /** Query rows per tile in the backward's products (a multiple of 4). */
 const QB: i32 = 32;
 
-@inline
-function madd(a: v128, b: v128, c: v128): v128 {
-  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
-  return f32x4.add(f32x4.mul(a, b), c);
-}
 
 @inline
 function hsum(v: v128): f32 {

@@ -10,6 +10,7 @@
 // Threads claim chunks of panels (or, for narrow outputs, of rows) from a shared counter (./sched.ts).
 import { dequantQ4Group, dequantQ8Run } from './dequant';
 import { chunkCount, claim } from './sched';
+import { madd } from './simd';
 
 // Inner-dimension block: B panel 8 x KC f32 = 8 KiB and four A rows of KC = 4 KiB stay in L1 (32 KiB).
 // A multiple of 32 so q4 groups never straddle a block.
@@ -28,10 +29,10 @@ export const ROWS_Q8: i32 = 4;
 export const ROWS_Q4: i32 = 5;
 
 // Per-thread scratch layout (bytes from the thread's base).
-const PANEL: usize = 0; // KC x 8 f32
+export const PANEL: usize = 0; // KC x 8 f32
 const ROWTMP: usize = 8192; // 8 x KC f32 (dequantized W rows before the transposing pack)
-const TILE: usize = 16384; // 4 x 8 f32 (edge tiles)
-export const GEMM_SCRATCH: i32 = 16384 + 128;
+export const TILE: usize = 16384; // 4 x 8 f32 (edge tiles)
+export const GEMM_SCRATCH: i32 = 16384 + 192;
 
 // C tile (rows<=4, cols<=8) at c (row stride ldc bytes) (+)= A rows (4 x kk) . panel (kk x 8).
 // Rows past `rows` repeat the last valid row (harmless reads, never stored).
@@ -51,17 +52,17 @@ function micro(a: usize, astep: usize, arow: usize, rows: i32, b: usize, kk: i32
     const b1 = v128.load(b, 16);
     b += 32;
     let x = v128.load32_splat(a0 + o);
-    c00 = f32x4.add(c00, f32x4.mul(x, b0));
-    c01 = f32x4.add(c01, f32x4.mul(x, b1));
+    c00 = madd(x, b0, c00);
+    c01 = madd(x, b1, c01);
     x = v128.load32_splat(a1 + o);
-    c10 = f32x4.add(c10, f32x4.mul(x, b0));
-    c11 = f32x4.add(c11, f32x4.mul(x, b1));
+    c10 = madd(x, b0, c10);
+    c11 = madd(x, b1, c11);
     x = v128.load32_splat(a2 + o);
-    c20 = f32x4.add(c20, f32x4.mul(x, b0));
-    c21 = f32x4.add(c21, f32x4.mul(x, b1));
+    c20 = madd(x, b0, c20);
+    c21 = madd(x, b1, c21);
     x = v128.load32_splat(a3 + o);
-    c30 = f32x4.add(c30, f32x4.mul(x, b0));
-    c31 = f32x4.add(c31, f32x4.mul(x, b1));
+    c30 = madd(x, b0, c30);
+    c31 = madd(x, b1, c31);
     o += astep;
   }
   if (cols == 8 && rows == 4) {
@@ -126,7 +127,7 @@ function packTransposed(src: usize, rowBytes: usize, kk: i32, panel: usize): voi
 }
 
 // Forward pack: panel of output columns j0..j0+7 (rows of W, clamped to N-1), inner k0..k0+kk-1.
-function packForward(mode: i32, w: usize, scales: usize, stride: i32, N: i32, j0: i32, k0: i32, kk: i32, scratch: usize): void {
+export function packForward(mode: i32, w: usize, scales: usize, stride: i32, N: i32, j0: i32, k0: i32, kk: i32, scratch: usize): void {
   const panel = scratch + PANEL;
   if (mode == FWD_F32 && j0 + 8 <= N) {
     packTransposed(w + ((<usize>j0 * stride + k0) << 2), <usize>stride << 2, kk, panel);
@@ -154,7 +155,7 @@ function packForward(mode: i32, w: usize, scales: usize, stride: i32, N: i32, j0
 }
 
 // Row pack: panel[i][j] = B[k0+i][j0+j] for B stored by rows (row index = inner), columns past Nout are 0.
-function packRows(mode: i32, w: usize, scales: usize, stride: i32, Nout: i32, j0: i32, k0: i32, kk: i32, scratch: usize): void {
+export function packRows(mode: i32, w: usize, scales: usize, stride: i32, Nout: i32, j0: i32, k0: i32, kk: i32, scratch: usize): void {
   const panel = scratch + PANEL;
   const full = j0 + 8 <= Nout;
   const groups = stride >> 5;

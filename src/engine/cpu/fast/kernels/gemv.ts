@@ -6,9 +6,10 @@
 import { FWD_F32, FWD_Q8 } from './gemm';
 import { q4Hi, q4Lo } from './dequant';
 import { chunkCount, claim } from './sched';
+import { madd } from './simd';
 
 @inline
-function hsum(v: v128): f32 {
+export function hsum(v: v128): f32 {
   return (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1)) + (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
 }
 
@@ -29,14 +30,14 @@ function dotF32(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, K: i32, ou
     const o = <usize>k << 2;
     const x0 = v128.load(x + o);
     const x1 = v128.load(x + o, 16);
-    a0 = f32x4.add(a0, f32x4.mul(x0, v128.load(w0 + o)));
-    b0 = f32x4.add(b0, f32x4.mul(x1, v128.load(w0 + o, 16)));
-    a1 = f32x4.add(a1, f32x4.mul(x0, v128.load(w1 + o)));
-    b1 = f32x4.add(b1, f32x4.mul(x1, v128.load(w1 + o, 16)));
-    a2 = f32x4.add(a2, f32x4.mul(x0, v128.load(w2 + o)));
-    b2 = f32x4.add(b2, f32x4.mul(x1, v128.load(w2 + o, 16)));
-    a3 = f32x4.add(a3, f32x4.mul(x0, v128.load(w3 + o)));
-    b3 = f32x4.add(b3, f32x4.mul(x1, v128.load(w3 + o, 16)));
+    a0 = madd(x0, v128.load(w0 + o), a0);
+    b0 = madd(x1, v128.load(w0 + o, 16), b0);
+    a1 = madd(x0, v128.load(w1 + o), a1);
+    b1 = madd(x1, v128.load(w1 + o, 16), b1);
+    a2 = madd(x0, v128.load(w2 + o), a2);
+    b2 = madd(x1, v128.load(w2 + o, 16), b2);
+    a3 = madd(x0, v128.load(w3 + o), a3);
+    b3 = madd(x1, v128.load(w3 + o, 16), b3);
   }
   let s0 = hsum(f32x4.add(a0, b0)), s1 = hsum(f32x4.add(a1, b1));
   let s2 = hsum(f32x4.add(a2, b2)), s3 = hsum(f32x4.add(a3, b3));
@@ -51,7 +52,7 @@ function dotF32(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, K: i32, ou
 
 // q8 rows (int8, padded to `stride`, a multiple of 4); x is zero-padded to stride. Unscaled sums.
 @inline
-function dotQ8(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, stride: i32, out: usize): void {
+export function dotQ8(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, stride: i32, out: usize): void {
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   let k = 0;
   for (; k + 16 <= stride; k += 16) {
@@ -89,7 +90,7 @@ function groupDot(x: usize, b: v128): v128 {
 
 // q4 rows (16 bytes per group of 32, a scale per group); x zero-padded to stride. Scaled sums.
 @inline
-function dotQ4(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, s0: usize, s1: usize, s2: usize, s3: usize, stride: i32, out: usize): void {
+export function dotQ4(x: usize, w0: usize, w1: usize, w2: usize, w3: usize, s0: usize, s1: usize, s2: usize, s3: usize, stride: i32, out: usize): void {
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let g = 0; g < stride >> 5; g++) {
     const xo = x + (<usize>g << 7);

@@ -6,6 +6,9 @@ import { asCpu, CpuTensor } from '../../tensor';
 import { type Temps, type WasmRuntime } from '../runtime';
 
 const FWD = { f32: 0, q8: 1, q4: 2 } as const;
+/** The blocked product's kernel of the runtime's version (kernels/gemm.ts, gemm2.ts: same arguments and bits). */
+const gemmOf = (rt: WasmRuntime) => (rt.matmulKernel === 2 ? 'gemm2' : 'gemm');
+const scratchOf = (rt: WasmRuntime) => (rt.matmulKernel === 2 ? rt.gemm2Scratch : rt.gemmScratch);
 const ROWS = { f32: 3, q8: 4, q4: 5 } as const;
 
 // x (M,K), w (N,K) f32|q8|q4 -> (M,N)
@@ -21,9 +24,9 @@ export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
     const X = rt.place(xs, temps);
     const y = rt.output([M, N], temps);
     const small = M <= 3;
-    const scratch = small ? 64 + W.stride * 4 : rt.gemmScratch;
+    const scratch = small ? 64 + W.stride * 4 : scratchOf(rt);
     const slots = [FWD[W.kind], X, 4, K * 4, M, K, N, W.ptr, W.scales, W.stride, y.ptr, N, 0];
-    rt.launch(small ? 'gemv' : 'gemm', slots, scratch, 2 * M * K * N, temps);
+    rt.launch(small ? (rt.matmulKernel === 2 ? 'gemv2' : 'gemv') : gemmOf(rt), slots, scratch, 2 * M * K * N, temps);
     return y.finish();
   } finally {
     rt.release(temps);
@@ -43,7 +46,7 @@ export function matmulBackwardInput(rt: WasmRuntime, dy: Tensor, w: Tensor): Ten
     const G = rt.place(g, temps);
     const dx = rt.output([M, K], temps);
     const slots = [ROWS[W.kind], G, 4, N * 4, M, N, K, W.ptr, W.scales, W.stride, dx.ptr, K, 0];
-    rt.launch('gemm', slots, rt.gemmScratch, 2 * M * K * N, temps);
+    rt.launch(gemmOf(rt), slots, scratchOf(rt), 2 * M * K * N, temps);
     return dx.finish();
   } finally {
     rt.release(temps);
@@ -67,7 +70,7 @@ export function matmulBackwardWeight(rt: WasmRuntime, dy: Tensor, x: Tensor, dw:
     const D = rt.place(d, temps);
     // C = dW (N,K) += A (N,M) . B (M,K) with A = dy^T read in place: step N floats along m, 1 between rows.
     const slots = [ROWS.f32, G, N * 4, 4, N, M, K, X, 0, K, D, K, 1];
-    rt.launch('gemm', slots, rt.gemmScratch, 2 * M * K * N, temps);
+    rt.launch(gemmOf(rt), slots, scratchOf(rt), 2 * M * K * N, temps);
     if (!resident) d.set(rt.heap.f32(D, d.length));
   } finally {
     rt.release(temps);

@@ -1,0 +1,147 @@
+// @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
+//
+// Blocked matrix product, version 2: the contract, argument block, B packing and threading of version 1
+// (./gemm.ts, which states them), with A packed too: each 4-row block of A (up to MC rows x KC) is copied once
+// per row block as [k][4], so the micro-kernel reads the 4 values of a step with one 16-byte load and spreads
+// each over a register with a lane shuffle (vpshufd), where version 1 broadcasts each from its own row
+// (an address computation per row and step). V8 (TurboFan) hoists a step's loads above its multiply-adds:
+// a 6 x 8 tile (12 accumulators + 6 broadcasts + 2 panel vectors) or a 4-step unrolled loop spill to the stack,
+// and address arithmetic per row costs issue slots; this loop is 3 loads, 4 shuffles, 8 multiply-adds and the
+// loop's own bookkeeping, with the 8 accumulators, 2 panel vectors and the A vector in registers. With fused
+// multiply-adds (the relaxed build, ./simd.ts) that is the kernel's whole gain over version 1. Each output is
+// the same sequence of operations as in version 1 (k in order, one madd per k, the same final adds), so
+// versions 1 and 2 give the same bits in the same build (test/engine/cpu-fast.test.ts).
+import { FWD_Q4, GEMM_SCRATCH as GEMM1_SCRATCH, KC, packForward, packRows, PANEL, TILE } from './gemm';
+import { chunkCount, claim } from './sched';
+import { madd } from './simd';
+
+// Row block: MC rows x KC of A stay in L2 while every panel of the thread passes over them.
+const R: i32 = 4; // rows of a register tile
+const MC_BLOCKS: i32 = 32; // 4-row blocks, MC = 128
+/** Per-thread scratch of the packed A block (MC x KC f32, [4-row block][k][4]), after version 1's. */
+export const APACK: usize = <usize>GEMM1_SCRATCH;
+export const GEMM2_SCRATCH: i32 = GEMM1_SCRATCH + MC_BLOCKS * R * KC * 4;
+
+// C tile (rows<=6, cols<=8) at c (row stride ldc bytes) (+)= A rows (6 x kk) . panel (kk x 8).
+// Rows past `rows` repeat the last valid row (harmless reads, never stored).
+@inline
+function micro(ap: usize, b: usize, kk: i32, c: usize, ldc: usize, rows: i32, cols: i32, acc: bool, tile: usize): void {
+  let c00 = f32x4.splat(0), c01 = f32x4.splat(0);
+  let c10 = f32x4.splat(0), c11 = f32x4.splat(0);
+  let c20 = f32x4.splat(0), c21 = f32x4.splat(0);
+  let c30 = f32x4.splat(0), c31 = f32x4.splat(0);
+  const end = b + (<usize>kk << 5);
+  while (b < end) {
+    const b0 = v128.load(b);
+    const b1 = v128.load(b, 16);
+    const av = v128.load(ap);
+    let x = i32x4.shuffle(av, av, 0, 0, 0, 0);
+    c00 = madd(x, b0, c00); c01 = madd(x, b1, c01);
+    x = i32x4.shuffle(av, av, 1, 1, 1, 1);
+    c10 = madd(x, b0, c10); c11 = madd(x, b1, c11);
+    x = i32x4.shuffle(av, av, 2, 2, 2, 2);
+    c20 = madd(x, b0, c20); c21 = madd(x, b1, c21);
+    x = i32x4.shuffle(av, av, 3, 3, 3, 3);
+    c30 = madd(x, b0, c30); c31 = madd(x, b1, c31);
+    ap += 16;
+    b += 32;
+  }
+  if (cols == 8 && rows == 4) {
+    if (acc) {
+      c00 = f32x4.add(c00, v128.load(c)); c01 = f32x4.add(c01, v128.load(c, 16));
+      c10 = f32x4.add(c10, v128.load(c + ldc)); c11 = f32x4.add(c11, v128.load(c + ldc, 16));
+      c20 = f32x4.add(c20, v128.load(c + 2 * ldc)); c21 = f32x4.add(c21, v128.load(c + 2 * ldc, 16));
+      c30 = f32x4.add(c30, v128.load(c + 3 * ldc)); c31 = f32x4.add(c31, v128.load(c + 3 * ldc, 16));
+    }
+    v128.store(c, c00); v128.store(c, c01, 16);
+    v128.store(c + ldc, c10); v128.store(c + ldc, c11, 16);
+    v128.store(c + 2 * ldc, c20); v128.store(c + 2 * ldc, c21, 16);
+    v128.store(c + 3 * ldc, c30); v128.store(c + 3 * ldc, c31, 16);
+    return;
+  }
+  v128.store(tile, c00); v128.store(tile, c01, 16);
+  v128.store(tile, c10, 32); v128.store(tile, c11, 48);
+  v128.store(tile, c20, 64); v128.store(tile, c21, 80);
+  v128.store(tile, c30, 96); v128.store(tile, c31, 112);
+  for (let r = 0; r < rows; r++) {
+    const cr = c + <usize>r * ldc;
+    for (let j = 0; j < cols; j++) {
+      const p = cr + (<usize>j << 2);
+      const v = load<f32>(tile + ((<usize>(r * 8 + j)) << 2));
+      store<f32>(p, acc ? load<f32>(p) + v : v);
+    }
+  }
+}
+
+// Packs rows m0..mEnd-1 of A, inner k0..k0+kk-1, as 4-row blocks [k][4] (16 bytes a step) at dst; rows past M
+// are zeros (their outputs are never stored).
+function packA(A: usize, astep: usize, arow: usize, M: i32, m0: i32, mEnd: i32, k0: i32, kk: i32, dst: usize): void {
+  const RB: usize = <usize>R << 2;
+  for (let m = m0; m < mEnd; m += R) {
+    const base = A + <usize>k0 * astep;
+    for (let r = 0; r < R; r++) {
+      const row = m + r;
+      let d = dst + (<usize>r << 2);
+      if (row >= M) {
+        for (let k = 0; k < kk; k++, d += RB) store<f32>(d, 0);
+        continue;
+      }
+      let s = base + <usize>row * arow;
+      for (let k = 0; k < kk; k++, d += RB, s += astep) store<f32>(d, load<f32>(s));
+    }
+    dst += <usize>kk * RB;
+  }
+}
+
+// Same arguments as gemm (./gemm.ts).
+export function gemm2(args: usize, tid: i32, nth: i32): void {
+  const mode = load<i32>(args);
+  const A = <usize>load<u32>(args, 4);
+  const astep = <usize>load<u32>(args, 8);
+  const arow = <usize>load<u32>(args, 12);
+  const M = load<i32>(args, 16);
+  const inner = load<i32>(args, 20);
+  const Nout = load<i32>(args, 24);
+  const B = <usize>load<u32>(args, 28);
+  const scales = <usize>load<u32>(args, 32);
+  const stride = load<i32>(args, 36);
+  const C = <usize>load<u32>(args, 40);
+  const ldc = <usize>load<u32>(args, 44) << 2;
+  const acc0 = load<i32>(args, 48) != 0;
+  const scratch = <usize>load<u32>(args, 52) + <usize>tid * <usize>load<u32>(args, 56);
+  const tile = scratch + TILE;
+
+  // Wide outputs: share out the 8-column panels; narrow ones (few panels): the 6-row blocks.
+  const panels = (Nout + 7) >> 3;
+  const mblocks = (M + R - 1) / R;
+  const byPanels = panels >= nth * 2 || mblocks < nth * 2;
+  const units = byPanels ? panels : mblocks;
+  const chunks = chunkCount(units, nth);
+  const fwd = mode <= FWD_Q4;
+  for (let ch = claim(args); ch < chunks; ch = claim(args)) {
+    const u0 = <i32>((<i64>units * ch) / chunks);
+    const u1 = <i32>((<i64>units * (ch + 1)) / chunks);
+    const p0 = byPanels ? u0 : 0, p1 = byPanels ? u1 : panels;
+    const m0 = byPanels ? 0 : u0, m1 = byPanels ? mblocks : u1;
+    for (let k0 = 0; k0 < inner; k0 += KC) {
+      const kk = min(KC, inner - k0);
+      const acc = acc0 || k0 > 0;
+      for (let mc = m0; mc < m1; mc += MC_BLOCKS) {
+        const mcEnd = min(m1, mc + MC_BLOCKS);
+        packA(A, astep, arow, M, mc * R, mcEnd * R, k0, kk, scratch + APACK);
+        for (let p = p0; p < p1; p++) {
+          const j0 = p << 3;
+          if (fwd) packForward(mode, B, scales, stride, Nout, j0, k0, kk, scratch);
+          else packRows(mode, B, scales, stride, Nout, j0, k0, kk, scratch);
+          const cols = min(8, Nout - j0);
+          for (let mb = mc; mb < mcEnd; mb++) {
+            const m = mb * R;
+            const ap = scratch + APACK + <usize>(mb - mc) * <usize>kk * (<usize>R << 2);
+            const c = C + <usize>m * ldc + (<usize>j0 << 2);
+            micro(ap, scratch + PANEL, kk, c, ldc, min(4, M - m), cols, acc, tile);
+          }
+        }
+      }
+    }
+  }
+}
