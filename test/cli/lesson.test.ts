@@ -19,7 +19,7 @@ const freshLab = Object.fromEntries(rows.filter((r) => r.lab).map((r) => [r.name
 describe('npm run lesson: the lab lesson as train-CLI flags', () => {
   it.each(LESSON_RUNS.map((s) => [s.role, s] as const))('%s: the flags read back as the lab lesson\'s settings', (_, spec) => {
     for (const seed of [1, 7]) {
-      const values = lessonValues(spec, LESSON_SIZE, { ...freshLab, seed });
+      const values: Record<string, unknown> = lessonValues(spec, LESSON_SIZE, { ...freshLab, seed });
       const back = readRunFlags(parseFlags([...trainArgs(values), '--out', 'x'], TRAIN_FLAGS));
       for (const r of rows) {
         const want = values[r.name];
