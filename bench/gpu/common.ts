@@ -65,7 +65,7 @@ export interface GpuBenchOptions {
 
 export interface GpuEnv {
   /** Creates our WebGPU backend. */
-  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2'; fuse?: boolean }>;
+  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2' | 'gemv-lane'; fuse?: boolean }>;
   /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
   ort: typeof OrtNs | null;
   /** The bundled model's folder. */
@@ -412,15 +412,18 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
         }
         // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
         if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
-          // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2', with and (where the device has them) without subgroups.
+          // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2' (fused: v6), with and (where the device has them)
+          // without subgroups, and v7 'gemv-lane' (one output row per lane, for CPU adapters).
           const sub = b.ctx.hasSubgroups;
+          const before = b.gemvVersion;
           const gemvs: DecodeVariant[] = [
             { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
             { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
             ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
+            { label: 'gemv=v7 lane', set: () => ((b.gemvVersion = 'gemv-lane'), (b.ctx.hasSubgroups = sub)) },
           ];
           const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
-          b.gemvVersion = 'gemv2';
+          b.gemvVersion = before;
           b.ctx.hasSubgroups = sub;
           for (const h of gv) {
             counts(h);
