@@ -103,9 +103,10 @@ describe.skipIf(!run)('WebGPU matmul and embedding', () => {
 
   // v7 with more rows than one workgroup's 128 and a last, partial workgroup; a 151936-row q8 table (the 0.6B
   // shape's tied LM head is larger still) is out of reach of a quick test, so sharding stands in for its shards.
-  it('gemv-lane over several workgroups, M = 1 and 9, f32 / q8 / q4 (1e-4 abs + 1e-4 rel)', async () => {
+  // M = 40: five blocks of 8 rows of x in the grid's z (the tile 'auto' takes for every M on a CPU adapter)
+  it('gemv-lane over several workgroups, M = 1, 9 and 40, f32 / q8 / q4 (1e-4 abs + 1e-4 rel)', async () => {
     for (const dtype of ['f32', 'q8', 'q4'])
-      for (const [m, k, n] of [[1, 576, 300], [9, 64, 257]] as const) {
+      for (const [m, k, n] of [[1, 576, 300], [9, 64, 257], [40, 96, 130]] as const) {
         const x = randn(m * k, m + k);
         const w = randn(n * k, n + k, 0.5);
         const want = await cpu.read(cpu.matmul(cpu.tensor(x, [m, k]), weights(cpu, w, n, k, dtype)));

@@ -31,6 +31,8 @@ export type GemvLaneKind = 'plain' | 'concat2' | 'concat3' | 'swiglu' | 'residua
 export const GEMV_LANE_WG = 32;
 export const GEMV_LANE_RN = 4;
 export const GEMV_LANE_ROWS = GEMV_LANE_WG * GEMV_LANE_RN;
+/** Rows of x per workgroup when M > 1: each decoded weight word serves this many rows (the tile's other edge). */
+export const GEMV_LANE_M = 8;
 /** Elements of K one 16-byte word holds, by dtype. */
 const WORD: Record<string, number> = { f32: 4, q8: 16, q4: 32 };
 
@@ -104,7 +106,7 @@ export function gemvLaneSource(dtype: DType, r: number, kind: GemvLaneKind, rn =
     lanesRows
       .flatMap((j) =>
         rowsX.map((i) => {
-          const o = `(p.m0 + ${i}u) * p.n + p.n0 + n${j}`;
+          const o = `(m0 + ${i}u) * p.n + p.n0 + n${j}`;
           let v: string;
           if (kind === 'swiglu') v = `let gv = a0_${j}_${i}${rowScale(use[0], j)}; let uv = a1_${j}_${i}${rowScale(use[1], j)}; y[o] = gv / (1.0 + exp(-gv)) * uv;`;
           else if (kind === 'residual') v = `y[o] = rr[o] + a0_${j}_${i}${rowScale(use[0], j)};`;
@@ -137,8 +139,9 @@ const R = ${r}u;
 @compute @workgroup_size(${wg})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw: vec3u, @builtin(local_invocation_index) l: u32) {
   let groups = p.k / ${perWord}u;
-  let mc = min(R, p.m - p.m0);
-  ${rowsX.map((i) => `let xr${i} = (p.m0 + min(${i}u, mc - 1u)) * (p.k / 4u);`).join('\n  ')}
+  let m0 = p.m0 + wid.z * R; // this workgroup's block of R rows of x (z of the grid)
+  let mc = min(R, p.m - m0);
+  ${rowsX.map((i) => `let xr${i} = (m0 + min(${i}u, mc - 1u)) * (p.k / 4u);`).join('\n  ')}
   let base = (wid.y * nw.x + wid.x) * ${wg * rn}u; // the workgroup's first row: the same in every lane
   // lane l owns rows base + l + ${wg} j; rows past the end compute a duplicate of the last, never stored
   ${lanesRows.map((j) => `let n${j} = base + l + ${wg * j}u;`).join('\n  ')}
@@ -167,9 +170,8 @@ export function dispatchGemvLane(
 ): void {
   const groups = Math.ceil(o.ns / GEMV_LANE_ROWS);
   const gy = Math.ceil(groups / 65535);
-  for (let m0 = 0; m0 < o.m; ) {
-    const r = o.m - m0 === 1 ? 1 : 8; // as v5: one row of x (decode) or blocks of 8
-    ctx.dispatch(laneKernel(dtype, r, kind), bufs, [o.m, o.k, o.ns, o.n, o.col0, o.stride, m0, o.n1 ?? 0, o.n2 ?? 0], [Math.ceil(groups / gy), gy]);
-    m0 += r;
-  }
+  const r = o.m === 1 ? 1 : GEMV_LANE_M; // one row of x (decode) or blocks of 8, one block per z of the grid
+  const blocks = Math.ceil(o.m / r);
+  for (let z0 = 0; z0 < blocks; z0 += 65535)
+    ctx.dispatch(laneKernel(dtype, r, kind), bufs, [o.m, o.k, o.ns, o.n, o.col0, o.stride, z0 * r, o.n1 ?? 0, o.n2 ?? 0], [Math.ceil(groups / gy), gy, Math.min(65535, blocks - z0)]);
 }
