@@ -66,6 +66,8 @@ export interface GpuBenchOptions {
   prefillPrompts?: number[];
   /** Layers of the 0.6B shape (default its 28): fewer keep every matrix's shape and make a software adapter's run short. */
   layers?: number;
+  /** Layers of the 0.6B shape on a software adapter when `layers` is not given (default 28). */
+  softwareLayers?: number;
 }
 
 export interface GpuEnv {
@@ -388,9 +390,11 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       });
   }
   if (o.models.includes('0.6b')) {
-    const c06 = o.layers ? { ...QWEN3_06B_SHAPE, numLayers: o.layers } : QWEN3_06B_SHAPE;
+    const layers = o.layers ?? (software ? o.softwareLayers : undefined);
+    const c06 = layers ? { ...QWEN3_06B_SHAPE, numLayers: layers } : QWEN3_06B_SHAPE;
+    if (layers) env.log(`qwen3-0.6b-shape: ${layers} of its ${QWEN3_06B_SHAPE.numLayers} layers (every matrix of its shape; BENCH_GPU_LAYERS sets the count)`);
     runs.push({
-      name: o.layers ? `qwen3-0.6b-shape-${o.layers}-layers` : 'qwen3-0.6b-shape',
+      name: layers ? `qwen3-0.6b-shape-${layers}-layers` : 'qwen3-0.6b-shape',
       format: 'q4',
       host: async () => ({ c: c06, host: fastRandomWeights(c06, 'q4') }),
       prompt: o.prompt ?? (software ? 4 : 128),

@@ -10,8 +10,9 @@
 // Options (environment): BENCH_GPU_MODELS=bundled,0.6b  BENCH_GPU_WHERE=node,chromium
 //   BENCH_GPU_PROMPT / BENCH_GPU_DECODE (token counts; default: small on software adapters, 128 / 64 on
 //   a real GPU)  BENCH_GPU_HOST_STEPS (steady decode steps counted per buffer-reuse order)  BENCH_GPU_BANDWIDTH_GBS (the GPU's memory bandwidth, when known)
-//   BENCH_GPU_PREFILL=4,32,128 (prompt lengths whose prefill both engines run side by side: bench/gpu/prefill.ts)
-//   BENCH_GPU_LAYERS (layers of the 0.6B shape, default 28: fewer keep every matrix's shape, for software adapters)
+//   BENCH_GPU_PREFILL (prompt lengths whose prefill both engines run side by side, bench/gpu/prefill.ts; default
+//   4,32,128 in Chromium, none in Node)  BENCH_GPU_LAYERS (layers of the 0.6B shape; default 28, and 2 on a software
+//   adapter in Chromium: fewer keep every matrix's shape)
 //   BENCH_CHROMIUM (default /usr/bin/chromium)  BENCH_GPU_CHROMIUM_ARGS (extra flags, e.g. --use-angle=vulkan)
 import { existsSync, realpathSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
@@ -34,10 +35,12 @@ function options(where: 'node' | 'chromium'): GpuBenchOptions {
     decode: num(process.env.BENCH_GPU_DECODE),
     bandwidthGBs: num(process.env.BENCH_GPU_BANDWIDTH_GBS),
     hostSteps: num(process.env.BENCH_GPU_HOST_STEPS),
-    prefillPrompts: process.env.BENCH_GPU_PREFILL?.split(',').filter(Boolean).map(Number),
+    // prefill side by side with ORT, which runs in the page only
+    prefillPrompts: (process.env.BENCH_GPU_PREFILL ?? (where === 'chromium' ? '4,32,128' : '')).split(',').filter(Boolean).map(Number),
     layers: num(process.env.BENCH_GPU_LAYERS),
-    // SwiftShader runs the 0.6B shape at minutes per token: only when asked for by name.
-    softwareSkip: where === 'chromium' && !process.env.BENCH_GPU_MODELS ? ['0.6b'] : [],
+    // SwiftShader runs all 28 layers of the 0.6B shape at minutes per token: 2 of them unless asked otherwise
+    // (every matrix keeps its shape; the prefill bar against ORT is measured there).
+    softwareLayers: where === 'chromium' ? 2 : undefined,
   };
 }
 
