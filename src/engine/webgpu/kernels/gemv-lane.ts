@@ -14,6 +14,12 @@
 // as 8 * sum(x of the group) (sum_k x_k (q_k - 8) = sum_k x_k q_k - 8 sum_k x_k), so a weight costs a shift, a mask,
 // a convert and a multiply-add. q8: the row scale once after the sum. f32: vec4f words.
 //
+// Measured (npm run bench -- gpu, 0.6B shape q4, steady decode steps side by side on the loaded 2-core machine): v7
+// against v5 with subgroups 1.66-1.82x on lavapipe, 1.23-1.88x on SwiftShader; as the tile for every M on lavapipe
+// (0.6B gate projection, CPU time) 2.7x the 64x64 tiled kernel at M = 128 and 25x at M = 4. Tried and dropped, no faster
+// there: lanes splitting one word's bits (the word a broadcast load, x a gather), weights decoded by masks with x
+// pre-scaled by powers of two, vec4 multiply-add accumulators instead of dot products.
+//
 // The same kernel writes the fused epilogues of v6 (concat of 2 or 3 weights, silu(gate) * up, + residual). In a
 // concatenation a workgroup runs the weight (or, where its rows straddle a boundary, the two weights) its rows come
 // from: branches every lane takes alike, lanes whose row belongs to the other weight compute a clamped duplicate.

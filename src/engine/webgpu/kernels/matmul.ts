@@ -357,7 +357,8 @@ export function matmulKernelFor(w: GpuTensor, m: number, version: MatmulVersion,
   const k = w.shape[1];
   // v7 tiles any M (blocks of 8 rows of x from its grid): on a CPU adapter it is the kernel for every M
   const v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : gemv === 'gemv-lane' || m <= AUTO_GEMV_MAX_M ? gemv : 'tiled') : version;
-  if (v === 'gemv-lane') return gemvLaneFits(w.dtype, k) ? v : 'gemv';
+  // (K not a multiple of v7's word: under 'auto', tiled past the GEMV's M, as on a GPU)
+  if (v === 'gemv-lane') return gemvLaneFits(w.dtype, k) ? v : version === 'auto' && m > AUTO_GEMV_MAX_M ? 'tiled' : 'gemv';
   return v === 'gemv2' && !gemv2Fits(w.dtype, k) ? 'gemv' : v;
 }
 
