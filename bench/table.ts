@@ -216,7 +216,7 @@ function gpuTable(): string | null {
     // the runner's gpu-copy limit where its probe ran, else the copy bandwidth the suite measured itself
     const bf = at('bandwidth_fraction');
     const lim = tok?.fraction_of_limit !== undefined ? ofLimit(tok) : bf ? `${(100 * bf.value).toPrecision(2)} % of copy ${fmt(copy(where)?.value)} GB/s` : '–';
-    steps.push(`| ${where} | ${at('dispatches_per_token')?.model ?? ''} | ${label} | ${fmt(at('dispatches_per_token')?.value)} | ${fmt(at('bind_groups_per_step')?.value)} | ${fmt(at('submits_per_step')?.value)} | ${tok ? `${fmt(tok.value)} tok/s` : '–'} | ${lim} |`);
+    steps.push(`| ${where} | ${at('dispatches_per_token')?.model ?? at('decode_tok_s')?.model ?? ''} | ${label} | ${fmt(at('dispatches_per_token')?.value)} | ${fmt(at('bind_groups_per_step')?.value)} | ${fmt(at('submits_per_step')?.value)} | ${tok ? `${fmt(tok.value)} tok/s` : '–'} | ${lim} |`);
   }
   const stepTable = steady.length ? `\n\n${steps.join('\n')}` : '';
   // our decode against the CPU fast path's on the same weights, side by side in one run (bench/gpu/common.ts compareModels)
