@@ -68,6 +68,8 @@ export interface GpuBenchOptions {
   layers?: number;
   /** Layers of the 0.6B shape on a software adapter when `layers` is not given (default 28). */
   softwareLayers?: number;
+  /** Run the side-by-side decode comparisons (buffer reuse, fused ops, GEMV versions); default true. */
+  compare?: boolean;
 }
 
 export interface GpuEnv {
@@ -437,46 +439,49 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
           rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape: shown(h), model });
           return `${h.tokS.toPrecision(3)} tok/s (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s) over ${h.steps} steps`;
         };
-        const hw = await hostWork(m, b.ctx, r.hostSteps);
-        for (const h of hw) {
-          counts(h);
-          env.log(`${model} host work, ${h.label}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${speed(h)}`);
-        }
-        const [lifo, slot] = hw;
-        env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
-        if (b.fuse !== undefined) {
-          // The fused forward ops (src/engine/webgpu/kernels/fused.ts) off (the unfused composition) and on, side by side.
-          const fv = await compareDecode(m, b.ctx, [
-            { label: 'fused=off', set: () => (b.fuse = false) },
-            { label: 'fused=on', set: () => (b.fuse = true) },
-          ], r.hostSteps);
-          b.fuse = true;
-          for (const h of fv) {
+        // the side-by-side comparisons of host work, fused ops and GEMV versions (BENCH_GPU_COMPARE=0 leaves them out)
+        if (o.compare !== false) {
+          const hw = await hostWork(m, b.ctx, r.hostSteps);
+          for (const h of hw) {
             counts(h);
-            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup per step`);
+            env.log(`${model} host work, ${h.label}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${speed(h)}`);
           }
-          env.log(`${model}: fused ops: ${fv[0].dispatchesPerStep.toFixed(0)} -> ${fv[1].dispatchesPerStep.toFixed(0)} dispatches per step, decode ${(fv[1].tokS / fv[0].tokS).toFixed(2)}x`);
-        }
-        // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
-        if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
-          // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2' (fused: v6), with and (where the device has them)
-          // without subgroups, and v7 'gemv-lane' (one output row per lane, for CPU adapters).
-          const sub = b.ctx.hasSubgroups;
-          const before = b.gemvVersion;
-          const gemvs: DecodeVariant[] = [
-            { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
-            { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
-            ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
-            { label: 'gemv=v7 lane', set: () => ((b.gemvVersion = 'gemv-lane'), (b.ctx.hasSubgroups = sub)) },
-          ];
-          const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
-          b.gemvVersion = before;
-          b.ctx.hasSubgroups = sub;
-          for (const h of gv) {
-            counts(h);
-            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches per step`);
+          const [lifo, slot] = hw;
+          env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
+          if (b.fuse !== undefined) {
+            // The fused forward ops (src/engine/webgpu/kernels/fused.ts) off (the unfused composition) and on, side by side.
+            const fv = await compareDecode(m, b.ctx, [
+              { label: 'fused=off', set: () => (b.fuse = false) },
+              { label: 'fused=on', set: () => (b.fuse = true) },
+            ], r.hostSteps);
+            b.fuse = true;
+            for (const h of fv) {
+              counts(h);
+              env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup per step`);
+            }
+            env.log(`${model}: fused ops: ${fv[0].dispatchesPerStep.toFixed(0)} -> ${fv[1].dispatchesPerStep.toFixed(0)} dispatches per step, decode ${(fv[1].tokS / fv[0].tokS).toFixed(2)}x`);
           }
-          env.log(`${model}: decode ${gv.slice(1).map((h) => `${h.label} ${(h.tokS / gv[0].tokS).toFixed(2)}x`).join(', ')} of gemv=v3`);
+          // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
+          if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
+            // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2' (fused: v6), with and (where the device has them)
+            // without subgroups, and v7 'gemv-lane' (one output row per lane, for CPU adapters).
+            const sub = b.ctx.hasSubgroups;
+            const before = b.gemvVersion;
+            const gemvs: DecodeVariant[] = [
+              { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
+              { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
+              ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
+              { label: 'gemv=v7 lane', set: () => ((b.gemvVersion = 'gemv-lane'), (b.ctx.hasSubgroups = sub)) },
+            ];
+            const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
+            b.gemvVersion = before;
+            b.ctx.hasSubgroups = sub;
+            for (const h of gv) {
+              counts(h);
+              env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches per step`);
+            }
+            env.log(`${model}: decode ${gv.slice(1).map((h) => `${h.label} ${(h.tokS / gv[0].tokS).toFixed(2)}x`).join(', ')} of gemv=v3`);
+          }
         }
         if (env.makeCpu && c.hiddenSize > 512) {
           // The CPU fast path on the same weights, decoding side by side with ours (the same machine, the same load).

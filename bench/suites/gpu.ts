@@ -12,7 +12,8 @@
 //   a real GPU)  BENCH_GPU_HOST_STEPS (steady decode steps counted per buffer-reuse order)  BENCH_GPU_BANDWIDTH_GBS (the GPU's memory bandwidth, when known)
 //   BENCH_GPU_PREFILL (prompt lengths whose prefill both engines run side by side, bench/gpu/prefill.ts; default
 //   4,32,128 in Chromium, none in Node)  BENCH_GPU_LAYERS (layers of the 0.6B shape; default 28, and 2 on a software
-//   adapter in Chromium: fewer keep every matrix's shape)
+//   adapter in Chromium: fewer keep every matrix's shape)  BENCH_GPU_COMPARE=0 (leave out the side-by-side decode
+//   comparisons of buffer reuse, fused ops and GEMV versions)
 //   BENCH_CHROMIUM (default /usr/bin/chromium)  BENCH_GPU_CHROMIUM_ARGS (extra flags, e.g. --use-angle=vulkan)
 import { existsSync, realpathSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
@@ -38,6 +39,7 @@ function options(where: 'node' | 'chromium'): GpuBenchOptions {
     // prefill side by side with ORT, which runs in the page only
     prefillPrompts: (process.env.BENCH_GPU_PREFILL ?? (where === 'chromium' ? '4,32,128' : '')).split(',').filter(Boolean).map(Number),
     layers: num(process.env.BENCH_GPU_LAYERS),
+    compare: process.env.BENCH_GPU_COMPARE !== '0',
     // SwiftShader runs all 28 layers of the 0.6B shape at minutes per token: 2 of them unless asked otherwise
     // (every matrix keeps its shape; the prefill bar against ORT is measured there).
     softwareLayers: where === 'chromium' ? 2 : undefined,
