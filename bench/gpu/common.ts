@@ -392,7 +392,8 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
       });
   }
   if (o.models.includes('0.6b')) {
-    const layers = o.layers ?? (software ? o.softwareLayers : undefined);
+    const asked = o.layers ?? (software ? o.softwareLayers : undefined);
+    const layers = asked === QWEN3_06B_SHAPE.numLayers ? undefined : asked;
     const c06 = layers ? { ...QWEN3_06B_SHAPE, numLayers: layers } : QWEN3_06B_SHAPE;
     if (layers) env.log(`qwen3-0.6b-shape: ${layers} of its ${QWEN3_06B_SHAPE.numLayers} layers (every matrix of its shape; BENCH_GPU_LAYERS sets the count)`);
     runs.push({
