@@ -18,7 +18,10 @@
 // against v5 with subgroups 1.66-1.82x on lavapipe, 1.23-1.88x on SwiftShader; as the tile for every M on lavapipe
 // (0.6B gate projection, CPU time) 2.7x the 64x64 tiled kernel at M = 128 and 25x at M = 4. Tried and dropped, no faster
 // there: lanes splitting one word's bits (the word a broadcast load, x a gather), weights decoded by masks with x
-// pre-scaled by powers of two, vec4 multiply-add accumulators instead of dot products.
+// pre-scaled by powers of two, vec4 multiply-add accumulators instead of dot products, one 32-bit component of the
+// rows' words at a time (fewer live values: SwiGLU 0.9x the time, the q8 LM head 1.2x). With the weight row made the
+// same in every lane (wrong results, no gathers and 1/32 of the memory traffic) q4 took 0.8x the time, q8 0.85x: the
+// kernel is bound by its instructions more than by gathers or memory here.
 //
 // The same kernel writes the fused epilogues of v6 (concat of 2 or 3 weights, silu(gate) * up, + residual). In a
 // concatenation a workgroup runs the weight (or, where its rows straddle a boundary, the two weights) its rows come
