@@ -269,10 +269,26 @@ function gpuTable(): string | null {
     // the runner's gpu-copy limit where its probe ran, else the copy bandwidth the suite measured itself
     const bf = at('bandwidth_fraction');
     const lim = tok?.fraction_of_limit !== undefined ? ofLimit(tok) : bf ? `${(100 * bf.value).toPrecision(2)} % of copy ${fmt(copy(where)?.value)} GB/s` : '–';
-    steps.push(`| ${where} | ${at('dispatches_per_token')?.model ?? ''} | ${label} | ${fmt(at('dispatches_per_token')?.value)} | ${fmt(at('bind_groups_per_step')?.value)} | ${fmt(at('submits_per_step')?.value)} | ${tok ? `${fmt(tok.value)} tok/s` : '–'} | ${lim} |`);
+    steps.push(`| ${where} | ${at('dispatches_per_token')?.model ?? at('decode_tok_s')?.model ?? ''} | ${label} | ${fmt(at('dispatches_per_token')?.value)} | ${fmt(at('bind_groups_per_step')?.value)} | ${fmt(at('submits_per_step')?.value)} | ${tok ? `${fmt(tok.value)} tok/s` : '–'} | ${lim} |`);
   }
   const stepTable = steady.length ? `\n\n${steps.join('\n')}` : '';
-  return `${rows.join('\n')}${stepTable}\n\n${provenance('gpu', rs)}`;
+  // our decode against the CPU fast path's on the same weights, side by side in one run (bench/gpu/common.ts compareModels)
+  const vsCpu = rs
+    .filter((r) => r.metric === 'decode_vs_cpu_fast')
+    .map((r) => `Decode of ${r.model} in ${/\((\w+)\)$/.exec(r.case)?.[1] ?? ''}, WebGPU against cpu-fast on the same weights (steady steps side by side): **${r.value.toFixed(2)}×**.`);
+  const vsTable = vsCpu.length ? `\n\n${vsCpu.join('\n')}` : '';
+  // prefill at several prompt lengths, both engines side by side (bench/gpu/prefill.ts)
+  const side = rs.filter((r) => r.metric === 'prefill_tok_s' && r.shape?.includes('side by side'));
+  const pre = ['| where | model | prompt | our prefill | ORT prefill | ours / ORT |', '|---|---|---|---|---|---|'];
+  for (const key of uniq(side.map((r) => `${r.case}\u0000${r.shape}`))) {
+    const [c, sh] = key.split('\u0000');
+    const at = (b: string, metric = 'prefill_tok_s') => rs.find((r) => r.case === c && r.shape === sh && r.backend === b && r.metric === metric);
+    const ratio = at('webgpu', 'prefill_vs_ort');
+    const tok = (r?: BenchRecord) => (r ? `${fmt(r.value)} tok/s` : '–');
+    pre.push(`| ${/\((\w+)\)$/.exec(c)?.[1] ?? ''} | ${at('webgpu')?.model ?? at('ort-webgpu')?.model ?? ''} | ${/prompt=(\d+)/.exec(sh)?.[1] ?? ''} | ${tok(at('webgpu'))} | ${tok(at('ort-webgpu'))} | ${ratio ? `**${ratio.value.toFixed(2)}×**` : '–'} |`);
+  }
+  const preTable = side.length ? `\n\n${pre.join('\n')}` : '';
+  return `${rows.join('\n')}${stepTable}${vsTable}${preTable}\n\n${provenance('gpu', rs)}`;
 }
 
 function decodingTable(): string | null {

@@ -9,7 +9,7 @@
 // GatherBlockQuantized for q4/q8, Gemm for f32).
 //
 // prefill: one forward over P prompt tokens (logits of the last token), tok/s = P / time.
-// decode:  N single-token steps after it (forward, greedy pick, read back), tok/s = N / time.
+// decode:  N single-token steps after it and after one untimed step (forward, greedy pick, read back), tok/s = N / time.
 // Bandwidth: a decode step reads every weight once (the embedding table only as the LM head when tied,
 // one row otherwise), so weight GB/s = weight bytes per token × decode tok/s; the bound is the adapter's
 // memory bandwidth when given (BENCH_GPU_BANDWIDTH_GBS) or else a measured buffer-copy bandwidth
@@ -29,11 +29,12 @@ import { defaultEmbedFormat } from '../../src/engine/quant';
 
 import { QWEN3_06B_SHAPE } from '../../src/model/config';
 import type { BenchRecord, Bound } from '../lib';
+import { comparePrefill, ortPrefiller, promptIds } from './prefill';
 export { QWEN3_06B_SHAPE };
 
-/** A bench record (bench/lib.ts) without machine/date/suite/commit, which the runner fills in; GPU engines only. */
+/** A bench record (bench/lib.ts) without machine/date/suite/commit, which the runner fills in; GPU engines (and cpu-fast, decoding side by side with ours). */
 export type GpuRecord = Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'backend'> & {
-  backend: 'webgpu' | 'ort-webgpu';
+  backend: 'webgpu' | 'ort-webgpu' | 'cpu-fast';
   /** The limit that bounds the figure (bench/lib.ts); the Node runner turns it into fraction_of_limit. */
   bound?: Bound;
 };
@@ -61,15 +62,28 @@ export interface GpuBenchOptions {
   softwareSkip?: string[];
   /** Steady decode steps counted (and timed) per buffer-reuse order; default by adapter. */
   hostSteps?: number;
+  /** Prompt lengths whose prefill both engines run side by side (./prefill.ts); none by default. */
+  prefillPrompts?: number[];
+  /** Layers of the 0.6B shape (default its 28): fewer keep every matrix's shape and make a software adapter's run short. */
+  layers?: number;
+  /** Layers of the 0.6B shape on a software adapter when `layers` is not given (default 28). */
+  softwareLayers?: number;
+  /** Run the side-by-side decode comparisons (buffer reuse, fused ops, GEMV versions); default true. */
+  compare?: boolean;
 }
 
 export interface GpuEnv {
   /** Creates our WebGPU backend. */
-  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2'; fuse?: boolean }>;
+  makeBackend(): Promise<Backend & { ctx: GpuCtxView; gemvVersion?: 'gemv' | 'gemv2' | 'gemv-lane'; fuse?: boolean }>;
   /** onnxruntime-web with the webgpu EP, or null where it cannot run. */
   ort: typeof OrtNs | null;
   /** The bundled model's folder. */
   bundled: ModelSource | null;
+  /**
+   * The CPU fast path on the same machine (Node only), decoded side by side with our WebGPU engine at the widths
+   * where a GEMV decodes (the 0.6B shape): the issue's bar is the ratio of the two, measured in one run.
+   */
+  makeCpu?: () => Promise<Backend>;
   log(m: string): void;
 }
 
@@ -165,14 +179,11 @@ export async function copyBandwidth(device: GPUDevice, bytes = 64 << 20, reps = 
   return best;
 }
 
-function promptIds(n: number, vocab: number): Int32Array {
-  return Int32Array.from({ length: n }, (_, i) => (i * 7919 + 13) % vocab);
-}
 
 async function timeOurs(model: Qwen3Model, prompt: number, decode: number): Promise<{ prefill: number; decode: number }> {
   const b = model.backend;
   const ids = promptIds(prompt, model.config.vocabSize);
-  const cache = new KvCache(model, 1, prompt + decode + 1);
+  const cache = new KvCache(model, 1, prompt + decode + 2);
   const pre = async () => {
     const r = forward(model, cache, { ids, slot: new Int32Array(ids.length), pos: Int32Array.from(ids, (_, i) => i) }, { logitRows: Int32Array.from([ids.length - 1]) });
     const s = b.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: 0 }]);
@@ -184,8 +195,9 @@ async function timeOurs(model: Qwen3Model, prompt: number, decode: number): Prom
   let t0 = performance.now();
   let token = await pre();
   const prefill = prompt / ((performance.now() - t0) / 1000);
-  t0 = performance.now();
-  for (let i = 0; i < decode; i++) {
+  // one untimed step first: a single-token step runs kernels (one row of x) that the prefill did not compile
+  for (let i = 0; i <= decode; i++) {
+    if (i === 1) t0 = performance.now();
     const r = forward(model, cache, { ids: Int32Array.from([token]), slot: new Int32Array(1), pos: Int32Array.from([prompt + i]) });
     const s = b.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: i + 1 }]);
     token = (await b.read(s.tokens))[0];
@@ -261,6 +273,39 @@ export async function compareDecode(model: Qwen3Model, ctx: GpuCtxView, variants
     const t = total.get(v)!;
     return { label: v.label, steps: t.n, dispatchesPerStep: t.d / t.n, bindGroupsPerStep: t.b / t.n, submitsPerStep: t.s / t.n, tokS: t.n / t.sec };
   });
+}
+
+/**
+ * Steady decode steps of several models (one per backend) side by side: per model its own cache and prompt; then the
+ * models alternate (in reverse every other round) over `rounds` rounds of `warm` + `steps` steps, the counted steps'
+ * times adding up, so the load of a shared machine falls on all of them.
+ */
+export async function compareModels(entries: { label: string; model: Qwen3Model }[], steps: number, o: { rounds?: number; warm?: number; prompt?: number } = {}): Promise<{ label: string; steps: number; tokS: number }[]> {
+  const { rounds = 2, warm = 1, prompt = 4 } = o;
+  const state = await Promise.all(
+    entries.map(async (e) => {
+      const cache = new KvCache(e.model, 1, prompt + rounds * (warm + steps) + 1);
+      const ids = promptIds(prompt, e.model.config.vocabSize);
+      const r = forward(e.model, cache, { ids, slot: new Int32Array(prompt), pos: Int32Array.from(ids, (_, i) => i) }, { logitRows: Int32Array.from([prompt - 1]) });
+      const s = e.model.backend.sample(r.logits, [{ temperature: 0, topP: 1, seed: 0, step: 0 }]);
+      const token = (await e.model.backend.read(s.tokens))[0];
+      for (const t of [r.logits, s.tokens, s.logprobs]) e.model.backend.free(t);
+      return { e, cache, token, pos: prompt, sec: 0, n: 0 };
+    }),
+  );
+  try {
+    for (let round = 0; round < rounds; round++)
+      for (const st of round % 2 ? [...state].reverse() : state) {
+        for (let i = 0; i < warm; i++) st.token = await decodeStep(st.e.model, st.cache, st.token, st.pos, st.pos++);
+        const t0 = performance.now();
+        for (let i = 0; i < steps; i++) st.token = await decodeStep(st.e.model, st.cache, st.token, st.pos, st.pos++);
+        st.sec += (performance.now() - t0) / 1000;
+        st.n += steps;
+      }
+  } finally {
+    for (const st of state) st.cache.free();
+  }
+  return state.map((st) => ({ label: st.e.label, steps: st.n, tokS: st.n / st.sec }));
 }
 
 /**
@@ -346,15 +391,20 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
         hostSteps: o.hostSteps ?? (software ? 8 : 32),
       });
   }
-  if (o.models.includes('0.6b'))
+  if (o.models.includes('0.6b')) {
+    const asked = o.layers ?? (software ? o.softwareLayers : undefined);
+    const layers = asked === QWEN3_06B_SHAPE.numLayers ? undefined : asked;
+    const c06 = layers ? { ...QWEN3_06B_SHAPE, numLayers: layers } : QWEN3_06B_SHAPE;
+    if (layers) env.log(`qwen3-0.6b-shape: ${layers} of its ${QWEN3_06B_SHAPE.numLayers} layers (every matrix of its shape; BENCH_GPU_LAYERS sets the count)`);
     runs.push({
-      name: 'qwen3-0.6b-shape',
+      name: layers ? `qwen3-0.6b-shape-${layers}-layers` : 'qwen3-0.6b-shape',
       format: 'q4',
-      host: async () => ({ c: QWEN3_06B_SHAPE, host: fastRandomWeights(QWEN3_06B_SHAPE, 'q4') }),
+      host: async () => ({ c: c06, host: fastRandomWeights(c06, 'q4') }),
       prompt: o.prompt ?? (software ? 4 : 128),
       decode: o.decode ?? (software ? 2 : 64),
       hostSteps: o.hostSteps ?? (software ? 2 : 16),
     });
+  }
 
   for (const r of runs) {
     const t0 = performance.now();
@@ -390,43 +440,66 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
           rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bandwidth_fraction', value: gbs / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape: shown(h), model });
           return `${h.tokS.toPrecision(3)} tok/s (${((100 * gbs) / bound).toPrecision(3)} % of ${bound.toFixed(1)} GB/s) over ${h.steps} steps`;
         };
-        const hw = await hostWork(m, b.ctx, r.hostSteps);
-        for (const h of hw) {
-          counts(h);
-          env.log(`${model} host work, ${h.label}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${speed(h)}`);
-        }
-        const [lifo, slot] = hw;
-        env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
-        if (b.fuse !== undefined) {
-          // The fused forward ops (src/engine/webgpu/kernels/fused.ts) off (the unfused composition) and on, side by side.
-          const fv = await compareDecode(m, b.ctx, [
-            { label: 'fused=off', set: () => (b.fuse = false) },
-            { label: 'fused=on', set: () => (b.fuse = true) },
-          ], r.hostSteps);
-          b.fuse = true;
-          for (const h of fv) {
+        // the side-by-side comparisons of host work, fused ops and GEMV versions (BENCH_GPU_COMPARE=0 leaves them out)
+        if (o.compare !== false) {
+          const hw = await hostWork(m, b.ctx, r.hostSteps);
+          for (const h of hw) {
             counts(h);
-            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup per step`);
+            env.log(`${model} host work, ${h.label}: ${h.dispatchesPerStep.toFixed(1)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup, ${h.submitsPerStep.toFixed(1)} submits per step; ${speed(h)}`);
           }
-          env.log(`${model}: fused ops: ${fv[0].dispatchesPerStep.toFixed(0)} -> ${fv[1].dispatchesPerStep.toFixed(0)} dispatches per step, decode ${(fv[1].tokS / fv[0].tokS).toFixed(2)}x`);
+          const [lifo, slot] = hw;
+          env.log(`${model}: slot reuse against lifo: bind groups per step ${slot.bindGroupsPerStep.toFixed(1)} against ${lifo.bindGroupsPerStep.toFixed(1)}, decode ${(slot.tokS / lifo.tokS).toFixed(2)}x`);
+          if (b.fuse !== undefined) {
+            // The fused forward ops (src/engine/webgpu/kernels/fused.ts) off (the unfused composition) and on, side by side.
+            const fv = await compareDecode(m, b.ctx, [
+              { label: 'fused=off', set: () => (b.fuse = false) },
+              { label: 'fused=on', set: () => (b.fuse = true) },
+            ], r.hostSteps);
+            b.fuse = true;
+            for (const h of fv) {
+              counts(h);
+              env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches, ${h.bindGroupsPerStep.toFixed(1)} createBindGroup per step`);
+            }
+            env.log(`${model}: fused ops: ${fv[0].dispatchesPerStep.toFixed(0)} -> ${fv[1].dispatchesPerStep.toFixed(0)} dispatches per step, decode ${(fv[1].tokS / fv[0].tokS).toFixed(2)}x`);
+          }
+          // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
+          if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
+            // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2' (fused: v6), with and (where the device has them)
+            // without subgroups, and v7 'gemv-lane' (one output row per lane, for CPU adapters).
+            const sub = b.ctx.hasSubgroups;
+            const before = b.gemvVersion;
+            const gemvs: DecodeVariant[] = [
+              { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
+              { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
+              ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
+              { label: 'gemv=v7 lane', set: () => ((b.gemvVersion = 'gemv-lane'), (b.ctx.hasSubgroups = sub)) },
+            ];
+            const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
+            b.gemvVersion = before;
+            b.ctx.hasSubgroups = sub;
+            for (const h of gv) {
+              counts(h);
+              env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches per step`);
+            }
+            env.log(`${model}: decode ${gv.slice(1).map((h) => `${h.label} ${(h.tokS / gv[0].tokS).toFixed(2)}x`).join(', ')} of gemv=v3`);
+          }
         }
-        // (a model of hidden size <= 512 decodes with the 'block' kernel: no GEMV to compare)
-        if (b.gemvVersion !== undefined && c.hiddenSize > 512) {
-          // The decode GEMV: v3 'gemv' (the first) against v5 'gemv2', with and (where the device has them) without subgroups.
-          const sub = b.ctx.hasSubgroups;
-          const gemvs: DecodeVariant[] = [
-            { label: 'gemv=v3', set: () => ((b.gemvVersion = 'gemv'), (b.ctx.hasSubgroups = sub)) },
-            { label: `gemv=v5${sub ? ' subgroups' : ''}`, set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = sub)) },
-            ...(sub ? [{ label: 'gemv=v5 no-subgroups', set: () => ((b.gemvVersion = 'gemv2'), (b.ctx.hasSubgroups = false)) }] : []),
-          ];
-          const gv = await compareDecode(m, b.ctx, gemvs, r.hostSteps, { warm: 1 });
-          b.gemvVersion = 'gemv2';
-          b.ctx.hasSubgroups = sub;
-          for (const h of gv) {
-            counts(h);
-            env.log(`${model} ${h.label}: ${speed(h)}, ${h.dispatchesPerStep.toFixed(0)} dispatches per step`);
+        if (env.makeCpu && c.hiddenSize > 512) {
+          // The CPU fast path on the same weights, decoding side by side with ours (the same machine, the same load).
+          const cb = await env.makeCpu();
+          try {
+            const { model: cm } = await buildQwen3(cb, c, (spec) => host.get(spec.name)!, { format: r.format });
+            const [g, cf] = await compareModels([{ label: 'webgpu', model: m }, { label: 'cpu-fast', model: cm }], r.hostSteps);
+            cm.free();
+            const hs = (label: string, n: number) => `steady decode step, ${label} (webgpu and cpu-fast side by side), steps=${n}`;
+            rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'decode_tok_s', value: g.tokS, unit: 'tok/s', shape: hs('webgpu', g.steps), model, bound: { kind: 'gpu-copy', use: (perToken * g.tokS) / 1e9 } });
+            rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'bandwidth_fraction', value: (perToken * g.tokS) / 1e9 / bound, unit: o.bandwidthGBs ? 'of stated bandwidth' : 'of measured copy bandwidth', shape: hs('webgpu', g.steps), model });
+            rec({ case: `decode ${model}`, backend: 'cpu-fast', metric: 'decode_tok_s', value: cf.tokS, unit: 'tok/s', shape: hs('cpu-fast', cf.steps), model });
+            rec({ case: `decode ${model}`, backend: 'webgpu', metric: 'decode_vs_cpu_fast', value: g.tokS / cf.tokS, unit: 'x', shape: `steady decode steps side by side, steps=${g.steps}`, model });
+            env.log(`${model}: decode side by side: webgpu ${g.tokS.toPrecision(3)} tok/s, cpu-fast ${cf.tokS.toPrecision(3)} tok/s: ${(g.tokS / cf.tokS).toFixed(2)}x`);
+          } finally {
+            cb.dispose();
           }
-          env.log(`${model}: decode ${gv.slice(1).map((h) => `${h.label} ${(h.tokS / gv[0].tokS).toFixed(2)}x`).join(', ')} of gemv=v3`);
         }
         m.free();
       } catch (e) {
@@ -441,6 +514,30 @@ export async function runGpuBench(env: GpuEnv, o: GpuBenchOptions): Promise<GpuR
         put('ort-webgpu', await timeOrt(env.ort, bytes, c, r.prompt, r.decode));
       } catch (e) {
         env.log(`${model} ort-webgpu failed: ${(e as Error).message}`);
+      }
+    }
+    if (o.prefillPrompts?.length) {
+      // Prefill over several prompt lengths, both engines side by side (./prefill.ts)
+      const b = o.engines.includes('ours') ? await env.makeBackend() : null;
+      let ort: Awaited<ReturnType<typeof ortPrefiller>> | null = null;
+      try {
+        const ours = b ? (await buildQwen3(b, c, (spec) => host.get(spec.name)!, { format: r.format })).model : null;
+        if (o.engines.includes('ort') && env.ort) {
+          const bytes = exportQwen3Onnx(c, host, { weights: r.format === 'f32' ? 'f32' : 'q4', maxPositions: Math.max(...o.prefillPrompts) + 1, logits: 'last' });
+          ort = await ortPrefiller(env.ort, bytes, c);
+        }
+        for (const pr of await comparePrefill(ours, ort, o.prefillPrompts, (m) => env.log(`${model}: ${m}`))) {
+          const shape = `prompt=${pr.prompt} (both engines side by side)`;
+          if (pr.ours !== undefined) rec({ case: `prefill ${model}`, backend: 'webgpu', metric: 'prefill_tok_s', value: pr.ours, unit: 'tok/s', shape, model });
+          if (pr.ort !== undefined) rec({ case: `prefill ${model}`, backend: 'ort-webgpu', metric: 'prefill_tok_s', value: pr.ort, unit: 'tok/s', shape, model });
+          if (pr.ours !== undefined && pr.ort !== undefined) rec({ case: `prefill ${model}`, backend: 'webgpu', metric: 'prefill_vs_ort', value: pr.ours / pr.ort, unit: 'x', shape, model });
+        }
+        ours?.free();
+      } catch (e) {
+        env.log(`${model} prefill side by side failed: ${(e as Error).message}`);
+      } finally {
+        await ort?.release();
+        b?.dispose();
       }
     }
   }

@@ -10,6 +10,10 @@
 // Options (environment): BENCH_GPU_MODELS=bundled,0.6b  BENCH_GPU_WHERE=node,chromium
 //   BENCH_GPU_PROMPT / BENCH_GPU_DECODE (token counts; default: small on software adapters, 128 / 64 on
 //   a real GPU)  BENCH_GPU_HOST_STEPS (steady decode steps counted per buffer-reuse order)  BENCH_GPU_BANDWIDTH_GBS (the GPU's memory bandwidth, when known)
+//   BENCH_GPU_PREFILL (prompt lengths whose prefill both engines run side by side, bench/gpu/prefill.ts; default
+//   4,32,128 in Chromium, none in Node)  BENCH_GPU_LAYERS (layers of the 0.6B shape; default 28, and 2 on a software
+//   adapter in Chromium: fewer keep every matrix's shape)  BENCH_GPU_COMPARE=0 (leave out the side-by-side decode
+//   comparisons of buffer reuse, fused ops and GEMV versions)
 //   BENCH_CHROMIUM (default /usr/bin/chromium)  BENCH_GPU_CHROMIUM_ARGS (extra flags, e.g. --use-angle=vulkan)
 import { existsSync, realpathSync } from 'node:fs';
 import { createServer as netServer } from 'node:net';
@@ -32,8 +36,13 @@ function options(where: 'node' | 'chromium'): GpuBenchOptions {
     decode: num(process.env.BENCH_GPU_DECODE),
     bandwidthGBs: num(process.env.BENCH_GPU_BANDWIDTH_GBS),
     hostSteps: num(process.env.BENCH_GPU_HOST_STEPS),
-    // SwiftShader runs the 0.6B shape at minutes per token: only when asked for by name.
-    softwareSkip: where === 'chromium' && !process.env.BENCH_GPU_MODELS ? ['0.6b'] : [],
+    // prefill side by side with ORT, which runs in the page only
+    prefillPrompts: (process.env.BENCH_GPU_PREFILL ?? (where === 'chromium' ? '4,32,128' : '')).split(',').filter(Boolean).map(Number),
+    layers: num(process.env.BENCH_GPU_LAYERS),
+    compare: process.env.BENCH_GPU_COMPARE !== '0',
+    // SwiftShader runs all 28 layers of the 0.6B shape at minutes per token: 2 of them unless asked otherwise
+    // (every matrix keeps its shape; the issue's prefill bar against ORT is measured there).
+    softwareLayers: where === 'chromium' ? 2 : undefined,
   };
 }
 
@@ -56,6 +65,7 @@ async function inNode(ctx: BenchContext): Promise<void> {
       makeBackend: async () => (await createBackend('webgpu', { gpu: nodeGpu() })) as never,
       ort: null,
       bundled: existsSync(join(ROOT, 'models/default/config.json')) ? new DirSource(join(ROOT, 'models/default')) : null,
+      makeCpu: () => createBackend('cpu-fast'),
       log: (m) => ctx.log(`node: ${m}`),
     },
     options('node'),

@@ -54,21 +54,26 @@ describe.skipIf(!run)('WebGPU fused ops against the unfused composition on the C
 
   // (M, K, [N_i]): K = 576 (> 512, a multiple of every word) reaches the fused GEMV for M <= 16 (M = 1: one row per
   // dispatch; 9: a full and a partly filled 8-row block); N_i not multiples of a workgroup's 8 rows, so a
-  // workgroup's rows straddle two weights. M = 20 runs the unfused fallback (tiled, into column ranges).
+  // workgroup's rows straddle two weights. M = 20 runs the unfused fallback (tiled, into column ranges) under v5, and
+  // v7's tiles (fused, 8 rows of x per workgroup) under v7.
   const SHAPES: [number, number, number[]][] = [
     [1, 576, [20, 12, 12]],
     [9, 576, [8, 16]],
     [20, 576, [13, 7, 7]],
   ];
+  // v6 (the fused v5) with and without subgroups, and v7 'gemv-lane' (whose workgroups of 128 rows straddle the
+  // weights of these concatenations too)
   const backends = () => [
-    ['subgroups', gpu],
-    ['no subgroups', noSubgroups],
+    ['subgroups', gpu, 'gemv2'],
+    ['no subgroups', noSubgroups, 'gemv2'],
+    ['gemv-lane', gpu, 'gemv-lane'],
   ] as const;
 
   for (const dtype of ['f32', 'q8', 'q4'] as const)
-    it(`matmulConcat, matmulSwiglu, matmulAdd ${dtype}: fused GEMV and fallback vs CPU matmuls (+ swiglu / add) (1e-4 abs + 1e-4 rel)`, async () => {
-      for (const [label, b] of backends()) {
+    it(`matmulConcat, matmulSwiglu, matmulAdd ${dtype}: fused GEMV (v6, v7) and fallback vs CPU matmuls (+ swiglu / add) (1e-4 abs + 1e-4 rel)`, async () => {
+      for (const [label, b, gemv] of backends()) {
         if (label === 'subgroups' && !b.ctx.hasSubgroups) continue;
+        b.gemvVersion = gemv;
         for (const [m, k, ns] of SHAPES) {
           const x = randn(m * k, m * 100 + k);
           const ws = ns.map((n, i) => randn(n * k, 7 * n + k + i, 0.5));
@@ -80,7 +85,7 @@ describe.skipIf(!run)('WebGPU fused ops against the unfused composition on the C
           const gx = b.tensor(x, [m, k]);
           const parts = await Promise.all(cw.map((w) => cpu.read(cpu.matmul(cx, w)) as Promise<Float32Array>));
           const fused = b.fused!;
-          expect(gemvFusedFits(asGpu(gx, 't'), gw.map((w) => asGpu(w, 't')), { version: 'auto', gemv: 'gemv2' }), `${what}: fused GEMV taken`).toBe(m <= 16 && k > 512);
+          expect(gemvFusedFits(asGpu(gx, 't'), gw.map((w) => asGpu(w, 't')), { version: 'auto', gemv }), `${what}: fused GEMV taken`).toBe(k > 512 && (m <= 16 || gemv === 'gemv-lane'));
           expectClose(await b.read(fused.matmulConcat(gx, gw)), concatCols(parts, m), 1e-4, 1e-4, `matmulConcat ${what}`);
           // swiglu over the first two (same N): gate = W0 rows, up = W0 rows of another draw
           const n0 = ns[0];
@@ -95,18 +100,23 @@ describe.skipIf(!run)('WebGPU fused ops against the unfused composition on the C
           expectClose(await b.read(fused.matmulAdd(gx, gw[0], b.tensor(r, [m, n0]))), wantAdd, 1e-4, 1e-4, `matmulAdd ${what}`);
         }
       }
+      gpu.gemvVersion = noSubgroups.gemvVersion = gpu.ctx.cpuAdapter ? 'gemv-lane' : 'gemv2';
     }, 900_000);
 
-  it('the fused GEMV equals the unfused GEMV v5 on the same device (same lanes, same order)', async () => {
-    for (const dtype of ['f32', 'q4'] as const) {
-      const [m, k, n] = [1, 1024, 40];
-      const x = gpu.tensor(randn(m * k, 1), [m, k]);
-      const w = [weight(gpu, randn(n * k, 2, 0.5), n, k, dtype), weight(gpu, randn(n * k, 3, 0.5), n, k, dtype)];
-      const sep = await Promise.all(w.map((t) => gpu.read(gpu.matmul(x, t)) as Promise<Float32Array>));
-      expectClose(await gpu.read(gpu.fused!.matmulConcat(x, w)), concatCols(sep, m), 1e-6, 1e-6, `concat ${dtype}`);
-      const sw = await gpu.read(gpu.swiglu(gpu.matmul(x, w[0]), gpu.matmul(x, w[1])));
-      expectClose(await gpu.read(gpu.fused!.matmulSwiglu(x, w[0], w[1])), sw, 1e-6, 1e-6, `swiglu ${dtype}`);
-    }
+  it('the fused GEMV equals the unfused GEMV on the same device (v6 against v5, v7 against v7: same lanes, same order)', async () => {
+    const before = gpu.gemvVersion;
+    for (const gemv of ['gemv2', 'gemv-lane'] as const)
+      for (const dtype of ['f32', 'q4'] as const) {
+        gpu.gemvVersion = gemv;
+        const [m, k, n] = [1, 1024, 40];
+        const x = gpu.tensor(randn(m * k, 1), [m, k]);
+        const w = [weight(gpu, randn(n * k, 2, 0.5), n, k, dtype), weight(gpu, randn(n * k, 3, 0.5), n, k, dtype)];
+        const sep = await Promise.all(w.map((t) => gpu.read(gpu.matmul(x, t)) as Promise<Float32Array>));
+        expectClose(await gpu.read(gpu.fused!.matmulConcat(x, w)), concatCols(sep, m), 1e-6, 1e-6, `concat ${gemv} ${dtype}`);
+        const sw = await gpu.read(gpu.swiglu(gpu.matmul(x, w[0]), gpu.matmul(x, w[1])));
+        expectClose(await gpu.read(gpu.fused!.matmulSwiglu(x, w[0], w[1])), sw, 1e-6, 1e-6, `swiglu ${gemv} ${dtype}`);
+      }
+    gpu.gemvVersion = before;
   });
 
   it('qkNormRope: q/k-norm + RoPE of each head and the v split vs CPU rmsnorm, rope (1e-5 abs + 1e-4 rel)', async () => {

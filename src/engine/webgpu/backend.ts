@@ -22,7 +22,7 @@ import { WebGpuTrainOps } from './train-ops';
 export interface WebGpuBackendOptions extends GpuContextOptions {
   /** Matmul kernel version ('auto' = block for K <= 512, else a GEMV for M <= 16, tiled otherwise). */
   matmul?: MatmulVersion;
-  /** The GEMV 'auto' takes: 'gemv2' (v5, default) or the first one, 'gemv' (v3). */
+  /** The GEMV 'auto' takes: 'gemv2' (v5; default on a GPU), 'gemv-lane' (v7; default on a CPU adapter) or the first one, 'gemv' (v3). */
   gemv?: GemvVersion;
   /** Offer the fused forward ops (kernels/fused.ts; default true): false runs the model's unfused composition. */
   fuse?: boolean;
@@ -42,7 +42,7 @@ export class WebGpuBackend implements Backend {
     opts: WebGpuBackendOptions = {},
   ) {
     this.matmulVersion = opts.matmul ?? 'auto';
-    this.gemvVersion = opts.gemv ?? 'gemv2';
+    this.gemvVersion = opts.gemv ?? (ctx.cpuAdapter ? 'gemv-lane' : 'gemv2');
     this.fuse = opts.fuse ?? true;
     const choice = () => ({ version: this.matmulVersion, gemv: this.gemvVersion });
     this.fusedOps = {

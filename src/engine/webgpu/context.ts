@@ -88,6 +88,11 @@ export class GpuContext {
   /** Largest single buffer any op may allocate: the device's storage binding limit. */
   readonly maxBindingBytes: number;
   readonly adapterName: string;
+  /**
+   * The adapter runs shaders on CPU cores (lavapipe, SwiftShader, WARP): a subgroup is one SIMD register there,
+   * and kernels written for that (./kernels/gemv-lane.ts) are what 'auto' takes.
+   */
+  readonly cpuAdapter: boolean;
   private readonly pipelines = new Map<string, Compiled>();
   private readonly byKernel = new WeakMap<Kernel, Compiled>();
   // Bind groups keyed by kernel and buffers: decode repeats the same (pooled) buffers every step, and
@@ -129,6 +134,7 @@ export class GpuContext {
     this.align = Math.max(device.limits.minUniformBufferOffsetAlignment, device.limits.minStorageBufferOffsetAlignment);
     const info = adapter.info;
     this.adapterName = [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(' ') || 'unknown adapter';
+    this.cpuAdapter = /llvmpipe|lavapipe|swiftshader|software|warp|basic render/i.test(this.adapterName) || (info as { isFallbackAdapter?: boolean } | undefined)?.isFallbackAdapter === true;
     this.lostPromise = device.lost.then((i) => (this.lostInfo = i));
     device.addEventListener('uncapturederror', (ev) => {
       // Handled here: the error is kept and raised as a typed EngineError at the next sync. Without

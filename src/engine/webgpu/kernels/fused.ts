@@ -22,6 +22,7 @@ import { type GpuTensor, assertF32 } from '../tensor';
 import { ROPE_ANGLE, ropeFreqs } from '../wgsl';
 import { add, swiglu } from './elementwise';
 import { GEMV2_ROWS, GEMV2_WG, GEMV2_WORD, type GemvVersion, type MatmulVersion, gemvRows, matmul, matmulInto, matmulKernelFor } from './matmul';
+import { dispatchGemvLane } from './gemv-lane';
 import { weightStride } from './weights';
 
 export type FusedGemvKind = 'concat2' | 'concat3' | 'swiglu' | 'residual';
@@ -167,7 +168,10 @@ export function gemvFusedFits(x: GpuTensor, ws: readonly GpuTensor[], c: MatmulC
   const k = w0.shape[1];
   const m = x.size / k;
   return ws.every(
-    (w) => w.parts.length === 1 && w.dtype === w0.dtype && w.shape[1] === k && weightStride(w) === weightStride(w0) && c.version === 'auto' && matmulKernelFor(w, m, c.version, c.gemv) === 'gemv2',
+    (w) => {
+      const v = w.parts.length === 1 && c.version === 'auto' ? matmulKernelFor(w, m, c.version, c.gemv) : null;
+      return w.dtype === w0.dtype && w.shape[1] === k && weightStride(w) === weightStride(w0) && (v === 'gemv2' || v === 'gemv-lane');
+    },
   );
 }
 
@@ -178,11 +182,15 @@ function checkWeights(x: GpuTensor, ws: readonly GpuTensor[], what: string): voi
   assertShape(k > 0 && x.shape[x.shape.length - 1] === k, `${what}: x (${x.shape}) vs K = ${k}`);
 }
 
-function dispatchFused(ctx: GpuContext, kind: FusedGemvKind, x: GpuTensor, y: GpuTensor, ws: readonly GpuTensor[], extra: GPUBuffer[], ns: number, n1: number, n2: number): void {
+function dispatchFused(ctx: GpuContext, kind: FusedGemvKind, x: GpuTensor, y: GpuTensor, ws: readonly GpuTensor[], extra: GPUBuffer[], ns: number, n1: number, n2: number, c: MatmulChoice): void {
   const w0 = ws[0];
   const k = w0.shape[1];
   const m = x.size / k;
   const bufs = [x.buf, y.buf, ...ws.flatMap((w) => (w.parts[0].scales ? [w.parts[0].data, w.parts[0].scales] : [w.parts[0].data])), ...extra];
+  if (matmulKernelFor(w0, m, c.version, c.gemv) === 'gemv-lane') {
+    dispatchGemvLane(ctx, kind, w0.dtype, bufs, { m, k, ns, n: ns, col0: 0, stride: weightStride(w0), n1, n2 });
+    return;
+  }
   const groups = Math.ceil(ns / GEMV2_ROWS);
   const gy = Math.ceil(groups / 65535);
   for (let m0 = 0; m0 < m; ) {
@@ -201,7 +209,7 @@ export function matmulConcat(ctx: GpuContext, x: GpuTensor, ws: readonly GpuTens
   const y = ctx.empty([m, ns], 'f32');
   if (ws.length > 1 && gemvFusedFits(x, ws, c)) {
     const n1 = ws[0].shape[0];
-    dispatchFused(ctx, ws.length === 2 ? 'concat2' : 'concat3', x, y, ws, [], ns, n1, n1 + (ws.length === 3 ? ws[1].shape[0] : 0));
+    dispatchFused(ctx, ws.length === 2 ? 'concat2' : 'concat3', x, y, ws, [], ns, n1, n1 + (ws.length === 3 ? ws[1].shape[0] : 0), c);
   } else {
     let col = 0;
     for (const w of ws) {
@@ -220,7 +228,7 @@ export function matmulSwiglu(ctx: GpuContext, x: GpuTensor, wGate: GpuTensor, wU
   const f = wGate.shape[0];
   if (gemvFusedFits(x, [wGate, wUp], c)) {
     const y = ctx.empty([m, f], 'f32');
-    dispatchFused(ctx, 'swiglu', x, y, [wGate, wUp], [], f, 0, 0);
+    dispatchFused(ctx, 'swiglu', x, y, [wGate, wUp], [], f, 0, 0, c);
     return y;
   }
   const g = matmul(ctx, x, wGate, c.version, c.gemv);
@@ -240,7 +248,7 @@ export function matmulAdd(ctx: GpuContext, x: GpuTensor, w: GpuTensor, r: GpuTen
   assertShape(r.size === m * n && r.shape[r.shape.length - 1] === n, `matmulAdd: r (${r.shape}) vs (${m},${n})`);
   if (gemvFusedFits(x, [w], c)) {
     const y = ctx.empty(r.shape, 'f32');
-    dispatchFused(ctx, 'residual', x, y, [w], [r.buf], n, 0, 0);
+    dispatchFused(ctx, 'residual', x, y, [w], [r.buf], n, 0, 0, c);
     return y;
   }
   const o = matmul(ctx, x, w, c.version, c.gemv);

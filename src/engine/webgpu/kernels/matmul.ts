@@ -10,9 +10,15 @@
 //               per output row reduced with subgroupAdd (workgroup memory without subgroups). See gemv2 below.
 //   v6 'gemv-fused' v5 over several weights per dispatch with an epilogue (q|k|v side by side, silu(gate)*up,
 //               + residual): ./fused.ts, the Backend's optional fused ops; not a version `matmul` takes.
+//   v7 'gemv-lane' the decode GEMV for adapters that run shaders on CPU cores: one output row per lane, K walked
+//               in the same order by every lane (x broadcast, one gather per weight word), epilogues of v6 too:
+//               ./gemv-lane.ts.
 // 'auto' picks block for K <= 512, else a GEMV for M <= 16 (a 64-row tile would be mostly empty; measured
-// on lavapipe at K = N = 1024, M = 16: gemv ~3x tiled) and tiled otherwise; the GEMV is v5 (the backend's
-// `gemv` option: 'gemv' runs v3) where K fits its words. A sharded weight is one
+// on lavapipe at K = N = 1024, M = 16: gemv ~3x tiled) and tiled otherwise; the GEMV is the backend's `gemv`
+// option (v5 'gemv2' on a GPU, v7 'gemv-lane' on a CPU adapter; 'gemv' runs v3) where K fits its words. v7 is a
+// tile too (8 rows of x by 128 weight rows per workgroup, registers only): with it 'auto' takes v7 for every M
+// (lavapipe, 0.6B gate projection q4, CPU time side by side: M = 4 8 against tiled's 206 ms, M = 32 55 against
+// 259, M = 128 178 against 482). A sharded weight is one
 // dispatch per shard, each writing its own columns [row0, row0 + rows) of y.
 // Backward: dX = dY W through the (dequantized, possibly row-sharded) weight, and dW += dY^T X for
 // trainable f32 weights. Both are C (R,C) = A (R,I) . B (I,C) with different loaders: 64x64 output tiles
@@ -22,11 +28,12 @@ import type { DType } from '../../backend';
 import { assertShape } from '../../errors';
 import { type GpuContext, grid1d } from '../context';
 import { type GpuTensor, assertF32 } from '../tensor';
+import { dispatchGemvLane, gemvLaneFits } from './gemv-lane';
 import { weightBuffers, weightStride, weightWgsl } from './weights';
 
-export const MATMUL_VERSIONS = ['naive', 'tiled', 'gemv', 'block', 'gemv2'] as const;
+export const MATMUL_VERSIONS = ['naive', 'tiled', 'gemv', 'block', 'gemv2', 'gemv-lane'] as const;
 export type MatmulVersion = (typeof MATMUL_VERSIONS)[number] | 'auto';
-export type GemvVersion = 'gemv' | 'gemv2';
+export type GemvVersion = 'gemv' | 'gemv2' | 'gemv-lane';
 
 // Uniforms shared by every version: y (M, N) receives columns n0 .. n0+ns from a shard of ns rows.
 const HEAD = /* wgsl */ `
@@ -320,7 +327,7 @@ function gemv2Kernel(dtype: DType, rows: number, subgroups: boolean): { code: st
   if (!k) kernels.set(key, (k = { code: gemv2(dtype, rows, subgroups) }));
   return k;
 }
-function kernel(version: Exclude<MatmulVersion, 'auto' | 'gemv2'>, dtype: DType, rows = GEMV_M): { code: string } {
+function kernel(version: Exclude<MatmulVersion, 'auto' | 'gemv2' | 'gemv-lane'>, dtype: DType, rows = GEMV_M): { code: string } {
   const key = `${version}/${dtype}/${version === 'gemv' || version === 'block' ? rows : ''}`;
   let k = kernels.get(key);
   if (!k) {
@@ -348,7 +355,10 @@ function checkMatmul(x: GpuTensor, w: GpuTensor): void {
 /** The kernel version `version` resolves to for M rows of x and weight w ('auto': by K and M). */
 export function matmulKernelFor(w: GpuTensor, m: number, version: MatmulVersion, gemv: GemvVersion): Exclude<MatmulVersion, 'auto'> {
   const k = w.shape[1];
-  const v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : m <= AUTO_GEMV_MAX_M ? gemv : 'tiled') : version;
+  // v7 tiles any M (blocks of 8 rows of x from its grid): on a CPU adapter it is the kernel for every M
+  const v = version === 'auto' ? (k <= AUTO_BLOCK_MAX_K ? 'block' : gemv === 'gemv-lane' || m <= AUTO_GEMV_MAX_M ? gemv : 'tiled') : version;
+  // (K not a multiple of v7's word: under 'auto', tiled past the GEMV's M, as on a GPU)
+  if (v === 'gemv-lane') return gemvLaneFits(w.dtype, k) ? v : version === 'auto' && m > AUTO_GEMV_MAX_M ? 'tiled' : 'gemv';
   return v === 'gemv2' && !gemv2Fits(w.dtype, k) ? 'gemv' : v;
 }
 
@@ -374,6 +384,8 @@ export function matmulInto(ctx: GpuContext, x: GpuTensor, w: GpuTensor, y: GpuTe
       const br = m === 1 ? 1 : BLOCK_ROWS;
       ctx.dispatch(kernel('block', w.dtype, br), bufs, u(0), grid1d(Math.ceil(m / br) * Math.ceil(part.rows / 4), 64));
     }
+    else if (v === 'gemv-lane')
+      dispatchGemvLane(ctx, 'plain', w.dtype, bufs, { m, k, ns: part.rows, n, col0: col0 + part.row0, stride });
     else if (v === 'gemv2') {
       const groups = Math.ceil(part.rows / GEMV2_ROWS);
       const gy = Math.ceil(groups / 65535);
