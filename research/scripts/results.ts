@@ -134,7 +134,9 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
     },
     {
       claim: 'the same, only Act\'s rows trained, on the attentive policy where real-only GRPO has room, seeds 0–9, pre-registered', where: 'rehearsed episodes that train only Act', d: pair(actOnly, 'dyna-fq-recall', 'real-q'),
-      detail: `${seedsOf(actOnly, 'dyna-fq-recall')} of 10 seeds of dyna-fq-recall and ${seedsOf(actOnly, 'real-q')} of real-q so far, paired on the seeds both have`,
+      detail: seedsOf(actOnly, 'dyna-fq-recall') === 10 && seedsOf(actOnly, 'real-q') === 10
+        ? `all 10 seeds of both; against the base: ${fmtOr(pair(actOnly, 'dyna-fq-recall', 'base'))}, real-q against the base: ${fmtOr(pair(actOnly, 'real-q', 'base'))}`
+        : `${seedsOf(actOnly, 'dyna-fq-recall')} of 10 seeds of dyna-fq-recall and ${seedsOf(actOnly, 'real-q')} of real-q so far, paired on the seeds both have`,
     },
     {
       claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
