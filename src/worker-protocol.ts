@@ -157,6 +157,8 @@ export interface EnvInfo {
   world: WorldName;
   /** One line: what the world holds. */
   worldDescription: string;
+  /** The world's lesson policies, by name (src/env/retail/worlds.ts lessonPolicies): the bundled models a lesson loads on request. */
+  lessonPolicies: string[];
   size: { users: number; orders: number; products: number };
   /** The user's task file the tasks come from (null: generated tasks of the world). */
   taskFile: string | null;

@@ -1,5 +1,5 @@
 // npm run lesson -- --out DIR [--seed S] [--model DIR] (the lab's world-rehearsal lesson, headless)
-// The lab's one-click lesson (src/ui/lesson-runs.ts) run in Node: the same two GRPO runs with the same settings the
+// The lab's one-click lesson (src/method/lesson-runs.ts) run in Node: the same two GRPO runs with the same settings the
 // lab's Training dashboard gives them (the lab's defaults, the lab's seed and limits, the lesson's size, each run's
 // configuration), one after the other through the train CLI, the second reusing the first's base evaluation. Writes
 // DIR/real-only/ and DIR/rehearsed/ (ordinary run folders: --resume continues either) and DIR/lesson.json (both
@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cliDefault, defaultOf, labDefault, RUN_SETTINGS, setting, type RunSetting, type Values } from '../method/run-config';
-import { LESSON_RANGE, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues, type LessonSize } from '../ui/lesson-runs';
+import { LESSON_RANGE, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues, type LessonSize } from '../method/lesson-runs';
 import { ArgError, BACKEND_FLAG, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec } from './args';
 import { recordPath } from '../util/record-path';
 import { trainCli, type TrainResult } from './train';

@@ -4,7 +4,7 @@
 import { effectiveGroups, MODES } from '../method/modes';
 import { labDefault, labRequest, RUN_SETTINGS, type LabSettingName } from '../method/run-config';
 import type { HeldOutEval, TrainMode, TrainPoint, TrainRequest } from '../worker-protocol';
-import type { LessonRole } from './lesson-runs';
+import type { LessonRole } from '../method/lesson-runs';
 
 /** One training run as the comparison draws it. */
 export interface RunRecordView {
@@ -21,7 +21,7 @@ export interface RunRecordView {
   start?: HeldOutEval | null;
 }
 
-/** Which world-rehearsal lesson a kept run belongs to (src/ui/lesson-runs.ts): the lesson's start time, the run's role. */
+/** Which world-rehearsal lesson a kept run belongs to (src/method/lesson-runs.ts): the lesson's start time, the run's role. */
 export interface LessonTag {
   id: string;
   role: LessonRole;

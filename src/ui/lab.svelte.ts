@@ -9,7 +9,6 @@ import { pendingRun } from './run-state';
 import { clearWorldOwned } from './world';
 import { settings } from './settings.svelte';
 import { labRequestOf } from '../method/run-config';
-import { WORLDS } from '../env/retail/worlds';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
 const api = Comlink.wrap<PolicyApi>(worker);
@@ -85,11 +84,11 @@ export function cancel(): void {
 }
 
 /**
- * The bundled policy the URL's model names: one of the world's lesson policies by name (?model=careless), else the
- * world's bundled policy.
+ * The bundled policy the URL's model names: one of the world's lesson policies by name (?model=careless; the world's
+ * list as the worker reported it), else the world's bundled policy.
  */
 export function bundledChoice(world: WorldName, name = ''): ModelChoice {
-  return name && WORLDS[world].lessonPolicies?.[name] !== undefined ? { kind: 'bundled', world, policy: name } : { kind: 'bundled', world };
+  return name && lab.env?.world === world && lab.env.lessonPolicies.includes(name) ? { kind: 'bundled', world, policy: name } : { kind: 'bundled', world };
 }
 
 export async function start(): Promise<void> {

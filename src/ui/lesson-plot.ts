@@ -4,7 +4,7 @@
 // model folder's ceiling.json), or a note where the ceiling was not measured. Each run's end values are labelled.
 // Pure, so the page and the unit tests share it.
 import type { KeptRun, LessonTag, RunRecordView } from './compare';
-import type { LessonRole } from './lesson-runs';
+import type { LessonRole } from '../method/lesson-runs';
 import type { ModelCeiling } from '../worker-protocol';
 
 /** A lesson run as the plot draws it. */

@@ -1,11 +1,11 @@
-// The world-rehearsal lesson's one click (src/ui/lesson-runs.ts declares its two runs): with the lab's own machinery,
+// The world-rehearsal lesson's one click (src/method/lesson-runs.ts declares its two runs): with the lab's own machinery,
 // the run the lab holds is kept (a lesson run replaces it), then for each of the two runs: reset, the run's settings
 // into the lab's settings, Start (src/ui/lab.svelte.ts startTraining, which evaluates the starting policy first, reused
 // by the second run), and Keep, tagged as this lesson's run (src/ui/compare.svelte.ts). The plot reads the kept runs.
 import { compare, currentIsKept, currentRecord, keepCurrent } from './compare.svelte';
 import type { LessonTag } from './compare';
 import { lab, resetTraining, startTraining } from './lab.svelte';
-import { LESSON_RUNS, lessonRunName, lessonValues, type LessonSize } from './lesson-runs';
+import { LESSON_RUNS, lessonRunName, lessonValues, type LessonSize } from '../method/lesson-runs';
 import { settings } from './settings.svelte';
 
 export const lesson = $state({

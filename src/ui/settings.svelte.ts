@@ -3,7 +3,7 @@
 // A training run's settings are the rows of src/method/run-config.ts with a `lab` column: their names, URL keys,
 // defaults and ranges come from there; this file declares only the page's own settings.
 import { labDefault, RUN_SETTINGS, type LabRunValues, type LabSettingName, type RunSetting, type RunSettingsTable } from '../method/run-config';
-import { LESSON_RANGE, LESSON_SIZE } from './lesson-runs';
+import { LESSON_RANGE, LESSON_SIZE } from '../method/lesson-runs';
 import { STEPPER_USERS, type ActSource, type BackendKind, type StepperUser, type WeightFormat, type WorldName } from '../worker-protocol';
 
 /** The page's own settings (the stepper, test-time rehearsal, the model and the world), not a run's. */
@@ -24,7 +24,7 @@ export interface PageSettings {
   model: string;
   ttsMode: 'parallel' | 'sequential';
   ttsN: number;
-  /** The world-rehearsal lesson's size (src/ui/lesson-runs.ts): steps, held-out evaluation every N steps, held-out tasks. */
+  /** The world-rehearsal lesson's size (src/method/lesson-runs.ts): steps, held-out evaluation every N steps, held-out tasks. */
   lessonSteps: number;
   lessonEvalEvery: number;
   lessonEvalTasks: number;

@@ -10,7 +10,7 @@ import { parseFlags } from '../../src/cli/args';
 import { readRunFlags } from '../../src/cli/run-flags';
 import { TRAIN_FLAGS } from '../../src/cli/train';
 import { cliDefault, defaultOf, labDefault, RUN_SETTINGS, type RunSetting } from '../../src/method/run-config';
-import { LESSON_RUNS, LESSON_SIZE, lessonValues } from '../../src/ui/lesson-runs';
+import { LESSON_RUNS, LESSON_SIZE, lessonValues } from '../../src/method/lesson-runs';
 import { captureIo } from '../helpers/cli';
 
 const rows = RUN_SETTINGS as readonly RunSetting[];

@@ -1,6 +1,6 @@
 // The world-rehearsal lesson's one click, end to end in headless Chromium (issue 46 item 7: "the lesson's one-click run
 // shows both curves and the fidelity curve"). The button in the Training dashboard trains real-only GRPO, then world
-// rehearsal at the same real budget (src/ui/lesson-runs.ts), with the lab's own run, keep and compare machinery, and
+// rehearsal at the same real budget (src/method/lesson-runs.ts), with the lab's own run, keep and compare machinery, and
 // draws on one plot both runs' held-out success and held-out fidelity, the base policy's line and the ceiling's line
 // (pass@k from the model folder's ceiling.json) or, where the folder has none, the note that it was not measured.
 //

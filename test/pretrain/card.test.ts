@@ -168,12 +168,21 @@ describe('modelCard (the card: at most CARD_LINES lines, prose lines at most CAR
       expect(md).toMatch(/^- Code: commit abc1234\.$/m);
       expect(md).toContain(`(../../research/notebook/${recordName(i, '2026-12-05')})`);
     }
-    expect(recordName({ ...inputs, run: careless }, '2026-12-05')).toBe('2026-12-05-mini-policy.md');
+    // A careless policy is the mini world's opt-in lesson policy (models/careless), with its own card and record.
+    const mini = { ...inputs, run: { ...careless, spec: { ...careless.spec, carelessRate: 0 } } };
+    expect(recordName(mini, '2026-12-05')).toBe('2026-12-05-mini-policy.md');
+    expect(recordName({ ...inputs, run: careless }, '2026-12-05')).toBe('2026-12-05-mini-careless-policy.md');
     expect(modelCard({ ...inputs, run: careless }, '2026-12-05')).toContain('**Careless on purpose.**');
+    expect(modelCard({ ...inputs, run: careless }, '2026-12-05')).toMatch(/^# EnvACE Lab careless lesson policy/);
+    expect(modelCard(mini, '2026-12-05')).toMatch(/^# EnvACE Lab default policy/);
+    expect(modelCard(inputs, '2026-12-05')).toMatch(/^# EnvACE Lab retail policy/);
   });
   it('the record is dated and links back to the card', () => {
-    const md = modelRecord({ ...inputs, run: careless }, '2026-12-05');
+    const md = modelRecord({ ...inputs, run: { ...careless, spec: { ...careless.spec, carelessRate: 0 } } }, '2026-12-05');
     expect(md.split('\n')[0]).toBe("# 2026-12-05: how the mini world's bundled policy (models/default) was made, the full record");
     expect(md).toContain('[models/default/README.md](../../models/default/README.md)');
+    const rec = modelRecord({ ...inputs, run: careless }, '2026-12-05');
+    expect(rec.split('\n')[0]).toBe("# 2026-12-05: how the mini world's careless lesson policy (models/careless) was made, the full record");
+    expect(rec).toContain('[models/careless/README.md](../../models/careless/README.md)');
   });
 });

@@ -1,11 +1,11 @@
-// The world-rehearsal lesson's two runs (src/ui/lesson-runs.ts): they are the research configurations whose results
+// The world-rehearsal lesson's two runs (src/method/lesson-runs.ts): they are the research configurations whose results
 // docs/results.md reports ("Real-interaction budget": real-q and dyna-q-recall), they spend the same real episodes,
 // and a lesson run's lab settings are the lab's defaults, its seed and limits, the lesson's size and the run's own.
 import { describe, expect, it } from 'vitest';
 import { ABLATION_CONFIGS } from '../../research/ablation/grpo-ablation';
 import { labDefault, labRequestOf, RUN_SETTINGS, setting } from '../../src/method/run-config';
 import { grpoRunConfig } from '../../src/rl/grpo-config';
-import { episodesOf, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues } from '../../src/ui/lesson-runs';
+import { episodesOf, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues } from '../../src/method/lesson-runs';
 import { DEFAULTS } from '../../src/ui/settings.svelte';
 
 // research/scripts/ablation.ts's budget of those rows (research/records/2026-12-04-budget/run.sh): 40 steps, 4 prompts, K 4.

@@ -82,6 +82,7 @@ export class Lab implements PolicyApi {
     return {
       world: this.world,
       worldDescription: WORLDS[this.world].description,
+      lessonPolicies: Object.keys(WORLDS[this.world].lessonPolicies ?? {}),
       size: { users: size.users, orders: size.orders, products: size.products },
       taskFile: this.taskFile,
       domain: this.domain.name,

@@ -9,8 +9,8 @@
 // The two configurations are declared here once, as the lab settings that make them what they are (the research
 // configurations' own values: test/ui/lesson-runs.test.ts holds them equal to research/ablation/grpo-ablation.ts);
 // src/ui/lesson-run.svelte.ts runs them with the lab's own run, keep and compare machinery. Pure.
-import { realEpisodesPerStep } from '../method/modes';
-import { labDefault, RUN_SETTINGS, setting, type LabRunValues, type LabSettingName } from '../method/run-config';
+import { realEpisodesPerStep } from './modes';
+import { labDefault, RUN_SETTINGS, setting, type LabRunValues, type LabSettingName } from './run-config';
 
 export type LessonRole = 'real-only' | 'rehearsed';
 
