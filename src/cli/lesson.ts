@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { cliDefault, defaultOf, labDefault, RUN_SETTINGS, setting, type RunSetting, type Values } from '../method/run-config';
 import { LESSON_RANGE, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues, type LessonSize } from '../method/lesson-runs';
 import { ArgError, BACKEND_FLAG, HELP_FLAG, helpText, intFlag, isEntry, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, WORLD_FLAG, type CliIo, type FlagSpec } from './args';
+import { parseJsonl } from '../util/jsonl';
 import { recordPath } from '../util/record-path';
 import { trainCli, type TrainResult } from './train';
 
@@ -78,9 +79,9 @@ export interface LessonRecord {
   wallS: number;
 }
 
-function curveOf(dir: string): LessonRecord['runs'][number]['curve'] {
-  const text = readFileSync(join(dir, 'eval.jsonl'), 'utf8');
-  const lines = text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as EvalLine);
+function curveOf(dir: string, log: (s: string) => void): LessonRecord['runs'][number]['curve'] {
+  const file = join(dir, 'eval.jsonl');
+  const lines = parseJsonl(readFileSync(file, 'utf8'), file, log) as EvalLine[];
   return lines.map((e) => ({ step: e.step, success: e.success, fidelityExact: e.fidelity?.exact ?? null }));
 }
 
@@ -122,7 +123,7 @@ export async function lessonCli(argv: readonly string[], io: CliIo = processIo):
         throw new Error(`${spec.role} run failed (exit ${rc}); its folder ${dir} resumes with npm run train -- --out ${dir} --resume`);
       }
       const r = result as TrainResult;
-      const curve = curveOf(dir);
+      const curve = curveOf(dir, log);
       record.model = recordPath(r.model);
       record.base ??= r.base?.success ?? null;
       record.runs.push({ role: spec.role, research: spec.research, name: spec.name, flags, wallS: (performance.now() - t) / 1000, curve, final: r.eval?.success ?? null });

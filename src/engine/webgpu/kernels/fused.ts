@@ -23,7 +23,7 @@ import { ROPE_ANGLE, ropeFreqs } from '../wgsl';
 import { add, swiglu } from './elementwise';
 import { GEMV2_ROWS, GEMV2_WG, GEMV2_WORD, type GemvVersion, type MatmulVersion, gemvRows, matmul, matmulInto, matmulKernelFor } from './matmul';
 import { dispatchGemvLane } from './gemv-lane';
-import { weightStride } from './weights';
+import { weightBindings, weightStride } from './weights';
 
 export type FusedGemvKind = 'concat2' | 'concat3' | 'swiglu' | 'residual';
 
@@ -51,14 +51,7 @@ export function gemvFusedSource(dtype: DType, r: number, subgroups: boolean, kin
   const xv = perWord / 4;
   const alts = alternatives(kind);
   const allSets = [...new Set(alts.flatMap((a) => a.sets))];
-  const wType = dtype === 'f32' ? 'vec4f' : 'vec4u';
-  const decls = allSets
-    .map((s, i) => {
-      const b = 3 + (dtype === 'f32' ? i : 2 * i);
-      return `@group(0) @binding(${b}) var<storage, read> wd${s}: array<${wType}>;${dtype === 'f32' ? '' : `\n@group(0) @binding(${b + 1}) var<storage, read> ws${s}: array<f32>;`}`;
-    })
-    .join('\n');
-  const resBinding = 3 + allSets.length * (dtype === 'f32' ? 1 : 2);
+  const { decls, resBinding } = weightBindings(allSets, dtype);
   const decode = (s: string) => {
     if (dtype === 'f32') return `let w${s}_0 = wd${s}[nl * (p.stride / 4u) + g];`;
     if (dtype === 'q8')

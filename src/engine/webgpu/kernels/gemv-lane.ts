@@ -28,6 +28,7 @@
 // from: branches every lane takes alike, lanes whose row belongs to the other weight compute a clamped duplicate.
 import type { DType } from '../../backend';
 import type { Binding, GpuContext } from '../context';
+import { weightBindings } from './weights';
 
 export type GemvLaneKind = 'plain' | 'concat2' | 'concat3' | 'swiglu' | 'residual';
 
@@ -61,14 +62,7 @@ export function gemvLaneSource(dtype: DType, r: number, kind: GemvLaneKind, rn =
   const rowsX = Array.from({ length: r }, (_, i) => i);
   const lanesRows = Array.from({ length: rn }, (_, j) => j);
   const sets = kind === 'concat2' ? ['0', '1'] : kind === 'concat3' ? ['0', '1', '2'] : kind === 'swiglu' ? ['g', 'u'] : [''];
-  const wType = dtype === 'f32' ? 'vec4f' : 'vec4u';
-  const decls = sets
-    .map((s, i) => {
-      const b = 3 + (dtype === 'f32' ? i : 2 * i);
-      return `@group(0) @binding(${b}) var<storage, read> wd${s}: array<${wType}>;${dtype === 'f32' ? '' : `\n@group(0) @binding(${b + 1}) var<storage, read> ws${s}: array<f32>;`}`;
-    })
-    .join('\n');
-  const resBinding = 3 + sets.length * (dtype === 'f32' ? 1 : 2);
+  const { decls, resBinding } = weightBindings(sets, dtype);
   const wordsPerRow = `(p.stride / ${perWord}u)`;
   // the weights a row reads: `use` names the sets of one alternative (swiglu reads two at once)
   const accumulate = (use: string[]) => {

@@ -37,3 +37,19 @@ export function weightBuffers(p: GpuPart): GPUBuffer[] {
 export function weightStride(w: GpuTensor): number {
   return w.quant ? w.quant.stride : w.shape[1];
 }
+
+/**
+ * The WGSL declarations of a GEMV's weight sets from binding 3 on (one array per f32 set; words and scales per
+ * quantized set, in that order) and the binding that follows them (a residual, where the kernel has one).
+ */
+export function weightBindings(sets: readonly string[], dtype: DType): { decls: string; resBinding: number } {
+  const wType = dtype === 'f32' ? 'vec4f' : 'vec4u';
+  const per = dtype === 'f32' ? 1 : 2;
+  const decls = sets
+    .map((s, i) => {
+      const b = 3 + per * i;
+      return `@group(0) @binding(${b}) var<storage, read> wd${s}: array<${wType}>;${dtype === 'f32' ? '' : `\n@group(0) @binding(${b + 1}) var<storage, read> ws${s}: array<f32>;`}`;
+    })
+    .join('\n');
+  return { decls, resBinding: 3 + sets.length * per };
+}
