@@ -17,7 +17,7 @@ import { Trainer } from '../../src/train/trainer';
 import { Rng } from '../../src/util/rng';
 import type { BenchContext, BenchSuite } from '../lib';
 
-/** The bundled policy's shape (models/default/config.json). */
+/** The 4-layer mini policy's shape (models/default until 2026-12-05; the 8-layer policy bundled since has the same width, so per layer the same work). */
 const BUNDLED_MODEL: Qwen3Config = {
   hiddenSize: 128, intermediateSize: 384, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 32,
   rmsNormEps: 1e-6, ropeTheta: 10_000, vocabSize: 4096, tieWordEmbeddings: true, maxPositionEmbeddings: 2048,

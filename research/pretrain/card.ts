@@ -112,6 +112,15 @@ function cardTitle(run: CardInputs['run']): string {
  * The model card: what the policy is, how it was made (the last stage's command, the stages in one line), its
  * held-out figures, its limits, licence and how to reproduce it; the rest is in the record (recordName), linked.
  */
+/**
+ * Where a stage grew the model (`--layers`: the earlier layers kept, the new ones appended as identities), in words:
+ * " Stage 11 grew it from 4 to 8 layers (…)." or "" when every stage has the first one's depth.
+ */
+function grownText(stages: readonly CardInputs['run'][]): string {
+  const grown = stages.flatMap((r, k) => (k > 0 && r.spec.model.numLayers !== stages[k - 1].spec.model.numLayers ? [`stage ${k + 1} grew it from ${stages[k - 1].spec.model.numLayers} to ${r.spec.model.numLayers} layers`] : []));
+  return grown.length === 0 ? '' : ` ${grown.join('; ').replace(/^s/, 'S')} (\`--layers\`: the earlier layers kept, the new ones appended as identities with zero output projections, so training went on from the same function).`;
+}
+
 export function modelCard(i: CardInputs, date: string): string {
   const { run } = i;
   const c = run.config;
@@ -141,7 +150,7 @@ export function modelCard(i: CardInputs, date: string): string {
   out.push('');
   out.push('## How it was made', '');
   const minutes = (stages.reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(1);
-  para(`${stages.length === 1 ? 'One stage' : `${stages.length} stages, each continuing from the previous one's weights`}: ${stages.reduce((a, r) => a + r.spec.steps, 0)} AdamW steps, ${minutes} min of training on ${i.machine}, on ${run.data.tokens.total.toLocaleString('en-US')} tokens of rows (Act, Rehearse${(run.data.rows.review ?? 0) > 0 ? ', review, memory-conditioned Act' : ''}) from ${run.spec.trainTasks} generated train-split tasks${(run.spec.copyDrills ?? 0) > 0 ? ', plus copy drills' : ''}. The last stage:`);
+  para(`${stages.length === 1 ? 'One stage' : `${stages.length} stages, each continuing from the previous one's weights`}: ${stages.reduce((a, r) => a + r.spec.steps, 0)} AdamW steps, ${minutes} min of training on ${i.machine}, on ${run.data.tokens.total.toLocaleString('en-US')} tokens of rows (Act, Rehearse${(run.data.rows.review ?? 0) > 0 ? ', review, memory-conditioned Act' : ''}) from ${run.spec.trainTasks} generated train-split tasks${(run.spec.copyDrills ?? 0) > 0 ? ', plus copy drills' : ''}.${grownText(stages)} The last stage:`);
   out.push('', '```\n' + run.command + '\n```', '');
   if (i.snapshot) para(`The kept weights are that stage's snapshot at step ${i.snapshot.step} of ${run.spec.steps} (model.safetensors sha256 \`${i.snapshot.sha256.slice(0, 12)}…\`), chosen by a rule fixed before the stage ran${i.snapshot.reproduced ? `; reproduced bit for bit on ${i.snapshot.reproduced.date} at commit ${i.snapshot.reproduced.commit}` : ''}.`, '- ');
   para('The tokenizer, the data, every stage\'s command, the sizing, the probes and the recipe search: the full record, ' + `[${record}](../../${record}).`, '- ');
@@ -288,7 +297,7 @@ function fullRecord(i: CardInputs): string {
   if (i.snapshot) out.push(...snapshotSection(i.snapshot, run.spec.steps, lossAt(i.snapshot.step)));
   if (i.stage1 && i.laterStages?.length) {
     const all = [i.stage1, ...i.laterStages, run];
-    out.push(`- **${all.length} stages**, each continuing from the previous one's weights with a fresh optimizer and a new shuffle (same seed and tokenizer; each checks that its tokenizer equals the folder's${run.spec.retokenize ? `, except the last, which keeps the folder's vocabulary and merges and re-cuts the text with the ${scheme} pre-tokenizer` : ''}). Together: ${(all.reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(1)} min of training, ${all.reduce((a, r) => a + r.spec.steps, 0)} steps. The command above is the last; the earlier ones (records in pretrain-stage1.json, pretrain-stage2.json, …; a stage's \`--init\` is the folder the stage before it wrote, as it was named on the machine that trained it, so a replay passes its own previous stage's \`--out\`):`);
+    out.push(`- **${all.length} stages**, each continuing from the previous one's weights with a fresh optimizer and a new shuffle (same seed and tokenizer; each checks that its tokenizer equals the folder's${run.spec.retokenize ? `, except the last, which keeps the folder's vocabulary and merges and re-cuts the text with the ${scheme} pre-tokenizer` : ''}). Together: ${(all.reduce((a, r) => a + r.trainSeconds, 0) / 60).toFixed(1)} min of training, ${all.reduce((a, r) => a + r.spec.steps, 0)} steps.${grownText(all)} The command above is the last; the earlier ones (records in pretrain-stage1.json, pretrain-stage2.json, …; a stage's \`--init\` is the folder the stage before it wrote, as it was named on the machine that trained it, so a replay passes its own previous stage's \`--out\`):`);
     all.slice(0, -1).forEach((r, k) => out.push(`  ${k + 1}. \`${r.command}\` (${r.spec.steps} steps, lr ${r.spec.lr}, ${(r.trainSeconds / 60).toFixed(1)} min, last-20-step loss ${f(r.finalLoss, 3)})`));
   } else if (i.stage1) {
     out.push(`- **Two stages.** Stage 1: \`${i.stage1.command}\` (${i.stage1.spec.steps} steps from random init, lr ${i.stage1.spec.lr}, ${(i.stage1.trainSeconds / 60).toFixed(1)} min, last-20-step loss ${f(i.stage1.finalLoss, 3)}; record in pretrain-stage1.json). Stage 2, the command above, continued from stage 1's weights with a fresh optimizer and a new shuffle (${run.spec.steps} steps). Together: ${((i.stage1.trainSeconds + run.trainSeconds) / 60).toFixed(1)} min of training, ${(((i.stage1.spec.steps + run.spec.steps) * run.spec.batchTokens) / run.data.tokens.total).toFixed(2)} epochs of the data. Same seed and tokenizer in both stages (stage 2 checks that its tokenizer equals the folder's)${(run.data.rows.review ?? 0) > (i.stage1.data.rows.review ?? 0) ? '; stage 2 adds the private-rehearsal rows, the identity swap and the copy drills to the same expert rows' : ', same data'}.`);

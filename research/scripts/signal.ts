@@ -17,6 +17,7 @@ import { tokenBudgets } from '../../src/rollout/budget';
 import { isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../../src/method/modes';
 import { runRollouts } from '../../src/rollout/rollout';
 import { recordPath } from '../../src/util/record-path';
+import type { Qwen3Config } from '../../src/model/config';
 
 export const SIGNAL_USAGE = 'usage: npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse] [--split train|test] [--out FILE] [...]';
 
@@ -31,11 +32,22 @@ export const SIGNAL_FLAGS: FlagSpec = {
   split: { type: 'string', arg: 'S', help: 'train (the prompts a GRPO step draws from) or test (held-out: pass@K bounds what sharpening can add)', default: 'train' },
   'task-seed': { type: 'string', arg: 'S', help: "task generator seed (npm run eval's held-out set is 1)", default: '7' },
   threads: THREADS_FLAG,
-  'max-concurrent': { type: 'string', arg: 'N', help: 'decode at most N sequences at once, without KV reuse (large K × count)', default: 'one cache slot per episode' },
+  'max-concurrent': { type: 'string', arg: 'N', help: 'decode at most N sequences at once, without KV reuse (large K × count)', default: 'one cache slot per episode, or as many as 3.25 GiB of KV cache hold' },
   out: { type: 'string', arg: 'FILE', help: 'also write the JSON result here', default: 'stdout only' },
   'write-committed': WRITE_COMMITTED_FLAG,
   help: HELP_FLAG,
 };
+
+/** KV-cache bytes the episodes may take at once (of the CPU fast path's 4 GiB of WebAssembly memory). */
+const KV_BUDGET_BYTES = 3.25 * 2 ** 30;
+/**
+ * Where `episodes` KV-cache slots (f32 keys and values of every layer over the whole context) would pass
+ * KV_BUDGET_BYTES: how many fit at once, and the bytes all would take; null where all fit.
+ */
+export function episodesThatFit(c: Pick<Qwen3Config, 'numLayers' | 'numKvHeads' | 'headDim' | 'maxPositionEmbeddings'>, episodes: number): { slots: number; bytes: number } | null {
+  const slotBytes = c.numLayers * 2 * c.numKvHeads * c.headDim * c.maxPositionEmbeddings * 4;
+  return episodes * slotBytes <= KV_BUDGET_BYTES ? null : { slots: Math.max(1, Math.floor(KV_BUDGET_BYTES / slotBytes)), bytes: episodes * slotBytes };
+}
 
 const SIGNAL_NOTES = 'Progress on stderr, the JSON result on stdout. exit status: 0 ok, 1 failure, 2 usage error, 74 I/O error (the message names the file).';
 
@@ -66,7 +78,7 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   const split = enumFlag(values, 'split', ['train', 'test'] as const, 'train');
   const taskSeed = intFlag(values, 'task-seed', 7, 0, 2 ** 32 - 1);
   const threads = threadsFlag(values);
-  const maxConcurrent = values['max-concurrent'] === undefined ? undefined : intFlag(values, 'max-concurrent', 1, 1);
+  let maxConcurrent = values['max-concurrent'] === undefined ? undefined : intFlag(values, 'max-concurrent', 1, 1);
   const outNamed = strFlag(values, 'out');
   // A committed record (docs/…, models/…) is rewritten only with --write-committed.
   const out = outNamed === undefined ? undefined : checkOutput(outNamed, '--out', values);
@@ -79,6 +91,13 @@ async function main(argv: readonly string[], io: CliIo): Promise<void> {
   // The budgets the lab and `npm run eval` use: measured on the world's real turns and observations.
   const measured = tokenBudgets(domain, policy.tokenizer);
   const limits = { ...DEFAULT_LIMITS, maxActTokens: Math.max(DEFAULT_LIMITS.maxActTokens, measured.act), maxRehearseTokens: measured.rehearse };
+  // One KV-cache slot per episode (f32 keys and values of every layer over the whole context) must fit the CPU fast
+  // path's 4 GiB of WebAssembly memory beside the weights: where count × K slots would not, decode fewer at once.
+  const fit = maxConcurrent === undefined ? episodesThatFit(policy.model.config, count * k) : null;
+  if (fit) {
+    maxConcurrent = fit.slots;
+    log(`${count * k} episodes' KV caches (${(fit.bytes / 2 ** 30).toFixed(1)} GiB) do not fit: ${fit.slots} at once, without KV reuse (--max-concurrent)`);
+  }
   const result: Record<string, unknown> = { world, model: recordPath(policy.dir), split, taskSeed, prompts: count, k, temperature, seed, limits };
   try {
     for (const mode of modes) {

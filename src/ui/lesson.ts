@@ -32,7 +32,7 @@ export function lessonPolicyNote(name: string): string {
 export function policyStory(bundled: WorldName | null | undefined, policy?: string): string {
   if (bundled === 'mini' && policy === 'careless') return lessonPolicyNote('careless');
   if (bundled === 'mini')
-    return 'The bundled mini policy is the best this recipe makes: it imitated an attentive demonstrator, then learned to rehearse the world (its rehearsals match the real observation in 83.5 % of held-out calls); GRPO is paid only for a task done right, and the per-family table shows which tasks a run gains or loses.';
+    return 'The bundled mini policy is the best this recipe makes: it imitated an attentive demonstrator, learned to rehearse the world, then grew from 4 to 8 layers (59 % of held-out tasks solved; its rehearsals match the real observation in 84.1 % of held-out calls); GRPO is paid only for a task done right, and the per-family table shows which tasks a run gains or loses.';
   if (bundled === 'retail')
     return 'The bundled retail policy imitated an attentive demonstrator on the full τ²-bench retail world; GRPO in the real environment is paid only for a task done right (the database and every stated fact), and the per-family table shows which tasks it gains or loses.';
   return 'GRPO in the real environment is paid only for a task done right (the database and every stated fact); the per-family table shows which tasks the run gains or loses.';

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { signalCli } from '../../research/scripts/signal';
+import { episodesThatFit, signalCli } from '../../research/scripts/signal';
 import { MemorySource } from '../../src/model/source';
 import { CEILING_FILE, parseCeiling, readCeiling } from '../../workers/lab/ceiling';
 
@@ -48,5 +48,16 @@ describe('the ceiling of a model folder', () => {
     for (const [json, why] of bad) expect(parseCeiling(json), JSON.stringify(json)).toMatch(why);
     expect(await readCeiling(folder({ [CEILING_FILE]: 'not json' }))).toEqual({ ceiling: null, ceilingProblem: 'ceiling.json is not JSON' });
     expect((await readCeiling(folder({ [CEILING_FILE]: JSON.stringify({ ...good, split: 'train' }) }))).ceilingProblem).toMatch(/^ceiling.json is not used: it was measured on the "train" split/);
+  });
+});
+
+describe("npm run signal's KV budget", () => {
+  it('decodes every episode at once while their KV caches fit in 3.25 GiB, and as many as fit otherwise', () => {
+    const shape = (numLayers: number) => ({ numLayers, numKvHeads: 2, headDim: 32, maxPositionEmbeddings: 2048 });
+    // 4 layers: 4 MiB a slot, 800 slots = 3.1 GiB; 8 layers: 8 MiB a slot.
+    expect(episodesThatFit(shape(4), 800)).toBeNull();
+    expect(episodesThatFit(shape(4), 1000)).toEqual({ slots: 832, bytes: 1000 * 4 * 2 ** 20 });
+    expect(episodesThatFit(shape(8), 800)).toEqual({ slots: 416, bytes: 800 * 8 * 2 ** 20 });
+    expect(episodesThatFit({ ...shape(8), maxPositionEmbeddings: 2 ** 24 }, 2)?.slots).toBe(1);
   });
 });

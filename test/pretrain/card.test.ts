@@ -155,6 +155,13 @@ describe('modelCard', () => {
 });
 
 describe('modelCard (the card: at most CARD_LINES lines, prose lines at most CARD_WIDTH characters)', () => {
+  it('says where a stage grew the model, and says nothing when no stage did', () => {
+    const deep = (layers: number) => ({ ...inputs.run, spec: { ...inputs.run.spec, model: { ...inputs.run.spec.model, numLayers: layers } } });
+    const grown: CardInputs = { ...inputs, stage1: deep(4), laterStages: [deep(4)], run: deep(8) };
+    for (const md of [modelCard(grown, '2026-12-05'), modelRecord(grown, '2026-12-05')]) expect(md.replace(/\s+/g, ' ')).toContain('Stage 3 grew it from 4 to 8 layers (`--layers`');
+    const flat: CardInputs = { ...inputs, stage1: deep(4), laterStages: [deep(4)], run: deep(4) };
+    for (const md of [modelCard(flat, '2026-12-05'), modelRecord(flat, '2026-12-05')]) expect(md).not.toContain('grew it');
+  });
   const careless = { ...inputs.run, command: 'npm run pretrain -- --world mini --seed 0', spec: { ...inputs.run.spec, carelessRate: 0.7, carelessAbout: ['lookups' as const] } };
   it('holds the limits, states the figures, licence and reproduction, and links its dated record', () => {
     for (const i of [inputs, { ...inputs, run: careless }]) {
