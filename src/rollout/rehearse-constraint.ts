@@ -4,9 +4,9 @@
 //
 // Why both: a small policy that rehearses by copying the grounding example loses its place in long records
 // and either writes broken JSON or starts the record again and loops until its token budget runs out (about
-// nine in ten of the unparseable rehearsals of models/retail). The grammar removes the first; the guard the
-// second: an n-gram of the rehearsal may occur in it at most as often as in the prompt (at least once), so a
-// faithful copy of anything in the context is never forbidden, while a copy that restarts is. A plain
+// nine in ten of the unparseable rehearsals of the retail policy's stage 6). The grammar removes the first;
+// the guard the second: an n-gram of the rehearsal may occur in it at most as often as in the prompt (at least
+// once), so a faithful copy of anything in the context is never forbidden, while a copy that restarts is. A plain
 // no-repeat-n-gram ban cannot tell the two apart (real observations repeat n-grams up to 48 tokens long).
 //
 // The mask changes which tokens are drawn, not the log-probabilities generate() reports: those stay the
@@ -31,9 +31,10 @@ export interface RehearseConstraintOptions {
 
 /**
  * The guard's n-gram and the strings' margin over the longest real one, chosen on the held-out rehearsals
- * of models/retail's stage 6 (models/retail/structured-rehearsal-stage6-sweep.json: n 8-32, margins 1-2):
- * n 12 breaks every loop without costing an exact rehearsal, and a margin of 1.5 lets every held-out value
- * through; other held-out tasks and the later stage agree (the -seed2 records).
+ * of models/retail's stage 6 (research/records/2026-12-05-retail-previous/structured-rehearsal-stage6-sweep.json:
+ * n 8-32, margins 1-2): n 12 breaks every loop without costing an exact rehearsal, and a margin of 1.5 lets
+ * every held-out value through; other held-out tasks and the later stages agree (the -seed2 records there, and
+ * models/retail/structured-rehearsal*.json for the bundled retail policy).
  */
 export const REHEARSE_NGRAM = 12;
 export const STRING_MARGIN = 1.5;
