@@ -87,6 +87,8 @@ interface Claim {
   d: PairedInterval | null;
   /** Why the figure stands where it does, or what is still missing. */
   detail?: string;
+  /** A pre-registered experiment whose seeds have not all finished: its interval is shown, its verdict waits. */
+  running?: boolean;
 }
 
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
@@ -141,6 +143,7 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
     },
     {
       claim: 'the same with 7 rehearsed prompts per step instead of 3 (1120 rehearsed episodes beside the same 160 real ones), seeds 0–9, pre-registered', where: 'seven rehearsed prompts beside one real one', d: pair(actOnly8, 'dyna-fq8-recall', 'real-q'),
+      running: seedsOf(actOnly8, 'dyna-fq8-recall') < 10,
       detail: seedsOf(actOnly8, 'dyna-fq8-recall') === 10
         ? `all 10 seeds; against the base: ${fmtOr(pair(actOnly8, 'dyna-fq8-recall', 'base'))}`
         : `${seedsOf(actOnly8, 'dyna-fq8-recall')} of 10 seeds of dyna-fq8-recall so far (real-q: the act-only experiment's 10), paired on the seeds both have`,
@@ -164,11 +167,11 @@ export function renderClaims(cs: readonly Claim[]): string {
   const out = [
     '## Each claim: reproduced, contradicted or not resolved',
     '',
-    'Rendered from the records of the sections named (the paired 95 % interval of the figure given: **reproduced** when it lies above zero, **contradicted** below, **not resolved** when it holds zero; "not run yet" when the records lack a side). The paper\'s figures are its 8B policy\'s on τ²-Bench; ours are a 1.3 M-parameter policy on the mini world, so only directions compare.',
+    'Rendered from the records of the sections named (the paired 95 % interval of the figure given: **reproduced** when it lies above zero, **contradicted** below, **not resolved** when it holds zero; "not run yet" when the records lack a side, "running, not decided" while a pre-registered experiment has seeds to go). The paper\'s figures are its 8B policy\'s on τ²-Bench; ours are a 1.3 M-parameter policy on the mini world, so only directions compare.',
     '',
   ];
   for (const c of cs) {
-    const v = c.d === null ? 'not run yet' : verdict(c.d);
+    const v = c.d === null ? 'not run yet' : c.running ? 'running, not decided' : verdict(c.d);
     out.push(`- **${v}**: ${c.claim}. ${c.d ? `Here ${fmtDiff(c.d)} pts (${c.d.n} paired results)` : 'No records yet'}${c.detail ? `; ${c.detail}` : ''} (section: ${c.where}).`);
   }
   return out.join('\n');
