@@ -21,6 +21,7 @@ import {
   ArgError, BACKEND_FLAG, BACKEND_NAMES, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, progress, runCli, strFlag, THREADS_FLAG, threadsFlag, WORLD_FLAG, type CliIo, type FlagSpec,
 } from './args';
 import { readRunFlags, resumeDiffs, runFlags } from './run-flags';
+import { pathFromRecord, recordPath } from '../util/record-path';
 
 
 export const TRAIN_USAGE = `usage: npm run train -- --mode ${ROLLOUT_MODES.join('|')} --steps N --out DIR [flags]
@@ -220,7 +221,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
           const iss = parsed.error.issues[0];
           throw new CheckpointError(`${store.root}/train-cli.json: ${iss.path.join('.') || '(root)'}: ${iss.message}`);
         }
-        cli = parsed.data;
+        cli = { ...parsed.data, model: parsed.data.model && pathFromRecord(parsed.data.model) };
         const asked = { cli: { ...cli, model: modelFlag === undefined ? cli.model : resolve(modelFlag), world: v.world === undefined ? cli.world : enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: options.trainTasks ?? cli.trainTasks, evalTasks: options.evalTasks ?? cli.evalTasks } };
         const have = { cli: { ...cli, world: cli.world ?? 'retail' } };
         const differ = [
@@ -248,7 +249,8 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
       try {
         const policy = await openModel(cli.model || undefined, backend, { world: cli.world ?? 'retail' });
         if (!saved) {
-          cli.model = policy.dir;
+          // As a record names it (repository-relative or $TMPDIR/…): the folder may be committed; a resume reads it back.
+          cli.model = recordPath(policy.dir);
           await store.write('train-cli.json', new TextEncoder().encode(JSON.stringify(cli, null, 1)));
           if (!options.maxActTokens || !options.maxRehearseTokens) {
             // The lab's budgets: measured on the world's expert trajectories (100 train tasks) under this tokenizer.

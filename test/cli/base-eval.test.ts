@@ -14,6 +14,7 @@ import { tokenBudgets } from '../../src/rollout/budget';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { DirSource } from '../../src/model/source-node';
 import { calculateOnlyDomain as domain, captureIo as io, tinyModelWorkspace } from '../helpers/cli';
+import { recordPath } from '../../src/util/record-path';
 
 const ws = tinyModelWorkspace('cli-base-');
 // A function: the workspace's model folder exists only once its beforeAll has run.
@@ -89,7 +90,8 @@ describe("npm run train: the lab's defaults", () => {
     const lab = Object.fromEntries(RUN_SETTINGS.map((r) => [r.name, labDefault(r)]));
     expect(run.config.seed).toBe(lab.seed);
     expect(run.config.evalEvery).toBe(lab.evalEvery);
-    expect(JSON.parse(readFileSync(join(out, 'train-cli.json'), 'utf8'))).toMatchObject({ world: 'mini', taskSeed: lab.seed });
+    // The model as a record names it (the folder may be committed: no machine path), read back on --resume.
+    expect(JSON.parse(readFileSync(join(out, 'train-cli.json'), 'utf8'))).toMatchObject({ world: 'mini', taskSeed: lab.seed, model: recordPath(ws.modelDir) });
     const tok = await Tokenizer.load(new DirSource(ws.modelDir));
     const m = tokenBudgets(domain, tok, { tasks: 100 });
     expect(run.config.limits).toMatchObject({ maxActTokens: m.act, maxRehearseTokens: m.rehearse });

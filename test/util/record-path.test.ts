@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { recordCommand, recordPath, REPO_ROOT } from '../../src/util/record-path';
+import { pathFromRecord, recordCommand, recordPath, REPO_ROOT } from '../../src/util/record-path';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 const git = (...args: string[]): string => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 << 20 });
@@ -29,6 +29,11 @@ describe('recordPath', () => {
     expect(REPO_ROOT).toBe(ROOT);
     expect(recordPath(resolve(ROOT, 'research/records'))).toBe('research/records');
     expect(recordPath('models/default', '/nowhere', '/nowhere-tmp')).toBe(resolve('models/default'));
+  });
+  it('reads a record\'s path back on this machine (pathFromRecord inverts recordPath)', () => {
+    for (const p of ['/home/u/envace/models/default', '/home/u/envace', '/var/tmp/envace-ablation/real-s1', '/var/tmp', '/data/models/qwen3'])
+      expect(pathFromRecord(recordPath(p, root, tmp), root, tmp), p).toBe(p);
+    expect(pathFromRecord('models/default', '/elsewhere/envace', '/t')).toBe('/elsewhere/envace/models/default');
   });
   it('rewrites the absolute arguments of a command line, --flag=value ones included', () => {
     expect(recordCommand('npm run pretrain -- --init /home/u/envace/runs/a --out=/var/tmp/x --world mini', root, tmp)).toBe(
