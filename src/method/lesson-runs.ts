@@ -86,12 +86,11 @@ export function lessonRunName(spec: LessonRunSpec, steps: number): string {
 
 /**
  * The lesson at its defaults, timed in headless Chromium by the opt-in test/e2e/world-rehearsal-lesson.test.ts
- * (LAB_WORLD_LESSON=1; its record: research/records/2026-12-05-lesson-default/world-rehearsal-lesson.json).
+ * (LAB_WORLD_LESSON=1; its record: research/records/2026-12-05-lesson-g8/world-rehearsal-lesson.json).
  */
 export const MEASURED: { minutes: number; machine: string; date: string; policy: string } | null = {
-  minutes: 19.4,
-  // Timed before the 8-layer policy was bundled: from the 4-layer one, which costs about half as much per token.
-  policy: 'the 4-layer mini policy bundled before the 8-layer one (about half its compute per token)',
-  machine: "this repository's 2-core test machine, on the CPU fast path, while other work shared it (load average about 9)",
+  minutes: 13.7,
+  policy: 'the bundled 8-layer mini policy',
+  machine: "this repository's 2-core test machine, on the CPU fast path, with little else running (load average 1.5 to 2)",
   date: '2026-12-05',
 };
