@@ -109,10 +109,6 @@ function cardTitle(run: CardInputs['run']): string {
 }
 
 /**
- * The model card: what the policy is, how it was made (the last stage's command, the stages in one line), its
- * held-out figures, its limits, licence and how to reproduce it; the rest is in the record (recordName), linked.
- */
-/**
  * Where a stage grew the model (`--layers`: the earlier layers kept, the new ones appended as identities), in words:
  * " Stage 11 grew it from 4 to 8 layers (…)." or "" when every stage has the first one's depth.
  */
@@ -121,6 +117,10 @@ function grownText(stages: readonly CardInputs['run'][]): string {
   return grown.length === 0 ? '' : ` ${grown.join('; ').replace(/^s/, 'S')} (\`--layers\`: the earlier layers kept, the new ones appended as identities with zero output projections, so training went on from the same function).`;
 }
 
+/**
+ * The model card: what the policy is, how it was made (the last stage's command, the stages in one line), its
+ * held-out figures, its limits, licence and how to reproduce it; the rest is in the record (recordName), linked.
+ */
 export function modelCard(i: CardInputs, date: string): string {
   const { run } = i;
   const c = run.config;

@@ -71,20 +71,21 @@ function ablationSet(root: string, rel: string, runsDir = rel) {
 }
 type AblationSet = ReturnType<typeof ablationSet>;
 
-/** A − B paired on tasks and the seeds both have (the base's one run stands for every seed). */
-function pair(set: AblationSet, a: string, b: string): PairedInterval | null {
-  const ra = set.runs.filter((r) => r.config === a);
-  const rb = set.runs.filter((r) => r.config === b);
-  if (!ra.length || !rb.length) return null;
-  const base = ABLATION_CONFIGS.find((c) => c.id === b)?.mode === null;
-  return pairedBootstrap(successObs(ra), successObs(rb), { ...set.meta.bootstrap, broadcast: base });
-}
-
-/** a − b where the two configurations' records sit in two folders of the same budget (the same tasks and seeds). */
+/**
+ * a − b paired on tasks and the seeds both have, the two configurations' records in one folder or in two of the same
+ * budget (the same tasks and seeds); the base policy's one run stands for every seed.
+ */
 function pairAcross(setA: AblationSet, a: string, setB: AblationSet, b: string): PairedInterval | null {
   const ra = setA.runs.filter((r) => r.config === a);
   const rb = setB.runs.filter((r) => r.config === b);
-  return ra.length && rb.length ? pairedBootstrap(successObs(ra), successObs(rb), setA.meta.bootstrap) : null;
+  if (!ra.length || !rb.length) return null;
+  const base = ABLATION_CONFIGS.find((c) => c.id === b)?.mode === null;
+  return pairedBootstrap(successObs(ra), successObs(rb), { ...setA.meta.bootstrap, broadcast: base });
+}
+
+/** a − b within one records folder. */
+function pair(set: AblationSet, a: string, b: string): PairedInterval | null {
+  return pairAcross(set, a, set, b);
 }
 
 interface Claim {

@@ -18,6 +18,7 @@ import { isRolloutMode, ROLLOUT_MODES, type RolloutMode } from '../../src/method
 import { runRollouts } from '../../src/rollout/rollout';
 import { recordPath } from '../../src/util/record-path';
 import type { Qwen3Config } from '../../src/model/config';
+import { kvCacheBytes } from '../../src/train/memory';
 
 export const SIGNAL_USAGE = 'usage: npm run signal -- [--world mini|retail] [--model DIR] [--count N] [--k K] [--modes real,rehearse] [--split train|test] [--out FILE] [...]';
 
@@ -45,7 +46,7 @@ const KV_BUDGET_BYTES = 3.25 * 2 ** 30;
  * KV_BUDGET_BYTES: how many fit at once, and the bytes all would take; null where all fit.
  */
 export function episodesThatFit(c: Pick<Qwen3Config, 'numLayers' | 'numKvHeads' | 'headDim' | 'maxPositionEmbeddings'>, episodes: number): { slots: number; bytes: number } | null {
-  const slotBytes = c.numLayers * 2 * c.numKvHeads * c.headDim * c.maxPositionEmbeddings * 4;
+  const slotBytes = kvCacheBytes(c, 1, c.maxPositionEmbeddings);
   return episodes * slotBytes <= KV_BUDGET_BYTES ? null : { slots: Math.max(1, Math.floor(KV_BUDGET_BYTES / slotBytes)), bytes: episodes * slotBytes };
 }
 

@@ -68,6 +68,11 @@ export function minBindingBytes(c: Qwen3Config, format: WeightFormat, embedForma
 
 const isTable = (name: string) => name === 'model.embed_tokens.weight' || name === 'lm_head.weight';
 
+/** A KV cache's bytes: f32 keys and values of every layer, `slots` sequences of `maxT` positions (src/model/qwen3.ts KvCache). */
+export function kvCacheBytes(c: Pick<Qwen3Config, 'numLayers' | 'numKvHeads' | 'headDim'>, slots: number, maxT: number): number {
+  return 2 * c.numLayers * slots * maxT * c.numKvHeads * c.headDim * 4;
+}
+
 export function predictTrainBytes(c: Qwen3Config, s: TrainShape, o: TrainMemoryOptions): TrainBytes {
   const F = 4; // bytes per f32
   const { hiddenSize: d, intermediateSize: f, numLayers: L } = c;
@@ -81,7 +86,7 @@ export function predictTrainBytes(c: Qwen3Config, s: TrainShape, o: TrainMemoryO
   let trainable: number;
   if (o.mode === 'full') trainable = 3 * weights; // grad, m, v next to the (f32) weights
   else trainable = 4 * F * L * targets.reduce((a, t) => a + r * targetShape(c, t).reduce((x, y) => x + y, 0), 0);
-  const kvCache = 2 * L * s.slots * s.maxT * kvd * F;
+  const kvCache = kvCacheBytes(c, s.slots, s.maxT);
 
   // one block's saved activations (AttentionSaved + MlpSaved, the block input excluded)
   const loraU = T * r * targets.length;
