@@ -73,6 +73,12 @@ export interface Backend {
   /** Upload host data. `dtype` defaults to f32 for Float32Array and i32 for Int32Array. */
   tensor(data: Float32Array | Int32Array, shape: readonly number[]): Tensor;
   zeros(shape: readonly number[], dtype?: 'f32' | 'i32'): Tensor;
+  /**
+   * Storage whose contents are unspecified until written: for buffers every element of which is written before it
+   * is read (a decoding KV cache: a slot's positions are written up to the last one attended). Where a backend
+   * hands out memory that is zero anyway, the same as zeros; the fast CPU path skips the clearing pass.
+   */
+  empty(shape: readonly number[], dtype?: 'f32' | 'i32'): Tensor;
   /** Upload a weight quantized by src/engine/quant.ts. */
   uploadQuantized(q: import('./quant').QuantizedWeight): Tensor;
   read(t: Tensor): Promise<Float32Array | Int32Array>;

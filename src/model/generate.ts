@@ -94,7 +94,7 @@ export class PrefixCache {
   reused = 0;
   fed = 0;
   constructor(model: Qwen3Model, slots: number, maxT: number) {
-    this.kv = new KvCache(model, slots, maxT);
+    this.kv = new KvCache(model, slots, maxT, { cleared: false });
     this.tokens = Array.from({ length: slots }, () => []);
   }
   clear(): void {
@@ -252,7 +252,7 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
   });
   const slots = pc ? pc.kv.slots : Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
   const budget = Math.max(slots, opts.maxBatchTokens ?? 512);
-  const cache = pc ? pc.kv : new KvCache(model, slots, maxT);
+  const cache = pc ? pc.kv : new KvCache(model, slots, maxT, { cleared: false });
   if (pc && pc.adapter !== (opts.adapter ?? null)) {
     pc.clear();
     pc.adapter = opts.adapter ?? null;
@@ -354,7 +354,7 @@ export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[
       scoredRows += scoredOf(s);
     }
     const maxT = Math.max(1, ...group.map((s) => s.tokens.length - 1));
-    const cache = new KvCache(model, group.length, maxT);
+    const cache = new KvCache(model, group.length, maxT, { cleared: false });
     const ids: number[] = [];
     const slot: number[] = [];
     const pos: number[] = [];

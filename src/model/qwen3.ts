@@ -57,7 +57,12 @@ export class Qwen3Model {
   }
 }
 
-/** Keys and values of every layer for S sequence slots of up to maxT tokens: (S,maxT,Hkv,D) each. */
+/**
+ * Keys and values of every layer for S sequence slots of up to maxT tokens: (S,maxT,Hkv,D) each. `cleared: false`
+ * (decoding) leaves the storage as the backend hands it out: attention reads a slot's positions only up to the last
+ * one written for it, as a reused prefix cache already relies on, so a cache sized for the longest request is not
+ * cleared in full for every batch.
+ */
 export class KvCache {
   readonly k: Tensor[] = [];
   readonly v: Tensor[] = [];
@@ -65,11 +70,14 @@ export class KvCache {
     readonly model: Qwen3Model,
     readonly slots: number,
     readonly maxT: number,
+    opts: { cleared?: boolean } = {},
   ) {
     const c = model.config;
+    const b = model.backend;
+    const make = (shape: number[]) => (opts.cleared === false ? b.empty(shape) : b.zeros(shape));
     for (let l = 0; l < c.numLayers; l++) {
-      this.k.push(model.backend.zeros([slots, maxT, c.numKvHeads, c.headDim]));
-      this.v.push(model.backend.zeros([slots, maxT, c.numKvHeads, c.headDim]));
+      this.k.push(make([slots, maxT, c.numKvHeads, c.headDim]));
+      this.v.push(make([slots, maxT, c.numKvHeads, c.headDim]));
     }
   }
   free(): void {

@@ -187,3 +187,39 @@ describe('generate', () => {
     expect(r).toMatchObject({ tokens: [], finishReason: 'length' });
   });
 });
+
+describe('decoding caches are not cleared (cpu-fast)', () => {
+  it('stale NaN bytes in reused heap blocks change no token, log-probability or score', async () => {
+    const { createCpuFastBackend } = await import('../../src/engine/cpu/fast/backend');
+    const b = await createCpuFastBackend({ threads: 1 });
+    try {
+      const src = new MemorySource(await tinyModelFiles(tinyConfig(), 21));
+      const m = (await loadQwen3(src, b, { format: 'f32' })).model;
+      const reqs: GenerateRequest[] = prompts.map((p, i) => ({ prompt: p, maxNewTokens: 6 + i, stopTokens: [] }));
+      const seq = { tokens: tok.encode('The quick brown fox jumps'), start: 2 };
+      // Two slots for four requests: slots are reused mid-batch too.
+      const opts = { maxConcurrent: 2, maxBatchTokens: 5 };
+      const clean = await generate(m, tok, reqs, opts);
+      const [cleanScore] = await logprobs(m, [seq]);
+      // Fill the heap's free space with NaN: the next caches are carved from these blocks.
+      const junk = b.tensor(new Float32Array(1 << 22).fill(NaN), [1 << 22]);
+      b.free(junk);
+      const probe = b.empty([1 << 22]);
+      const stale = (await b.read(probe)) as Float32Array;
+      b.free(probe);
+      // The premise: an empty block really is stale memory (otherwise this test could not fail).
+      expect(stale.some((x) => Number.isNaN(x))).toBe(true);
+      b.free(b.tensor(new Float32Array(1 << 22).fill(NaN), [1 << 22]));
+      const dirty = await generate(m, tok, reqs, opts);
+      b.free(b.tensor(new Float32Array(1 << 22).fill(NaN), [1 << 22]));
+      const [dirtyScore] = await logprobs(m, [seq]);
+      dirty.forEach((r, i) => {
+        expect(r.tokens).toEqual(clean[i].tokens);
+        expect(r.logprobs).toEqual(clean[i].logprobs);
+      });
+      expect(dirtyScore).toEqual(cleanScore);
+    } finally {
+      b.dispose();
+    }
+  });
+});

@@ -36,6 +36,9 @@ export class CpuRefBackend implements Backend {
     const n = numel(shape);
     return new CpuTensor([...shape], dtype, dtype === 'f32' ? new Float32Array(n) : new Int32Array(n));
   }
+  empty(shape: readonly number[], dtype: 'f32' | 'i32' = 'f32'): Tensor {
+    return this.zeros(shape, dtype);
+  }
   uploadQuantized(q: QuantizedWeight): Tensor {
     return new CpuTensor([q.rows, q.cols], q.kind, null, q);
   }

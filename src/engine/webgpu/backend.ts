@@ -77,6 +77,10 @@ export class WebGpuBackend implements Backend {
     this.ctx.checkAlive();
     return zerosTensor(this.ctx, shape, dtype);
   }
+  /** WebGPU clears every new buffer itself: nothing to skip. */
+  empty(shape: readonly number[], dtype: 'f32' | 'i32' = 'f32'): Tensor {
+    return this.zeros(shape, dtype);
+  }
   uploadQuantized(q: QuantizedWeight): Tensor {
     this.ctx.checkAlive();
     return uploadQuantized(this.ctx, q);

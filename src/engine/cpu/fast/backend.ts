@@ -160,6 +160,12 @@ export class CpuFastBackend extends CpuRefBackend {
     return t;
   }
 
+  /** A heap block as the allocator hands it out: a reused block keeps its old bytes (NaN included). */
+  override empty(shape: readonly number[], dtype: 'f32' | 'i32' = 'f32'): Tensor {
+    if (!this.rt.shared) return super.empty(shape, dtype);
+    return this.rt.residentTensor(shape, dtype);
+  }
+
   override uploadQuantized(q: QuantizedWeight): Tensor {
     if (!this.rt.shared) {
       this.rt.placeQuant(q);
