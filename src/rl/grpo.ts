@@ -41,6 +41,14 @@ export interface GrpoUpdateOptions {
    * adapter, which is also the one that rehearses at test time.
    */
   supervised?: { rows: readonly TrainingRow[]; advantage: number; weighting?: ObservationWeighting };
+  /**
+   * Leave rows whose advantage is exactly 0 (a group whose rollouts all scored alike) out of the forward and
+   * backward passes (default true). Their loss and gradient are exactly 0 without a KL term, and the step's loss is
+   * still normalised over every row, so the gradient is the same up to rounding (the sums are grouped differently);
+   * clipFrac, kl and entropy are then means over the rows that carry a gradient. A row with reference log-probs
+   * (the KL term) is always kept.
+   */
+  skipZeroAdvantage?: boolean;
 }
 
 export interface GrpoUpdateReport {
@@ -86,8 +94,10 @@ export const CACHE_PER_TOKEN = 2;
  * With `share` (the default) sequences are sorted so that shared prefixes sit together and each micro-batch
  * feeds its trie of tokens once (packShared): the rows of one task share the system prompt, the request and
  * the turns before they differ, several times fewer tokens. Without it, sequences go in order, whole.
+ * `normaliseOver` (default `seqs`) are the sequences the step's loss is a mean over, when some of them (rows whose
+ * loss is exactly 0) are not packed at all.
  */
-export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, aggregation: Aggregation, share = true): TrainBatch[] {
+export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, aggregation: Aggregation, share = true, normaliseOver: readonly TrainSequence[] = seqs): TrainBatch[] {
   if (!(maxTokens >= 1)) throw new GrpoError(`maxBatchTokens must be >= 1, got ${maxTokens}`);
   // Every sequence keeps a KV slot of the batch's longest length, fed or shared: bound the cache too.
   const maxCache = CACHE_PER_TOKEN * maxTokens;
@@ -118,9 +128,21 @@ export function microBatches(seqs: readonly TrainSequence[], maxTokens: number, 
   };
   const shareOf = (g: TrainSequence[]) =>
     aggregation === 'token-mean' ? g.reduce((n, q) => n + lossTok(q), 0) : g.filter((q) => lossTok(q) > 0).length;
-  const total = groups.reduce((n, g) => n + shareOf(g), 0);
+  const total = shareOf([...normaliseOver]);
   const pack = share ? packShared : packBatch;
   return groups.map((g) => pack(g, aggregation, total > 0 ? shareOf(g) / total : 1 / groups.length));
+}
+
+/**
+ * The sequences whose loss can have a gradient: all of them, or (`skip`) all but those with advantage exactly 0 and
+ * no KL term. When none is left, the shortest is kept: the optimizer step still runs on the zero gradient (AdamW's
+ * moments and weight decay move the weights as they did with every row).
+ */
+function gradientCarrying(seqs: readonly TrainSequence[], skip: boolean): readonly TrainSequence[] {
+  if (!skip) return seqs;
+  const kept = seqs.filter((s) => s.advantage !== 0 || s.refLogp !== undefined);
+  if (kept.length > 0 || seqs.length === 0) return kept;
+  return [seqs.reduce((a, s) => (s.tokens.length < a.tokens.length ? s : a))];
 }
 
 /**
@@ -171,7 +193,7 @@ export async function grpoUpdate(
       }
       return rowToSequence(r, r.advantage!, ref);
     });
-    const micro = microBatches(seqs, opts.maxBatchTokens ?? 4096, aggregation, opts.sharePrefixes ?? true);
+    const micro = microBatches(gradientCarrying(seqs, opts.skipZeroAdvantage ?? true), opts.maxBatchTokens ?? 4096, aggregation, opts.sharePrefixes ?? true, seqs);
     const reports: StepReport[] = [];
     for (let e = 0; e < epochs; e++) reports.push(await trainer.trainStep(micro));
     steps.push({ target, rows: chosen.length, microBatches: micro.length, report: reports[epochs - 1], epochs: reports });

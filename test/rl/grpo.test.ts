@@ -151,6 +151,39 @@ describe('GRPO update', () => {
     expect(fb.rows.filter((r) => r.role === 'rehearse').every((r) => r.advantage === null)).toBe(true);
   });
 
+  it('rows with advantage 0 are left out of the passes, and the weights move as they do with every row fed', async () => {
+    const batch = await rollouts('rehearse', adapter(7, true));
+    // Task a's rollouts all score alike (every row of that group has advantage 0); task b's first rollout wins.
+    const zeroBatch = structuredClone(batch);
+    for (const b of [batch, zeroBatch]) for (const r of b.rows) r.reward = (r.rolloutId.split(':')[1] === 'a' ? 0.5 : firstWins(r));
+    for (const r of zeroBatch.rows) r.reward = 0.25; // a step where every advantage is 0
+    const [fed, skipped] = [adapter(8, true), adapter(8, true)];
+    const [tf, ts] = [trainer(fed), trainer(skipped)];
+    const all = await grpoUpdate({ act: tf }, batch, 'rehearse', { skipZeroAdvantage: false });
+    const some = await grpoUpdate({ act: ts }, batch, 'rehearse');
+    const adv = some.advantages.advantage;
+    expect(adv.some((v) => v === 0)).toBe(true);
+    expect(adv.some((v) => v !== null && v !== 0)).toBe(true);
+    // Fewer tokens through the passes, the same loss, gradient and weights (up to the sums' rounding).
+    expect(some.steps[0].report.tokens).toBeLessThan(all.steps[0].report.tokens);
+    expect(some.steps[0].report.loss).toBeCloseTo(all.steps[0].report.loss, 6);
+    expect(some.steps[0].report.gradNorm).toBeCloseTo(all.steps[0].report.gradNorm, 6);
+    const close = async () => {
+      const [x, y] = [(await read(fed)).flat(), (await read(skipped)).flat()];
+      const scale = Math.max(...x.map(Math.abs));
+      x.forEach((v, i) => expect(Math.abs(v - y[i])).toBeLessThan(1e-5 * scale));
+    };
+    await close();
+    // An all-zero step still takes its optimizer step: AdamW's momentum moves the weights in both.
+    const before = (await read(skipped)).flat();
+    const z1 = await grpoUpdate({ act: tf }, zeroBatch, 'rehearse', { skipZeroAdvantage: false });
+    const z2 = await grpoUpdate({ act: ts }, zeroBatch, 'rehearse');
+    expect([z1.steps[0].report.applied, z2.steps[0].report.applied]).toEqual([true, true]);
+    expect(z2.steps[0].report.gradNorm).toBe(0);
+    expect((await read(skipped)).flat()).not.toEqual(before);
+    await close();
+  });
+
   it('zero advantages change nothing; the KL to the base model is zero for an untouched adapter', async () => {
     const a = adapter(5, false); // B = 0: the adapter is the base model
     const batch = await rollouts('rehearse', a);
