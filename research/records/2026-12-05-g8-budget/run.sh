@@ -4,6 +4,11 @@
 # from their last checkpoint. Seeds may be shared between processes, e.g.
 #   bash research/records/2026-12-05-g8-budget/run.sh 0,2,4,6,8 & bash research/records/2026-12-05-g8-budget/run.sh 1,3,5,7,9
 # Each process runs its seeds' base/real-q runs first (minutes), then their dyna-fq8-recall runs.
+# Every run uses the code of commit 2366c7b (PREREGISTERED.md, amendment): run this script from a worktree of it and
+# copy the finished runs back, e.g.
+#   git worktree add ../g8-code 2366c7b && ln -s "$PWD/node_modules" ../g8-code/node_modules
+#   cp -r research/records/2026-12-05-g8-budget/ablation ../g8-code/research/records/2026-12-05-g8-budget/   # resume
+#   (cd ../g8-code && bash research/records/2026-12-05-g8-budget/run.sh 0,2,4,6,8)
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 seeds="${1:-0,1,2,3,4,5,6,7,8,9}"
