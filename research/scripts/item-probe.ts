@@ -13,7 +13,8 @@ import { checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBacke
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
 import { parse } from '../../src/env/toolcall';
-import { generate, GREEDY, logprobs } from '../../src/model/generate';
+import { generate, GREEDY } from '../../src/model/generate';
+import { logprobs } from '../../src/model/score';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { recordCommand, recordPath } from '../../src/util/record-path';
 

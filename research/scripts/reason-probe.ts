@@ -18,7 +18,7 @@ import { relative } from 'node:path';
 import { checkOutput, enumFlag, HELP_FLAG, helpText, intFlag, isEntry, openBackend, openModel, parseFlags, processIo, runCli, strFlag, WRITE_COMMITTED_FLAG, type CliIo, type FlagSpec } from '../../src/cli/args';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { rowsFromEpisode } from '../../src/env/rows';
-import { logprobs } from '../../src/model/generate';
+import { logprobs } from '../../src/model/score';
 import { DirSource } from '../../src/model/source-node';
 import { readHostWeights } from '../../src/model/weights';
 import { PlainQwen3 } from '../pretrain/attention-probe';

@@ -32,6 +32,14 @@ export interface GenerateRequest {
   sampling?: Sampling;
   /** Restricts which tokens may be drawn (structured output); stateful, one object per request. */
   constraint?: TokenConstraint;
+  /**
+   * Tokens greedy decoding is expected to write (e.g. the real observation a rehearsal is compared with): fed with
+   * the prompt in prefill forwards and kept while greedy decoding chooses them token by token; at the first it would
+   * not have chosen, its own choice is taken and decoding goes on from there. The result is what decoding without a
+   * draft gives, fewer forwards when the draft is right (a prefill and a decode step may round differently, as two
+   * batch shapes may). Greedy requests only.
+   */
+  draft?: readonly number[];
 }
 
 /**
@@ -114,8 +122,13 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
 interface Live {
   req: number;
   slot: number;
+  /** The tokens to feed before decoding: the prompt, followed by the draft while it is being checked. */
   prompt: number[];
-  /** Prompt tokens already in the cache. */
+  /** The prompt's own length. */
+  promptLen: number;
+  /** The draft being checked (null: none, or checked); its token i is checked against generated token i. */
+  draft: number[] | null;
+  /** Tokens of `prompt` already in the cache. */
   fed: number;
   out: GenerateResult;
   stopTokens: Set<number>;
@@ -129,7 +142,7 @@ interface Live {
  * cache a request takes the free slot sharing the longest prefix with its prompt, keeping at least one
  * prompt token to feed so that the last one yields logits. Returns the next waiting request.
  */
-function admit(requests: readonly GenerateRequest[], prompts: readonly number[][], next: number, free: number[], live: Live[], tok: Tokenizer, pc: PrefixCache | undefined): number {
+function admit(requests: readonly GenerateRequest[], prompts: readonly number[][], next: number, free: number[], live: Live[], tok: Tokenizer, pc: PrefixCache | undefined, maxT: number): number {
   while (free.length && next < requests.length) {
     const r = requests[next];
     let pick = free.length - 1;
@@ -144,10 +157,15 @@ function admit(requests: readonly GenerateRequest[], prompts: readonly number[][
       pc.tokens[chosen].length = reuse;
       pc.reused += reuse;
     }
+    // A draft is cut to what can be kept: the token after it is decoded, within maxNewTokens and the context.
+    const prompt = prompts[next];
+    const d = r.draft?.slice(0, Math.max(0, Math.min(r.maxNewTokens - 1, maxT - prompt.length - 1))) ?? [];
     live.push({
       req: next,
       slot: chosen,
-      prompt: prompts[next],
+      prompt: d.length ? [...prompt, ...d] : prompt,
+      promptLen: prompt.length,
+      draft: d.length ? d : null,
       fed: reuse,
       out: { promptTokens: prompts[next], tokens: [], logprobs: [], text: '', finishReason: 'length' },
       stopTokens: new Set(r.stopTokens ?? tok.stopIds),
@@ -161,13 +179,14 @@ function admit(requests: readonly GenerateRequest[], prompts: readonly number[][
 
 /**
  * Batch assembly: one flat batch of one token per decoding sequence, then prompt chunks while the token
- * budget lasts. `sampled` are the sequences whose next token this forward draws, with their logit row.
+ * budget lasts. `sampled` are the sequences whose next token this forward draws, with their logit row; a sequence
+ * whose draft is being checked has a row for every fed position from its prompt's last on (`check`).
  */
-function assembleBatch(live: readonly Live[], budget: number, pc: PrefixCache | undefined): { ids: number[]; slot: number[]; pos: number[]; sampled: { s: Live; row: number }[] } {
+function assembleBatch(live: readonly Live[], budget: number, pc: PrefixCache | undefined): { ids: number[]; slot: number[]; pos: number[]; sampled: Sampled[] } {
   const ids: number[] = [];
   const slot: number[] = [];
   const pos: number[] = [];
-  const sampled: { s: Live; row: number }[] = [];
+  const sampled: Sampled[] = [];
   let room = budget;
   for (const s of live)
     if (s.fed === s.prompt.length) {
@@ -176,22 +195,42 @@ function assembleBatch(live: readonly Live[], budget: number, pc: PrefixCache | 
       ids.push(last);
       slot.push(s.slot);
       pos.push(s.prompt.length + s.out.tokens.length - 1);
-      sampled.push({ s, row: ids.length - 1 });
+      sampled.push({ s, row: ids.length - 1, check: false });
       room--;
     }
   for (const s of live) {
     if (s.fed === s.prompt.length || room <= 0) continue;
     const n = Math.min(room, s.prompt.length - s.fed);
-    for (let i = 0; i < n; i++) (ids.push(s.prompt[s.fed + i]), slot.push(s.slot), pos.push(s.fed + i));
+    for (let i = 0; i < n; i++) {
+      ids.push(s.prompt[s.fed + i]), slot.push(s.slot), pos.push(s.fed + i);
+      if (s.draft && s.fed + i >= s.promptLen - 1) sampled.push({ s, row: ids.length - 1, check: true });
+    }
     if (pc) {
       for (let i = 0; i < n; i++) pc.tokens[s.slot].push(s.prompt[s.fed + i]);
       pc.fed += n;
     }
     s.fed += n;
     room -= n;
-    if (s.fed === s.prompt.length) sampled.push({ s, row: ids.length - 1 });
+    if (!s.draft && s.fed === s.prompt.length) sampled.push({ s, row: ids.length - 1, check: false });
   }
   return { ids, slot, pos, sampled };
+}
+
+interface Sampled {
+  s: Live;
+  row: number;
+  check: boolean;
+}
+
+/**
+ * Ends a draft's check after `kept` of its tokens were chosen: the sequence decodes on from there (its cache holds the
+ * prompt and those tokens; what was fed after them is overwritten).
+ */
+function endDraft(s: Live, kept: number, pc: PrefixCache | undefined): void {
+  s.prompt = s.prompt.slice(0, s.promptLen);
+  s.fed = s.promptLen;
+  s.draft = null;
+  if (pc) pc.tokens[s.slot].length = s.promptLen + kept;
 }
 
 /**
@@ -222,7 +261,19 @@ function appendToken(s: Live, token: number, logprob: number, req: GenerateReque
       return 'stop';
     }
   }
-  return s.out.tokens.length >= req.maxNewTokens || s.prompt.length + s.out.tokens.length >= maxT ? 'length' : null;
+  return s.out.tokens.length >= req.maxNewTokens || s.promptLen + s.out.tokens.length >= maxT ? 'length' : null;
+}
+
+/**
+ * Greedy decoding's choice from one row of logits under a mask, on the host: the sampler's rule (src/engine/sampling.ts)
+ * on the row masked as applyConstraints masks it: the first maximum among the allowed tokens (a NaN never wins), 0 when
+ * none is above -Infinity.
+ */
+function greedyChoice(row: Float32Array, mask: Uint8Array | null): number {
+  let best = -Infinity;
+  let arg = 0;
+  for (let v = 0; v < row.length; v++) if ((!mask || (v < mask.length && mask[v])) && row[v] > best) ((best = row[v]), (arg = v));
+  return arg;
 }
 
 /** logits (R,V) -> logits with -Infinity where a row's mask forbids a token; the same tensor when no row has one. */
@@ -249,6 +300,11 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
     if (p.length === 0) throw new EngineError('shape', `generate: request ${i} has an empty prompt`);
     if (p.length >= maxT) throw new EngineError('shape', `generate: request ${i} prompt has ${p.length} tokens, the context holds ${maxT}`);
     for (const id of p) if (!(id >= 0 && id < model.config.vocabSize)) throw new EngineError('shape', `generate: request ${i} has token id ${id} outside the vocabulary`);
+    const d = requests[i].draft;
+    if (d?.length) {
+      if ((requests[i].sampling ?? GREEDY).temperature > 0) throw new EngineError('validation', `generate: request ${i} has a draft but samples (a draft is checked against greedy decoding)`);
+      for (const id of d) if (!(Number.isInteger(id) && id >= 0 && id < model.config.vocabSize)) throw new EngineError('shape', `generate: request ${i}'s draft has token id ${id} outside the vocabulary`);
+    }
   });
   const slots = pc ? pc.kv.slots : Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
   const budget = Math.max(slots, opts.maxBatchTokens ?? 512);
@@ -275,41 +331,65 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
   try {
     while (done < requests.length) {
       if (opts.signal?.aborted) throw new DOMException('generation cancelled', 'AbortError');
-      next = admit(requests, prompts, next, free, live, tok, pc);
+      next = admit(requests, prompts, next, free, live, tok, pc, maxT);
       for (const s of [...live]) if (requests[s.req].maxNewTokens <= 0) finish(s, 'length');
       if (live.length === 0) continue;
 
       const { ids, slot, pos, sampled } = assembleBatch(live, budget, pc);
+      const plain = sampled.filter((x) => !x.check);
+      const checked = sampled.filter((x) => x.check);
       const { logits } = forward(model, cache, { ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos) }, {
         adapter: opts.adapter ?? null,
-        logitRows: Int32Array.from(sampled.map((x) => x.row)),
+        logitRows: Int32Array.from([...plain, ...checked].map((x) => x.row)),
       });
       if (sampled.length === 0) {
         b.free(logits);
         continue;
       }
-      const params: SampleParams[] = sampled.map(({ s }) => ({ ...s.sampling, step: s.out.tokens.length }));
-      const masks = sampled.map(({ s }) => requests[s.req].constraint?.allowed() ?? null);
-      const masked = applyConstraints(b, logits, masks);
-      const pick = b.sample(masked, params);
-      const [toks, lps, raw] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs), masked === logits ? null : b.read(logits)]);
-      for (const t of new Set([logits, masked, pick.tokens, pick.logprobs])) b.free(t);
-      // A constrained token's logprob is the model's own, before the mask (as it is before top-p): what the
-      // trainer computes for the same weights, so a fresh policy ratio starts at 1.
-      if (raw) {
-        const V = logits.shape[1];
-        masks.forEach((m, i) => {
-          if (m) lps[i] = tokenLogprob(raw.subarray(i * V, (i + 1) * V), toks[i], params[i].temperature);
+      const V = logits.shape[1];
+      // A draft's rows are read back and chosen here, in order: each choice moves the sequence's constraint.
+      const checkedRaw = checked.length ? ((await b.read(logits)) as Float32Array).subarray(plain.length * V) : null;
+      if (plain.length) {
+        const rowsT = checked.length ? b.tensor(Int32Array.from(plain, (_, i) => i), [plain.length]) : null;
+        const plainLogits = rowsT ? b.gatherRows(logits, rowsT) : logits;
+        const params: SampleParams[] = plain.map(({ s }) => ({ ...s.sampling, step: s.out.tokens.length }));
+        const masks = plain.map(({ s }) => requests[s.req].constraint?.allowed() ?? null);
+        const masked = applyConstraints(b, plainLogits, masks);
+        const pick = b.sample(masked, params);
+        const [toks, lps, raw] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs), masked === plainLogits ? null : b.read(plainLogits)]);
+        for (const t of new Set([plainLogits, masked, pick.tokens, pick.logprobs, ...(rowsT ? [rowsT] : [])])) if (t !== logits) b.free(t);
+        // A constrained token's logprob is the model's own, before the mask (as it is before top-p): what the
+        // trainer computes for the same weights, so a fresh policy ratio starts at 1.
+        if (raw)
+          masks.forEach((m, i) => {
+            if (m) lps[i] = tokenLogprob(raw.subarray(i * V, (i + 1) * V), toks[i], params[i].temperature);
+          });
+        plain.forEach(({ s }, i) => {
+          if (toks[i] === NON_FINITE_TOKEN)
+            throw new EngineError('validation', `generate: request ${s.req} has non-finite logits (NaN or +Inf, or all -Inf) at new token ${s.out.tokens.length}: no token can be drawn`);
+          requests[s.req].constraint?.push(toks[i]);
+          const reason = appendToken(s, toks[i], lps[i], requests[s.req], tok, maxT);
+          if (reason) finish(s, reason);
         });
       }
-
-      sampled.forEach(({ s }, i) => {
-        if (toks[i] === NON_FINITE_TOKEN)
-          throw new EngineError('validation', `generate: request ${s.req} has non-finite logits (NaN or +Inf, or all -Inf) at new token ${s.out.tokens.length}: no token can be drawn`);
-        requests[s.req].constraint?.push(toks[i]);
-        const reason = appendToken(s, toks[i], lps[i], requests[s.req], tok, maxT);
-        if (reason) finish(s, reason);
-      });
+      b.free(logits);
+      if (checkedRaw) {
+        const ended = new Set<Live>();
+        checked.forEach(({ s }, i) => {
+          if (ended.has(s)) return;
+          const req = requests[s.req];
+          const raw = checkedRaw.subarray(i * V, (i + 1) * V);
+          const token = greedyChoice(raw, req.constraint?.allowed() ?? null);
+          req.constraint?.push(token);
+          const j = s.out.tokens.length;
+          const reason = appendToken(s, token, tokenLogprob(raw, token, 0), req, tok, maxT);
+          if (reason || j === s.draft!.length || token !== s.draft![j]) {
+            endDraft(s, j, pc);
+            ended.add(s);
+            if (reason) finish(s, reason);
+          }
+        });
+      }
       opts.onStep?.(done, requests.length);
     }
   } catch (e) {
@@ -319,68 +399,4 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
     if (!pc) cache.free();
   }
   return results;
-}
-
-export interface ScoredSequence {
-  tokens: readonly number[];
-  /** Score tokens[start..]: the first scored token is tokens[start] given tokens[..start). start >= 1. */
-  start: number;
-}
-
-/**
- * log p(tokens[i] | tokens[<i]) for i >= start, for many sequences (teacher forcing, temperature 1).
- * Sequences are packed into forwards of at most maxBatchTokens tokens (one slot each).
- */
-export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[], opts: { adapter?: LoraAdapter | null; maxBatchTokens?: number } = {}): Promise<number[][]> {
-  const b = model.backend;
-  const V = model.config.vocabSize;
-  const budget = opts.maxBatchTokens ?? 512;
-  const out: number[][] = [];
-  let i = 0;
-  while (i < seqs.length) {
-    // Pack whole sequences (all but their last token are inputs) until the budget is reached.
-    // Also bound the scored rows, whose (rows,V) log-softmax is read back: ~64 MB at most, unless a
-    // single sequence needs more.
-    const rowCap = Math.max(1, Math.floor(2 ** 24 / V));
-    const group: ScoredSequence[] = [];
-    let total = 0;
-    let scoredRows = 0;
-    const scoredOf = (s: ScoredSequence) => s.tokens.length - s.start;
-    while (i < seqs.length && (group.length === 0 || (total + seqs[i].tokens.length - 1 <= budget && scoredRows + scoredOf(seqs[i]) <= rowCap))) {
-      const s = seqs[i++];
-      if (s.start < 1 || s.start > s.tokens.length) throw new EngineError('shape', `logprobs: start ${s.start} outside [1, ${s.tokens.length}]`);
-      group.push(s);
-      total += s.tokens.length - 1;
-      scoredRows += scoredOf(s);
-    }
-    const maxT = Math.max(1, ...group.map((s) => s.tokens.length - 1));
-    const cache = new KvCache(model, group.length, maxT, { cleared: false });
-    const ids: number[] = [];
-    const slot: number[] = [];
-    const pos: number[] = [];
-    const rows: number[] = [];
-    group.forEach((s, g) => {
-      for (let t = 0; t < s.tokens.length - 1; t++) {
-        if (t >= s.start - 1) rows.push(ids.length);
-        ids.push(s.tokens[t]), slot.push(g), pos.push(t);
-      }
-    });
-    if (ids.length === 0) {
-      for (const _ of group) out.push([]);
-      cache.free();
-      continue;
-    }
-    const { logits } = forward(model, cache, { ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos) }, { adapter: opts.adapter ?? null, logitRows: Int32Array.from(rows) });
-    const lsm = b.logSoftmax(logits);
-    const all = (await b.read(lsm)) as Float32Array;
-    for (const t of [logits, lsm]) b.free(t);
-    cache.free();
-    let r = 0;
-    for (const s of group) {
-      const lp: number[] = [];
-      for (let t = s.start; t < s.tokens.length; t++) lp.push(all[r++ * V + s.tokens[t]]);
-      out.push(lp);
-    }
-  }
-  return out;
 }

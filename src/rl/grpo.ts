@@ -7,7 +7,7 @@
 // get no advantage.
 // The loss itself (clipped surrogate, dual clip, optional k3 KL) is the training engine's GRPO head; the
 // reference policy for the KL is the base model with the adapter switched off.
-import { logprobs } from '../model/generate';
+import { logprobs } from '../model/score';
 import type { RolloutBatch } from '../rollout/rollout';
 import { commonPrefix, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
 import type { StepReport, Trainer } from '../train/trainer';

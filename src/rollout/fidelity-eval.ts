@@ -18,7 +18,7 @@ import { REHEARSE_STOP } from './act-prompt';
 import type { ChatMessage } from './chat';
 import { compareObservations, summarizeFidelity, type FidelitySummary, type StepFidelity } from './fidelity';
 import { rehearseConstraintFor, type RehearseConstraintOptions } from './rehearse-constraint';
-import { buildRehearsePrompt, parseExecutionResult, type RehearseParseFailure, type RehearsePromptOptions } from './rehearse-prompt';
+import { buildRehearsePrompt, parseExecutionResult, rehearseTarget, type RehearseParseFailure, type RehearsePromptOptions } from './rehearse-prompt';
 import { referenceGrounding, type RolloutDomain } from './rollout';
 
 export interface FidelityEvalOptions {
@@ -127,6 +127,9 @@ export async function evalRehearsalFidelityVariants(
             constraint: rehearseConstraintFor(variant.decoding, domain, tok, prompt, call.name, opts.constraint),
             // The seed of the item's place in its own variant: each variant samples as it would alone.
             sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + mine.items.length) >>> 0 },
+            // Greedy: the real observation is the draft, checked in prefill forwards instead of decoded token by token
+            // (a faithful rehearsal costs one pass; the others decode on from where they leave it).
+            ...(temperature === 0 ? { draft: tok.encode(rehearseTarget(real)) } : {}),
           });
           if (key !== null) byPrompt.set(key, out);
         }

@@ -6,7 +6,7 @@
 // row with advantage c contributes c · ∇(−log p(real observation)) — a cross-entropy term with
 // coefficient c inside the same GRPO loss (src/rl/grpo.ts supervised rows).
 import type { Task } from '../env/domain';
-import { logprobs } from '../model/generate';
+import { logprobs } from '../model/score';
 import type { LoraAdapter } from '../model/lora';
 import type { Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';

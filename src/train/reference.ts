@@ -2,7 +2,7 @@
 // oldLogp (the sampling policy, when the sampler did not keep them) and refLogp (the KL reference; with
 // LoRA the reference policy is the same base model with the adapter switched off: adapter = null).
 import type { LoraAdapter } from '../model/lora';
-import { logprobs } from '../model/generate';
+import { logprobs } from '../model/score';
 import type { Qwen3Model } from '../model/qwen3';
 import type { TrainSequence } from './batch';
 

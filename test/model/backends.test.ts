@@ -63,6 +63,9 @@ async function compare(name: BackendName, b: Backend) {
     const have = await generate(got.model, tok, reqs());
     expect(have.map((x) => x.tokens)).toEqual(want.map((x) => x.tokens));
     for (const r of have.slice(2)) expect(r.tokens.every((t) => t % 2 === 0)).toBe(true);
+    // Greedy requests with drafts (right, wrong from the second token) beside sampled ones: the same tokens again.
+    const drafted = reqs().map((r, i) => (r.sampling ? r : { ...r, draft: i === 0 ? want[i].tokens : [want[i].tokens[0], (want[i].tokens[1] + 2) % cfg.vocabSize] }));
+    expect((await generate(got.model, tok, drafted)).map((x) => x.tokens)).toEqual(want.map((x) => x.tokens));
     got.model.free();
   }
 }

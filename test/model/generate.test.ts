@@ -3,7 +3,8 @@ import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { loadQwen3 } from '../../src/model/weights';
 import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { generate, logprobs, PrefixCache, type GenerateRequest, type TokenConstraint } from '../../src/model/generate';
+import { generate, PrefixCache, type GenerateRequest, type TokenConstraint } from '../../src/model/generate';
+import { logprobs } from '../../src/model/score';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
 import { createLoraAdapter } from '../../src/model/lora';
@@ -163,6 +164,62 @@ describe('generate', () => {
     await generate(model, tok, turn2.slice(0, 1), { prefixCache: pc, adapter });
     expect(pc.reused).toBe(cached);
     pc.free();
+  });
+
+  it('a draft changes no token, text, finish or log-probability; a right draft decodes in one forward', async () => {
+    // A stateful constraint (no token may repeat the one before it) and stop strings, as rehearsals decode.
+    const noRepeat = (): TokenConstraint => {
+      let last = -1;
+      return {
+        allowed: () => (last < 0 ? null : Uint8Array.from({ length: model.config.vocabSize }, (_, v) => (v === last ? 0 : 1))),
+        push: (t) => void (last = t),
+      };
+    };
+    const base = (i: number, constrained: boolean): GenerateRequest => ({
+      prompt: prompts[i % prompts.length],
+      maxNewTokens: 12,
+      stopTokens: [],
+      ...(i % 3 === 2 ? { stop: ['e'] } : {}),
+      ...(constrained ? { constraint: noRepeat() } : {}),
+    });
+    for (const constrained of [false, true]) {
+      const plainReqs = Array.from({ length: 6 }, (_, i) => base(i, constrained));
+      let plainSteps = 0;
+      const plain = await generate(model, tok, plainReqs, { onStep: () => plainSteps++ });
+      // Drafts: the answer itself, a prefix of it, one wrong from the third token, nonsense, longer than allowed, empty.
+      const r = new Rng(5);
+      const drafts = plain.map((o, i) => {
+        const t = o.tokens;
+        return [t, t.slice(0, 4), [...t.slice(0, 2), (t[2] + 1) % model.config.vocabSize, ...t.slice(3)], Array.from({ length: 9 }, () => r.int(model.config.vocabSize)), [...t, ...t, ...t], []][i];
+      });
+      for (const maxBatchTokens of [512, 5]) {
+        let steps = 0;
+        const drafted = await generate(model, tok, drafts.map((d, i) => ({ ...base(i, constrained), draft: d })), { maxBatchTokens, onStep: () => steps++ });
+        drafted.forEach((o, i) => {
+          expect(o.tokens).toEqual(plain[i].tokens);
+          expect(o.text).toBe(plain[i].text);
+          expect(o.finishReason).toBe(plain[i].finishReason);
+          expect(o.stopIndex).toBe(plain[i].stopIndex);
+          o.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(plain[i].logprobs[j], 5));
+        });
+        // The batch decodes as long as its slowest sequence (the nonsense and empty drafts): never longer than without drafts.
+        if (maxBatchTokens === 512) expect(steps).toBeLessThanOrEqual(plainSteps);
+      }
+    }
+    // Alone, the right draft is one forward; a prefix cache stays consistent after a draft was cut short.
+    const req = base(0, false);
+    const [want] = await generate(model, tok, [req]);
+    let steps = 0;
+    await generate(model, tok, [{ ...req, draft: want.tokens }], { onStep: () => steps++ });
+    expect(steps).toBe(1);
+    const pc = new PrefixCache(model, 2, 200);
+    const wrong = [...want.tokens.slice(0, 3), (want.tokens[3] + 7) % model.config.vocabSize, 1, 2, 3];
+    expect((await generate(model, tok, [{ ...req, draft: wrong }], { prefixCache: pc }))[0].tokens).toEqual(want.tokens);
+    const next = { ...req, prompt: [...tok.encode(req.prompt as string), ...want.tokens.slice(0, 6)] };
+    expect((await generate(model, tok, [next], { prefixCache: pc }))[0].tokens).toEqual((await generate(model, tok, [next]))[0].tokens);
+    pc.free();
+    await expect(generate(model, tok, [{ ...req, draft: [1], sampling: { temperature: 1, topP: 1, seed: 1 } }])).rejects.toThrow(/draft but samples/);
+    await expect(generate(model, tok, [{ ...req, draft: [model.config.vocabSize] }])).rejects.toThrow(/outside the vocabulary/);
   });
 
   it('logprobs packs many sequences into forwards of bounded size with the same results', async () => {

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { buildQwen3 } from '../../src/model/weights';
 import { randomWeights } from '../../src/model/random';
-import { generate, logprobs } from '../../src/model/generate';
+import { generate } from '../../src/model/generate';
+import { logprobs } from '../../src/model/score';
 import { checkTokenizerFits, Tokenizer } from '../../src/model/tokenizer';
 import { QWEN3_TOKENIZER_DIR, tinyConfig } from '../fixtures/tiny-model';
 

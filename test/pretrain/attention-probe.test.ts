@@ -2,7 +2,7 @@
 // (the bundled retail policy) and the same shape at its pretraining initialisation (which cannot).
 import { describe, expect, it } from 'vitest';
 import { CpuRefBackend } from '../../src/engine/cpu/ref';
-import { logprobs } from '../../src/model/generate';
+import { logprobs } from '../../src/model/score';
 import { MemorySource } from '../../src/model/source';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';

@@ -6,7 +6,7 @@ import type { Backend } from '../../src/engine/backend';
 import { Rng } from '../../src/util/rng';
 import type { Task } from '../../src/env/domain';
 import { formatCall } from '../../src/env/toolcall';
-import { logprobs } from '../../src/model/generate';
+import { logprobs } from '../../src/model/score';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import type { Tokenizer } from '../../src/model/tokenizer';

@@ -145,7 +145,7 @@ describe('the observation term raises the likelihood of the real observations', 
     const { createLoraAdapter } = await import('../../src/model/lora');
     const { Trainer } = await import('../../src/train/trainer');
     const { grpoUpdate } = await import('../../src/rl/grpo');
-    const { logprobs } = await import('../../src/model/generate');
+    const { logprobs } = await import('../../src/model/score');
     const batch = await runRollouts({ model, tokenizer: tok, adapter: null }, domain, train.slice(0, 2), {
       mode: 'real', k: 2, seed: 1, limits: { maxTurns: 2, maxActTokens: 6, maxRehearseTokens: 24 }, actScript,
     });
