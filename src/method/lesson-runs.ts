@@ -7,7 +7,8 @@
 //     reference observations (research's `dyna-q-recall`, the best rehearsed configuration at this budget in
 //     docs/results.md, "Real-interaction budget").
 // The two configurations are declared here once, as the lab settings that make them what they are (the research
-// configurations' own values: test/ui/lesson-runs.test.ts holds them equal to research/ablation/grpo-ablation.ts);
+// configurations' own values: test/ui/lesson-runs.test.ts holds them equal to research/ablation/grpo-ablation.ts; the
+// learning rate is the lesson's own, below the research runs' 1e-3, see LESSON_LR);
 // src/ui/lesson-run.svelte.ts runs them with the lab's own run, keep and compare machinery. Pure.
 import { realEpisodesPerStep } from './modes';
 import { labDefault, RUN_SETTINGS, setting, type LabRunValues, type LabSettingName } from './run-config';
@@ -15,7 +16,7 @@ import { labDefault, RUN_SETTINGS, setting, type LabRunValues, type LabSettingNa
 export type LessonRole = 'real-only' | 'rehearsed';
 
 /** The settings that make a lesson run the configuration it is. */
-export type LessonRunValues = Pick<LabRunValues, 'mode' | 'promptsPerStep' | 'k' | 'realPrompts' | 'reward' | 'rehearsalRecall'>;
+export type LessonRunValues = Pick<LabRunValues, 'mode' | 'promptsPerStep' | 'k' | 'realPrompts' | 'reward' | 'rehearsalRecall' | 'lr'>;
 
 export interface LessonRunSpec {
   role: LessonRole;
@@ -26,14 +27,23 @@ export interface LessonRunSpec {
   values: LessonRunValues;
 }
 
+/**
+ * Both lesson runs' AdamW learning rate: a third of the lab's default (1e-3, the research ablations'). From the bundled
+ * 8-layer policy (59 % held-out, pass@8 65 %) 40 steps at 1e-3 moved both runs below the base on every seed measured
+ * (research/records/2026-12-05-lesson-g8, -lesson-speed: world rehearsal 52.7-57.3 %, real-only 54.0-57.0 %), and so
+ * did real-only GRPO at 1e-3 in the G8 budget experiment (-3.3 points over ten seeds); the lesson's runs take smaller
+ * steps. Measured at this rate on fresh seeds: research/records/2026-12-05-lesson-lr.
+ */
+export const LESSON_LR = 3e-4;
+
 export const LESSON_RUNS: readonly [LessonRunSpec, LessonRunSpec] = [
   {
     role: 'real-only', research: 'real-q', name: 'real-only GRPO',
-    values: { mode: 'real', promptsPerStep: 1, k: 4, realPrompts: 0, reward: 'auto', rehearsalRecall: 'none' },
+    values: { mode: 'real', promptsPerStep: 1, k: 4, realPrompts: 0, reward: 'auto', rehearsalRecall: 'none', lr: LESSON_LR },
   },
   {
     role: 'rehearsed', research: 'dyna-q-recall', name: 'world rehearsal',
-    values: { mode: 'rehearse', promptsPerStep: 4, k: 4, realPrompts: 1, reward: 'strict-checklist', rehearsalRecall: 'reference' },
+    values: { mode: 'rehearse', promptsPerStep: 4, k: 4, realPrompts: 1, reward: 'strict-checklist', rehearsalRecall: 'reference', lr: LESSON_LR },
   },
 ];
 
@@ -60,7 +70,7 @@ export const LESSON_RANGE: { readonly [K in keyof LessonSize]: { readonly min: n
 export const FROM_LAB = ['seed', 'maxTurns', 'maxActTokens', 'maxRehearseTokens'] as const satisfies readonly LabSettingName[];
 
 /**
- * Every lab setting of one lesson run: the lab's defaults (learning rate, rank, grouping, decoding…), then the lab's
+ * Every lab setting of one lesson run: the lab's defaults (rank, grouping, decoding…), then the lab's
  * seed and limits, the lesson's size, the run's own configuration; the starting policy's evaluation is reused when
  * this browser measured it (the second run reuses the first run's).
  */

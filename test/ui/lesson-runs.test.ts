@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ABLATION_CONFIGS } from '../../research/ablation/grpo-ablation';
 import { labDefault, labRequestOf, RUN_SETTINGS, setting } from '../../src/method/run-config';
 import { grpoRunConfig } from '../../src/rl/grpo-config';
-import { episodesOf, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues } from '../../src/method/lesson-runs';
+import { episodesOf, LESSON_LR, LESSON_RUNS, LESSON_SIZE, lessonRunName, lessonValues } from '../../src/method/lesson-runs';
 import { DEFAULTS } from '../../src/ui/settings.svelte';
 
 // research/scripts/ablation.ts's budget of those rows (research/records/2026-12-04-budget/run.sh): 40 steps, 4 prompts, K 4.
@@ -26,8 +26,11 @@ describe('the lesson runs', () => {
       // 'auto' is the mode's own reward, what a configuration without one runs with.
       expect(v.reward === 'auto' ? undefined : v.reward).toBe(c.reward);
       expect([v.groups, v.baseline]).toEqual([c.groups, c.baseline]);
-      // The ablation's shared training settings are the lab's defaults.
-      expect([v.lr, v.rank]).toEqual([1e-3, 8]);
+      // The ablation's shared training settings are the lab's defaults, but for the lesson's own smaller learning rate.
+      expect(v.rank).toBe(8);
+      expect(labDefault(setting('lr'))).toBe(1e-3);
+      expect(v.lr).toBe(LESSON_LR);
+      expect(LESSON_LR).toBeLessThan(1e-3);
       // The lesson at its defaults is the ablation's length.
       expect(v.steps).toBe(BUDGET.steps);
     }
@@ -47,7 +50,7 @@ describe('the lesson runs', () => {
     for (const spec of LESSON_RUNS) {
       const v = lessonValues(spec, size, tweaked);
       expect(v).toMatchObject({ seed: 7, maxTurns: 3, maxActTokens: 24, maxRehearseTokens: 48, ...size, ...spec.values, baseEval: 'reuse' });
-      expect(v.lr).toBe(labDefault(setting('lr')));
+      expect(v.lr).toBe(LESSON_LR);
       expect(v.topP).toBe(labDefault(setting('topP')));
       // Every lab setting, and nothing else.
       expect(Object.keys(v).sort()).toEqual(RUN_SETTINGS.filter((r) => 'lab' in r).map((r) => r.name).sort());
@@ -60,6 +63,6 @@ describe('the lesson runs', () => {
     expect([configs[0].mode, configs[0].realPrompts, configs[0].rehearsalRecall, configs[0].reward]).toEqual(['real', undefined, undefined, undefined]);
     // Rehearsed: 1 real prompt of 4 per step, recall, the strict judge for the rehearsed ones.
     expect([configs[1].mode, configs[1].promptsPerStep, configs[1].realPrompts, configs[1].rehearsalRecall, configs[1].reward]).toEqual(['rehearse', 4, 1, 'reference', 'strict-checklist']);
-    expect(configs.map((c) => [c.steps, c.k, c.seed, c.evalEvery, c.lr])).toEqual([[40, 4, 1, 10, 1e-3], [40, 4, 1, 10, 1e-3]]);
+    expect(configs.map((c) => [c.steps, c.k, c.seed, c.evalEvery, c.lr])).toEqual([[40, 4, 1, 10, 3e-4], [40, 4, 1, 10, 3e-4]]);
   });
 });
