@@ -9,7 +9,7 @@ import { tokenLogprob } from '../engine/sampling';
 import { NON_FINITE_TOKEN } from '../engine/webgpu/kernels/sample';
 import type { LoraAdapter } from './lora';
 import { forward, KvCache, type Qwen3Model } from './qwen3';
-import type { Tokenizer } from './tokenizer';
+import { DecodeStream, type Tokenizer } from './tokenizer';
 
 export interface Sampling {
   /** 0 = greedy. */
@@ -135,6 +135,8 @@ interface Live {
   sampling: Sampling;
   /** Text length already searched for stop strings (minus the longest stop). */
   searched: number;
+  /** out.tokens' text, decoded as they come (out.text is its value, cut at a stop). */
+  text: DecodeStream;
 }
 
 /**
@@ -171,6 +173,7 @@ function admit(requests: readonly GenerateRequest[], prompts: readonly number[][
       stopTokens: new Set(r.stopTokens ?? tok.stopIds),
       sampling: r.sampling ?? GREEDY,
       searched: 0,
+      text: new DecodeStream(tok),
     });
     next++;
   }
@@ -237,14 +240,14 @@ function endDraft(s: Live, kept: number, pc: PrefixCache | undefined): void {
  * Stop detection: appends a sampled token and says whether the sequence has finished, and why (null: it
  * goes on). Stop strings are searched only in text not searched before (less the longest stop's length).
  */
-function appendToken(s: Live, token: number, logprob: number, req: GenerateRequest, tok: Tokenizer, maxT: number): FinishReason | null {
+function appendToken(s: Live, token: number, logprob: number, req: GenerateRequest, maxT: number): FinishReason | null {
   s.out.tokens.push(token);
   s.out.logprobs.push(logprob);
   if (s.stopTokens.has(token)) {
-    s.out.text = tok.decode(s.out.tokens.slice(0, -1));
+    s.out.text = s.text.text;
     return 'eos';
   }
-  s.out.text = tok.decode(s.out.tokens);
+  s.out.text = s.text.push(token);
   if (req.stop?.length) {
     const longest = Math.max(...req.stop.map((x) => x.length));
     let best = -1;
@@ -368,7 +371,7 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
           if (toks[i] === NON_FINITE_TOKEN)
             throw new EngineError('validation', `generate: request ${s.req} has non-finite logits (NaN or +Inf, or all -Inf) at new token ${s.out.tokens.length}: no token can be drawn`);
           requests[s.req].constraint?.push(toks[i]);
-          const reason = appendToken(s, toks[i], lps[i], requests[s.req], tok, maxT);
+          const reason = appendToken(s, toks[i], lps[i], requests[s.req], maxT);
           if (reason) finish(s, reason);
         });
       }
@@ -382,7 +385,7 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
           const token = greedyChoice(raw, req.constraint?.allowed() ?? null);
           req.constraint?.push(token);
           const j = s.out.tokens.length;
-          const reason = appendToken(s, token, tokenLogprob(raw, token, 0), req, tok, maxT);
+          const reason = appendToken(s, token, tokenLogprob(raw, token, 0), req, maxT);
           if (reason || j === s.draft!.length || token !== s.draft![j]) {
             endDraft(s, j, pc);
             ended.add(s);

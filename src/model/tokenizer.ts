@@ -40,6 +40,11 @@ export class Tokenizer {
     /** The added tokens (chat markup, eos, tool-call tags): never part of a value written in JSON. */
     readonly specialIds: readonly number[] = [],
     specialSplit: RegExp | null = null,
+    /**
+     * Whether decoding maps each id to its bytes and the bytes to text, nothing looking across tokens (a byte-level
+     * decoder without clean-up): then DecodeStream decodes a growing output piece by piece.
+     */
+    readonly byteLevelDecode = false,
   ) {
     const ids = new Set<number>();
     for (const t of ['<|im_end|>', '<|endoftext|>', tok.eos_token]) {
@@ -77,7 +82,8 @@ export class Tokenizer {
     if (j.model.vocab && typeof j.model.vocab === 'object') for (const id of Object.values(j.model.vocab)) if (typeof id === 'number') max = Math.max(max, id);
     const added: number[] = [];
     for (const t of j.added_tokens ?? []) if (typeof t.id === 'number') (max = Math.max(max, t.id)), added.push(t.id);
-    return new Tokenizer(tok, typeof (tokenizerConfig as { chat_template?: unknown }).chat_template === 'string', max + 1, added, specialSplitOf(j.added_tokens ?? []));
+    const byteLevel = (tokenizerJson as { decoder?: { type?: unknown } }).decoder?.type === 'ByteLevel' && (tokenizerConfig as { clean_up_tokenization_spaces?: unknown }).clean_up_tokenization_spaces === false;
+    return new Tokenizer(tok, typeof (tokenizerConfig as { chat_template?: unknown }).chat_template === 'string', max + 1, added, specialSplitOf(j.added_tokens ?? []), byteLevel);
   }
 
   static async load(src: ModelSource): Promise<Tokenizer> {
@@ -138,6 +144,36 @@ export class Tokenizer {
       tools: opts.tools as never,
       ...(opts.templateArgs ?? {}),
     }) as string;
+  }
+}
+
+/**
+ * The text of a growing list of ids (a generation's output), equal after every push to the tokenizer's decode of all
+ * of them, without decoding all of them on every push. With a byte-level decoder the text of the ids up to a point
+ * where it ends on a whole character never changes (transformers.js keeps a byte-order mark wherever it is, so the
+ * text after that point decodes alone to what it adds: test/model/decode-stream.test.ts): those ids are done, and a
+ * push decodes only the ids after them. Any other decoder decodes everything on every push.
+ */
+export class DecodeStream {
+  readonly ids: number[] = [];
+  /** decode(ids). */
+  text = '';
+  private done = 0;
+  private doneText = '';
+
+  constructor(private readonly tok: Tokenizer) {}
+
+  push(id: number): string {
+    this.ids.push(id);
+    if (!this.tok.byteLevelDecode) return (this.text = this.tok.decode(this.ids));
+    const tail = this.tok.decode(this.ids.slice(this.done));
+    this.text = this.doneText + tail;
+    // A trailing U+FFFD may be a character whose bytes are not all here yet: those ids stay open.
+    if (!tail.endsWith('\uFFFD')) {
+      this.done = this.ids.length;
+      this.doneText = this.text;
+    }
+    return this.text;
   }
 }
 

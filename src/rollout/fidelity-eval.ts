@@ -108,6 +108,7 @@ export async function evalRehearsalFidelityVariants(
     const history: ChatMessage[] = task.userMessages.map((content) => ({ role: 'user', content }));
     task.referenceActions.forEach((call, index) => {
       const real = env.execute(call);
+      let draft: number[] | undefined;
       variants.forEach((variant, v) => {
         const mine = perVariant[v];
         const { text } = buildRehearsePrompt({ tools, grounding, history, call }, { enableThinking: opts.enableThinking, excludeSameCall: true, ...variant });
@@ -129,7 +130,7 @@ export async function evalRehearsalFidelityVariants(
             sampling: { temperature, topP: 1, seed: ((opts.seed ?? 0) * 1_000_003 + mine.items.length) >>> 0 },
             // Greedy: the real observation is the draft, checked in prefill forwards instead of decoded token by token
             // (a faithful rehearsal costs one pass; the others decode on from where they leave it).
-            ...(temperature === 0 ? { draft: tok.encode(rehearseTarget(real)) } : {}),
+            ...(temperature === 0 ? { draft: (draft ??= tok.encode(rehearseTarget(real))) } : {}),
           });
           if (key !== null) byPrompt.set(key, out);
         }
