@@ -10,6 +10,9 @@
 // model folder's ceiling.json (the checkout's models/ is not touched); then, reloaded without it, the plot says the
 // ceiling was not measured (unless the checkout's bundled model has its own ceiling.json: then that one is drawn).
 //
+// The second test pauses a 3-step lesson inside its first run (the Training dashboard's Pause), and resumes it: the run
+// goes on from the step it stopped at, and the lesson ends with both runs kept, as if it had never stopped.
+//
 // The lesson at its defaults (40 steps, 100 held-out tasks every 10 steps) takes far longer, so it is opt-in; it writes
 // the README's screenshot and a record of the run (settings, end values, wall-clock, machine, commit):
 //
@@ -133,6 +136,48 @@ describe.runIf(run)("the world-rehearsal lesson's one click (headless Chromium)"
     }
     expect(errors).toEqual([]);
     console.log(`world-rehearsal lesson, 1 step × 2 runs, 2 held-out tasks: ${wallS.toFixed(1)} s`);
+    await ctx.close();
+  }, 1_800_000);
+
+  it('paused inside its first run, resumes from that step and ends with both runs kept', async () => {
+    const ctx = await lab().browser.newContext({ viewport: { width: 1280, height: 900 }, serviceWorkers: 'block' });
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(lab().url + '?backend=cpu-fast&lsteps=3&levery=3&ltasks=2');
+    await page.waitForSelector('[data-testid=load-status][data-state=ready]', { timeout: 300_000 });
+    const count = page.locator('[data-testid=train-step-count]');
+    await page.click('[data-testid=lesson-run]');
+    await page.waitForSelector('[data-testid=lesson-progress]', { timeout: 60_000 });
+    // Pause (the Training dashboard's button) once the first run has made a step: it stops after the step under way.
+    await expect.poll(() => count.textContent(), { timeout: 600_000, interval: 200 }).toMatch(/^[12] of 3 training steps$/);
+    await page.click('[data-testid=train-stop]');
+    await page.waitForSelector('[data-testid=lesson-progress]', { state: 'detached', timeout: 600_000 });
+    const stopped = norm(await page.textContent('[data-testid=lesson-error]'));
+    expect(stopped).toMatch(/^The lesson stopped in its run 1 \(real-only GRPO\) at step [12] of 3\. Resume continues it from there/);
+    const at = Number(/at step (\d)/.exec(stopped)![1]);
+    expect(norm(await count.textContent())).toBe(`${at} of 3 training steps`);
+    const resume = page.locator('[data-testid=lesson-resume]');
+    expect(norm(await resume.textContent())).toBe(`Resume the lesson (run 1 of 2 at step ${at} of 3)`);
+    // Nothing kept yet; the stopped run is drawn as the one in training.
+    expect(await page.locator('[data-testid=compare-row]').count()).toBe(0);
+
+    // Resumed, the run goes on from its step (a restart would show step 0 first), then the second run trains.
+    await resume.click();
+    await page.waitForSelector('[data-testid=lesson-progress]', { timeout: 60_000 });
+    const first = norm(await count.textContent());
+    await page.waitForSelector('[data-testid=lesson-progress]', { state: 'detached', timeout: 1_100_000 });
+    expect(first).toMatch(new RegExp(`^[${at}-3] of 3 training steps$`));
+    expect(await page.isVisible('[data-testid=lesson-error]')).toBe(false);
+    expect(await page.isVisible('[data-testid=lesson-resume]')).toBe(false);
+    const rows = page.locator('[data-testid=compare-row]');
+    expect(await rows.evaluateAll((rs) => rs.map((r) => r.getAttribute('data-mode')))).toEqual(['real', 'rehearse']);
+    // Both runs end at step 3 with the base's step 0 beside it: one evaluation each, none repeated.
+    const plot = page.locator('[data-testid=lesson-plot]');
+    expect(await plot.getAttribute('data-points')).toBe('2');
+    const ends = await page.locator('[data-testid=lesson-end]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll('td')].slice(1).map((td) => td.textContent?.trim())));
+    for (const e of ends) for (const cell of e) expect(cell).toMatch(/^\d\.\d\d → \d\.\d\d \(step 3\)$/);
+    expect(errors).toEqual([]);
     await ctx.close();
   }, 1_800_000);
 
