@@ -3,13 +3,14 @@
 // (a flat TokenLayout batch), a sequence that finishes frees its KV-cache slot for a waiting request,
 // and every sequence has its own sampling settings and seeded random stream, so a sequence generates
 // the same tokens whether it runs alone or in a batch.
-import type { Backend, SampleParams, Tensor } from '../engine/backend';
+import type { SampleParams } from '../engine/backend';
 import { EngineError } from '../engine/errors';
 import { tokenLogprob } from '../engine/sampling';
 import { NON_FINITE_TOKEN } from '../engine/webgpu/kernels/sample';
 import type { LoraAdapter } from './lora';
 import { forward, KvCache, type Qwen3Model } from './qwen3';
 import { DecodeStream, type Tokenizer } from './tokenizer';
+import { applyConstraints, greedyChoice, type TokenConstraint } from './token-constraint';
 
 export interface Sampling {
   /** 0 = greedy. */
@@ -40,18 +41,6 @@ export interface GenerateRequest {
    * batch shapes may). Greedy requests only.
    */
   draft?: readonly number[];
-}
-
-/**
- * Which tokens a sequence may draw next. The masked tokens' logits become -Infinity before sampling, so
- * greedy picks the best allowed token and sampling draws from the distribution renormalised over the
- * allowed ones; the reported log-probabilities stay the model's own (before the mask).
- */
-export interface TokenConstraint {
-  /** mask[id] = 1 where token id may come next (ids past the mask's length may not); null = any token. */
-  allowed(): Uint8Array | null;
-  /** The token that was drawn. */
-  push(token: number): void;
 }
 
 export type FinishReason = 'eos' | 'stop' | 'length';
@@ -267,30 +256,10 @@ function appendToken(s: Live, token: number, logprob: number, req: GenerateReque
   return s.out.tokens.length >= req.maxNewTokens || s.promptLen + s.out.tokens.length >= maxT ? 'length' : null;
 }
 
-/**
- * Greedy decoding's choice from one row of logits under a mask, on the host: the sampler's rule (src/engine/sampling.ts)
- * on the row masked as applyConstraints masks it: the first maximum among the allowed tokens (a NaN never wins), 0 when
- * none is above -Infinity.
- */
-function greedyChoice(row: Float32Array, mask: Uint8Array | null): number {
-  let best = -Infinity;
-  let arg = 0;
-  for (let v = 0; v < row.length; v++) if ((!mask || (v < mask.length && mask[v])) && row[v] > best) ((best = row[v]), (arg = v));
-  return arg;
-}
-
-/** logits (R,V) -> logits with -Infinity where a row's mask forbids a token; the same tensor when no row has one. */
-function applyConstraints(b: Backend, logits: Tensor, masks: readonly (Uint8Array | null)[]): Tensor {
-  if (masks.every((m) => m === null)) return logits;
-  const V = logits.shape[1];
-  const bias = new Float32Array(masks.length * V);
-  masks.forEach((m, r) => {
-    if (m) for (let v = 0; v < V; v++) if (!(v < m.length && m[v])) bias[r * V + v] = -Infinity;
-  });
-  const t = b.tensor(bias, [masks.length, V]);
-  const out = b.add(logits, t);
-  b.free(t);
-  return out;
+/** The first id that is not an integer in [0, vocab), or null. */
+function outsideVocab(ids: readonly number[], vocab: number): number | null {
+  for (const id of ids) if (!(Number.isInteger(id) && id >= 0 && id < vocab)) return id;
+  return null;
 }
 
 export async function generate(model: Qwen3Model, tok: Tokenizer, requests: readonly GenerateRequest[], opts: GenerateOptions = {}): Promise<GenerateResult[]> {
@@ -302,11 +271,13 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
   prompts.forEach((p, i) => {
     if (p.length === 0) throw new EngineError('shape', `generate: request ${i} has an empty prompt`);
     if (p.length >= maxT) throw new EngineError('shape', `generate: request ${i} prompt has ${p.length} tokens, the context holds ${maxT}`);
-    for (const id of p) if (!(id >= 0 && id < model.config.vocabSize)) throw new EngineError('shape', `generate: request ${i} has token id ${id} outside the vocabulary`);
+    const bad = outsideVocab(p, model.config.vocabSize);
+    if (bad !== null) throw new EngineError('shape', `generate: request ${i} has token id ${bad} outside the vocabulary`);
     const d = requests[i].draft;
     if (d?.length) {
       if ((requests[i].sampling ?? GREEDY).temperature > 0) throw new EngineError('validation', `generate: request ${i} has a draft but samples (a draft is checked against greedy decoding)`);
-      for (const id of d) if (!(Number.isInteger(id) && id >= 0 && id < model.config.vocabSize)) throw new EngineError('shape', `generate: request ${i}'s draft has token id ${id} outside the vocabulary`);
+      const badDraft = outsideVocab(d, model.config.vocabSize);
+      if (badDraft !== null) throw new EngineError('shape', `generate: request ${i}'s draft has token id ${badDraft} outside the vocabulary`);
     }
   });
   const slots = pc ? pc.kv.slots : Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
@@ -351,7 +322,8 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
       }
       const V = logits.shape[1];
       // A draft's rows are read back and chosen here, in order: each choice moves the sequence's constraint.
-      const checkedRaw = checked.length ? ((await b.read(logits)) as Float32Array).subarray(plain.length * V) : null;
+      const allRaw = checked.length ? ((await b.read(logits)) as Float32Array) : null;
+      const checkedRaw = allRaw?.subarray(plain.length * V) ?? null;
       if (plain.length) {
         const rowsT = checked.length ? b.tensor(Int32Array.from(plain, (_, i) => i), [plain.length]) : null;
         const plainLogits = rowsT ? b.gatherRows(logits, rowsT) : logits;
@@ -359,7 +331,8 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
         const masks = plain.map(({ s }) => requests[s.req].constraint?.allowed() ?? null);
         const masked = applyConstraints(b, plainLogits, masks);
         const pick = b.sample(masked, params);
-        const [toks, lps, raw] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs), masked === plainLogits ? null : b.read(plainLogits)]);
+        // The plain rows' logits before the mask: already read when draft rows made the whole tensor come back.
+        const [toks, lps, raw] = await Promise.all([b.read(pick.tokens), b.read(pick.logprobs), masked === plainLogits ? null : allRaw ?? b.read(plainLogits)]);
         for (const t of new Set([plainLogits, masked, pick.tokens, pick.logprobs, ...(rowsT ? [rowsT] : [])])) if (t !== logits) b.free(t);
         // A constrained token's logprob is the model's own, before the mask (as it is before top-p): what the
         // trainer computes for the same weights, so a fresh policy ratio starts at 1.

@@ -13,7 +13,7 @@
 // model's own (as with top-p), so a training step on a structured rehearsal also teaches the policy to write
 // the structure by itself.
 import type { Domain } from '../env/domain';
-import type { TokenConstraint } from '../model/generate';
+import type { TokenConstraint } from '../model/token-constraint';
 import type { Tokenizer } from '../model/tokenizer';
 import { observationStringLimits } from './budget';
 import type { RehearseDecoding } from './rehearse-prompt';

@@ -3,7 +3,8 @@ import { CpuRefBackend } from '../../src/engine/cpu/ref';
 import { loadQwen3 } from '../../src/model/weights';
 import { MemorySource } from '../../src/model/source';
 import { Tokenizer } from '../../src/model/tokenizer';
-import { generate, PrefixCache, type GenerateRequest, type TokenConstraint } from '../../src/model/generate';
+import { generate, PrefixCache, type GenerateRequest } from '../../src/model/generate';
+import type { TokenConstraint } from '../../src/model/token-constraint';
 import { logprobs } from '../../src/model/score';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import { tinyConfig, tinyModelFiles } from '../fixtures/tiny-model';
@@ -239,6 +240,7 @@ describe('generate', () => {
   it('refuses prompts that cannot run instead of producing garbage', async () => {
     await expect(generate(model, tok, [{ prompt: [], maxNewTokens: 3 }])).rejects.toThrow(/empty prompt/);
     await expect(generate(model, tok, [{ prompt: [model.config.vocabSize + 5], maxNewTokens: 3 }])).rejects.toThrow(/outside the vocabulary/);
+    for (const bad of [1.5, -1, NaN]) await expect(generate(model, tok, [{ prompt: [1, bad], maxNewTokens: 3 }])).rejects.toThrow(/has token id .* outside the vocabulary/);
     await expect(generate(model, tok, [{ prompt: 'abcdef', maxNewTokens: 3 }], { maxSeqLen: 4 })).rejects.toThrow(/context holds 4/);
     const [r] = await generate(model, tok, [{ prompt: 'abc', maxNewTokens: 0 }]);
     expect(r).toMatchObject({ tokens: [], finishReason: 'length' });
