@@ -1,5 +1,6 @@
 // The fast path's wasm heap: blocks never overlap, freed space is reused whatever the next sizes are
-// (training batches change shape every step), and bad requests fail with a typed error.
+// (training batches change shape every step), and bad requests fail with a typed error; the backend's resident tensors give
+// their blocks back when freed and, when forgotten, once the collector finds them.
 import { describe, expect, it } from 'vitest';
 import { WasmHeap } from '../../src/engine/cpu/fast/heap';
 import { EngineError } from '../../src/engine/errors';
@@ -58,5 +59,39 @@ describe('WasmHeap', () => {
     h.release(p);
     expect(h.live).toBe(0);
     expect(h.alloc(100)).toBe(p);
+  });
+});
+
+describe('cpu-fast resident tensors', () => {
+  it('give their wasm memory back when freed, and when a forgotten one is collected', async () => {
+    const { setFlagsFromString } = await import('node:v8');
+    const { runInNewContext } = await import('node:vm');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const { createCpuFastBackend } = await import('../../src/engine/cpu/fast/backend');
+    const b = await createCpuFastBackend({ threads: 1 });
+    try {
+      const x = b.tensor(Float32Array.from({ length: 4096 }, (_, i) => i / 4096), [64, 64]);
+      const before = b.liveBytes;
+      const y = b.add(x, x);
+      expect(b.liveBytes).toBeGreaterThan(before);
+      b.free(y);
+      expect(b.liveBytes).toBe(before);
+      b.free(y); // a second free gives nothing back twice
+      expect(b.liveBytes).toBe(before);
+      // Forgotten: no reference is kept, so the collector finds them and the registry gives their blocks back.
+      (() => {
+        for (let i = 0; i < 8; i++) b.add(x, x);
+      })();
+      expect(b.liveBytes).toBeGreaterThan(before);
+      for (let i = 0; i < 50 && b.liveBytes > before; i++) {
+        gc();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(b.liveBytes).toBe(before);
+      b.free(x);
+    } finally {
+      b.dispose();
+    }
   });
 });

@@ -33,6 +33,8 @@ export class WasmRuntime {
   private readonly resident = new WeakMap<ArrayBufferView, number>();
   private readonly quant = new WeakMap<QuantizedWeight, { data: number; scales: number }>();
   private readonly finalizer: FinalizationRegistry<number[]>;
+  /** The same for resident tensors, one block each: a number as the held value costs half of an array (every op makes one). */
+  private readonly finalizeBlock: FinalizationRegistry<number>;
   private readonly args: number;
   private disposed = false;
   /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
@@ -60,6 +62,9 @@ export class WasmRuntime {
     this.finalizer = new FinalizationRegistry((ptrs) => {
       if (!this.disposed) for (const p of ptrs) heap.release(p);
     });
+    this.finalizeBlock = new FinalizationRegistry((ptr) => {
+      if (!this.disposed) heap.release(ptr);
+    });
   }
 
   /** Threads a large op runs on. */
@@ -77,7 +82,7 @@ export class WasmRuntime {
     const ptr = this.heap.alloc(n * 4);
     const view = dtype === 'f32' ? this.heap.f32(ptr, n) : this.heap.i32(ptr, n);
     this.resident.set(view, ptr);
-    this.finalizer.register(view, [ptr], view);
+    this.finalizeBlock.register(view, ptr, view);
     return new CpuTensor([...shape], dtype, view);
   }
 
@@ -111,7 +116,7 @@ export class WasmRuntime {
     const ptr = c.data ? this.resident.get(c.data) : undefined;
     if (ptr !== undefined) {
       this.resident.delete(c.data!);
-      this.finalizer.unregister(c.data!);
+      this.finalizeBlock.unregister(c.data!);
       this.heap.release(ptr);
     }
     const q = c.quant ? this.quant.get(c.quant) : undefined;
