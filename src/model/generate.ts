@@ -8,7 +8,7 @@ import { EngineError } from '../engine/errors';
 import { tokenLogprob } from '../engine/sampling';
 import { NON_FINITE_TOKEN } from '../engine/webgpu/kernels/sample';
 import type { LoraAdapter } from './lora';
-import { forward, KvCache, type Qwen3Model } from './qwen3';
+import { forward, KvCache, slotsThatFit, type Qwen3Model } from './qwen3';
 import { DecodeStream, type Tokenizer } from './tokenizer';
 import { applyConstraints, greedyChoice, type TokenConstraint } from './token-constraint';
 
@@ -60,8 +60,10 @@ export interface GenerateResult {
 
 export interface GenerateOptions {
   adapter?: LoraAdapter | null;
-  /** Sequences decoded at once (KV-cache slots). Default: all requests. */
+  /** Sequences decoded at once (KV-cache slots). Default: all requests, or as many as fit kvBudget. */
   maxConcurrent?: number;
+  /** Bytes the KV cache may take when maxConcurrent is not given; default KV_BUDGET_BYTES (src/model/qwen3.ts). */
+  kvBudget?: number;
   /** Tokens per forward (prefill is chunked to stay under it). Default 512. */
   maxBatchTokens?: number;
   /** KV-cache length per slot. Default: the longest prompt + maxNewTokens, capped by the model's context. */
@@ -280,7 +282,7 @@ export async function generate(model: Qwen3Model, tok: Tokenizer, requests: read
       if (badDraft !== null) throw new EngineError('shape', `generate: request ${i}'s draft has token id ${badDraft} outside the vocabulary`);
     }
   });
-  const slots = pc ? pc.kv.slots : Math.max(1, Math.min(opts.maxConcurrent ?? requests.length, requests.length));
+  const slots = pc ? pc.kv.slots : Math.max(1, Math.min(opts.maxConcurrent ?? slotsThatFit(model.config, maxT, opts.kvBudget), requests.length));
   const budget = Math.max(slots, opts.maxBatchTokens ?? 512);
   const cache = pc ? pc.kv : new KvCache(model, slots, maxT, { cleared: false });
   if (pc && pc.adapter !== (opts.adapter ?? null)) {

@@ -58,6 +58,23 @@ export class Qwen3Model {
 }
 
 /**
+ * What one call's KV caches may take unless told otherwise (generate()'s slots, runRollouts' groups of episodes):
+ * the caches are allocated whole, for the longest sequence, and 1000 drafted rehearsals of 1000 positions on a 4-layer
+ * policy already ask for 5.6 GB, more than a wasm memory holds (4 GiB) or a WebGPU buffer may be.
+ */
+export const KV_BUDGET_BYTES = 512 * 2 ** 20;
+
+/** Bytes of keys and values one cache slot of maxT positions takes (f32, every layer). */
+export function kvBytesPerSlot(c: Pick<Qwen3Config, 'numLayers' | 'numKvHeads' | 'headDim'>, maxT: number): number {
+  return 2 * c.numLayers * maxT * c.numKvHeads * c.headDim * 4;
+}
+
+/** Cache slots of maxT positions that fit `budget` bytes (at least one). */
+export function slotsThatFit(c: Pick<Qwen3Config, 'numLayers' | 'numKvHeads' | 'headDim'>, maxT: number, budget = KV_BUDGET_BYTES): number {
+  return Math.max(1, Math.floor(budget / kvBytesPerSlot(c, maxT)));
+}
+
+/**
  * Keys and values of every layer for S sequence slots of up to maxT tokens: (S,maxT,Hkv,D) each. `cleared: false`
  * (decoding) leaves the storage as the backend hands it out: attention reads a slot's positions only up to the last
  * one written for it, as a reused prefix cache already relies on, so a cache sized for the longest request is not

@@ -13,7 +13,7 @@ import type { Environment } from '../env/env';
 import { serializeObservation } from '../env/toolcall';
 import { generate, GREEDY, PrefixCache, type GenerateRequest, type GenerateResult } from '../model/generate';
 import type { LoraAdapter } from '../model/lora';
-import type { Qwen3Model } from '../model/qwen3';
+import { slotsThatFit, type Qwen3Model } from '../model/qwen3';
 import type { Tokenizer } from '../model/tokenizer';
 import type { Role } from '../method/advantage';
 import { hasRehearseAdapter, isRolloutMode, MODES, rehearses, type RolloutMode } from '../method/modes';
@@ -106,8 +106,15 @@ export interface RolloutConfig {
    * (episodes × maxContext × layers × kvHeads × headDim × 8) bytes for the whole call; off by default.
    */
   kvReuse?: boolean;
+  /**
+   * Where this call's first task stands in a larger call whose tasks run in groups (runRollouts with kvReuse): prompt
+   * ids and sampling seeds go on from it, so a call split in groups samples what it would have sampled whole.
+   */
+  firstPrompt?: number;
   /** Passed to generate() (ignored with kvReuse: one slot per episode). */
   maxConcurrent?: number;
+  /** Bytes one generate() call's KV cache, or with kvReuse a group's caches, may take; default KV_BUDGET_BYTES. */
+  kvBudget?: number;
   maxBatchTokens?: number;
   signal?: AbortSignal;
   onProgress?: (e: { round: number; active: number; phase: 'act' | 'rehearse'; requests: number }) => void;
@@ -228,6 +235,8 @@ export class RolloutStepper {
   readonly rows: TrainingRow[] = [];
   readonly stats = { rounds: 0, actGenerations: 0, rehearseGenerations: 0, recalledObservations: 0, generatedTokens: 0, promptTokens: 0, reusedPromptTokens: 0, wallMs: 0 };
   readonly maxContext: number;
+  /** The first episode's index in the whole call (cfg.firstPrompt × k): the seeds' episode index. */
+  private readonly firstEpisode: number;
   private readonly t0 = performance.now();
   private readonly rowsOf = new Map<Episode, number[]>();
   private readonly tools: readonly ToolDefinition[];
@@ -270,8 +279,12 @@ export class RolloutStepper {
     const simulator = MODES[cfg.mode].simulator;
     this.rehearseAdapter = simulator === 'rehearse-adapter' ? (policy.rehearseAdapter ?? null) : simulator === 'base' ? null : policy.adapter;
     this.maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
+    this.firstEpisode = (cfg.firstPrompt ?? 0) * cfg.k;
     this.tools = domain.definitions();
-    tasks.forEach((task, p) => {
+    const first = cfg.firstPrompt ?? 0;
+    if (!(Number.isInteger(first) && first >= 0)) throw new RolloutConfigError(`firstPrompt must be an integer >= 0, got ${first}`);
+    tasks.forEach((task, i) => {
+      const p = first + i;
       const grounding = rehearses(cfg.mode) || cfg.revise ? referenceGrounding(domain, task) : [];
       for (let k = 0; k < cfg.k; k++) {
         const ep = new Episode(`${p}:${task.id}`, `${p}:${task.id}:${k}`, task, cfg.mode, domain.createEnv(), grounding, L.maxTurns, cfg.revise ?? null);
@@ -324,6 +337,7 @@ export class RolloutStepper {
       const out = await generate(this.policy.model, tok, reqs, {
         adapter: role === 'act' ? this.actAdapter : this.rehearseAdapter,
         maxConcurrent: cfg.maxConcurrent,
+        kvBudget: cfg.kvBudget,
         maxBatchTokens: cfg.maxBatchTokens,
         signal: opts.signal ?? cfg.signal,
         prefixCache: (role === 'act' ? this.caches?.act : this.caches?.rehearse) ?? undefined,
@@ -366,7 +380,7 @@ export class RolloutStepper {
         ep.finish('context');
         return;
       }
-      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 0), e) });
+      actReqs.push({ prompt, maxNewTokens: L.maxActTokens, stop: [ACT_STOP], sampling: sampling(generationSeed(cfg.seed, this.firstEpisode + e, ep.turns, 0), e) });
       actFor.push({ e, prompt: text });
     });
     cfg.onProgress?.({ round, active: episodes.filter((e) => !e.done).length, phase: 'act', requests: actReqs.length });
@@ -411,7 +425,7 @@ export class RolloutStepper {
           prompt,
           maxNewTokens: L.maxRehearseTokens,
           stop: [REHEARSE_STOP],
-          sampling: sampling(generationSeed(cfg.seed, e, ep.turns, 1 + p.slot), e),
+          sampling: sampling(generationSeed(cfg.seed, this.firstEpisode + e, ep.turns, 1 + p.slot), e),
           constraint: rehearseConstraintFor(cfg.rehearsePrompt?.decoding, this.domain, tok, prompt, p.call.name),
         });
         rehFor.push({ e, p, prompt: text });
@@ -523,7 +537,25 @@ export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
   return { rollouts, rows, fidelity: summarizeFidelity(rollouts.flatMap((r) => r.fidelity)), stats };
 }
 
+/**
+ * Tasks per group of a kvReuse call: every episode holds a cache slot of maxContext positions per role for the whole
+ * call, so a large evaluation runs its tasks in consecutive groups whose caches fit KV_BUDGET_BYTES (each group's
+ * prompts and seeds numbered as in the whole call).
+ */
+export function tasksPerGroup(policy: RolloutPolicy, tasks: number, cfg: RolloutConfig): number {
+  const maxContext = Math.min(cfg.limits.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
+  if (!cfg.kvReuse || !Number.isFinite(maxContext)) return Math.max(1, tasks);
+  const perEpisode = rehearses(cfg.mode) ? 2 : 1;
+  return Math.max(1, Math.min(tasks, Math.floor(slotsThatFit(policy.model.config, maxContext, cfg.kvBudget) / (perEpisode * cfg.k))));
+}
+
 export async function runRollouts(policy: RolloutPolicy, domain: RolloutDomain, tasks: readonly Task[], cfg: RolloutConfig): Promise<RolloutBatch> {
+  const per = tasksPerGroup(policy, tasks.length, cfg);
+  if (per < tasks.length) {
+    const parts: RolloutBatch[] = [];
+    for (let i = 0; i < tasks.length; i += per) parts.push(await runRollouts(policy, domain, tasks.slice(i, i + per), { ...cfg, firstPrompt: (cfg.firstPrompt ?? 0) + i }));
+    return mergeBatches(parts);
+  }
   const s = new RolloutStepper(policy, domain, tasks, cfg);
   try {
     while (!s.done) await s.round();

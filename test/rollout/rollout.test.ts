@@ -10,13 +10,14 @@ import type { Task } from '../../src/env/domain';
 import { formatCall, serializeObservation } from '../../src/env/toolcall';
 import { logprobs } from '../../src/model/score';
 import { createLoraAdapter, type LoraAdapter } from '../../src/model/lora';
-import type { Qwen3Model } from '../../src/model/qwen3';
+import { KV_BUDGET_BYTES, kvBytesPerSlot, slotsThatFit, type Qwen3Model } from '../../src/model/qwen3';
+import { generate } from '../../src/model/generate';
 import type { Tokenizer } from '../../src/model/tokenizer';
 import { lossTokens, teacherForced } from '../../src/rollout/rows';
 import { buildActPrompt } from '../../src/rollout/act-prompt';
 import { evalRehearsalFidelity, evalRehearsalFidelityVariants } from '../../src/rollout/fidelity-eval';
 import { trainedRoles } from '../../src/method/modes';
-import { RolloutConfigError, runRollouts, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
+import { RolloutConfigError, runRollouts, tasksPerGroup, type RolloutConfig, type RolloutDomain } from '../../src/rollout/rollout';
 import { compactRetail, retail } from '../fixtures/domains';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
@@ -211,5 +212,35 @@ describe('runRollouts (tiny random model, real retail environment)', () => {
     expect(cached.rows.map((r) => [...r.responseTokens])).toEqual(plain.rows.map((r) => [...r.responseTokens]));
     cached.rows.forEach((r, i) => r.oldLogprobs.forEach((lp, j) => expect(lp).toBeCloseTo(plain.rows[i].oldLogprobs[j], 4)));
     expect(cached.rollouts.map((r) => r.end)).toEqual(plain.rollouts.map((r) => r.end));
+  });
+
+  it('kvReuse in groups: a call too large for its KV budget runs its tasks group by group and samples the same', async () => {
+    // Sampled rehearse mode, K 2: every generation's seed follows its episode's place in the whole call, so the
+    // group of task b (its first episode is the call's third) draws what it draws in the whole call.
+    const policy = { model, tokenizer: tok, adapter: adapterA };
+    const cfg = base({ mode: 'rehearse', k: 2, kvReuse: true, limits: { ...limits, maxContext: 2048 } });
+    const perSlot = kvBytesPerSlot(model.config, 2048);
+    expect(tasksPerGroup(policy, 2, cfg)).toBe(2);
+    const small = { ...cfg, kvBudget: 4 * perSlot };
+    expect(tasksPerGroup(policy, 2, small)).toBe(1);
+    const whole = await runRollouts(policy, domain, tasks, cfg);
+    expect(whole.rollouts.every((r) => r.rows.length > 0)).toBe(true);
+    const grouped = await runRollouts(policy, domain, tasks, small);
+    expect(grouped.rollouts.map((r) => [r.promptId, r.rolloutId, r.end, r.reward])).toEqual(whole.rollouts.map((r) => [r.promptId, r.rolloutId, r.end, r.reward]));
+    expect(grouped.rows.map((r) => [r.role, [...r.responseTokens]])).toEqual(whole.rows.map((r) => [r.role, [...r.responseTokens]]));
+    expect(grouped.rollouts.map((r) => r.rows)).toEqual(whole.rollouts.map((r) => r.rows));
+    // Numbered from 0 in each group instead, task b would sample other tokens: the offset is what makes them equal.
+    const alone = await runRollouts(policy, domain, [tasks[1]], small);
+    expect(alone.rows.map((r) => [...r.responseTokens])).not.toEqual(grouped.rows.filter((_, i) => grouped.rollouts.slice(2).some((r) => r.rows.includes(i))).map((r) => [...r.responseTokens]));
+  });
+
+  it('generate: without maxConcurrent, no more slots than the KV budget holds, and the same tokens', async () => {
+    const reqs = ['Hello there', 'A longer prompt, with more to say', 'x'].map((prompt) => ({ prompt, maxNewTokens: 6 }));
+    const all = await generate(model, tok, reqs, { adapter: adapterA });
+    const maxT = Math.max(...all.map((r) => r.promptTokens.length + 6));
+    expect(slotsThatFit(model.config, maxT, kvBytesPerSlot(model.config, maxT) - 1)).toBe(1);
+    const one = await generate(model, tok, reqs, { adapter: adapterA, kvBudget: kvBytesPerSlot(model.config, maxT) });
+    expect(one.map((r) => r.tokens)).toEqual(all.map((r) => r.tokens));
+    expect(slotsThatFit(model.config, 1000)).toBe(Math.floor(KV_BUDGET_BYTES / (2 * model.config.numLayers * 1000 * model.config.numKvHeads * model.config.headDim * 4)));
   });
 });
