@@ -56,6 +56,15 @@ export interface LessonSize {
 
 /** At its defaults: research's 40 steps (160 real episodes per run), held-out evaluation of the lab's default size every 10 steps. */
 export const LESSON_SIZE: LessonSize = { steps: 40, evalEvery: 10, evalTasks: labDefault(setting('evalTasks')) as number };
+/**
+ * Held-out tasks of each evaluation's fidelity check in both lesson runs (the first of the evaluation's tasks; all
+ * when the evaluation has no more). The check rehearses every reference call of a task (~3.3 a task on the mini
+ * world, prompts of ~250 tokens), so on all 100 tasks it took 63 % of an evaluation and evaluations half the lesson
+ * (research/records/2026-12-05-lesson-lr: one evaluation 49 s at one thread, 31 s of it the check); 50 tasks are
+ * ~160 rehearsals, the same ones at every step, so the curve's steps are compared on the same calls.
+ */
+export const LESSON_FIDELITY_TASKS = 50;
+
 /** The lesson's controls' bounds (the URL is clamped to them). */
 export const LESSON_RANGE: { readonly [K in keyof LessonSize]: { readonly min: number; readonly max: number } } = {
   steps: { min: 1, max: 400 },
@@ -78,7 +87,7 @@ export function lessonValues(spec: LessonRunSpec, size: LessonSize, lab: Readonl
   const out: Record<string, unknown> = {};
   for (const row of RUN_SETTINGS) if ('lab' in row) out[row.name] = labDefault(row);
   for (const k of FROM_LAB) out[k] = lab[k];
-  Object.assign(out, size, spec.values, { baseEval: 'reuse' });
+  Object.assign(out, size, spec.values, { baseEval: 'reuse', evalFidelityTasks: size.evalTasks > LESSON_FIDELITY_TASKS ? LESSON_FIDELITY_TASKS : 0 });
   return out as Record<LabSettingName, unknown>;
 }
 

@@ -166,6 +166,13 @@ export const RUN_SETTINGS = [
     cli: { flag: 'eval-every', arg: 'N' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
     help: 'token budget per rehearsal in the fidelity evaluation; 0 = skip it', cli: { flag: 'fidelity-tokens', arg: 'N', default: '--max-rehearse-tokens' }, record: { when: 'always' }, resume: 'fixed' },
+  // The fidelity check is most of a held-out evaluation's time (all reference calls of every task, each prompt a few
+  // hundred tokens); the world-rehearsal lesson measures it on part of the tasks (src/method/lesson-runs.ts).
+  { name: 'evalFidelityTasks', kind: int(0, 100_000), default: 0,
+    help: "held-out tasks of the fidelity evaluation: the first N of the evaluation's tasks; 0 = all of them",
+    cli: { flag: 'fidelity-tasks', arg: 'N', default: '0 (all)' },
+    lab: { key: 'fidTasks', says: (v: number) => (v ? `fidelity on ${v} held-out tasks` : 'fidelity on every held-out task') },
+    record: { when: 'changed' }, resume: 'fixed' },
   // Not recorded: it changes no step (the evaluation reads no random numbers), only whether the run has a step 0.
   { name: 'baseEval', kind: oneOf(BASE_EVALS), default: 'reuse',
     help: "the starting policy's held-out evaluation before the first step (the run's step 0, what later evaluations are compared with): reuse (a record of the same model, world, held-out tasks and limits, else run it), run (measure it afresh) or skip (no starting point: the change against the base is not reported)",

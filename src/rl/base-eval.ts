@@ -24,6 +24,8 @@ export interface BaseEvalKey {
   /** The fidelity check's budget (0: none) and the Rehearse prompt it decodes with. */
   fidelityTokens: number;
   rehearsePrompt: GrpoRunConfig['rehearsePrompt'] | null;
+  /** The fidelity check's tasks, the first of the evaluation's (absent: all). */
+  fidelityTasks?: number;
 }
 
 export interface BaseEvalRecord {
@@ -46,6 +48,8 @@ export function baseEvalKey(model: string, world: string, evalTasks: readonly Ta
     kvReuse: c.kvReuse ?? true,
     fidelityTokens: c.evalFidelityTokens ?? 0,
     rehearsePrompt: c.rehearsePrompt ?? null,
+    // Only when it measures fewer tasks than the evaluation: keys (and record names) of full checks stay as they were.
+    ...(c.evalFidelityTokens && c.evalFidelityTasks && c.evalFidelityTasks < evalTasks.length ? { fidelityTasks: c.evalFidelityTasks } : {}),
   };
 }
 
@@ -54,7 +58,7 @@ export const baseEvalName = (k: BaseEvalKey): string => `${hash64(canonicalJson(
 
 /** The fields of `have` that differ from `want`, in words ("limits: {...} (the record has {...})"); [] when they match. */
 export function keyDiffs(want: BaseEvalKey, have: BaseEvalKey): string[] {
-  const fields = Object.keys(want) as (keyof BaseEvalKey)[];
+  const fields = [...new Set([...Object.keys(want), ...Object.keys(have)])] as (keyof BaseEvalKey)[];
   return fields
     .filter((f) => canonicalJson(want[f] ?? null) !== canonicalJson(have[f] ?? null))
     .map((f) => `${f}: ${canonicalJson(want[f] ?? null)} (the record has ${canonicalJson(have[f] ?? null)})`);

@@ -369,7 +369,8 @@ export class GrpoRun {
     if (Object.keys(byFamily).length > 0) m.byFamily = byFamily;
     if (c.evalFidelityTokens) {
       this.hooks.onPhase?.('held-out fidelity');
-      const f = await evalRehearsalFidelity(this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, this.evalTasks, {
+      const tasks = c.evalFidelityTasks ? this.evalTasks.slice(0, c.evalFidelityTasks) : this.evalTasks;
+      const f = await evalRehearsalFidelity(this.model, this.tokenizer, this.rehearseAdapter ?? this.actAdapter, this.domain, tasks, {
         maxRehearseTokens: c.evalFidelityTokens, rehearsePrompt: c.rehearsePrompt, maxContext: c.limits.maxContext, signal: this.hooks.signal,
         onStep: this.hooks.onFidelityStep,
       });

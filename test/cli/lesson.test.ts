@@ -1,8 +1,8 @@
 // `npm run lesson`: the lab's world-rehearsal lesson run headless. Its runs must be the lab's (the flags it hands the
 // train CLI read back as exactly the settings the lab's lesson gives each run), and a short lesson on the bundled
 // policy writes both run folders and a lesson.json whose curves are the runs' own held-out evaluations.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lessonCli, trainArgs, type LessonRecord } from '../../src/cli/lesson';
@@ -72,5 +72,23 @@ describe('npm run lesson: a short lesson on the bundled policy', () => {
     // The second run reused the first's base evaluation (the same base, tasks and limits).
     expect(io.stderr()).toMatch(/base \(reused from /);
     expect(io.stdout()).toMatch(/world rehearsal\s+\d+ % held-out success \(dyna-q-recall/);
+    // On two cores or more the runs trained side by side, in two processes; one after the other, in this process,
+    // they give the same evaluations and the same steps.
+    expect(rec.sideBySide).toBe(availableParallelism() >= 2);
+    const io2 = captureIo();
+    expect(await lessonCli(['--out', join(dir, 'seq'), '--steps', '1', '--eval-every', '1', '--eval-tasks', '1', '--threads', '1', '--one-at-a-time'], io2), io2.stderr()).toBe(0);
+    const seq = JSON.parse(readFileSync(join(dir, 'seq', 'lesson.json'), 'utf8')) as LessonRecord;
+    expect(seq.sideBySide).toBe(false);
+    expect(seq.runs.map((r) => r.curve)).toEqual(rec.runs.map((r) => r.curve));
+    const steps = (d: string, role: string) => readFileSync(join(d, role, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => ({ ...JSON.parse(l), wallMs: 0 }));
+    for (const r of LESSON_RUNS) expect(steps(join(dir, 'seq'), r.role)).toEqual(steps(dir, r.role));
   }, 600_000);
+
+  it('a run that cannot start fails the lesson with its exit code and folder, the second run never starting', async () => {
+    const io = captureIo();
+    const rc = await lessonCli(['--out', join(dir, 'bad'), '--steps', '1', '--eval-tasks', '1', '--model', join(dir, 'no-such-model')], io);
+    expect(rc).not.toBe(0);
+    expect(io.stderr()).toMatch(/real-only run failed \(exit \d+\)/);
+    expect(existsSync(join(dir, 'bad', 'rehearsed'))).toBe(false);
+  }, 120_000);
 });

@@ -92,6 +92,11 @@ describe('src/rl/base-eval.ts', () => {
     expect(keyDiffs(key, baseEvalKey('m', 'mini', tasks, c))).toEqual([]);
     expect(keyDiffs(key, baseEvalKey('m', 'mini', [...tasks.slice(0, 2), { ...tasks[2], userMessages: ['other'] }], c)).map((d) => d.split(':')[0])).toEqual(['tasks']);
     expect(keyDiffs(key, baseEvalKey('n', 'mini', tasks, { ...c, limits: { ...c.limits, maxTurns: 3 } })).map((d) => d.split(':')[0])).toEqual(['model', 'limits']);
+    // A fidelity check on part of the tasks is another evaluation, named in the key only when it is part.
+    const part = baseEvalKey('m', 'mini', tasks, { ...c, evalFidelityTasks: 2 });
+    expect(keyDiffs(key, part).map((d) => d.split(':')[0])).toEqual(['fidelityTasks']);
+    expect(keyDiffs(part, key).map((d) => d.split(':')[0])).toEqual(['fidelityTasks']);
+    expect(baseEvalKey('m', 'mini', tasks, { ...c, evalFidelityTasks: 3 })).toEqual(key);
     // The run's seed and training settings do not change the base: greedy decoding, zero adapters.
     expect(keyDiffs(key, baseEvalKey('m', 'mini', tasks, { ...c, seed: 9, lr: 0.5 }))).toEqual([]);
   });

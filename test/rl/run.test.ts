@@ -217,6 +217,21 @@ describe('GrpoRun', () => {
     expect(JSON.parse(store.text('eval.jsonl').trim()).byFamily).toEqual(m.byFamily);
   });
 
+  it('evalFidelityTasks: the fidelity check rehearses the reference calls of the first N held-out tasks only', async () => {
+    const two = (id: string, calls: number): Task => ({ ...evalTasks[0], id, referenceActions: Array.from({ length: calls }, () => evalTasks[0].referenceActions[0]) });
+    const eval3 = [two('e0', 1), two('e1', 2), two('e2', 2)];
+    const measure = async (n: number) => {
+      const run = await GrpoRun.open(model, tok, domain, { train, eval: eval3 }, new MemoryStore(), { ...config, evalFidelityTasks: n }, hooks);
+      const m = await run.evaluate();
+      run.free();
+      return m;
+    };
+    const [all, first, firstTwo] = [await measure(0), await measure(1), await measure(2)];
+    expect([all.fidelity!.steps, first.fidelity!.steps, firstTwo.fidelity!.steps]).toEqual([5, 1, 3]);
+    // The episodes are the evaluation's all the same.
+    expect(first.success).toBe(all.success);
+  });
+
   it('per-role: two adapters and two optimizer states are checkpointed and restored', async () => {
     const c: GrpoRunConfig = { ...config, mode: 'per-role', steps: 2, promptsPerStep: 1, evalEvery: 0 };
     const s = new MemoryStore();
