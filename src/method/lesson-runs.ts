@@ -59,8 +59,8 @@ export const LESSON_SIZE: LessonSize = { steps: 40, evalEvery: 10, evalTasks: la
 /**
  * Held-out tasks of each evaluation's fidelity check in both lesson runs (the first of the evaluation's tasks; all
  * when the evaluation has no more). The check rehearses every reference call of a task (~3.3 a task on the mini
- * world, prompts of ~250 tokens), so on all 100 tasks it took 63 % of an evaluation and evaluations half the lesson
- * (research/records/2026-12-05-lesson-lr: one evaluation 49 s at one thread, 31 s of it the check); 50 tasks are
+ * world, prompts of ~250 tokens), so on all 100 tasks it took 63 % of an evaluation (49 s at one thread, 31 s of it the
+ * check, measured 2026-12-06) and evaluations half the lesson (research/records/2026-12-05-lesson-lr); 50 tasks are
  * ~160 rehearsals, the same ones at every step, so the curve's steps are compared on the same calls.
  */
 export const LESSON_FIDELITY_TASKS = 50;
@@ -107,9 +107,10 @@ export function lessonRunName(spec: LessonRunSpec, steps: number): string {
  * The lesson at its defaults, timed in headless Chromium by the opt-in test/e2e/world-rehearsal-lesson.test.ts
  * (LAB_WORLD_LESSON=1; its record: research/records/2026-12-05-lesson-g8/world-rehearsal-lesson.json).
  */
-export const MEASURED: { minutes: number; machine: string; date: string; policy: string; lr: number } | null = {
+export const MEASURED: { minutes: number; machine: string; date: string; policy: string; lr: number; fidelityTasks: number | 'all' } | null = {
   minutes: 13.7,
   lr: 1e-3,
+  fidelityTasks: 'all',
   policy: 'the bundled 8-layer mini policy',
   machine: "this repository's 2-core test machine, on the CPU fast path, with little else running (load average 1.5 to 2)",
   date: '2026-12-05',
