@@ -44,6 +44,7 @@ export const FID_BUDGET = 'research/records/2026-12-05-fidelity-budget';
 export const ACT_ONLY = 'research/records/2026-12-05-act-only';
 export const ACT_ONLY_8 = 'research/records/2026-12-05-act-only-8';
 export const G8_BUDGET = 'research/records/2026-12-05-g8-budget';
+export const POWERED_BUDGET = 'research/records/2026-12-05-powered-budget';
 export const TTS_S19 = 'research/records/tts-records-s19';
 export const TTS_PREVIOUS = 'research/records/tts-records';
 export const REVISE = 'research/records/2026-12-05-revise';
@@ -103,7 +104,20 @@ interface Claim {
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
 
 /** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
-function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet, fidBudget: AblationSet, actOnly: AblationSet, actOnly8: AblationSet, g8: AblationSet, ttsCurrent: TtsRun[], root: string): Claim[] {
+/** The ablation-format records folders the claims read. */
+interface ClaimSets {
+  s17: AblationSet;
+  budget: AblationSet;
+  replication: AblationSet;
+  fidBudget: AblationSet;
+  actOnly: AblationSet;
+  actOnly8: AblationSet;
+  g8: AblationSet;
+  powered: AblationSet;
+}
+
+function claims(sets: ClaimSets, ttsCurrent: TtsRun[], root: string): Claim[] {
+  const { s17, budget, replication, fidBudget, actOnly, actOnly8, g8, powered } = sets;
   const tts = (mode: string) => {
     const obs = (n: number) => successObs(ttsCurrent.filter((r) => r.policy === 'envace' && r.n === n && (n === 0 || r.mode === mode)).map((r) => ({ ...r, config: '', key: '' }) as unknown as AblationRun));
     return pairedBootstrap(obs(2), obs(0));
@@ -161,6 +175,11 @@ function claims(s17: AblationSet, budget: AblationSet, replication: AblationSet,
       claim: 'the same (7 rehearsed prompts per step, only Act trained) on the bundled 8-layer policy, whose rehearsals are better (exact 79.8 % strict, 84.1 % grounded), seeds 0–9, pre-registered', where: 'seven rehearsed prompts beside one real one on the bundled 8-layer policy', d: pair(g8, 'dyna-fq8-recall', 'real-q'),
       running: seedsOf(g8, 'dyna-fq8-recall') < 10 || seedsOf(g8, 'real-q') < 10,
       detail: `${seedsOf(g8, 'dyna-fq8-recall')} of 10 seeds of dyna-fq8-recall and ${seedsOf(g8, 'real-q')} of real-q${seedsOf(g8, 'dyna-fq8-recall') === 10 && seedsOf(g8, 'real-q') === 10 ? '' : ' so far, paired on the seeds both have'}; against the base: dyna-fq8-recall ${fmtOr(pair(g8, 'dyna-fq8-recall', 'base'))}, real-q ${fmtOr(pair(g8, 'real-q', 'base'))}`,
+    },
+    {
+      claim: 'the same (7 rehearsed prompts per step, only Act trained) on the attentive policy again, powered: fresh seeds 10–19 and 300 held-out tasks, pre-registered', where: 'seven rehearsed prompts beside one real one, powered', d: pair(powered, 'dyna-fq8-recall', 'real-q'),
+      running: seedsOf(powered, 'dyna-fq8-recall') < 10 || seedsOf(powered, 'real-q') < 10 || seedsOf(powered, 'base') < 1,
+      detail: `${seedsOf(powered, 'dyna-fq8-recall')} of 10 seeds of dyna-fq8-recall and ${seedsOf(powered, 'real-q')} of real-q${seedsOf(powered, 'dyna-fq8-recall') === 10 && seedsOf(powered, 'real-q') === 10 ? '' : ' so far, paired on the seeds both have'}; against the base: dyna-fq8-recall ${fmtOr(pair(powered, 'dyna-fq8-recall', 'base'))}, real-q ${fmtOr(pair(powered, 'real-q', 'base'))}`,
     },
     {
       claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
@@ -247,6 +266,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const actOnly = ablationSet(root, ACT_ONLY, join(ACT_ONLY, 'ablation'));
   const actOnly8 = ablationSet(root, ACT_ONLY_8, join(ACT_ONLY_8, 'ablation'));
   const g8 = ablationSet(root, G8_BUDGET, join(G8_BUDGET, 'ablation'));
+  const powered = ablationSet(root, POWERED_BUDGET, join(POWERED_BUDGET, 'ablation'));
   const budgetMeta = budget.meta as BudgetMeta;
   const decisivePairs = (set: AblationSet): PairRow[] =>
     (set.meta as BudgetMeta).decisive.flatMap(([a, b]) => {
@@ -258,13 +278,14 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
   const fullBudget = budget.meta.budget.steps * budget.meta.budget.prompts * budget.meta.budget.k;
   const lessonMeta = json<{ summary: string[]; reports: { name: string; dir: string; from: 'heading' | 'table' }[] }>(join(root, LESSON_RECORDS, 'meta.json'));
   const list: Section[] = [
-    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims(s17, budget, replication, fidBudget, actOnly, actOnly8, g8, ttsCurrent.runs, root)) },
+    { page: RESULTS_PAGE, name: 'claims', render: () => renderClaims(claims({ s17, budget, replication, fidBudget, actOnly, actOnly8, g8, powered }, ttsCurrent.runs, root)) },
     { page: RESULTS_PAGE, name: 'budget', render: () => renderBudget(budget.rows, decisivePairs(budget), budgetMeta) },
     { page: RESULTS_PAGE, name: 'replication', render: () => renderReplication(replication, budget, decisivePairs(replication)) },
     { page: RESULTS_PAGE, name: 'fidelity-budget', render: () => renderBudget(fidBudget.rows, decisivePairs(fidBudget), fidBudget.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'act-only', render: () => renderBudget(actOnly.rows, decisivePairs(actOnly), actOnly.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'act-only-8', render: () => renderBudget(actOnly8.rows, decisivePairs(actOnly8), actOnly8.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'g8-budget', render: () => renderBudget(g8.rows, decisivePairs(g8), g8.meta as BudgetMeta) },
+    { page: RESULTS_PAGE, name: 'powered-budget', render: () => renderBudget(powered.rows, decisivePairs(powered), powered.meta as BudgetMeta) },
     { page: RESULTS_PAGE, name: 'budget-figure', render: () => budgetFigureSection(budgetSeries(budget, s17), fullBudget) },
     { page: RESULTS_PAGE, name: 'revise', render: () => renderReviseSection(join(root, REVISE), json<ReviseMeta>(join(root, REVISE, 'meta.json'))) },
     { page: RESULTS_PAGE, name: 'revise-fidelity', render: () => renderReviseSection(join(root, REVISE_FIDELITY), json<ReviseMeta>(join(root, REVISE_FIDELITY, 'meta.json'))) },
@@ -282,7 +303,7 @@ export function sections(root = ROOT): { sections: Section[]; summary: () => unk
     }) })),
   ];
   const summary = () => {
-    const entries: SummaryEntry[] = [s17, budget, replication, fidBudget, actOnly, actOnly8, g8, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
+    const entries: SummaryEntry[] = [s17, budget, replication, fidBudget, actOnly, actOnly8, g8, powered, previous].flatMap((set) => summaryEntries(set.rows, { world: set.meta.world, records: set.rel, model: `${set.meta.model} (sha256 ${set.meta.modelHash}…)` }));
     return {
       about:
         'Generated by `npm run results -- --write-committed` from the committed records (research/scripts/results.ts). One entry per configuration and records folder (world, policy and budget are the folder\'s). ' +

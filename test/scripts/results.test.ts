@@ -151,7 +151,7 @@ describe('npm run results', () => {
         expect(e.world).toBe('mini');
         expect(Number.isInteger(e.realEpisodes) && e.realEpisodes >= 0).toBe(true);
         expect(e.seeds).toBeGreaterThan(0);
-        expect(e.tasks).toBe(100);
+        expect(e.tasks).toBeGreaterThanOrEqual(100); // the 100 held-out tasks, or more (the powered record: 300)
         expect(e.ci[0]).toBeLessThanOrEqual(e.success);
         expect(e.success).toBeLessThanOrEqual(e.ci[1]);
         diff(e.vsBase);
