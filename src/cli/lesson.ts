@@ -2,9 +2,10 @@
 // The lab's one-click lesson (src/method/lesson-runs.ts) run in Node: the same two GRPO runs with the same settings the
 // lab's Training dashboard gives them (the lab's defaults, the lab's seed and limits, the lesson's size, each run's
 // configuration), through the train CLI, the second reusing the first's base evaluation. On two cores or more the two
-// runs train side by side in two processes: cpu-fast's threads gain little on a policy this small (one evaluation of
-// the bundled policy: 49 s at one thread and at two), while two processes of one thread each run at ~0.9× their
-// speed alone; a run's results do not depend on its thread count. Writes
+// runs train side by side in two processes: cpu-fast's threads gain nothing on a policy this small (a short lesson of
+// the bundled policy took the same time at one thread and at two), while two processes of one thread each run at ~0.9×
+// their speed alone (research/records/2026-12-06-lesson-side-by-side); a run's results do not depend on its thread
+// count. Writes
 // DIR/real-only/ and DIR/rehearsed/ (ordinary run folders: --resume continues either) and DIR/lesson.json (both
 // runs' held-out curves, the base, wall times); prints the summary table. Exit codes as the train CLI's.
 import { spawn } from 'node:child_process';
