@@ -278,11 +278,11 @@ export class RolloutStepper {
     this.actAdapter = policy.adapter;
     const simulator = MODES[cfg.mode].simulator;
     this.rehearseAdapter = simulator === 'rehearse-adapter' ? (policy.rehearseAdapter ?? null) : simulator === 'base' ? null : policy.adapter;
-    this.maxContext = Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
-    this.firstEpisode = (cfg.firstPrompt ?? 0) * cfg.k;
+    this.maxContext = contextOf(policy, L);
     this.tools = domain.definitions();
     const first = cfg.firstPrompt ?? 0;
     if (!(Number.isInteger(first) && first >= 0)) throw new RolloutConfigError(`firstPrompt must be an integer >= 0, got ${first}`);
+    this.firstEpisode = first * cfg.k;
     tasks.forEach((task, i) => {
       const p = first + i;
       const grounding = rehearses(cfg.mode) || cfg.revise ? referenceGrounding(domain, task) : [];
@@ -537,13 +537,18 @@ export function mergeBatches(batches: readonly RolloutBatch[]): RolloutBatch {
   return { rollouts, rows, fidelity: summarizeFidelity(rollouts.flatMap((r) => r.fidelity)), stats };
 }
 
+/** The context a rollout's prompt and budget must fit: the limits' maxContext, at most the model's. */
+function contextOf(policy: RolloutPolicy, L: RolloutLimits): number {
+  return Math.min(L.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
+}
+
 /**
  * Tasks per group of a kvReuse call: every episode holds a cache slot of maxContext positions per role for the whole
  * call, so a large evaluation runs its tasks in consecutive groups whose caches fit KV_BUDGET_BYTES (each group's
  * prompts and seeds numbered as in the whole call).
  */
 export function tasksPerGroup(policy: RolloutPolicy, tasks: number, cfg: RolloutConfig): number {
-  const maxContext = Math.min(cfg.limits.maxContext ?? Infinity, policy.model.config.maxPositionEmbeddings);
+  const maxContext = contextOf(policy, cfg.limits);
   if (!cfg.kvReuse || !Number.isFinite(maxContext)) return Math.max(1, tasks);
   const perEpisode = rehearses(cfg.mode) ? 2 : 1;
   return Math.max(1, Math.min(tasks, Math.floor(slotsThatFit(policy.model.config, maxContext, cfg.kvBudget) / (perEpisode * cfg.k))));
