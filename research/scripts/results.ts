@@ -103,7 +103,6 @@ interface Claim {
 
 const seedsOf = (set: AblationSet, id: string) => set.runs.filter((r) => r.config === id).length;
 
-/** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
 /** The ablation-format records folders the claims read. */
 interface ClaimSets {
   s17: AblationSet;
@@ -116,6 +115,19 @@ interface ClaimSets {
   powered: AblationSet;
 }
 
+/**
+ * A ten-seed comparison of dyna-fq8-recall with real-q (and both with the base) in one record set: whether it is still
+ * running, and the detail the claim gives.
+ */
+function tenSeedBudget(set: AblationSet): Pick<Claim, 'running' | 'detail'> {
+  const [dyna, real] = [seedsOf(set, 'dyna-fq8-recall'), seedsOf(set, 'real-q')];
+  return {
+    running: dyna < 10 || real < 10 || seedsOf(set, 'base') < 1,
+    detail: `${dyna} of 10 seeds of dyna-fq8-recall and ${real} of real-q${dyna === 10 && real === 10 ? '' : ' so far, paired on the seeds both have'}; against the base: dyna-fq8-recall ${fmtOr(pair(set, 'dyna-fq8-recall', 'base'))}, real-q ${fmtOr(pair(set, 'real-q', 'base'))}`,
+  };
+}
+
+/** The paper's claims (and issue 46's bar), each with the paired figure that decides it here and its verdict. */
 function claims(sets: ClaimSets, ttsCurrent: TtsRun[], root: string): Claim[] {
   const { s17, budget, replication, fidBudget, actOnly, actOnly8, g8, powered } = sets;
   const tts = (mode: string) => {
@@ -173,13 +185,11 @@ function claims(sets: ClaimSets, ttsCurrent: TtsRun[], root: string): Claim[] {
     },
     {
       claim: 'the same (7 rehearsed prompts per step, only Act trained) on the bundled 8-layer policy, whose rehearsals are better (exact 79.8 % strict, 84.1 % grounded), seeds 0–9, pre-registered', where: 'seven rehearsed prompts beside one real one on the bundled 8-layer policy', d: pair(g8, 'dyna-fq8-recall', 'real-q'),
-      running: seedsOf(g8, 'dyna-fq8-recall') < 10 || seedsOf(g8, 'real-q') < 10,
-      detail: `${seedsOf(g8, 'dyna-fq8-recall')} of 10 seeds of dyna-fq8-recall and ${seedsOf(g8, 'real-q')} of real-q${seedsOf(g8, 'dyna-fq8-recall') === 10 && seedsOf(g8, 'real-q') === 10 ? '' : ' so far, paired on the seeds both have'}; against the base: dyna-fq8-recall ${fmtOr(pair(g8, 'dyna-fq8-recall', 'base'))}, real-q ${fmtOr(pair(g8, 'real-q', 'base'))}`,
+      ...tenSeedBudget(g8),
     },
     {
       claim: 'the same (7 rehearsed prompts per step, only Act trained) on the attentive policy again, powered: fresh seeds 10–19 and 300 held-out tasks, pre-registered', where: 'seven rehearsed prompts beside one real one, powered', d: pair(powered, 'dyna-fq8-recall', 'real-q'),
-      running: seedsOf(powered, 'dyna-fq8-recall') < 10 || seedsOf(powered, 'real-q') < 10 || seedsOf(powered, 'base') < 1,
-      detail: `${seedsOf(powered, 'dyna-fq8-recall')} of 10 seeds of dyna-fq8-recall and ${seedsOf(powered, 'real-q')} of real-q${seedsOf(powered, 'dyna-fq8-recall') === 10 && seedsOf(powered, 'real-q') === 10 ? '' : ' so far, paired on the seeds both have'}; against the base: dyna-fq8-recall ${fmtOr(pair(powered, 'dyna-fq8-recall', 'base'))}, real-q ${fmtOr(pair(powered, 'real-q', 'base'))}`,
+      ...tenSeedBudget(powered),
     },
     {
       claim: 'EnvACE with no real observation shown to Act beats the base (issue 46): every episode rehearsed, its calls replayed on a real database at the end for one real reward', where: 'real-interaction budget', d: pair(budget, 'envace-verifier', 'base'),
