@@ -2,10 +2,10 @@
 // The lab's one-click lesson (src/method/lesson-runs.ts) run in Node: the same two GRPO runs with the same settings the
 // lab's Training dashboard gives them (the lab's defaults, the lab's seed and limits, the lesson's size, each run's
 // configuration), through the train CLI, the second reusing the first's base evaluation. On two cores or more the two
-// runs train side by side in two processes: cpu-fast's threads gain nothing on a policy this small (a short lesson of
-// the bundled policy took the same time at one thread and at two), while two processes of one thread each run at ~0.9×
-// their speed alone (research/records/2026-12-06-lesson-side-by-side); a run's results do not depend on its thread
-// count. Writes
+// runs train side by side in two processes, started together (the second trains while the first measures the base):
+// cpu-fast's threads gain nothing on a policy this small (a short lesson of the bundled policy took the same time at one
+// thread and at two), while two processes of one thread each run at ~0.9× their speed alone
+// (research/records/2026-12-06-lesson-side-by-side); a run's results do not depend on its thread count. Writes
 // DIR/real-only/ and DIR/rehearsed/ (ordinary run folders: --resume continues either) and DIR/lesson.json (both
 // runs' held-out curves, the base, wall times); prints the summary table. Exit codes as the train CLI's.
 import { spawn } from 'node:child_process';
@@ -37,7 +37,7 @@ export const LESSON_FLAGS: FlagSpec = {
   model: { type: 'string', arg: 'DIR', help: 'starting policy (model folder)', default: "the world's bundled policy" },
   backend: BACKEND_FLAG,
   threads: THREADS_FLAG,
-  'one-at-a-time': { type: 'boolean', help: 'train the two runs one after the other in this process (default on a machine of 2 cores or more: side by side, in two processes of half the cores each, the second from the first\'s base evaluation)' },
+  'one-at-a-time': { type: 'boolean', help: 'train the two runs one after the other in this process (default on a machine of 2 cores or more: side by side, in two processes of half the cores each, started together, the second logging the first\'s base evaluation as its step 0)' },
   help: HELP_FLAG,
 };
 
@@ -92,6 +92,9 @@ export interface LessonRecord {
   wallS: number;
 }
 
+/** How long the second run waits for the first's base evaluation before its own first evaluation (it is ready in ~1 minute). */
+const BASE_WAIT_S = 3600;
+
 const TRAIN_CLI = fileURLToPath(new URL('./train.ts', import.meta.url));
 /** Node's arguments that run the train CLI: from TypeScript source through tsx's loader (as `npm run train` does). */
 const trainNodeArgs = (): string[] => (TRAIN_CLI.endsWith('.ts') ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href, TRAIN_CLI] : [TRAIN_CLI]);
@@ -100,7 +103,7 @@ const trainNodeArgs = (): string[] => (TRAIN_CLI.endsWith('.ts') ? ['--import', 
  * The train CLI in a child process of this Node: its progress lines go to io.err under
  * the run's role, its result (the one JSON line it prints) comes back with its exit code and wall time.
  */
-function trainChild(args: readonly string[], role: string, io: CliIo): { finished: boolean; done: Promise<{ rc: number; result: TrainResult | null; wallS: number }> } {
+function trainChild(args: readonly string[], role: string, io: CliIo): { finished: boolean; stop: () => void; done: Promise<{ rc: number; result: TrainResult | null; wallS: number }> } {
   const t = performance.now();
   const child = spawn(process.execPath, [...trainNodeArgs(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -108,6 +111,8 @@ function trainChild(args: readonly string[], role: string, io: CliIo): { finishe
   createInterface({ input: child.stderr }).on('line', (line) => io.err(`${role}: ${line}\n`));
   const state = {
     finished: false,
+    /** SIGTERM: the train CLI stops after its current operation and exits 130, its checkpoints kept. */
+    stop: () => void child.kill('SIGTERM'),
     done: new Promise<{ rc: number; result: TrainResult | null; wallS: number }>((resolve) => {
       const end = (rc: number) => {
         state.finished = true;
@@ -177,16 +182,17 @@ export async function lessonCli(argv: readonly string[], io: CliIo = processIo):
     const done: { result: TrainResult; wallS: number }[] = [];
     const announce = (i: number) => log(`${lessonRunName(plan[i].spec, size.steps)} (research's ${plan[i].spec.research}): npm run train -- ${plan[i].args.join(' ')}`);
     if (sideBySide) {
-      // The second run starts once the first has measured the base (its base-eval.json), and reuses it.
+      // Both start at once: the second trains while the first measures the base, and logs the first's base-eval.json
+      // as its step 0 before its own first evaluation (--base-wait). If the first fails before it has measured the
+      // base, the second would wait for nothing: it is stopped (its checkpoints kept).
+      plan[1].args.splice(plan[1].args.indexOf('--out'), 0, '--base-wait', String(BASE_WAIT_S));
       announce(0);
       const first = trainChild(plan[0].args, plan[0].spec.role, io);
-      while (!first.finished && !existsSync(join(plan[0].dir, BASE_EVAL_FILE))) await new Promise((r) => setTimeout(r, 250));
-      if (first.finished && !existsSync(join(plan[0].dir, BASE_EVAL_FILE))) {
-        const r = await first.done;
-        fail(0, r.rc);
-      }
       announce(1);
       const second = trainChild(plan[1].args, plan[1].spec.role, io);
+      void first.done.then((r) => {
+        if (r.rc !== 0 && !existsSync(join(plan[0].dir, BASE_EVAL_FILE))) second.stop();
+      });
       const results = await Promise.all([first.done, second.done]);
       results.forEach((r, i) => (r.rc !== 0 || !r.result ? fail(i, r.rc) : done.push({ result: r.result, wallS: r.wallS })));
     } else {

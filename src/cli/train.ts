@@ -32,6 +32,7 @@ export const TRAIN_FLAGS: FlagSpec = {
   ...runFlags(),
   out: { type: 'string', arg: 'DIR', help: 'run folder: run.json, checkpoints ckpt/<step>/, metrics/rollouts/eval JSONL, base-eval.json (required)' },
   'base-record': { type: 'string', arg: 'FILE', help: `with --base-eval reuse: the base evaluation to reuse, a ${BASE_EVAL_FILE} or a run folder holding one (refused unless it was measured on the same model, world, held-out tasks and limits)`, default: `DIR/${BASE_EVAL_FILE}, if there` },
+  'base-wait': { type: 'string', arg: 'S', help: `with --base-record: the record may still be being measured by another process (npm run lesson's two runs side by side): train at once, and log step 0 from the record when it appears, waiting at most S seconds for it before the run's first held-out evaluation` },
   resume: { type: 'boolean', help: 'continue the run in --out from its last checkpoint with its saved configuration' },
   'ignore-changed': { type: 'boolean', help: 'with --resume: run on although flags differ from the saved run (the saved values are used)' },
   world: WORLD_FLAG,
@@ -126,6 +127,9 @@ async function loggedEval(store: DirStore, step: number, log: (s: string) => voi
   return lines.filter((e) => e.step === step).at(-1) ?? null;
 }
 
+/** The file --base-record names: the file itself, or the base record of the run folder it names. */
+const baseRecordFile = (flag: string): string => (existsSync(flag) && statSync(flag).isDirectory() ? join(flag, BASE_EVAL_FILE) : flag);
+
 /** A base evaluation to reuse: --base-record's (a file, or a run folder holding one), else the run folder's own, if there. */
 async function readBaseRecord(flag: string | undefined, store: DirStore): Promise<{ record: BaseEvalRecord; where: string } | null> {
   if (flag === undefined) {
@@ -133,7 +137,7 @@ async function readBaseRecord(flag: string | undefined, store: DirStore): Promis
     const where = join(store.root, BASE_EVAL_FILE);
     return own ? { record: parseBaseEvalRecord(own, where), where } : null;
   }
-  const where = existsSync(flag) && statSync(flag).isDirectory() ? join(flag, BASE_EVAL_FILE) : flag;
+  const where = baseRecordFile(flag);
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(where);
@@ -166,6 +170,17 @@ function dirWeights(dir: string): string {
   return weightsFingerprint(prints, 'f32');
 }
 
+/** Waits until `file` exists (another process writes it atomically), at most `seconds`. */
+async function waitForFile(file: string, seconds: number, signal: AbortSignal, log: (s: string) => void): Promise<void> {
+  const until = performance.now() + seconds * 1000;
+  if (!existsSync(file)) log(`waiting for ${file} (at most ${seconds} s)`);
+  while (!existsSync(file)) {
+    signal.throwIfAborted();
+    if (performance.now() > until) throw new Error(`--base-wait ${seconds}: ${file} did not appear in ${seconds} s; the run keeps its checkpoints (--resume continues it)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 export async function trainCli(argv: readonly string[], io: CliIo = processIo, deps: TrainDeps = {}): Promise<number> {
   let interrupted = false;
   const ac = new AbortController();
@@ -195,6 +210,8 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
     const baseHow = (given.baseEval as BaseEval | undefined) ?? setting('baseEval').default;
     const baseRecordFlag = strFlag(v, 'base-record');
     if (baseRecordFlag !== undefined && baseHow !== 'reuse') throw new ArgError(`--base-record only applies with --base-eval reuse (not ${baseHow})`);
+    const baseWaitS = v['base-wait'] === undefined ? null : intFlag(v, 'base-wait', 0, 1, 86_400);
+    if (baseWaitS !== null && baseRecordFlag === undefined) throw new ArgError('--base-wait needs --base-record (the record another process is measuring)');
     const modelFlag = strFlag(v, 'model');
     let cli: CliState = { model: modelFlag ?? '', world: enumFlag(v, 'world', WORLD_NAMES, 'mini'), trainTasks: options.trainTasks ?? setting('trainTasks').default, evalTasks: options.evalTasks ?? setting('evalTasks').default, taskSeed: options.seed };
     // What --resume compares the flags with (a budget flag given is never the 0 of "measured").
@@ -259,7 +276,14 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
             log(`budgets: Act ${config.limits.maxActTokens}, Rehearse ${config.limits.maxRehearseTokens} tokens (measured as the lab does: p99 of the world's expert turns and real observations)`);
           }
         }
-        const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, tasks, store, config, { signal: ac.signal, ...(deps.reward ? { reward: deps.reward } : {}) });
+        // With --base-wait, step 0 may be logged late: just before the first held-out evaluation, or after a step.
+        let pendingBase: (() => Promise<void>) | null = null;
+        const logPendingBase = async () => {
+          const f = pendingBase;
+          pendingBase = null;
+          await f?.();
+        };
+        const run = await GrpoRun.open(policy.model, policy.tokenizer, domain, tasks, store, config, { signal: ac.signal, beforeEvaluate: logPendingBase, ...(deps.reward ? { reward: deps.reward } : {}) });
         const c = run.config;
         const rc = c as unknown as Record<string, unknown>;
         const startStep = run.step;
@@ -271,20 +295,31 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
         try {
           // Step 0: the starting policy on the same held-out tasks, what every later evaluation is reported against.
           const key = baseEvalKey(dirWeights(policy.dir), cli.world ?? 'retail', tasks.eval, c);
-          const stored = baseHow === 'reuse' ? await readBaseRecord(baseRecordFlag, store) : null;
-          const out = await baseEvaluation(run, baseHow, key, stored?.record ?? null);
-          if (stored && out.notReused.length) {
-            if (baseRecordFlag !== undefined) throw new ArgError(`--base-record ${stored.where}: measured on another base or other tasks: ${out.notReused.join('; ')}`);
-            log(`${stored.where} was not reused (${out.notReused.join('; ')}): the base was measured again`);
-          }
-          if (out.record || out.source === 'reused') await store.write(BASE_EVAL_FILE, new TextEncoder().encode(JSON.stringify(out.record ?? stored!.record, null, 1)));
-          base = { eval: out.source === 'logged' ? await loggedEval(store, 0, log) : out.eval, source: out.source };
-          if (out.source === 'reused') log(`base (reused from ${stored!.where}, measured ${stored!.record.measuredAt}): ${evalLine(out.eval!)}`);
-          else if (out.source === 'measured') log(`base: ${evalLine(out.eval!)}`);
-          else if (out.source === 'skipped') log('base evaluation skipped (--base-eval skip): held-out results are not compared with the starting policy');
+          const logBase = async () => {
+            const stored = baseHow === 'reuse' ? await readBaseRecord(baseRecordFlag, store) : null;
+            const out = await baseEvaluation(run, baseHow, key, stored?.record ?? null);
+            if (stored && out.notReused.length) {
+              if (baseRecordFlag !== undefined) throw new ArgError(`--base-record ${stored.where}: measured on another base or other tasks: ${out.notReused.join('; ')}`);
+              log(`${stored.where} was not reused (${out.notReused.join('; ')}): the base was measured again`);
+            }
+            if (out.record || out.source === 'reused') await store.write(BASE_EVAL_FILE, new TextEncoder().encode(JSON.stringify(out.record ?? stored!.record, null, 1)));
+            base = { eval: out.source === 'logged' ? await loggedEval(store, 0, log) : out.eval, source: out.source };
+            if (out.source === 'reused') log(`base (reused from ${stored!.where}, measured ${stored!.record.measuredAt}): ${evalLine(out.eval!)}`);
+            else if (out.source === 'measured') log(`base: ${evalLine(out.eval!)}`);
+            else if (out.source === 'skipped') log('base evaluation skipped (--base-eval skip): held-out results are not compared with the starting policy');
+          };
+          const recordFile = baseRecordFlag === undefined ? null : baseRecordFile(baseRecordFlag);
+          if (baseWaitS !== null && recordFile && !existsSync(recordFile) && !(await run.evaluationsLogged()).length) {
+            log(`base: ${recordFile} is not there yet; training at once, step 0 is logged from it when it appears (waiting at most ${baseWaitS} s before the first evaluation)`);
+            pendingBase = async () => {
+              await waitForFile(recordFile, baseWaitS, ac.signal, log);
+              await logBase();
+            };
+          } else await logBase();
           while (!run.done) {
             last = await run.trainStep();
             log(stepLine(last, c.steps));
+            if (pendingBase && recordFile && existsSync(recordFile)) await logPendingBase();
             const every = c.evalEvery ?? 0;
             if (every > 0 && tasks.eval.length > 0 && (last.step % every === 0 || run.done)) {
               lastEval = await loggedEval(store, last.step, log);

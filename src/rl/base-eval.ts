@@ -127,17 +127,22 @@ export interface BaseEvaluable {
 
 /**
  * Step 0 of a run that has not stepped yet, as `how` says: reuse a record whose key equals `key` (else measure),
- * measure afresh, or skip. A run whose log already has step 0 (it resumed) keeps it.
+ * measure afresh, or skip. A run whose log already has step 0 (it resumed) keeps it. A run that has stepped but
+ * logged no evaluation yet (it trained while another process measured the base: `--base-wait`) can still log a
+ * matching record as its step 0; it can no longer measure one (its adapters have moved).
  */
 export async function baseEvaluation(run: BaseEvaluable, how: BaseEval, key: BaseEvalKey, stored: BaseEvalRecord | null): Promise<BaseEvalOutcome> {
   const none = (source: BaseEvalSource, notReused: string[] = []): BaseEvalOutcome => ({ source, eval: null, record: null, notReused });
   if ((run.config.evalEvery ?? 0) === 0 || key.tasks.count === 0) return none('off');
-  if ((await run.evaluationsLogged()).includes(0)) return none('logged');
-  // A run that has stepped without one (skipped, or started before there were base evaluations) has none for good.
-  if (run.step > 0) return none('off');
-  if (how === 'skip') return none('skipped');
+  const logged = await run.evaluationsLogged();
+  if (logged.includes(0)) return none('logged');
   const notReused = stored && how === 'reuse' ? keyDiffs(key, stored.key) : [];
-  if (stored && how === 'reuse' && notReused.length === 0) {
+  const reusable = stored !== null && how === 'reuse' && notReused.length === 0;
+  // A run that has stepped without one (skipped, or started before there were base evaluations) has none for good,
+  // unless a record of its starting policy can still go into its log ahead of every other evaluation.
+  if (run.step > 0 && !(reusable && logged.length === 0)) return none('off', notReused);
+  if (how === 'skip') return none('skipped');
+  if (reusable && stored) {
     const m: EvalMetrics = { ...stored.eval, step: 0, reused: stored.measuredAt };
     await run.logEvaluation(m);
     return { source: 'reused', eval: m, record: null, notReused };

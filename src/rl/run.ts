@@ -50,6 +50,8 @@ export interface RunHooks {
   onRolloutStep?: RolloutConfig['onStep'];
   /** The held-out fidelity check, per decoded token: rehearsals finished of all to decode (it can take a minute). */
   onFidelityStep?: (done: number, total: number) => void;
+  /** Awaited before each held-out evaluation (the train CLI's --base-wait: step 0 logged from a record measured elsewhere). */
+  beforeEvaluate?: () => Promise<void>;
 }
 
 export type RunPhase = 'rollouts' | 'update' | 'checkpoint' | 'held-out evaluation' | 'held-out fidelity';
@@ -357,6 +359,7 @@ export class GrpoRun {
   /** Held-out tasks in the real environment (greedy, one rollout each), plus optional rehearsal fidelity. */
   async evaluate(): Promise<EvalMetrics> {
     const c = this.config;
+    await this.hooks.beforeEvaluate?.();
     this.hooks.onPhase?.('held-out evaluation');
     const batch = await runRollouts({ model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter }, this.domain, this.evalTasks, {
       mode: 'real', k: 1, seed: c.seed, limits: c.limits, temperature: 0, kvReuse: c.kvReuse, signal: this.hooks.signal,
@@ -387,9 +390,12 @@ export class GrpoRun {
     return (parseJsonl(text, 'eval.jsonl') as EvalMetrics[]).map((m) => m.step);
   }
 
-  /** Logs an evaluation measured elsewhere (a reused base evaluation) as the run's own; only before the first step. */
+  /**
+   * Logs an evaluation measured elsewhere (a reused base evaluation) as the run's own: only step 0, and only while the
+   * log holds no evaluation (so step 0 stays first, whether or not the run has stepped while the base was measured).
+   */
   async logEvaluation(m: EvalMetrics): Promise<void> {
-    if (this.state.step !== 0 || m.step !== 0) throw new RunConfigError('only the base evaluation (step 0, before the first step) can be logged from a record');
+    if (m.step !== 0 || (await this.evaluationsLogged()).length > 0) throw new RunConfigError('only the base evaluation (step 0, before any other evaluation) can be logged from a record');
     await this.store.append('eval.jsonl', JSON.stringify(m));
   }
 

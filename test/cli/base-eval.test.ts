@@ -4,7 +4,7 @@
 // the run folder (base-eval.json), reports every later evaluation against it, and reuses a record of the same
 // model, world, tasks and limits (--base-eval reuse, --base-record FILE|DIR), or skips it (--base-eval skip).
 // In-process on the tiny random-weight model folder and the calculate-only domain, as test/cli/train-eval.test.ts.
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TRAIN_FLAGS, trainCli } from '../../src/cli/train';
@@ -65,6 +65,39 @@ describe('npm run train: the base evaluation', () => {
     expect(skip.evals().map((e) => e.step)).toEqual([2]);
     expect(existsSync(join(ws.work, 'e', 'base-eval.json'))).toBe(false);
     expect(skip.t.stderr()).toMatch(/eval @2: success .*\(no base evaluation \(skipped\)/);
+  });
+});
+
+describe('npm run train: --base-wait (a base another process is still measuring)', () => {
+  it('trains at once and logs step 0 from the record when it appears, ahead of its first evaluation; the steps are unchanged', async () => {
+    const a = JSON.parse(readFileSync(join(ws.work, 'a', 'base-eval.json'), 'utf8'));
+    const later = join(ws.work, 'late-src');
+    mkdirSync(later);
+    const t = io();
+    const out = join(ws.work, 'late');
+    const running = trainCli(['--mode', 'rehearse', '--steps', '2', '--out', out, '--eval-tasks', '2', '--eval-every', '2', ...small(), '--base-record', later, '--base-wait', '60', '--seed', '5', '--lr', '0.01'], t, { domain });
+    // The record appears only once the run has said it is training without it.
+    while (!/is not there yet/.test(t.stderr())) await new Promise((r) => setTimeout(r, 5));
+    copyFileSync(join(ws.work, 'a', 'base-eval.json'), join(later, 'base-eval.json'));
+    expect(await running, t.stderr()).toBe(0);
+    const res = JSON.parse(t.stdout());
+    expect(res).toMatchObject({ baseSource: 'reused', base: { ...a.eval, reused: a.measuredAt }, eval: { step: 2 } });
+    const evals = readFileSync(join(out, 'eval.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(evals.map((e) => e.step)).toEqual([0, 2]);
+    expect(evals[0]).toEqual(res.base);
+    // The same run with the record there from the start ('b' above) took the same steps.
+    const steps = (d: string) => readFileSync(join(ws.work, d, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => ({ ...JSON.parse(l), wallMs: 0 }));
+    expect(steps('late')).toEqual(steps('b'));
+    expect(readFileSync(join(out, 'base-eval.json'), 'utf8')).toBe(readFileSync(join(ws.work, 'a', 'base-eval.json'), 'utf8'));
+  });
+
+  it('fails with the file and the wait when the record never comes, and needs --base-record', async () => {
+    const never = await train('never', ['--base-record', join(ws.work, 'nowhere', 'base-eval.json'), '--base-wait', '1']);
+    expect(never.code).toBe(1);
+    expect(never.t.stderr()).toMatch(/--base-wait 1: .*nowhere\/base-eval\.json did not appear in 1 s; the run keeps its checkpoints/);
+    const alone = await train('alone', ['--base-wait', '5']);
+    expect(alone.code).toBe(2);
+    expect(alone.t.stderr()).toMatch(/--base-wait needs --base-record/);
   });
 });
 

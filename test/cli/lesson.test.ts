@@ -1,7 +1,7 @@
 // `npm run lesson`: the lab's world-rehearsal lesson run headless. Its runs must be the lab's (the flags it hands the
 // train CLI read back as exactly the settings the lab's lesson gives each run), and a short lesson on the bundled
 // policy writes both run folders and a lesson.json whose curves are the runs' own held-out evaluations.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -84,11 +84,22 @@ describe('npm run lesson: a short lesson on the bundled policy', () => {
     for (const r of LESSON_RUNS) expect(steps(join(dir, 'seq'), r.role)).toEqual(steps(dir, r.role));
   }, 600_000);
 
-  it('a run that cannot start fails the lesson with its exit code and folder, the second run never starting', async () => {
+  it('a run that cannot start fails the lesson with its exit code and folder', async () => {
     const io = captureIo();
     const rc = await lessonCli(['--out', join(dir, 'bad'), '--steps', '1', '--eval-tasks', '1', '--model', join(dir, 'no-such-model')], io);
     expect(rc).not.toBe(0);
     expect(io.stderr()).toMatch(/real-only run failed \(exit \d+\)/);
-    expect(existsSync(join(dir, 'bad', 'rehearsed'))).toBe(false);
+  }, 120_000);
+
+  it.runIf(availableParallelism() >= 2)('side by side, a first run that fails before the base exists stops the second, which would wait for it', async () => {
+    // The real-only folder holds a broken run.json: that run fails at once, before it measures the base.
+    mkdirSync(join(dir, 'broken', 'real-only'), { recursive: true });
+    writeFileSync(join(dir, 'broken', 'real-only', 'run.json'), '{ not json');
+    const io = captureIo();
+    const rc = await lessonCli(['--out', join(dir, 'broken'), '--steps', '2', '--eval-every', '2', '--eval-tasks', '1', '--threads', '1'], io);
+    expect(rc).not.toBe(0);
+    expect(io.stderr()).toMatch(/real-only run failed \(exit \d+\)/);
+    // Returning at all says the second was stopped: left alone it would wait an hour for the base (the test's limit is 2 minutes).
+    expect(existsSync(join(dir, 'broken', 'rehearsed', 'eval.jsonl'))).toBe(false);
   }, 120_000);
 });
