@@ -17,6 +17,7 @@ const SUITES: Record<string, () => Promise<BenchSuite>> = {
   gpu: async () => (await import('./suites/gpu')).default,
   decoding: async () => (await import('./suites/decoding')).default,
   grpo: async () => (await import('./suites/grpo')).default,
+  threads: async () => (await import('./suites/threads')).default,
   'cpu-browser': async () => (await import('./suites/cpu-browser')).default,
   peer: async () => (await import('./suites/peer')).default,
 };

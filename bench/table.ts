@@ -322,6 +322,20 @@ function grpoTable(): string | null {
   return `${rows.join('\n')}\n\n${provenance('grpo', rs)}`;
 }
 
+/** The training loop's parts at 1 and 2 cpu-fast threads (bench/suites/threads.ts). */
+function threadsTable(): string | null {
+  const rs = load('threads');
+  if (!rs.length) return null;
+  const rows = ['| part | shape | 1 thread | 2 threads | 2 threads / 1 thread | in kernels, 1 / 2 threads |', '|---|---|---|---|---|---|'];
+  for (const sp of rs.filter((r) => r.metric === 'speedup')) {
+    const part = sp.case.replace(/: 2 threads \/ 1 thread$/, '');
+    const at = (metric: string, threads: number) => rs.find((r) => r.case === part && r.threads === threads && (metric === 'kernel_share' ? r.metric === metric : r.unit === 's'))?.value;
+    const pct = (x: number | undefined) => (x === undefined ? '–' : `${(100 * x).toFixed(0)} %`);
+    rows.push(`| ${part} | ${sp.shape} | ${fmt(at('s', 1))} s | ${fmt(at('s', 2))} s | ${sp.value.toFixed(2)}× | ${pct(at('kernel_share', 1))} / ${pct(at('kernel_share', 2))} |`);
+  }
+  return `${rows.join('\n')}\n\n${provenance('threads', rs)}`;
+}
+
 function cpuBrowserTable(): string | null {
   const rs = load('cpu-browser');
   if (!rs.length) return null;
@@ -346,6 +360,7 @@ export const TABLES: Record<string, () => string | null> = {
   gpu: gpuTable,
   decoding: decodingTable,
   grpo: grpoTable,
+  threads: threadsTable,
   'cpu-browser': cpuBrowserTable,
 };
 

@@ -3,8 +3,8 @@
 // lab's Training dashboard gives them (the lab's defaults, the lab's seed and limits, the lesson's size, each run's
 // configuration), through the train CLI, the second reusing the first's base evaluation. On two cores or more the two
 // runs train side by side in two processes, started together (the second trains while the first measures the base):
-// cpu-fast's threads gain nothing on a policy this small (a short lesson of the bundled policy took the same time at one
-// thread and at two), while two processes of one thread each run at ~0.9× their speed alone
+// on a policy this small a second cpu-fast thread runs the training loop's parts 1.2-1.4× faster (npm run bench --
+// threads), while two processes of one thread each run at ~0.9× their speed alone, ~1.8× together
 // (research/records/2026-12-06-lesson-side-by-side); a run's results do not depend on its thread count. Writes
 // DIR/real-only/ and DIR/rehearsed/ (ordinary run folders: --resume continues either) and DIR/lesson.json (both
 // runs' held-out curves, the base, wall times); prints the summary table. Exit codes as the train CLI's.

@@ -137,6 +137,10 @@ export class CpuFastBackend extends CpuRefBackend {
   get parallelJobs(): number {
     return this.rt.parallelJobs;
   }
+  /** Wall-clock milliseconds spent inside kernel calls since the backend was made. */
+  get kernelMs(): number {
+    return this.rt.kernelMs;
+  }
   /** Times a worker thread joined such a call (the rest of the time the caller worked alone). */
   get workerJoins(): number {
     return this.rt.pool.workerJoins;

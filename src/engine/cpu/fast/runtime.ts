@@ -39,6 +39,8 @@ export class WasmRuntime {
   private disposed = false;
   /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
   parallelJobs = 0;
+  /** Wall-clock milliseconds inside kernel calls (the rest of a program's time is JS on the calling thread). */
+  kernelMs = 0;
   /** The attention kernels' version: 2 (tiled, the default) or 1 (the simple one, kept for comparison). */
   attentionKernel: 1 | 2 = 2;
   /** The matrix product kernels' version: 2 (kernels/gemm2.ts, gemv2.ts; the default) or 1 (gemm.ts, gemv.ts): the same bits. */
@@ -180,7 +182,12 @@ export class WasmRuntime {
       a[slots.length + 1] = per;
     }
     if (parallel) this.parallelJobs++;
-    this.pool.run(kernel, this.args, parallel);
+    const t0 = performance.now();
+    try {
+      this.pool.run(kernel, this.args, parallel);
+    } finally {
+      this.kernelMs += performance.now() - t0;
+    }
   }
 
   release(temps: Temps): void {
