@@ -105,13 +105,13 @@ export function lessonRunName(spec: LessonRunSpec, steps: number): string {
 
 /**
  * The lesson at its defaults, timed in headless Chromium by the opt-in test/e2e/world-rehearsal-lesson.test.ts
- * (LAB_WORLD_LESSON=1; its record: research/records/2026-12-05-lesson-g8/world-rehearsal-lesson.json).
+ * (LAB_WORLD_LESSON=1; its record: research/records/2026-12-06-lesson-together/world-rehearsal-lesson.json).
  */
 export const MEASURED: { minutes: number; machine: string; date: string; policy: string; lr: number; fidelityTasks: number | 'all' } | null = {
-  minutes: 13.7,
-  lr: 1e-3,
-  fidelityTasks: 'all',
+  minutes: 11.2,
+  lr: 3e-4,
+  fidelityTasks: 50,
   policy: 'the bundled 8-layer mini policy',
-  machine: "this repository's 2-core test machine, on the CPU fast path, with little else running (load average 1.5 to 2)",
-  date: '2026-12-05',
+  machine: "this repository's 2-core test machine, on the CPU fast path, with little else running (load average 1.9 to 2.2)",
+  date: '2026-12-06',
 };
