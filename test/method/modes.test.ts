@@ -110,9 +110,9 @@ describe('the mode table', () => {
   });
 
   it('no file outside the table names a mode to decide what the mode does', () => {
-    // Places that name a mode as a choice, not a switch: experiment arms (and the claims over them), the lesson's steps, the default
-    // comparison, the plots' colours, private rehearsal picking the mode its adapters make.
-    const CHOICES = new Set(['research/ablation/grpo-ablation.ts', 'research/scripts/results.ts', 'src/ui/lesson.ts', 'src/ui/compare.ts', 'src/ui/panels/CompareRuns.svelte', 'src/ui/panels/LessonStrip.svelte', 'research/scripts/plots.ts', 'src/eval/rehearsal-phases.ts']);
+    // Places that name a mode as a choice, not a switch: experiment arms (and the claims over them, and a probe of one arm's
+    // gradients), the lesson's steps, the default comparison, the plots' colours, private rehearsal picking the mode its adapters make.
+    const CHOICES = new Set(['research/ablation/grpo-ablation.ts', 'research/scripts/results.ts', 'research/scripts/gradient-alignment.ts', 'src/ui/lesson.ts', 'src/ui/compare.ts', 'src/ui/panels/CompareRuns.svelte', 'src/ui/panels/LessonStrip.svelte', 'research/scripts/plots.ts', 'src/eval/rehearsal-phases.ts']);
     const files = (d: string): string[] =>
       readdirSync(join(ROOT, d)).flatMap((n) => (statSync(join(ROOT, d, n)).isDirectory() ? files(join(d, n)) : /\.(ts|svelte)$/.test(n) ? [join(d, n)] : []));
     const named = ['src', 'workers', 'scripts', 'research'].flatMap(files).filter((f) => f !== 'src/method/modes.ts' && !CHOICES.has(f))
