@@ -300,7 +300,7 @@ export async function trainCli(argv: readonly string[], io: CliIo = processIo, d
             const out = await baseEvaluation(run, baseHow, key, stored?.record ?? null);
             if (stored && out.notReused.length) {
               if (baseRecordFlag !== undefined) throw new ArgError(`--base-record ${stored.where}: measured on another base or other tasks: ${out.notReused.join('; ')}`);
-              log(`${stored.where} was not reused (${out.notReused.join('; ')}): the base was measured again`);
+              log(`${stored.where} was not reused (${out.notReused.join('; ')}): ${out.source === 'measured' ? 'the base was measured again' : 'the run has stepped, so it has no base evaluation'}`);
             }
             if (out.record || out.source === 'reused') await store.write(BASE_EVAL_FILE, new TextEncoder().encode(JSON.stringify(out.record ?? stored!.record, null, 1)));
             base = { eval: out.source === 'logged' ? await loggedEval(store, 0, log) : out.eval, source: out.source };
