@@ -177,7 +177,9 @@ export async function lessonCli(argv: readonly string[], io: CliIo = processIo):
     });
     const fail = (i: number, rc: number): never => {
       failed = rc || 1;
-      throw new Error(`${plan[i].spec.role} run failed (exit ${rc}); its folder ${plan[i].dir} resumes with npm run train -- --out ${plan[i].dir} --resume`);
+      // The second run names the first's base record, so that a resume before its first evaluation still logs step 0.
+      const base = i > 0 ? ` --base-record ${plan[0].dir}` : '';
+      throw new Error(`${plan[i].spec.role} run failed (exit ${rc}); its folder ${plan[i].dir} resumes with npm run train -- --out ${plan[i].dir} --resume${base}`);
     };
     const done: { result: TrainResult; wallS: number }[] = [];
     const announce = (i: number) => log(`${lessonRunName(plan[i].spec, size.steps)} (research's ${plan[i].spec.research}): npm run train -- ${plan[i].args.join(' ')}`);

@@ -124,6 +124,16 @@ describe('src/rl/base-eval.ts', () => {
     expect(await baseEvaluation(run(1), 'run', key, null)).toMatchObject({ source: 'logged' });
     logged.length = 0;
     expect(await baseEvaluation(run(1), 'run', key, null)).toMatchObject({ source: 'off' });
+    // ... unless a matching record can still go in ahead of every evaluation (it trained while another process measured
+    // the base: --base-wait); it is never measured then (its adapters moved), and not once another evaluation is logged.
+    expect(await baseEvaluation(run(3), 'reuse', key, record)).toMatchObject({ source: 'off', notReused: [expect.stringMatching(/^world: /)] });
+    expect(await baseEvaluation(run(3), 'reuse', key, other.record)).toMatchObject({ source: 'reused', eval: { step: 0 } });
+    expect(logged.map((e) => e.step)).toEqual([0]);
+    logged.length = 0;
+    logged.push({ ...m, step: 10 });
+    expect(await baseEvaluation(run(10), 'reuse', key, other.record)).toMatchObject({ source: 'off' });
+    logged.length = 0;
+    expect(evaluated).toBe(1);
     expect(await baseEvaluation(run(0, { ...c, evalEvery: 0 }), 'run', key, null)).toMatchObject({ source: 'off' });
     expect(() => parseBaseEvalRecord(new TextEncoder().encode('{"version":1}'), 'x.json')).toThrow(/x\.json is not a base evaluation record/);
     expect(parseBaseEvalRecord(new TextEncoder().encode(JSON.stringify(other.record)), 'x.json')).toEqual(other.record);
