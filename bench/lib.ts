@@ -81,6 +81,9 @@ export function commitName(): string {
   }
 }
 
+/** The median of xs (the upper one of the middle two for an even count). */
+export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
 /** Median wall-clock seconds of fn over `reps` runs after `warmup` runs. */
 export async function timeIt(fn: () => Promise<void> | void, reps = 5, warmup = 1): Promise<number> {
   for (let i = 0; i < warmup; i++) await fn();
@@ -90,8 +93,7 @@ export async function timeIt(fn: () => Promise<void> | void, reps = 5, warmup = 
     await fn();
     times.push((performance.now() - t0) / 1000);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
+  return median(times);
 }
 
 /** The committed records' folder (written only with --write-committed). */

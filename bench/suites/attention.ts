@@ -15,7 +15,7 @@ import { buildQwen3 } from '../../src/model/weights';
 import { packBatch } from '../../src/train/batch';
 import { Trainer } from '../../src/train/trainer';
 import { Rng } from '../../src/util/rng';
-import type { BenchContext, BenchSuite } from '../lib';
+import { median, type BenchContext, type BenchSuite } from '../lib';
 
 /** The 4-layer mini policy's shape (models/default until 2026-12-05; the 8-layer policy bundled since has the same width, so per layer the same work). */
 const BUNDLED_MODEL: Qwen3Config = {
@@ -110,7 +110,6 @@ function shapes(quick: boolean): Shape[] {
   ];
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 const suite: BenchSuite = {
   name: 'attention',

@@ -4,7 +4,7 @@
 //
 // WebGPU cases come from bench/matmul-cases/webgpu.ts (its `webgpuMatmulRunner`, kernel 'auto') when that
 // module loads and finds an adapter; otherwise they are skipped with a logged note.
-import type { BenchContext, BenchSuite, Bound } from '../lib';
+import { median, type BenchContext, type BenchSuite, type Bound } from '../lib';
 import { caseFlops, caseName, caseShape, cpuFastRunner, cpuRefRunner, type MatmulCase, type MatmulRunner, type WeightKind } from '../matmul-cases/cpu';
 import { caseData } from '../matmul-cases/cpu';
 import { startOrt } from '../matmul-cases/ort';
@@ -68,7 +68,6 @@ async function webgpuRunner(ctx: BenchContext): Promise<MatmulRunner | null> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /**
  * cpu-fast's kernel versions side by side: matmul v1 (kernels/gemm.ts, gemv.ts) and v2 (gemm2.ts, gemv2.ts), each in

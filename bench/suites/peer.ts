@@ -25,7 +25,7 @@ import { loadQwen3 } from '../../src/model/weights';
 import { packBatch } from '../../src/train/batch';
 import { Trainer } from '../../src/train/trainer';
 import { Rng } from '../../src/util/rng';
-import type { BenchContext, BenchSuite } from '../lib';
+import { median, type BenchContext, type BenchSuite } from '../lib';
 
 const ROOT = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../..');
 const MODEL_DIR = join(ROOT, 'models/default');
@@ -94,7 +94,6 @@ class TorchPeer {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 const suite: BenchSuite = {
   name: 'peer',

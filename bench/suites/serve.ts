@@ -4,7 +4,7 @@
 // The client runs in a worker thread (its own event loop and heap): the heap measured is the server's alone.
 // Then the cost of persistence: rounds against a server journaling under --state (fdatasync'ed JSONL) and one in
 // memory only, alternated in the same process, with the journaled / in-memory ratio of each figure.
-import type { BenchSuite } from '../lib';
+import { median, type BenchSuite } from '../lib';
 import { loadWorldDomain } from '../../src/env/retail/node';
 import { taskSet } from '../../src/server/episodes';
 import { startServer } from '../../src/server/http';
@@ -74,7 +74,6 @@ const suite: BenchSuite = {
           runs[kind].push({ p50: res.p50Ms, cps: res.callsPerS });
         }
       }
-      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
       const fig = (kind: 'memory' | 'journal') => ({ p50: median(runs[kind].map((x) => x.p50)), cps: median(runs[kind].map((x) => x.cps)) });
       const m = fig('memory');
       const j = fig('journal');

@@ -18,13 +18,12 @@ import { evalRehearsalFidelity } from '../../src/rollout/fidelity-eval';
 import { runRollouts } from '../../src/rollout/rollout';
 import { DirSource } from '../../src/model/source-node';
 import { Trainer } from '../../src/train/trainer';
-import type { BenchSuite } from '../lib';
+import { median, type BenchSuite } from '../lib';
 
 const MODEL_DIR = 'models/default';
 const LIMITS = { maxTurns: 12, maxActTokens: 96, maxRehearseTokens: 641 };
 const THREADS = [1, 2] as const;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const suite: BenchSuite = {
   name: 'threads',
