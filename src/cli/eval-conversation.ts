@@ -13,7 +13,7 @@ import OpenAI from 'openai';
 import type { Backend } from '../engine/backend';
 import type { Domain, GeneratedUserSimulator, Task } from '../env/domain';
 import type { RetailTask } from '../env/retail/intent';
-import { conversationSummary, evaluateConversations, type ConversationReport } from '../eval/conversation-eval';
+import { conversationSummary, evaluateConversations, type ConversationReport, type ConversationTranscript } from '../eval/conversation-eval';
 import type { EvalPolicy } from '../eval/evaluate';
 import { measureUserFidelity, userFidelitySummary, type UserFidelityReport } from '../eval/user-fidelity';
 import type { LoraAdapter } from '../model/lora';
@@ -23,6 +23,7 @@ import { DEFAULT_MAX_USER_TURNS, USER_KINDS, type ConversationOptions, type User
 import { EndpointUsers } from '../rollout/endpoint-user';
 import { DEFAULT_USER_TOKENS, UserGenerator } from '../rollout/model-user';
 import type { RolloutDomain, RolloutLimits } from '../rollout/rollout';
+import { checkWritablePath, writeFileAtomic } from '../util/atomic-file';
 import { recordPath } from '../util/record-path';
 import { ArgError, enumFlag, intFlag, openModel, strFlag, type FlagSpec } from './args';
 import type { WorldName } from '../env/retail/index';
@@ -38,6 +39,7 @@ export const CONVERSATION_FLAGS: FlagSpec = {
   'user-adapter': { type: 'string', arg: 'DIR', help: 'with --user model: a PEFT adapter folder or a training run folder (its last checkpoint\'s Act adapter) for the user', default: 'the agent\'s adapter with the agent\'s model, none with --user-model' },
   'user-url': { type: 'string', arg: 'URL', help: 'with --user endpoint: the endpoint\'s base URL, e.g. http://127.0.0.1:8000/v1 (key: $OPENAI_API_KEY, if it needs one)' },
   'max-user-tokens': { type: 'string', arg: 'N', help: 'with --user model|endpoint: new tokens per user turn, 1..4096', default: String(DEFAULT_USER_TOKENS) },
+  transcripts: { type: 'string', arg: 'FILE', help: 'with --user: also write every conversation (the user\'s turns, the agent\'s calls with their observations and its replies, the reward, how it ended and the writes made without a yes) to FILE, one JSON line each' },
   'user-fidelity': { type: 'boolean', help: 'with --user model|endpoint and --tasks test|train: instead of conversations, measure the user against the scripted user, turn by turn on the scripted conversations (same information revealed, same decision at a proposal, same stop)' },
 };
 
@@ -51,9 +53,11 @@ export interface ConversationEvalArgs {
   samples: number;
   source: UserSource;
   fidelity: boolean;
+  /** Where every conversation is written as a JSON line (--transcripts). */
+  transcripts?: string;
 }
 
-const USER_ONLY = ['samples', 'max-user-turns', 'user-model', 'user-adapter', 'user-url', 'max-user-tokens', 'user-fidelity'] as const;
+const USER_ONLY = ['samples', 'max-user-turns', 'user-model', 'user-adapter', 'user-url', 'max-user-tokens', 'user-fidelity', 'transcripts'] as const;
 
 /** The conversation options of the command line, or null without --user (refusals are usage errors). */
 export function conversationArgs(v: Record<string, string | boolean | undefined>, opts: { tts: boolean }): ConversationEvalArgs | null {
@@ -72,6 +76,8 @@ export function conversationArgs(v: Record<string, string | boolean | undefined>
   only(['user-model', 'max-user-tokens'], ['model', 'endpoint']);
   const fidelity = v['user-fidelity'] === true;
   if (fidelity && user === 'scripted') throw new ArgError('--user-fidelity measures a model or endpoint user against the scripted one: use --user model or --user endpoint');
+  const transcripts = strFlag(v, 'transcripts');
+  if (fidelity && transcripts !== undefined) throw new ArgError('--transcripts writes conversations, and --user-fidelity runs none: leave one out');
   const maxTokens = intFlag(v, 'max-user-tokens', DEFAULT_USER_TOKENS, 1, 4096);
   let source: UserSource = { kind: 'scripted' };
   if (user === 'model') source = { kind: 'model', modelDir: strFlag(v, 'user-model'), adapterDir: strFlag(v, 'user-adapter'), maxTokens };
@@ -87,6 +93,7 @@ export function conversationArgs(v: Record<string, string | boolean | undefined>
     samples: intFlag(v, 'samples', 1, 1, 16),
     source,
     fidelity,
+    ...(transcripts !== undefined ? { transcripts } : {}),
   };
 }
 
@@ -161,6 +168,8 @@ export async function runConversationEval(
   policy: EvalPolicy, domain: Domain & RolloutDomain, tasks: readonly Task[], a: ConversationEvalArgs,
   o: { limits: RolloutLimits; seed: number; log: (s: string) => void; backend: Backend; world: WorldName },
 ): Promise<ConversationEvalOutput> {
+  // A path that cannot be written fails now, not after the conversations have run.
+  if (a.transcripts !== undefined) await checkWritablePath(a.transcripts, '--transcripts');
   const opened = a.source.kind === 'scripted' ? null : await openUser(a.source, domain, { backend: o.backend, agent: policy, world: o.world, log: o.log });
   try {
     const user = { ...(opened?.describe ?? { kind: 'scripted' }) };
@@ -170,8 +179,16 @@ export async function runConversationEval(
       return { userFidelity: report, user: { ...user, ...opened!.stats() } };
     }
     const conversation: ConversationOptions = { ...a.conversation, ...(opened ? { generatedUser: opened.generatedUser } : {}) };
-    const report = await evaluateConversations(policy, domain, tasks, { limits: o.limits, seed: o.seed, conversation, samples: a.samples, kvReuse: true, log: o.log });
+    const lines: string[] = [];
+    const report = await evaluateConversations(policy, domain, tasks, {
+      limits: o.limits, seed: o.seed, conversation, samples: a.samples, kvReuse: true, log: o.log,
+      ...(a.transcripts !== undefined ? { onConversation: (c: ConversationTranscript) => lines.push(JSON.stringify(c)) } : {}),
+    });
     for (const line of conversationSummary(report).split('\n')) o.log(line);
+    if (a.transcripts !== undefined) {
+      await writeFileAtomic(a.transcripts, lines.map((l) => l + '\n').join(''));
+      o.log(`transcripts: ${lines.length} conversations written to ${a.transcripts}`);
+    }
     // Every conversation lost to the user is a broken setup (an endpoint that is down, a wrong model name), not a result.
     if (opened && report.userErrors === report.tasks * report.samples) throw new Error(`every conversation ended with a user error (the first: ${firstUserError(report)})`);
     return { conversation: report, user: { ...user, ...(opened?.stats() ?? {}) } };

@@ -10,7 +10,7 @@
 // decodes); with more, every sample is drawn at the given temperature (default 1): k identical greedy runs
 // would make pass^k equal pass^1 and measure nothing about consistency.
 // Browser-safe: no Node imports.
-import type { Task } from '../env/domain';
+import type { Task, Turn } from '../env/domain';
 import { unconfirmedWrites } from '../env/confirmation';
 import { realReward } from '../env/reward';
 import { familyTier } from '../env/retail/tiers';
@@ -33,6 +33,24 @@ export interface ConversationEvalOptions {
   actScript?: RolloutConfig['actScript'];
   signal?: AbortSignal;
   log?: (s: string) => void;
+  /** Called with every conversation, in task order (`npm run eval -- --transcripts FILE`). */
+  onConversation?: (c: ConversationTranscript) => void;
+}
+
+/** One conversation as it went: what the user said, the agent's calls with their observations, its replies. */
+export interface ConversationTranscript {
+  taskId: string;
+  /** The trial of its task, 0..samples − 1. */
+  sample: number;
+  reward: number;
+  /** Whether the database and facts were right, the confirmation rule aside. */
+  successWithoutRule: boolean;
+  end: EndReason;
+  stop: string | null;
+  userError?: string;
+  /** Writes made without an explicit yes to their details, with why. */
+  unconfirmed: { call: string; why: string }[];
+  turns: Turn[];
 }
 
 export interface ConversationTaskResult {
@@ -135,7 +153,7 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
   tasks.forEach((task, p) => {
     const rs = batch.rollouts.slice(p * n, (p + 1) * n);
     const t: ConversationTaskResult = { taskId: task.id, family: task.family ?? null, tier: familyTier(task.family), samples: n, successes: 0, successesWithoutRule: 0, unconfirmed: 0, ends: [] };
-    for (const r of rs) {
+    rs.forEach((r, sample) => {
       if (r.taskId !== task.id || !r.conversation) throw new EvalError(`rollout ${r.rolloutId} is not a conversation of task ${task.id}`);
       const terminated = r.end === 'max-turns' || r.end === 'context' || r.end === 'user-turns' || r.conversation.userError !== undefined;
       if (r.conversation.userError !== undefined) {
@@ -143,8 +161,14 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
         t.userError ??= r.conversation.userError;
       }
       if (r.reward === 1) t.successes++;
-      if (r.end !== 'empty' && realReward(() => domain.createEnv(), task, r.steps, { terminated }).reward === 1) t.successesWithoutRule++;
+      const withoutRule = r.end !== 'empty' && realReward(() => domain.createEnv(), task, r.steps, { terminated }).reward === 1;
+      if (withoutRule) t.successesWithoutRule++;
       const u = unconfirmedWrites(r.conversation.turns, confirmation);
+      opts.onConversation?.({
+        taskId: task.id, sample, reward: r.reward, successWithoutRule: withoutRule, end: r.end, stop: r.conversation.stop,
+        ...(r.conversation.userError !== undefined ? { userError: r.conversation.userError } : {}),
+        unconfirmed: u.map((x) => ({ call: x.call.name, why: x.why })), turns: r.conversation.turns,
+      });
       t.unconfirmed += u.length;
       un.writes += u.length;
       un.effective += u.filter((x) => x.ok).length;
@@ -162,7 +186,7 @@ export async function evaluateConversations(policy: EvalPolicy, domain: RolloutD
       calls += m.calls;
       matched += m.matched;
       refs += m.references;
-    }
+    });
     perTask.push(t);
   });
   const episodes = tasks.length * n;

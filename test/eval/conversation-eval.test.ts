@@ -9,7 +9,7 @@ import { formatCall } from '../../src/env/toolcall';
 import type { Backend } from '../../src/engine/backend';
 import type { Qwen3Model } from '../../src/model/qwen3';
 import type { Tokenizer } from '../../src/model/tokenizer';
-import { evaluateConversations, passHatK } from '../../src/eval/conversation-eval';
+import { evaluateConversations, passHatK, type ConversationTranscript } from '../../src/eval/conversation-eval';
 import { evalCli } from '../../src/cli/eval';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 import { calculateOnlyDomain, captureIo, tinyModelWorkspace } from '../helpers/cli';
@@ -82,7 +82,16 @@ describe('evaluateConversations', () => {
 
   it('the same agent writing before the yes: success 0 under the rule, 1 without it, every write counted', async () => {
     const early = new Map(tasks.map((t) => [t.id, writesFirst(experts.get(t.id)!)]));
-    const r = await evaluateConversations(policy(), mini, tasks, { limits, seed: 0, conversation: { user: 'scripted' }, samples: 1, actScript: (t: Task, turn: number) => texts(early.get(t.id)!)[turn] });
+    const seen: ConversationTranscript[] = [];
+    const r = await evaluateConversations(policy(), mini, tasks, { limits, seed: 0, conversation: { user: 'scripted' }, samples: 1, actScript: (t: Task, turn: number) => texts(early.get(t.id)!)[turn], onConversation: (c) => seen.push(c) });
+    // The transcripts: one per conversation in task order, each the conversation the rule judged, with its writes.
+    expect(seen.map((c) => c.taskId)).toEqual(tasks.map((t) => t.id));
+    expect(seen.every((c) => c.sample === 0 && c.reward === 0 && c.successWithoutRule)).toBe(true);
+    expect(seen.reduce((a, c) => a + c.unconfirmed.length, 0)).toBe(r.writes);
+    for (const c of seen) {
+      expect(c.turns.filter((x) => x.kind !== 'user').map((x) => (x.kind === 'reply' ? x.text : formatCall(x.call))).slice(1)).toEqual(texts(early.get(c.taskId)!).slice(0, c.turns.filter((x) => x.kind !== 'user').length - 1));
+      expect(c.turns.some((x) => x.kind === 'user')).toBe(true);
+    }
     expect(r.temperature).toBe(0);
     expect(r.success).toBe(0);
     expect(r.passK).toEqual([0]);
@@ -131,11 +140,28 @@ describe('npm run eval -- --user scripted', () => {
     expect(io.stderr()).toMatch(/writes without confirmation: \d+ of \d+ writes/);
   });
 
+  it('--transcripts writes every conversation as a JSON line, and refuses a folder before anything runs', async () => {
+    const { readFileSync } = await import('node:fs');
+    const file = `${ws.work}/conv/transcripts.jsonl`;
+    const io = captureIo();
+    expect(await evalCli(['--tasks', 'test', '--count', '2', '--model', ws.modelDir, '--user', 'scripted', '--samples', '2', '--max-user-turns', '3', '--transcripts', file, ...small], io, { domain: calculateOnlyDomain })).toBe(0);
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as ConversationTranscript);
+    expect(lines.map((l) => l.sample)).toEqual([0, 1, 0, 1]);
+    const out = JSON.parse(io.stdout());
+    expect(lines.filter((l) => l.reward === 1).length).toBe(Math.round(out.conversation.success * 4));
+    expect(lines.map((l) => l.end).sort()).toEqual(Object.entries(out.conversation.ends as Record<string, number>).flatMap(([k, n]) => Array(n).fill(k)).sort());
+    for (const l of lines) expect(l.turns[0]).toMatchObject({ kind: 'reply' });
+    const bad = captureIo();
+    expect(await evalCli(['--tasks', 'test', '--count', '1', '--model', ws.modelDir, '--user', 'scripted', '--transcripts', ws.work, ...small], bad, { domain: calculateOnlyDomain })).not.toBe(0);
+    expect(bad.stderr()).toMatch(/--transcripts: .*folder/);
+  });
+
   for (const [argv, msg] of [
     [['--samples', '4'], /--samples needs --user \(scripted, model or endpoint\)/],
     [['--user', 'human'], /--user must be one of scripted, model, endpoint/],
     [['--user', 'scripted', '--tts', 'parallel', '--n', '1'], /--user does not combine with --tts/],
     [['--user', 'scripted', '--samples', '17'], /--samples/],
+    [['--transcripts', 'x.jsonl'], /--transcripts needs --user/],
   ] as const) {
     it(`refuses ${argv.join(' ')}`, async () => {
       const io = captureIo();
