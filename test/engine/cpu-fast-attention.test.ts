@@ -1,5 +1,5 @@
-// The CPU fast path's attention kernels, version 1 (simple, per row) and version 2 (tiled: key blocks of 32,
-// blocks of up to 32 query rows, 4-row tiles), against the f64 reference at shapes that are awkward for the
+// The CPU fast path's attention kernels, version 1 (simple, per row), version 2 (tiled: key blocks of 32,
+// blocks of up to 32 query rows, 4-row tiles) and version 3 (version 2's tiling, its own scratch layout and loops), against the f64 reference at shapes that are awkward for the
 // tiling: sequence lengths that are not multiples of the key block or the row tile, GQA groups that do not
 // divide 32 rows, odd head sizes (padded to 8 in scratch), continuation prefills and decode rows that start
 // deep in the KV cache, tokens of several slots interleaved and out of position order.
@@ -9,8 +9,8 @@
 // 2e-7 per summed row plus 2e-6.
 //
 // Bit-exactness policy: each version is deterministic: the same bits whatever the thread count, and (version
-// 2) a row's output does not depend on which other rows share its block, so a decode step gives the bits of
-// the same token in a prefill. Versions 1 and 2 differ in the order of operations and are compared with the
+// 2 and 3) a row's output does not depend on which other rows share its block, so a decode step gives the bits of
+// the same token in a prefill. The versions may differ in the order of operations and are compared with the
 // reference's tolerance, not bit for bit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Backend, Tensor } from '../../src/engine/backend';
@@ -113,7 +113,12 @@ describe.each([
   { label: 'version 1, 2 threads, all ops threaded', version: 1 as const, threads: 2, shared: 'auto' as const },
   // the relaxed build (f32x4.relaxed_madd, fused where the machine has FMA): other bits, the same tolerances
   { label: 'version 2, relaxed SIMD, 3 threads, all ops threaded', version: 2 as const, threads: 3, shared: 'auto' as const, simd: 'relaxed' as const },
-])('cpu-fast attention ($label)', ({ version, threads, shared, simd }: { version: 1 | 2; threads: number; shared: 'auto' | false; simd?: 'relaxed' }) => {
+  { label: 'version 3, 1 thread', version: 3 as const, threads: 1, shared: 'auto' as const },
+  { label: 'version 3, 3 threads, all ops threaded', version: 3 as const, threads: 3, shared: 'auto' as const },
+  { label: 'version 3, plain-memory fallback', version: 3 as const, threads: 1, shared: false as const },
+  { label: 'version 3, relaxed SIMD, 1 thread', version: 3 as const, threads: 1, shared: 'auto' as const, simd: 'relaxed' as const },
+  { label: 'version 3, relaxed SIMD, 3 threads, all ops threaded', version: 3 as const, threads: 3, shared: 'auto' as const, simd: 'relaxed' as const },
+])('cpu-fast attention ($label)', ({ version, threads, shared, simd }: { version: 1 | 2 | 3; threads: number; shared: 'auto' | false; simd?: 'relaxed' }) => {
   let fast: CpuFastBackend;
   beforeAll(async () => {
     fast = await createCpuFastBackend({ threads, shared, parallelMinWork: 0, attentionKernel: version, simd });
@@ -162,19 +167,22 @@ describe('cpu-fast attention: versions and threads', () => {
 
   it('version 2 is the default; the version can be switched and a bad one is refused', async () => {
     expect(one.attentionKernel).toBe(2);
-    expect(() => (one.attentionKernel = 3 as never)).toThrow(EngineError);
+    expect(() => (one.attentionKernel = 4 as never)).toThrow(EngineError);
     await expect(createCpuFastBackend({ threads: 1, attentionKernel: 0 as never })).rejects.toThrow(EngineError);
   });
 
-  it('CPU_FAST_ATTENTION=1 makes version 1 the default (to rerun records made with it); the option wins', async () => {
+  it('CPU_FAST_ATTENTION=1, 2 or 3 makes that version the default (to rerun records made with it); the option wins', async () => {
     const before = process.env.CPU_FAST_ATTENTION;
-    process.env.CPU_FAST_ATTENTION = '1';
     try {
-      const a = await createCpuFastBackend({ threads: 1 });
-      const b = await createCpuFastBackend({ threads: 1, attentionKernel: 2 });
-      expect([a.attentionKernel, b.attentionKernel]).toEqual([1, 2]);
-      a.dispose();
-      b.dispose();
+      for (const v of [1, 2, 3] as const) {
+        process.env.CPU_FAST_ATTENTION = String(v);
+        const a = await createCpuFastBackend({ threads: 1 });
+        const other = v === 1 ? 2 : 1;
+        const b = await createCpuFastBackend({ threads: 1, attentionKernel: other });
+        expect([a.attentionKernel, b.attentionKernel]).toEqual([v, other]);
+        a.dispose();
+        b.dispose();
+      }
       process.env.CPU_FAST_ATTENTION = '7';
       await expect(createCpuFastBackend({ threads: 1 })).rejects.toThrow(EngineError);
     } finally {
@@ -184,7 +192,7 @@ describe('cpu-fast attention: versions and threads', () => {
   });
 
   it('each version gives the same bits on 1 and 3 threads, forward and backward', async () => {
-    for (const v of [1, 2] as const) {
+    for (const v of [1, 2, 3] as const) {
       one.attentionKernel = v;
       three.attentionKernel = v;
       for (const [i, c] of CASES.entries()) {
@@ -209,5 +217,22 @@ describe('cpu-fast attention: versions and threads', () => {
     expect(f2).not.toEqual(f1); // the switch really runs the other kernel (they round differently)
     expect(maxDiff(f2, f1)).toBeLessThanOrEqual(2e-6);
     for (let k = 0; k < 3; k++) expect(maxDiff(b2[k], b1[k]), ['dq', 'dk', 'dv'][k]).toBeLessThanOrEqual(2e-7 * rowsPerKey(c) + 2e-6);
+    one.attentionKernel = 3;
+    const f3 = await forward(one, c, x);
+    const b3 = await backward(one, one.train, c, x);
+    expect(maxDiff(f3, f1)).toBeLessThanOrEqual(2e-6);
+    for (let k = 0; k < 3; k++) expect(maxDiff(b3[k], b1[k]), `v3 ${['dq', 'dk', 'dv'][k]}`).toBeLessThanOrEqual(2e-7 * rowsPerKey(c) + 2e-6);
+    one.attentionKernel = 2;
+  });
+
+  it('version 3 on a training-length row (T=600, GQA 4/2, D=32: many key blocks, 38 row tiles) matches the reference', async () => {
+    const c: Case = { name: 'T=600', Hq: 4, Hkv: 2, D: 32, S: 1, maxT: 600, slot: range(600).map(() => 0), pos: range(600) };
+    const x = inputs(c, 11);
+    one.attentionKernel = 3;
+    expect(maxDiff(await forward(one, c, x), await forward(ref, c, x))).toBeLessThanOrEqual(2e-6);
+    const want = await backward(ref, refTrain, c, x);
+    const got = await backward(one, one.train, c, x);
+    for (let k = 0; k < 3; k++) expect(maxDiff(got[k], want[k]), ['dq', 'dk', 'dv'][k]).toBeLessThanOrEqual(2e-7 * rowsPerKey(c) + 2e-6);
+    one.attentionKernel = 2;
   });
 });

@@ -10,7 +10,7 @@ import type { TrainOps } from '../../train';
 import { CpuRefBackend } from '../ref';
 import { asCpu, CpuTensor } from '../tensor';
 import { sharedMemoryAvailable, WasmHeap } from './heap';
-import { attention } from './ops/attention';
+import { attention, type AttentionVersion } from './ops/attention';
 import { add, scale, swiglu } from './ops/elementwise';
 import { matmul } from './ops/matmul';
 import { rmsnorm } from './ops/norm';
@@ -36,7 +36,7 @@ export interface CpuFastOptions {
    * not bit for bit (different order of operations); each is deterministic whatever the thread count.
    * Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
    */
-  attentionKernel?: 1 | 2;
+  attentionKernel?: AttentionVersion;
   /**
    * Which build of the kernels (scripts/build-wasm.ts; kernels/simd.ts): 'strict' (default), multiply-adds as a
    * separate multiply and add, the same bits on every machine and engine (Node and the browser train the same
@@ -118,12 +118,13 @@ export class CpuFastBackend extends CpuRefBackend {
     return this.rt.heap.live;
   }
   /** The attention kernels' version (see CpuFastOptions.attentionKernel); settable, for side-by-side benchmarks. */
-  get attentionKernel(): 1 | 2 {
-    return this.rt.attentionKernel;
+  get attentionKernel(): AttentionVersion {
+    return this.rt.attentionKernel as AttentionVersion;
   }
-  set attentionKernel(v: 1 | 2) {
-    if (v !== 1 && v !== 2) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
-    this.rt.attentionKernel = v;
+  set attentionKernel(v: AttentionVersion) {
+    if (v !== 1 && v !== 2 && v !== 3) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
+    // the runtime's field is declared 1 | 2 (runtime.ts); ops/attention.ts reads it as an AttentionVersion
+    (this.rt as { attentionKernel: number }).attentionKernel = v;
   }
   /** The matrix product kernels' version (see CpuFastOptions.matmulKernel); settable, for side-by-side benchmarks. */
   get matmulKernel(): 1 | 2 {
@@ -229,10 +230,10 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   }
   if (!Number.isInteger(threads) || threads < 1 || threads > 256)
     throw new EngineError('unsupported', `cpu-fast: threads must be an integer in [1, 256], got ${threads}`);
-  // Without the option, CPU_FAST_ATTENTION=1 in Node's environment selects version 1 (to rerun records made with it).
+  // Without the option, CPU_FAST_ATTENTION=1, 2 or 3 in Node's environment selects that version (to rerun records made with it).
   const envKernel = typeof process !== 'undefined' ? process.env?.CPU_FAST_ATTENTION : undefined;
-  const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as 1 | 2) : undefined);
-  if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2)
+  const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as AttentionVersion) : undefined);
+  if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2 && attentionKernel !== 3)
     throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(attentionKernel)}`);
   if (opts.matmulKernel !== undefined && opts.matmulKernel !== 1 && opts.matmulKernel !== 2)
     throw new EngineError('unsupported', `cpu-fast: no matmul kernel version ${String(opts.matmulKernel)}`);

@@ -9,6 +9,7 @@ export { gemv } from './gemv';
 export { gemv2 } from './gemv2';
 export { attention1, attentionBackward1 } from './attention1';
 export { attention2, attentionBackward2 } from './attention2';
+export { attention3, attentionBackward3 } from './attention3';
 export { rmsnorm, swiglu, axpb, swigluBackward, adamw, rmsnormBackward } from './elementwise';
 export { softmaxRows } from './softmax';
 export { probeMulAdd, probeMadd, maddLane, probeRead, probeCopy } from './probe';

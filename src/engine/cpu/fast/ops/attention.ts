@@ -1,5 +1,6 @@
 // Grouped-query causal attention over the KV cache and its backward, on the wasm kernels: version 2 (tiled,
-// ../kernels/attention2.ts) unless the backend was asked for version 1 (the simple one, ../kernels/attention1.ts).
+// ../kernels/attention2.ts) unless the backend was asked for version 1 (the simple one, ../kernels/attention1.ts)
+// or 3 (../kernels/attention3.ts: version 2's blocking with its own scratch layout).
 import type { Tensor, TokenLayout } from '../../../backend';
 import { openAttention } from '../../attention-args';
 import type { CpuTensor } from '../../tensor';
@@ -16,7 +17,8 @@ export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Te
     const sl = rt.place(slot, temps);
     const ps = rt.place(pos, temps);
     const out = rt.output([T, Hq, D], temps);
-    if (rt.attentionKernel === 1) {
+    const version = versionOf(rt);
+    if (version === 1) {
       const slots = [Q, Kc, Vc, out.ptr, sl, ps, T, Hq, Hkv, D, maxT, f32Bits(1 / Math.sqrt(D))];
       rt.launch('attention1', slots, (Hq / Hkv) * maxT * 4, 4 * work * Hq * D, temps);
       return out.finish();
@@ -40,7 +42,8 @@ export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Te
     blocks.forEach(([b, c], i) => ((bl[2 * i] = b), (bl[2 * i + 1] = c), (most = Math.max(most, c))));
     const rows = roundUp(most * group, 4);
     const slots = [Q, Kc, Vc, out.ptr, rt.place(order, temps), ps, rt.place(bl, temps), blocks.length, Hq, Hkv, D, maxT, f32Bits(1 / Math.sqrt(D)), sl, rows];
-    rt.launch('attention2', slots, attention2Scratch(rows, D), 4 * work * Hq * D, temps);
+    const scratch = version === 3 ? attention3Scratch(rows, D) : attention2Scratch(rows, D);
+    rt.launch(version === 3 ? 'attention3' : 'attention2', slots, scratch, 4 * work * Hq * D, temps);
     return out.finish();
   } finally {
     rt.release(temps);
@@ -64,7 +67,8 @@ export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCac
     const n = S * maxT * Hkv * D;
     for (const o of [dq, dk, dv]) rt.heap.f32(o.ptr, o === dq ? qs.length : n).fill(0);
     const ps = rt.place(pos, temps);
-    if (rt.attentionKernel === 1) {
+    const version = versionOf(rt);
+    if (version === 1) {
       const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, rt.place(slot, temps), ps, T, Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D))];
       rt.launch('attentionBackward1', slots, 2 * maxT * 4, 10 * work * Hq * D, temps);
     } else {
@@ -76,13 +80,19 @@ export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCac
       for (let t = 0; t < T; t++) keys = Math.max(keys, pos[t] + 1);
       keys = roundUp(keys, BK);
       const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, rt.place(order, temps), ps, rt.place(start, temps), Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D)), rows, keys];
-      rt.launch('attentionBackward2', slots, attentionBackward2Scratch(rows, keys, D), 10 * work * Hq * D, temps);
+      const scratch = version === 3 ? attentionBackward3Scratch(rows, keys, D) : attentionBackward2Scratch(rows, keys, D);
+      rt.launch(version === 3 ? 'attentionBackward3' : 'attentionBackward2', slots, scratch, 10 * work * Hq * D, temps);
     }
     return { dq: dq.finish(), dkCache: dk.finish(), dvCache: dv.finish() };
   } finally {
     rt.release(temps);
   }
 }
+
+/** The attention kernels' version (WasmRuntime.attentionKernel, set through CpuFastBackend.attentionKernel, which checks it). */
+export type AttentionVersion = 1 | 2 | 3;
+// the runtime's field is declared 1 | 2; the backend's setter is what admits 3
+const versionOf = (rt: WasmRuntime) => rt.attentionKernel as AttentionVersion;
 
 /** Query rows per forward block of version 2 (tokens x the query heads sharing a kv head). */
 const ROWS = 32;
@@ -123,4 +133,14 @@ export function attention2Scratch(rows: number, D: number): number {
 export function attentionBackward2Scratch(rows: number, keys: number, D: number): number {
   const Dp = roundUp(D, 8);
   return 4 * (2 * rows * Dp + QB * Dp + 5 * keys * Dp + 2 * QB * keys + 5 * rows + QB * (keys / BK));
+}
+
+/** Scratch bytes per thread of attention3 (the same layout as attention2's). */
+export function attention3Scratch(rows: number, D: number): number {
+  return attention2Scratch(rows, D);
+}
+
+/** Scratch bytes per thread of attentionBackward3 (the same buffers as attentionBackward2's). */
+export function attentionBackward3Scratch(rows: number, keys: number, D: number): number {
+  return attentionBackward2Scratch(rows, keys, D);
 }
