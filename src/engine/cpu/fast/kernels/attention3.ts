@@ -31,6 +31,8 @@ const BK: i32 = 32;
 const BKB: usize = 128;
 /** Query rows per tile in the backward's products (a multiple of 4). */
 const QB: i32 = 32;
+/** Scores are kept in base-2 units (scale log2 e): the exponential is then 2^x, whose range reduction is exact. */
+const LOG2E: f32 = 1.4426950408889634;
 
 
 @inline
@@ -63,6 +65,25 @@ export function vexp(x: v128): v128 {
   y = madd(y, f32x4.mul(r, r), f32x4.add(r, f32x4.splat(1)));
   const p2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(fx), i32x4.splat(127)), 23);
   return v128.and(f32x4.mul(y, p2), keep);
+}
+
+/**
+ * 2^x on 4 lanes for x <= 0 (scores minus their max; -inf gives 0): x = n + r, r in [-0.5, 0.5], 2^r by Cephes'
+ * exp2f polynomial (relative error ~2e-7), 2^n added to the exponent; below -126 (subnormal results) gives 0.
+ */
+@inline
+function vexp2(x: v128): v128 {
+  const fx = f32x4.nearest(x);
+  const r = f32x4.sub(x, fx);
+  let y = f32x4.splat(1.535336188319500e-4);
+  y = madd(y, r, f32x4.splat(1.339887440266574e-3));
+  y = madd(y, r, f32x4.splat(9.618437357674640e-3));
+  y = madd(y, r, f32x4.splat(5.550332471162809e-2));
+  y = madd(y, r, f32x4.splat(2.402264791363012e-1));
+  y = madd(y, r, f32x4.splat(6.931472028550421e-1));
+  y = madd(y, r, f32x4.splat(1));
+  const p2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(fx), i32x4.splat(127)), 23);
+  return v128.and(f32x4.mul(y, p2), f32x4.ge(x, f32x4.splat(-126)));
 }
 
 // out (4 x 8, rows os bytes apart) = scale * a (4 rows, `as` bytes apart) . bt (D x 8 of a D x BK block).
@@ -411,6 +432,7 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
   const SP = BKB; // a row of a tile's scores within a key block: the tile's rows x BK keys of one block lie together
   const TB = <usize>Dp * BKB; // a transposed key block
   const one = f32x4.splat(1);
+  const scale2 = f32x4.splat(load<f32>(args, 60) * LOG2E);
   // scratch: Qs, dOs (R x Dp), dQt (QB x Dp), Kt, Vt (NP/BK transposed blocks), Kr, dKs, dVs (NP x Dp),
   // Ss, Ds (QB x NP), n, m, 1/l, D, tok (R), Mb (QB x NP/BK)
   const Qs = <usize>load<u32>(args, 72) + <usize>tid * <usize>load<u32>(args, 76);
@@ -428,8 +450,6 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
   const ir = mr + (<usize>R << 2);
   const dd = ir + (<usize>R << 2);
   const tok = dd + (<usize>R << 2);
-  const NB = NP / BK;
-  const Mb = tok + (<usize>R << 2); // QB x NB: the running max each block's exponentials in pass A are relative to
   const items = S * Hkv;
   for (let it = claim(args); it < items; it = claim(args)) {
     const s = it / Hkv;
@@ -482,7 +502,7 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
       let tmax = 0;
       for (let r = 0; r < qn; r += 4) tmax = max(tmax, maxN(nr, q0 + r));
       if (tmax == 0) continue;
-      // Pass A: s and dp for every key the tile sees; per row max, sum, D carried over key blocks.
+      // Pass A, key block by key block: s (base-2 units) and dp for every key the tile sees, and each row's max.
       for (let kb = 0; kb < tmax; kb += BK) {
         const kn = min(BK, tmax - kb);
         const ktb = Kt + <usize>(kb / BK) * TB;
@@ -493,110 +513,88 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
           if (lim <= 0) continue;
           for (let j = 0; j < lim; j += 8) {
             const jo = <usize>j << 2;
-            dot4x8(Qs + <usize>(q0 + r) * ps, ps, ktb + jo, D, Ss + <usize>r * SP + kb4 + jo, SP, scale);
-            dot4x8(dOs + <usize>(q0 + r) * ps, ps, vtb + jo, D, Ds + <usize>r * SP + kb4 + jo, SP, one);
+            dot4x8(Qs + <usize>(q0 + r) * ps, ps, ktb + jo, D, Ss + <usize>r * BKB + kb4 + jo, BKB, scale2);
+            dot4x8(dOs + <usize>(q0 + r) * ps, ps, vtb + jo, D, Ds + <usize>r * BKB + kb4 + jo, BKB, one);
           }
           for (let i = 0; i < 4; i++) {
             const rb = <usize>(q0 + r + i) << 2;
             const li = load<i32>(nr + rb) - kb;
             if (li <= 0) continue;
-            const srow = Ss + <usize>(r + i) * SP + kb4;
-            const drow = Ds + <usize>(r + i) * SP + kb4;
-            const lv = i32x4.splat(li);
-            let idx = i32x4(0, 1, 2, 3);
+            const srow = Ss + <usize>(r + i) * BKB + kb4;
             let vm = f32x4.splat(-Infinity);
-            for (let j = 0; j < BK; j += 4) {
-              const sv = v128.bitselect(v128.load(srow + (<usize>j << 2)), f32x4.splat(-Infinity), i32x4.lt_s(idx, lv));
-              vm = f32x4.pmax(vm, sv);
-              idx = i32x4.add(idx, i32x4.splat(4));
-            }
-            const m0 = load<f32>(mr + rb);
-            const m = max(m0, hmax(vm));
-            const vmx = f32x4.splat(m);
-            let vs = f32x4.splat(0), vd = f32x4.splat(0);
-            idx = i32x4(0, 1, 2, 3);
-            for (let j = 0; j < BK; j += 4) {
-              const o = <usize>j << 2;
-              const keep = i32x4.lt_s(idx, lv);
-              const e = v128.and(vexp(f32x4.sub(v128.load(srow + o), vmx)), keep);
-              v128.store(srow + o, e); // kept for pass B, with the max it is relative to
-              vs = f32x4.add(vs, e);
-              // past the row's last key dp is stale: mask the product
-              vd = f32x4.add(vd, v128.and(f32x4.mul(e, v128.load(drow + o)), keep));
-              idx = i32x4.add(idx, i32x4.splat(4));
-            }
-            store<f32>(Mb + ((<usize>(r + i) * <usize>NB + <usize>(kb / BK)) << 2), m);
-            const l0 = load<f32>(ir + rb);
-            const a0 = load<f32>(dd + rb);
-            if (m0 != m && l0 != 0) {
-              const alpha = Mathf.exp(m0 - m);
-              store<f32>(ir + rb, l0 * alpha + hsum(vs));
-              store<f32>(dd + rb, a0 * alpha + hsum(vd));
+            if (li >= BK) {
+              for (let o: usize = 0; o < BKB; o += 16) vm = f32x4.pmax(vm, v128.load(srow + o));
             } else {
-              store<f32>(ir + rb, l0 + hsum(vs));
-              store<f32>(dd + rb, a0 + hsum(vd));
+              // the row's last key is in this block: s = -inf and dp = 0 past it (those lanes are stale or unset)
+              const drow = Ds + <usize>(r + i) * BKB + kb4;
+              const lv = i32x4.splat(li);
+              let idx = i32x4(0, 1, 2, 3);
+              for (let o: usize = 0; o < BKB; o += 16) {
+                const keep = i32x4.lt_s(idx, lv);
+                const sv = v128.bitselect(v128.load(srow + o), f32x4.splat(-Infinity), keep);
+                v128.store(srow + o, sv);
+                v128.store(drow + o, v128.and(v128.load(drow + o), keep));
+                vm = f32x4.pmax(vm, sv);
+                idx = i32x4.add(idx, i32x4.splat(4));
+              }
             }
-            store<f32>(mr + rb, m);
+            store<f32>(mr + rb, max(load<f32>(mr + rb), hmax(vm)));
           }
         }
       }
-      for (let r = q0; r < q0 + qn; r++) {
-        const rb = <usize>r << 2;
-        if (load<i32>(nr + rb) == 0) {
-          store<f32>(mr + rb, 0);
-          continue; // padding: 1/l and D stay 0
+      // Row by row, its blocks still in L1: e = 2^(s - max), l = sum e, D = (sum e dp) / l; then p = e / l and
+      // ds = p (dp - D) scale in place of s and dp. Blocks past a row's last key get zeros (pass B runs over all rows).
+      for (let r = 0; r < qn; r++) {
+        const rb = <usize>(q0 + r) << 2;
+        const n = load<i32>(nr + rb);
+        const srow = Ss + <usize>r * BKB;
+        const drow = Ds + <usize>r * BKB;
+        const vmx = f32x4.splat(load<f32>(mr + rb));
+        let vs = f32x4.splat(0), vd = vs;
+        for (let kb = 0; kb < n; kb += BK) {
+          const o0 = <usize>kb * <usize>(QB << 2);
+          for (let o = o0, e = o0 + BKB; o < e; o += 16) {
+            const x = vexp2(f32x4.sub(v128.load(srow + o), vmx));
+            v128.store(srow + o, x);
+            vs = f32x4.add(vs, x);
+            vd = madd(x, v128.load(drow + o), vd);
+          }
         }
-        const inv: f32 = 1 / load<f32>(ir + rb);
-        store<f32>(ir + rb, inv);
-        store<f32>(dd + rb, load<f32>(dd + rb) * inv);
+        const inv: f32 = n > 0 ? 1 / hsum(vs) : 0;
+        const vi = f32x4.splat(inv);
+        const vdd = f32x4.splat(hsum(vd) * inv);
+        let kb = 0;
+        for (; kb < n; kb += BK) {
+          const o0 = <usize>kb * <usize>(QB << 2);
+          for (let o = o0, e = o0 + BKB; o < e; o += 16) {
+            const p = f32x4.mul(v128.load(srow + o), vi);
+            v128.store(srow + o, p);
+            v128.store(drow + o, f32x4.mul(f32x4.mul(p, f32x4.sub(v128.load(drow + o), vdd)), scale));
+          }
+        }
+        for (; kb < tmax; kb += BK) {
+          const o0 = <usize>kb * <usize>(QB << 2);
+          memory.fill(srow + o0, 0, BKB);
+          memory.fill(drow + o0, 0, BKB);
+        }
       }
-      // Pass B, key block by key block: p and ds in place of s and dp; dV, dK of the block; the tile's dq.
+      // Pass B, key block by key block: dV += p^T dO, dK += ds^T Q over the tile's rows; the tile's dq += ds K.
       memory.fill(dQt, 0, <usize>qn * ps);
       for (let kb = 0; kb < tmax; kb += BK) {
         const kn = min(BK, tmax - kb);
-        const kb4 = <usize>kb * <usize>(QB << 2); // the block's QB x BK scores
-        let tlim = 0;
-        for (let r = 0; r < qn; r++) {
-          const rb = <usize>(q0 + r) << 2;
-          const li = load<i32>(nr + rb) - kb;
-          const prow = Ss + <usize>r * SP + kb4;
-          const drow = Ds + <usize>r * SP + kb4;
-          if (li <= 0) {
-            memory.fill(prow, 0, BKB);
-            memory.fill(drow, 0, BKB);
-            continue;
-          }
-          tlim = max(tlim, min(kn, li));
-          const lv = i32x4.splat(li);
-          // p = e exp(m_block - m) / l: e = exp(s - m_block) from pass A (zero past the row's last key)
-          const f = Mathf.exp(load<f32>(Mb + ((<usize>r * <usize>NB + <usize>(kb / BK)) << 2)) - load<f32>(mr + rb)) * load<f32>(ir + rb);
-          const vf = f32x4.splat(f);
-          const vdd = f32x4.splat(load<f32>(dd + rb));
-          let idx = i32x4(0, 1, 2, 3);
-          for (let j = 0; j < BK; j += 4) {
-            const o = <usize>j << 2;
-            const keep = i32x4.lt_s(idx, lv);
-            const p = f32x4.mul(v128.load(prow + o), vf);
-            const ds = v128.and(f32x4.mul(f32x4.mul(p, f32x4.sub(v128.load(drow + o), vdd)), scale), keep);
-            v128.store(prow + o, p);
-            v128.store(drow + o, ds);
-            idx = i32x4.add(idx, i32x4.splat(4));
-          }
-        }
-        // dV += p^T dO, dK += ds^T Q over the tile's rows, keys in fours up to the last one a row sees
-        for (let j = 0; j < tlim; j += 4) {
+        const kb4 = <usize>kb * <usize>(QB << 2);
+        for (let j = 0; j < kn; j += 4) {
           const jo = kb4 + (<usize>j << 2);
           const ko = <usize>(kb + j) * ps;
           for (let d: usize = 0; d < ps; d += 32) {
-            accT4x8(Ss + jo, SP, dOs + <usize>q0 * ps + d, ps, qn, dVs + ko + d, ps);
-            accT4x8(Ds + jo, SP, Qs + <usize>q0 * ps + d, ps, qn, dKs + ko + d, ps);
+            accT4x8(Ss + jo, BKB, dOs + <usize>q0 * ps + d, ps, qn, dVs + ko + d, ps);
+            accT4x8(Ds + jo, BKB, Qs + <usize>q0 * ps + d, ps, qn, dKs + ko + d, ps);
           }
         }
-        // dq += ds K
         for (let r = 0; r < qn; r += 4) {
           const lim = min(kn, maxN(nr, q0 + r) - kb);
           if (lim <= 0) continue;
-          for (let d: usize = 0; d < ps; d += 32) acc4x8(Ds + <usize>r * SP + kb4, SP, kr + <usize>kb * ks + d, ks, lim, dQt + <usize>r * ps + d, ps);
+          for (let d: usize = 0; d < ps; d += 32) acc4x8(Ds + <usize>r * BKB + kb4, BKB, kr + <usize>kb * ks + d, ks, lim, dQt + <usize>r * ps + d, ps);
         }
       }
       for (let r = 0; r < qn && q0 + r < rows; r++) memory.copy(dQ + <usize>load<i32>(tok + (<usize>(q0 + r) << 2)) * rowBytes, dQt + <usize>r * ps, rowBytes);
