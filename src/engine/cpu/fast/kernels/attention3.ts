@@ -274,7 +274,7 @@ export function attention3(args: usize, tid: i32, nth: i32): void {
   const Hkv = load<i32>(args, 36);
   const D = load<i32>(args, 40);
   const maxT = load<i32>(args, 44);
-  const scale = f32x4.splat(load<f32>(args, 48));
+  const scale2 = f32x4.splat(load<f32>(args, 48) * LOG2E);
   const slot = <usize>load<u32>(args, 52);
   const R = load<i32>(args, 56);
   const group = Hq / Hkv;
@@ -333,41 +333,43 @@ export function attention3(args: usize, tid: i32, nth: i32): void {
         const half = halfTile(nr, r, kb);
         for (let j = 0; j < lim; j += 8) {
           const jo = <usize>j << 2;
-          if (half) dot2x8(Qs + <usize>r * ps, ps, Kt + jo, D, Sb + <usize>r * BKB + jo, BKB, scale);
-          else dot4x8(Qs + <usize>r * ps, ps, Kt + jo, D, Sb + <usize>r * BKB + jo, BKB, scale);
+          if (half) dot2x8(Qs + <usize>r * ps, ps, Kt + jo, D, Sb + <usize>r * BKB + jo, BKB, scale2);
+          else dot4x8(Qs + <usize>r * ps, ps, Kt + jo, D, Sb + <usize>r * BKB + jo, BKB, scale2);
         }
       }
-      // the softmax carried over key blocks: mask, block max, rescale, exp
+      // the softmax carried over key blocks: block max (masked only in the block holding a row's last key),
+      // rescale, 2^(s - max)
       for (let r = 0; r < R4; r++) {
         const rb = <usize>r << 2;
         const srow = Sb + <usize>r * BKB;
         const lim = load<i32>(nr + rb) - kb;
         if (lim <= 0) continue; // the PV tile stops at lim: p past a row's last key is zeroed below
-        const lv = i32x4.splat(lim);
-        let idx = i32x4(0, 1, 2, 3);
         let vm = f32x4.splat(-Infinity);
-        for (let j = 0; j < BK; j += 4) {
-          const o = <usize>j << 2;
-          const s = v128.bitselect(v128.load(srow + o), f32x4.splat(-Infinity), i32x4.lt_s(idx, lv));
-          v128.store(srow + o, s);
-          vm = f32x4.pmax(vm, s);
-          idx = i32x4.add(idx, i32x4.splat(4));
+        if (lim >= BK) {
+          for (let o: usize = 0; o < BKB; o += 16) vm = f32x4.pmax(vm, v128.load(srow + o));
+        } else {
+          const lv = i32x4.splat(lim);
+          let idx = i32x4(0, 1, 2, 3);
+          for (let o: usize = 0; o < BKB; o += 16) {
+            const s = v128.bitselect(v128.load(srow + o), f32x4.splat(-Infinity), i32x4.lt_s(idx, lv));
+            v128.store(srow + o, s);
+            vm = f32x4.pmax(vm, s);
+            idx = i32x4.add(idx, i32x4.splat(4));
+          }
         }
         const m0 = load<f32>(mr + rb);
         const m = max(m0, hmax(vm));
         const vmx = f32x4.splat(m);
         let vs = f32x4.splat(0);
-        for (let j = 0; j < BK; j += 4) {
-          const o = <usize>j << 2;
-          const e = vexp(f32x4.sub(v128.load(srow + o), vmx));
+        for (let o: usize = 0; o < BKB; o += 16) {
+          const e = vexp2(f32x4.sub(v128.load(srow + o), vmx));
           v128.store(srow + o, e);
           vs = f32x4.add(vs, e);
         }
         const l0 = load<f32>(lr + rb);
         if (m0 != m && l0 != 0) {
-          const alpha = Mathf.exp(m0 - m);
-          store<f32>(lr + rb, l0 * alpha + hsum(vs));
-          const va = f32x4.splat(alpha);
+          const va = vexp2(f32x4.splat(m0 - m));
+          store<f32>(lr + rb, l0 * f32x4.extract_lane(va, 0) + hsum(vs));
           const orow = Os + <usize>r * ps;
           for (let o: usize = 0; o < ps; o += 16) v128.store(orow + o, f32x4.mul(v128.load(orow + o), va));
         } else store<f32>(lr + rb, l0 + hsum(vs));
