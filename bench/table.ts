@@ -61,27 +61,33 @@ function attentionTable(): string | null {
   const rs = load('attention');
   if (!rs.length) return null;
   const relaxed = rs.some((r) => r.case.startsWith('attention v2 relaxed'));
-  const rows = [
-    `| case | pass | threads | v1 (simple) GFLOP/s | v1 of limit | v2 (tiled) GFLOP/s | v2 of limit | v2 / v1 |${relaxed ? ' v2 relaxed GFLOP/s | v2 relaxed of limit | relaxed / strict v2 |' : ''}`,
-    `|---|---|---|---|---|---|---|---|${relaxed ? '---|---|---|' : ''}`,
-  ];
+  const v3 = rs.some((r) => r.case.startsWith('attention v3'));
+  // a variant's cell: GFLOP/s (or tok/s) and its fraction of the limit measured beside it
+  const cell = (r?: BenchRecord) => (r ? `${fmt(r.value)}${r.fraction_of_limit === undefined ? '' : `, ${ofLimit(r)}`}` : '–');
+  const x = (r?: BenchRecord) => (r ? `**${r.value.toFixed(2)}×**` : '–');
+  const cols = ['v1 (simple)', 'v2 (tiled)', 'v2 / v1', ...(v3 ? ['v3', 'v3 / v2'] : []), ...(relaxed ? ['v2 relaxed', 'relaxed / strict v2'] : []), ...(relaxed && v3 ? ['v3 relaxed', 'v3 / v2 relaxed'] : [])];
+  const rows = [`| case | pass | threads | ${cols.join(' | ')} |`, `|---|---|---|${cols.map(() => '---|').join('')}`];
+  const line = (label: string, pass: string, threads: number, g: (v: string) => BenchRecord | undefined, sp: (what: string) => BenchRecord | undefined) =>
+    rows.push(
+      `| ${label} | ${pass} | ${threads} | ${cell(g('v1'))} | ${cell(g('v2'))} | ${x(sp('v2 / v1'))} |` +
+        (v3 ? ` ${cell(g('v3'))} | ${x(sp('v3 / v2'))} |` : '') +
+        (relaxed ? ` ${cell(g('v2 relaxed'))} | ${x(sp('v2 relaxed / v2'))} |` : '') +
+        (relaxed && v3 ? ` ${cell(g('v3 relaxed'))} | ${x(sp('v3 relaxed / v2 relaxed'))} |` : ''),
+    );
   for (const sp of rs.filter((r) => r.metric === 'speedup')) {
-    const m = /^attention v2 \/ v1 (\w+), (.*)$/.exec(sp.case);
+    const m = /^attention v2 \/ v1 ([\w+]+), (.*)$/.exec(sp.case);
     if (!m) continue;
     const [, pass, name] = m;
     const g = (v: string) => find(rs, { case: `attention ${v} ${pass}, ${name}`, metric: 'gflops', threads: sp.threads });
-    const rsp = find(rs, { case: `attention v2 relaxed / v2 ${pass}, ${name}`, metric: 'speedup', threads: sp.threads });
-    const extra = relaxed ? ` ${fmt(g('v2 relaxed')?.value)} | ${ofLimit(g('v2 relaxed'))} | ${rsp ? `**${rsp.value.toFixed(2)}×**` : '–'} |` : '';
-    rows.push(`| ${name} (${sp.shape}) | ${pass} | ${sp.threads} | ${fmt(g('v1')?.value)} | ${ofLimit(g('v1'))} | ${fmt(g('v2')?.value)} | ${ofLimit(g('v2'))} | **${sp.value.toFixed(2)}×** |${extra}`);
+    line(`${name} (${sp.shape})`, pass, sp.threads, g, (what) => find(rs, { case: `attention ${what} ${pass}, ${name}`, metric: 'speedup', threads: sp.threads }));
   }
   for (const sp of rs.filter((r) => r.metric === 'speedup' && r.case.endsWith(', attention v2 / v1'))) {
     const name = sp.case.slice(0, -', attention v2 / v1'.length);
     const g = (v: string) => find(rs, { case: `${name}, attention ${v}`, metric: 'train_tok_s', threads: sp.threads });
-    const rsp = find(rs, { case: `${name}, attention v2 relaxed / v2`, metric: 'speedup', threads: sp.threads });
-    const extra = relaxed ? ` ${fmt(g('v2 relaxed')?.value)} | ${ofLimit(g('v2 relaxed'))} | ${rsp ? `**${rsp.value.toFixed(2)}×**` : '–'} |` : '';
-    rows.push(`| ${name}, whole step (${sp.model}) | tok/s | ${sp.threads} | ${fmt(g('v1')?.value)} | ${ofLimit(g('v1'))} | ${fmt(g('v2')?.value)} | ${ofLimit(g('v2'))} | **${sp.value.toFixed(2)}×** |${extra}`);
+    line(`${name}, whole step (${sp.model})`, 'tok/s', sp.threads, g, (what) => find(rs, { case: `${name}, attention ${what}`, metric: 'speedup', threads: sp.threads }));
   }
-  return `${rows.join('\n')}\n\n${limitsLine(rs)}${provenance('attention', rs)}`;
+  const legend = 'Each cell: GFLOP/s (tokens/s in the whole-step rows), then the fraction of the limit measured beside it; forward+backward = the two passes together (14 flops per query row, key and head value over the sum of the two medians).';
+  return `${rows.join('\n')}\n\n${legend}\n\n${limitsLine(rs)}${provenance('attention', rs)}`;
 }
 
 function matmulTable(): string | null {

@@ -1,12 +1,13 @@
-// attention suite: the CPU fast path's attention kernels, version 1 (simple, per row: kernels/attention1.ts) and
-// version 2 (tiled: kernels/attention2.ts), forward and backward, side by side in one process: the two versions
-// alternate call by call on the same backend and inputs, so both see the same machine load, and the speedup is
-// the median of the per-pair ratios. GFLOP/s count 4 T_eff Hq D flops forward and 10 backward (T_eff = sum over
-// tokens of the keys they see; version 2's backward does 14, recomputing the scores in two passes), each record
-// bounded by the wasm-simd mul+add peak x threads measured beside it (bench/limits.ts). Then a whole training step of
-// a model of the bundled policy's shape on one 2,048-token row, v1 and v2 alternating step by step. Where the
-// engine has relaxed SIMD, version 2 of the relaxed build (kernels/simd.ts: fused multiply-adds) takes part as a
-// third variant, on a second backend with its own copies of the inputs, in the same alternation.
+// attention suite: the CPU fast path's attention kernels, version 1 (simple, per row: kernels/attention1.ts),
+// version 2 (tiled: kernels/attention2.ts) and version 3 (kernels/attention3.ts), forward and backward, side by side
+// in one process: the versions alternate call by call on the same backend and inputs, so all see the same machine
+// load, and a speedup is the median of the per-round ratios. GFLOP/s count 4 T_eff Hq D flops forward and 10
+// backward (T_eff = sum over tokens of the keys they see), each record bounded by the wasm-simd multiply-add peak x
+// threads measured beside it (bench/limits.ts); where a shape has a backward, forward+backward = 14 T_eff Hq D over
+// the sum of the two medians. Then a whole training step of a model of the bundled policy's shape on one 2,048-token
+// row, the versions alternating step by step. Where the engine has relaxed SIMD, versions 2 and 3 of the relaxed
+// build (kernels/simd.ts: fused multiply-adds) take part too, on a second backend with its own copies of the
+// inputs, in the same alternation.
 import type { Tensor } from '../../src/engine/backend';
 import { createCpuFastBackend, relaxedSimdAvailable, type CpuFastBackend } from '../../src/engine/cpu/fast/backend';
 import { paramCount, type Qwen3Config } from '../../src/model/config';
@@ -37,11 +38,12 @@ async function trainStep(ctx: BenchContext, b: CpuFastBackend, r: CpuFastBackend
   const rng = new Rng(5);
   const tokens = Array.from({ length: len }, () => rng.int(BUNDLED_MODEL.vocabSize));
   const batch = packBatch([{ tokens, mask: tokens.map(() => 1) }], 'seq-mean-token-mean');
-  // variants: attention v1 and v2 on the strict build, v2 on the relaxed one
+  // variants: attention v1, v2 and v3 on the strict build, v2 and v3 on the relaxed one
   const variants = [
     { m: made[0], v: 1 as const, name: 'attention v1' },
     { m: made[0], v: 2 as const, name: 'attention v2' },
-    ...(made[1] ? [{ m: made[1], v: 2 as const, name: 'attention v2 relaxed' }] : []),
+    { m: made[0], v: 3 as const, name: 'attention v3' },
+    ...(made[1] ? [{ m: made[1], v: 2 as const, name: 'attention v2 relaxed' }, { m: made[1], v: 3 as const, name: 'attention v3 relaxed' }] : []),
   ];
   const step = async (i: number) => {
     const { m, v } = variants[i];
@@ -69,8 +71,14 @@ async function trainStep(ctx: BenchContext, b: CpuFastBackend, r: CpuFastBackend
       ctx.record({ case: `${name}, ${v}`, backend: 'cpu-fast', metric: 'train_tok_s', value: len / s, unit: 'tok/s', threads, shape, model: 'bundled-shape random f32', bound: { kind: 'fma', use: flops / s / 1e9, best: flops / Math.min(...times[i]) / 1e9 } });
     });
     const ratio = (a: number, c: number) => median(times[a].map((t, k) => t / times[c][k]));
-    ctx.record({ case: `${name}, attention v2 / v1`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
-    if (variants.length === 3) ctx.record({ case: `${name}, attention v2 relaxed / v2`, backend: 'cpu-fast', metric: 'speedup', value: ratio(1, 2), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
+    const speedup = (what: string, a: number, c: number) =>
+      ctx.record({ case: `${name}, attention ${what}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(a, c), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
+    speedup('v2 / v1', 0, 1);
+    speedup('v3 / v2', 1, 2);
+    if (made[1]) {
+      speedup('v2 relaxed / v2', 1, 3);
+      speedup('v3 relaxed / v2 relaxed', 3, 4);
+    }
     ctx.log(`${threads}t ${name}: ${variants.map(({ name: v }, i) => `${v} ${median(times[i]).toFixed(2)} s`).join(', ')} a step (median of interleaved rounds)`);
   } finally {
     for (const m of made) {
@@ -139,10 +147,14 @@ const suite: BenchSuite = {
           const variants = [
             { be: b, v: 1 as const, name: 'v1' },
             { be: b, v: 2 as const, name: 'v2' },
-            ...(rb ? [{ be: rb, v: 2 as const, name: 'v2 relaxed' }] : []),
+            { be: b, v: 3 as const, name: 'v3' },
+            ...(rb ? [{ be: rb, v: 2 as const, name: 'v2 relaxed' }, { be: rb, v: 3 as const, name: 'v3 relaxed' }] : []),
           ];
+          // the speedups recorded: [name, variant index, the variant it is compared with]
+          const pairs: [string, number, number][] = [['v2 / v1', 1, 0], ['v3 / v2', 2, 1], ...(rb ? ([['v2 relaxed / v2', 3, 1], ['v3 relaxed / v2 relaxed', 4, 3]] as [string, number, number][]) : [])];
           const passes: [string, number][] = [['forward', 4]];
           if (sh.backward) passes.push(['backward', 10]);
+          const perPass: number[][][] = []; // per pass, per variant: seconds a call, round by round
           for (const [pass, flopsPer] of passes) {
             const flops = flopsPer * keys * Hq * D;
             // calls batched so a sample lasts >= 20 ms
@@ -173,9 +185,23 @@ const suite: BenchSuite = {
               ctx.record({ case: `attention ${name} ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'ms', value: 1000 * s, unit: 'ms', threads, shape, model: sh.model });
             });
             const ratio = (a: number, c: number) => median(times[a].map((t, k) => t / times[c][k]));
-            ctx.record({ case: `attention v2 / v1 ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape, model: sh.model });
-            if (rb) ctx.record({ case: `attention v2 relaxed / v2 ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(1, 2), unit: 'x', threads, shape, model: sh.model });
+            for (const [what, a, c] of pairs)
+              ctx.record({ case: `attention ${what} ${pass}, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(c, a), unit: 'x', threads, shape, model: sh.model });
+            perPass.push(times);
             ctx.log(`${threads}t ${pass} ${sh.name}: ${variants.map(({ name }, i) => `${name} ${(1000 * median(times[i])).toFixed(2)} ms`).join(', ')} (median of ${reps} rotating rounds)`);
+          }
+          if (perPass.length === 2) {
+            // forward + backward: a training step's attention work; round k's forward and backward calls summed
+            const [f, bw] = perPass;
+            const both = variants.map((_, i) => f[i].map((t, k) => t + bw[i][k]));
+            const flops = 14 * keys * Hq * D;
+            variants.forEach(({ name }, i) => {
+              const g = flops / (median(f[i]) + median(bw[i])) / 1e9;
+              const best = flops / (Math.min(...f[i]) + Math.min(...bw[i])) / 1e9;
+              ctx.record({ case: `attention ${name} forward+backward, ${sh.name}`, backend: 'cpu-fast', metric: 'gflops', value: g, unit: 'GFLOP/s', threads, shape, model: sh.model, bound: { kind: 'fma', use: g, best } });
+            });
+            for (const [what, a, c] of pairs)
+              ctx.record({ case: `attention ${what} forward+backward, ${sh.name}`, backend: 'cpu-fast', metric: 'speedup', value: median(both[c].map((t, k) => t / both[a][k])), unit: 'x', threads, shape, model: sh.model });
           }
           for (const [be, x] of inputs) for (const t of [x.q, x.dOut, x.kc, x.vc, x.layout.slot, x.layout.pos]) be.free(t);
         }
