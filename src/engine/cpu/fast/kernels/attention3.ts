@@ -46,28 +46,6 @@ function hmax(v: v128): f32 {
 }
 
 /**
- * exp of 4 lanes (Cephes' expf: range reduction by ln 2 in two parts, a degree-5 polynomial, the exponent added
- * as an integer); about 1 ulp on [-87.3, 88.4]; below -87.3 (and -inf) gives exactly 0.
- */
-@inline
-export function vexp(x: v128): v128 {
-  const keep = f32x4.ge(x, f32x4.splat(-87.33654));
-  x = f32x4.pmin(f32x4.pmax(x, f32x4.splat(-87.33654)), f32x4.splat(88.37626));
-  const fx = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
-  let r = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(0.693359375)));
-  r = f32x4.sub(r, f32x4.mul(fx, f32x4.splat(-2.12194440e-4)));
-  let y = f32x4.splat(1.9875691500e-4);
-  y = madd(y, r, f32x4.splat(1.3981999507e-3));
-  y = madd(y, r, f32x4.splat(8.3334519073e-3));
-  y = madd(y, r, f32x4.splat(4.1665795894e-2));
-  y = madd(y, r, f32x4.splat(1.6666665459e-1));
-  y = madd(y, r, f32x4.splat(5.0000001201e-1));
-  y = madd(y, f32x4.mul(r, r), f32x4.add(r, f32x4.splat(1)));
-  const p2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(fx), i32x4.splat(127)), 23);
-  return v128.and(f32x4.mul(y, p2), keep);
-}
-
-/**
  * 2^x on 4 lanes for x <= 0 (scores minus their max; -inf gives 0): x = n + r, r in [-0.5, 0.5], 2^r by Cephes'
  * exp2f polynomial (relative error ~2e-7), 2^n added to the exponent; below -126 (subnormal results) gives 0.
  */
@@ -431,12 +409,11 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
   const kvRow = <usize>Hkv * rowBytes;
   const Dp = (D + 7) & ~7;
   const ps = <usize>Dp << 2;
-  const SP = BKB; // a row of a tile's scores within a key block: the tile's rows x BK keys of one block lie together
   const TB = <usize>Dp * BKB; // a transposed key block
   const one = f32x4.splat(1);
   const scale2 = f32x4.splat(load<f32>(args, 60) * LOG2E);
   // scratch: Qs, dOs (R x Dp), dQt (QB x Dp), Kt, Vt (NP/BK transposed blocks), Kr, dKs, dVs (NP x Dp),
-  // Ss, Ds (QB x NP), n, m, 1/l, D, tok (R), Mb (QB x NP/BK)
+  // Ss, Ds (NP/BK blocks of QB x BK), n, m, tok (R)
   const Qs = <usize>load<u32>(args, 72) + <usize>tid * <usize>load<u32>(args, 76);
   const dOs = Qs + <usize>R * ps;
   const dQt = dOs + <usize>R * ps;
@@ -449,9 +426,7 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
   const Ds = Ss + <usize>QB * (<usize>NP << 2);
   const nr = Ds + <usize>QB * (<usize>NP << 2);
   const mr = nr + (<usize>R << 2);
-  const ir = mr + (<usize>R << 2);
-  const dd = ir + (<usize>R << 2);
-  const tok = dd + (<usize>R << 2);
+  const tok = mr + (<usize>R << 2);
   const items = S * Hkv;
   for (let it = claim(args); it < items; it = claim(args)) {
     const s = it / Hkv;
@@ -468,8 +443,6 @@ export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
       memory.fill(Qs + <usize>r * ps, 0, ps);
       memory.fill(dOs + <usize>r * ps, 0, ps);
       store<f32>(mr + rb, -Infinity);
-      store<f32>(ir + rb, 0); // the sum of exponentials until the end of pass A, then its inverse
-      store<f32>(dd + rb, 0);
       if (r < rows) {
         const ti = r / group;
         const t = load<i32>(order + (<usize>(start + ti) << 2));

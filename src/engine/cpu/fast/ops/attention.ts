@@ -135,12 +135,13 @@ export function attentionBackward2Scratch(rows: number, keys: number, D: number)
   return 4 * (2 * rows * Dp + QB * Dp + 5 * keys * Dp + 2 * QB * keys + 5 * rows + QB * (keys / BK));
 }
 
-/** Scratch bytes per thread of attention3 (the same layout as attention2's). */
+/** Scratch bytes per thread of attention3 (attention2's layout: Qs, Os, Kt, Vr, Sb, n, m, l). */
 export function attention3Scratch(rows: number, D: number): number {
   return attention2Scratch(rows, D);
 }
 
-/** Scratch bytes per thread of attentionBackward3 (the same buffers as attentionBackward2's). */
+/** Scratch bytes per thread of attentionBackward3 (Qs, dOs, dQt, Kt, Vt, Kr, dKs, dVs, Ss, Ds, n, m, tok). */
 export function attentionBackward3Scratch(rows: number, keys: number, D: number): number {
-  return attentionBackward2Scratch(rows, keys, D);
+  const Dp = roundUp(D, 8);
+  return 4 * (2 * rows * Dp + QB * Dp + 5 * keys * Dp + 2 * QB * keys + 3 * rows);
 }
