@@ -1,27 +1,25 @@
 // @ts-nocheck -- AssemblyScript (compiled by scripts/build-wasm.ts), not part of the TypeScript program.
 //
-// Attention, version 2: tiled (FlashAttention-style) grouped-query causal attention over the KV cache and its
-// backward. Same contract as version 1 (./attention1.ts, the simple statement of it): q (T,Hq,D), caches
-// (S,maxT,Hkv,D) -> out (T,Hq,D), each token t seeing keys 0..pos[t] of cache slot slot[t].
+// Attention, version 3: version 2's tiling (./attention2.ts: query rows of one slot and kv head in blocks of 32,
+// keys in blocks of BK, 4 x 8 register tiles, a softmax carried over key blocks) with the work around the
+// multiply-adds cut: timed by leaving parts out, the softmax work was about a third of version 2's backward
+// (its kernels with this file's score layout). Same contract as versions 1 and 2.
 //
-// Query rows are the (token, query head) pairs of one slot that share a kv head, copied into a contiguous
-// block; keys come in blocks of BK. Per key block: K transposed (D x BK) and V copied into scratch once for all
-// the block's rows; scores of 4 rows x 8 keys per register tile (no horizontal sums: the 8 keys lie across
-// lanes); a softmax carried from block to block (running max and sum, the output rescaled when the max grows);
-// exp vectorised (vexp, below); the probability-weighted sum of V rows as 4 rows x 8 values per register tile.
+// - Scores are computed in base-2 units (scale log2 e folded into the score tile's scale), so the exponential is
+//   2^x: its range reduction is exact (x - nearest(x)), with no clamps (x <= 0 always) and one polynomial (vexp2).
+// - Masks only in the block that holds a row's last key; the rows' other blocks take a plain max.
+// - Forward: the rescale factor of a row whose max grows is the same vector exp (no scalar exp call).
+// - Backward: each row's max over all its keys first (pass A), then, row by row while its blocks are still in
+//   L1, e = 2^(s - max), l and D = sum e dp / l, then p = e / l and ds = p (dp - D) scale in place: no per-block
+//   maxima, no rescaling and no scalar exp per row and block (version 2's pass B called one for every row and
+//   block). A tile's kept scores lie block by block (its 32 rows x 32 keys together, 128-byte rows): version 2
+//   kept each row whole, rows as long as the slot (8 KiB at 2,048 keys), and its dK/dV product walking down a
+//   column touched 32 lines of one L1 set.
 //
-// The backward recomputes the probabilities (the forward saves nothing): a first pass over the key blocks gets
-// each row's max, sum and D_i = sum_j p_ij dp_ij (dp = dOut . v); a second, key block by key block, forms
-// p and ds = p (dp - D_i) scale for all rows and accumulates dV and dK of the block in scratch (written once per
-// key block) and dQ of every row in scratch (written once per item).
-//
-// Numerics: every score is the same sequence of f32 operations whatever the tiling, thread count or batch, so a
-// row's result depends only on its own inputs (prefill and decode of the same token agree bit for bit, as with
-// version 1); but the order of operations differs from version 1 (the sum of exponentials is accumulated
-// unnormalised and divided at the end, exp is a polynomial), so versions 1 and 2 agree to ~1e-7, not bit for
-// bit. Both are checked against the f64 reference with a tolerance (test/engine/cpu-fast*.test.ts).
-// `madd` (./simd.ts) is a*b+c: a separate multiply and add in the strict build, f32x4.relaxed_madd (fused or
-// not, depending on the machine) in the relaxed one.
+// Numerics: as version 2, a row's result is the same sequence of f32 operations whatever the tiling, thread
+// count or batch (prefill and decode agree bit for bit); versions 2 and 3 agree to ~1e-7 (another exponential,
+// another order of sums), not bit for bit, each checked against the f64 reference (test/engine/cpu-fast*.test.ts).
+// Every multiply-add goes through `madd` (./simd.ts): strict or fused by build.
 import { claim } from './sched';
 import { madd } from './simd';
 
@@ -237,7 +235,7 @@ function maxN(nr: usize, r: i32): i32 {
 // args (i32 slots): 0 q, 1 kCache, 2 vCache, 3 out, 4 order (T i32: the tokens grouped by slot), 5 pos (T i32),
 // 6 blocks (i32 pairs: start in `order`, token count; the tokens of a block share a slot), 7 block count, 8 Hq,
 // 9 Hkv, 10 D, 11 maxT, 12 scale (f32 bits), 13 slot (T i32), 14 rows (the most query rows of a block, a multiple
-// of 4), 15 scratch base, 16 scratch bytes per thread (attention2Scratch in ../ops/attention.ts).
+// of 4), 15 scratch base, 16 scratch bytes per thread (attention3Scratch in ../ops/attention.ts).
 // Work items are (block, kv head); slot/pos must already be validated by the caller.
 export function attention3(args: usize, tid: i32, nth: i32): void {
   const Q = <usize>load<u32>(args);
@@ -371,19 +369,18 @@ export function attention3(args: usize, tid: i32, nth: i32): void {
   }
 }
 
-// Backward of `attention2`: dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dk, dv (S,maxT,Hkv,D) (dk
+// Backward of `attention3`: dOut, q (T,Hq,D), caches (S,maxT,Hkv,D) -> dq (T,Hq,D), dk, dv (S,maxT,Hkv,D) (dk
 // and dv zeroed by the caller; rows past a slot's last key stay 0). Items are (slot, kv head): each owns its dk/dv
 // rows and the dq rows of its query heads, so threads never write the same bytes. Per item, the slot's keys are
-// transposed once; then tiles of QB query rows: pass A computes the scores s and dp = dOut . v for every key the
-// tile sees (kept in scratch: QB x keys) with each row's max, sum and D = sum_j p_j dp_j carried over key blocks,
-// and keeps exp(s - the running max) in place of s; pass B rescales those to p (one exp per row and key block) and
-// forms ds = p (dp - D) scale and accumulates dV += p^T dOut, dK += ds^T q (the slot's
-// dK/dV in scratch, 4 keys x 8 values per register tile over the QB rows) and the tile's dq += ds K.
+// transposed once; then tiles of QB query rows: pass A computes s and dp = dOut . v for every key the tile sees
+// (kept in scratch) and each row's max; the row stage turns them into p and ds (see the top of this file); pass B
+// accumulates dV += p^T dOut, dK += ds^T q (the slot's dK/dV in scratch, 4 keys x 8 values per register tile over
+// the QB rows) and the tile's dq += ds K.
 // 10 flops per (row, key, value): s, dp, dV, dK, dq.
 // args: 0 dOut, 1 q, 2 kCache, 3 vCache, 4 dq, 5 dk, 6 dv, 7 order (T i32: tokens grouped by slot), 8 pos,
 // 9 slotStart (S+1 i32: slot s's tokens are order[slotStart[s]..slotStart[s+1])), 10 Hq, 11 Hkv, 12 D, 13 maxT,
 // 14 S, 15 scale (f32 bits), 16 rows (the most query rows of a slot, a multiple of 4), 17 keys (the most keys a
-// token sees, rounded up to BK), 18 scratch base, 19 scratch bytes per thread (attentionBackward2Scratch in
+// token sees, rounded up to BK), 18 scratch base, 19 scratch bytes per thread (attentionBackward3Scratch in
 // ../ops/attention.ts).
 export function attentionBackward3(args: usize, tid: i32, nth: i32): void {
   const G = <usize>load<u32>(args);
