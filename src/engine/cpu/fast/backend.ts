@@ -31,10 +31,10 @@ export interface CpuFastOptions {
   /** Work (flops) from which an op uses every thread (default 2^20; 0 threads everything, for tests). */
   parallelMinWork?: number;
   /**
-   * The attention kernels (forward and backward): 2, tiled (default), or 1, the simple per-row version
-   * (kernels/attention1.ts), kept for benchmarks and as a readable statement of the op. They agree to ~1e-7,
-   * not bit for bit (different order of operations); each is deterministic whatever the thread count.
-   * Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
+   * The attention kernels (forward and backward): 2, tiled (default); 3, the same tiling with less softmax work
+   * (kernels/attention3.ts); or 1, the simple per-row version (kernels/attention1.ts), kept for benchmarks and as a
+   * readable statement of the op. They agree to ~1e-7, not bit for bit (different order of operations); each is
+   * deterministic whatever the thread count. Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
    */
   attentionKernel?: AttentionVersion;
   /**
