@@ -82,7 +82,7 @@ async function trainStep(ctx: BenchContext, b: CpuFastBackend, r: CpuFastBackend
     ctx.log(`${threads}t ${name}: ${variants.map(({ name: v }, i) => `${v} ${median(times[i]).toFixed(2)} s`).join(', ')} a step (median of interleaved rounds)`);
   } finally {
     for (const m of made) {
-      m.be.attentionKernel = 2;
+      m.be.attentionKernel = 3; // the default
       m.tr.free();
       m.model.free();
     }
@@ -208,7 +208,7 @@ const suite: BenchSuite = {
         await trainStep(ctx, b, rb, threads);
       } finally {
         for (const be of bs) {
-          be.attentionKernel = 2;
+          be.attentionKernel = 3; // the default
           be.dispose();
         }
       }

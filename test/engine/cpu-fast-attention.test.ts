@@ -165,8 +165,8 @@ describe('cpu-fast attention: versions and threads', () => {
     three?.dispose();
   });
 
-  it('version 2 is the default; the version can be switched and a bad one is refused', async () => {
-    expect(one.attentionKernel).toBe(2);
+  it('version 3 is the default; the version can be switched and a bad one is refused', async () => {
+    expect(one.attentionKernel).toBe(3);
     expect(() => (one.attentionKernel = 4 as never)).toThrow(EngineError);
     await expect(createCpuFastBackend({ threads: 1, attentionKernel: 0 as never })).rejects.toThrow(EngineError);
   });
@@ -222,7 +222,7 @@ describe('cpu-fast attention: versions and threads', () => {
     const b3 = await backward(one, one.train, c, x);
     expect(maxDiff(f3, f1)).toBeLessThanOrEqual(2e-6);
     for (let k = 0; k < 3; k++) expect(maxDiff(b3[k], b1[k]), `v3 ${['dq', 'dk', 'dv'][k]}`).toBeLessThanOrEqual(2e-7 * rowsPerKey(c) + 2e-6);
-    one.attentionKernel = 2;
+    one.attentionKernel = 3; // the default, for the tests after this one
   });
 
   it('version 3 on a training-length row (T=600, GQA 4/2, D=32: many key blocks, 38 row tiles) matches the reference', async () => {
@@ -233,6 +233,5 @@ describe('cpu-fast attention: versions and threads', () => {
     const want = await backward(ref, refTrain, c, x);
     const got = await backward(one, one.train, c, x);
     for (let k = 0; k < 3; k++) expect(maxDiff(got[k], want[k]), ['dq', 'dk', 'dv'][k]).toBeLessThanOrEqual(2e-7 * rowsPerKey(c) + 2e-6);
-    one.attentionKernel = 2;
   });
 });

@@ -31,10 +31,12 @@ export interface CpuFastOptions {
   /** Work (flops) from which an op uses every thread (default 2^20; 0 threads everything, for tests). */
   parallelMinWork?: number;
   /**
-   * The attention kernels (forward and backward): 2, tiled (default); 3, the same tiling with less softmax work
-   * (kernels/attention3.ts); or 1, the simple per-row version (kernels/attention1.ts), kept for benchmarks and as a
-   * readable statement of the op. They agree to ~1e-7, not bit for bit (different order of operations); each is
-   * deterministic whatever the thread count. Default: CPU_FAST_ATTENTION from Node's environment if set, else 2.
+   * The attention kernels (forward and backward): 3 (default), tiled with little work around the multiply-adds
+   * (kernels/attention3.ts); 2, the tiled version before it (kernels/attention2.ts); or 1, the simple per-row
+   * version (kernels/attention1.ts), kept for benchmarks and as a readable statement of the op. They agree to ~1e-7,
+   * not bit for bit (different order of operations); each is deterministic whatever the thread count. Default:
+   * CPU_FAST_ATTENTION from Node's environment if set (records made with version 2 rerun with CPU_FAST_ATTENTION=2),
+   * else 3.
    */
   attentionKernel?: AttentionVersion;
   /**
@@ -248,7 +250,9 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const module = await wasmModule(shared, simd === 'relaxed');
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
   const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork, simd));
-  if (attentionKernel !== undefined) backend.attentionKernel = attentionKernel;
+  // version 3 is the default since it measured faster than version 2 in both builds (src/engine/cpu/fast/README.md);
+  // the runtime's own initial value is still 2
+  backend.attentionKernel = attentionKernel ?? 3;
   if (opts.matmulKernel !== undefined) backend.matmulKernel = opts.matmulKernel;
   return backend;
 }
