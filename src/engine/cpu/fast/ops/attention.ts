@@ -1,6 +1,7 @@
-// Grouped-query causal attention over the KV cache and its backward, on the wasm kernels: version 2 (tiled,
-// ../kernels/attention2.ts) unless the backend was asked for version 1 (the simple one, ../kernels/attention1.ts)
-// or 3 (../kernels/attention3.ts: version 2's blocking with its own scratch layout).
+// Grouped-query causal attention over the KV cache and its backward, on the wasm kernels of the backend's version:
+// 3 (../kernels/attention3.ts, the default: version 2's blocking with less softmax work and its own scratch layout),
+// 2 (tiled, ../kernels/attention2.ts) or 1 (the simple one, ../kernels/attention1.ts). Versions 2 and 3 take the
+// same arguments and the same row blocks.
 import type { Tensor, TokenLayout } from '../../../backend';
 import { openAttention } from '../../attention-args';
 import type { CpuTensor } from '../../tensor';
