@@ -121,12 +121,11 @@ export class CpuFastBackend extends CpuRefBackend {
   }
   /** The attention kernels' version (see CpuFastOptions.attentionKernel); settable, for side-by-side benchmarks. */
   get attentionKernel(): AttentionVersion {
-    return this.rt.attentionKernel as AttentionVersion;
+    return this.rt.attentionKernel;
   }
   set attentionKernel(v: AttentionVersion) {
     if (v !== 1 && v !== 2 && v !== 3) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
-    // the runtime's field is declared 1 | 2 (runtime.ts); ops/attention.ts reads it as an AttentionVersion
-    (this.rt as { attentionKernel: number }).attentionKernel = v;
+    this.rt.attentionKernel = v;
   }
   /** The matrix product kernels' version (see CpuFastOptions.matmulKernel); settable, for side-by-side benchmarks. */
   get matmulKernel(): 1 | 2 {
@@ -250,9 +249,8 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const module = await wasmModule(shared, simd === 'relaxed');
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
   const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork, simd));
-  // version 3 is the default since it measured faster than version 2 in both builds (src/engine/cpu/fast/README.md);
-  // the runtime's own initial value is still 2
-  backend.attentionKernel = attentionKernel ?? 3;
+  // Without it, the runtime's default: version 3, measured faster than version 2 in both builds (src/engine/cpu/fast/README.md).
+  if (attentionKernel !== undefined) backend.attentionKernel = attentionKernel;
   if (opts.matmulKernel !== undefined) backend.matmulKernel = opts.matmulKernel;
   return backend;
 }

@@ -29,6 +29,9 @@ const COUNTER_SLOT = 31;
 /** Offsets of the per-op copies made for one kernel call, released when it returns. */
 export type Temps = number[];
 
+/** The attention kernels' versions (kernels/attention1.ts, attention2.ts, attention3.ts; the default 3). */
+export type AttentionVersion = 1 | 2 | 3;
+
 export class WasmRuntime {
   private readonly resident = new WeakMap<ArrayBufferView, number>();
   private readonly quant = new WeakMap<QuantizedWeight, { data: number; scales: number }>();
@@ -41,8 +44,8 @@ export class WasmRuntime {
   parallelJobs = 0;
   /** Wall-clock milliseconds inside kernel calls (the rest of a program's time is JS on the calling thread). */
   kernelMs = 0;
-  /** The attention kernels' version: 2 (tiled, the default) or 1 (the simple one, kept for comparison). */
-  attentionKernel: 1 | 2 = 2;
+  /** The attention kernels' version: 3 (the default), 2 (the tiled version before it) or 1 (the simple one, kept for comparison). */
+  attentionKernel: AttentionVersion = 3;
   /** The matrix product kernels' version: 2 (kernels/gemm2.ts, gemv2.ts; the default) or 1 (gemm.ts, gemv.ts): the same bits. */
   matmulKernel: 1 | 2 = 2;
   /** Workspace offset of the gemm kernel's packing buffers. */

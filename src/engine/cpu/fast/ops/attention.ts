@@ -18,7 +18,7 @@ export function attention(rt: WasmRuntime, q: Tensor, kCache: Tensor, vCache: Te
     const sl = rt.place(slot, temps);
     const ps = rt.place(pos, temps);
     const out = rt.output([T, Hq, D], temps);
-    const version = versionOf(rt);
+    const version = rt.attentionKernel;
     if (version === 1) {
       const slots = [Q, Kc, Vc, out.ptr, sl, ps, T, Hq, Hkv, D, maxT, f32Bits(1 / Math.sqrt(D))];
       rt.launch('attention1', slots, (Hq / Hkv) * maxT * 4, 4 * work * Hq * D, temps);
@@ -68,7 +68,7 @@ export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCac
     const n = S * maxT * Hkv * D;
     for (const o of [dq, dk, dv]) rt.heap.f32(o.ptr, o === dq ? qs.length : n).fill(0);
     const ps = rt.place(pos, temps);
-    const version = versionOf(rt);
+    const version = rt.attentionKernel;
     if (version === 1) {
       const slots = [...ptrs, dq.ptr, dk.ptr, dv.ptr, rt.place(slot, temps), ps, T, Hq, Hkv, D, maxT, S, f32Bits(1 / Math.sqrt(D))];
       rt.launch('attentionBackward1', slots, 2 * maxT * 4, 10 * work * Hq * D, temps);
@@ -90,10 +90,7 @@ export function attentionBackward(rt: WasmRuntime, dOut: Tensor, q: Tensor, kCac
   }
 }
 
-/** The attention kernels' version (WasmRuntime.attentionKernel, set through CpuFastBackend.attentionKernel, which checks it). */
-export type AttentionVersion = 1 | 2 | 3;
-// the runtime's field is declared 1 | 2; the backend's setter is what admits 3
-const versionOf = (rt: WasmRuntime) => rt.attentionKernel as AttentionVersion;
+export type { AttentionVersion } from '../runtime';
 
 /** Query rows per forward block of version 2 (tokens x the query heads sharing a kv head). */
 const ROWS = 32;
