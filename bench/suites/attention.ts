@@ -71,14 +71,8 @@ async function trainStep(ctx: BenchContext, b: CpuFastBackend, r: CpuFastBackend
       ctx.record({ case: `${name}, ${v}`, backend: 'cpu-fast', metric: 'train_tok_s', value: len / s, unit: 'tok/s', threads, shape, model: 'bundled-shape random f32', bound: { kind: 'fma', use: flops / s / 1e9, best: flops / Math.min(...times[i]) / 1e9 } });
     });
     const ratio = (a: number, c: number) => median(times[a].map((t, k) => t / times[c][k]));
-    const speedup = (what: string, a: number, c: number) =>
-      ctx.record({ case: `${name}, attention ${what}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(a, c), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
-    speedup('v2 / v1', 0, 1);
-    speedup('v3 / v2', 1, 2);
-    if (made[1]) {
-      speedup('v2 relaxed / v2', 1, 3);
-      speedup('v3 relaxed / v2 relaxed', 3, 4);
-    }
+    for (const [what, a, c] of speedupPairs(!!made[1]))
+      ctx.record({ case: `${name}, attention ${what}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(c, a), unit: 'x', threads, shape, model: 'bundled-shape random f32' });
     ctx.log(`${threads}t ${name}: ${variants.map(({ name: v }, i) => `${v} ${median(times[i]).toFixed(2)} s`).join(', ')} a step (median of interleaved rounds)`);
   } finally {
     for (const m of made) {
@@ -118,6 +112,13 @@ function shapes(quick: boolean): Shape[] {
   ];
 }
 
+/**
+ * The speedups both parts record, over the variants in their order (v1, v2, v3, then v2 and v3 relaxed where the
+ * engine has relaxed SIMD): [name, variant index, the variant it is compared with].
+ */
+function speedupPairs(relaxed: boolean): [string, number, number][] {
+  return [['v2 / v1', 1, 0], ['v3 / v2', 2, 1], ...(relaxed ? ([['v2 relaxed / v2', 3, 1], ['v3 relaxed / v2 relaxed', 4, 3]] as [string, number, number][]) : [])];
+}
 
 const suite: BenchSuite = {
   name: 'attention',
@@ -150,8 +151,7 @@ const suite: BenchSuite = {
             { be: b, v: 3 as const, name: 'v3' },
             ...(rb ? [{ be: rb, v: 2 as const, name: 'v2 relaxed' }, { be: rb, v: 3 as const, name: 'v3 relaxed' }] : []),
           ];
-          // the speedups recorded: [name, variant index, the variant it is compared with]
-          const pairs: [string, number, number][] = [['v2 / v1', 1, 0], ['v3 / v2', 2, 1], ...(rb ? ([['v2 relaxed / v2', 3, 1], ['v3 relaxed / v2 relaxed', 4, 3]] as [string, number, number][]) : [])];
+          const pairs = speedupPairs(!!rb);
           const passes: [string, number][] = [['forward', 4]];
           if (sh.backward) passes.push(['backward', 10]);
           const perPass: number[][][] = []; // per pass, per variant: seconds a call, round by round

@@ -16,7 +16,7 @@ import { matmul } from './ops/matmul';
 import { rmsnorm } from './ops/norm';
 import { rope } from './ops/rope';
 import { ThreadPool } from './pool';
-import { WasmRuntime } from './runtime';
+import { ATTENTION_VERSIONS, WasmRuntime } from './runtime';
 import { CpuFastTrainOps } from './train';
 import { WASM_PLAIN, WASM_PLAIN_RELAXED, WASM_SHARED, WASM_SHARED_RELAXED } from './wasm.gen';
 
@@ -124,7 +124,7 @@ export class CpuFastBackend extends CpuRefBackend {
     return this.rt.attentionKernel;
   }
   set attentionKernel(v: AttentionVersion) {
-    if (v !== 1 && v !== 2 && v !== 3) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
+    if (!ATTENTION_VERSIONS.includes(v)) throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(v)}`);
     this.rt.attentionKernel = v;
   }
   /** The matrix product kernels' version (see CpuFastOptions.matmulKernel); settable, for side-by-side benchmarks. */
@@ -234,7 +234,7 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   // Without the option, CPU_FAST_ATTENTION=1, 2 or 3 in Node's environment selects that version (to rerun records made with it).
   const envKernel = typeof process !== 'undefined' ? process.env?.CPU_FAST_ATTENTION : undefined;
   const attentionKernel = opts.attentionKernel ?? (envKernel ? (Number(envKernel) as AttentionVersion) : undefined);
-  if (attentionKernel !== undefined && attentionKernel !== 1 && attentionKernel !== 2 && attentionKernel !== 3)
+  if (attentionKernel !== undefined && !ATTENTION_VERSIONS.includes(attentionKernel))
     throw new EngineError('unsupported', `cpu-fast: no attention kernel version ${String(attentionKernel)}`);
   if (opts.matmulKernel !== undefined && opts.matmulKernel !== 1 && opts.matmulKernel !== 2)
     throw new EngineError('unsupported', `cpu-fast: no matmul kernel version ${String(opts.matmulKernel)}`);

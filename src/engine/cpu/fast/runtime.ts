@@ -30,7 +30,8 @@ const COUNTER_SLOT = 31;
 export type Temps = number[];
 
 /** The attention kernels' versions (kernels/attention1.ts, attention2.ts, attention3.ts; the default 3). */
-export type AttentionVersion = 1 | 2 | 3;
+export const ATTENTION_VERSIONS = [1, 2, 3] as const;
+export type AttentionVersion = (typeof ATTENTION_VERSIONS)[number];
 
 export class WasmRuntime {
   private readonly resident = new WeakMap<ArrayBufferView, number>();
