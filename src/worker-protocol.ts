@@ -22,8 +22,9 @@ export type ActSource = 'policy' | 'expert-act' | 'expert';
  * Who answers the agent in the stepper's episode: 'off', nobody (one message, the first reply ends it); 'scripted',
  * the domain's scripted τ² user (src/rollout/conversation.ts): it answers each reply, confirms or not, and stops.
  */
-export const STEPPER_USERS = ['off', 'scripted'] as const;
-export type StepperUser = (typeof STEPPER_USERS)[number];
+export { CONVERSATION_USERS as STEPPER_USERS } from './method/run-config';
+export type StepperUser = ConversationUser;
+import type { ConversationUser } from './method/run-config';
 /** How rehearsals are decoded (src/rollout/rehearse-prompt.ts RehearseDecoding; the UI may not import src/rollout). */
 export type { RehearseDecoding } from './method/run-config';
 import type { RehearseDecoding } from './method/run-config';

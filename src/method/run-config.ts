@@ -85,6 +85,12 @@ export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
 export const BASE_EVALS = ['reuse', 'run', 'skip'] as const;
 /** How a rehearsing rollout answers a call whose real answer the task's reference trajectory holds (src/rollout/recall.ts). */
 export const REHEARSAL_RECALLS = ['none', 'reference'] as const;
+/**
+ * Who answers the agent's replies (issue 47): nobody (off: one-message episodes, the agent's first reply ends
+ * it) or the domain's scripted τ² user (a conversation, src/rollout/conversation.ts). The lab's stepper offers
+ * the same two (src/worker-protocol.ts STEPPER_USERS is this list).
+ */
+export const CONVERSATION_USERS = ['off', 'scripted'] as const;
 
 /** Whether the settings' mode rehearses (the rows that only a rehearsing mode reads apply). */
 const rehearsingMode = (s: Values): boolean => rehearses(s.mode as (typeof ROLLOUT_MODES)[number]);
@@ -162,6 +168,9 @@ export const RUN_SETTINGS = [
     cli: { flag: 'recall', arg: 'R' },
     lab: { key: 'recall', says: (v: string) => (v === 'reference' ? "rehearsal recalls the reference's observations" : 'no recall'), appliesIf: rehearsingMode },
     record: { when: 'changed' }, resume: 'fixed' },
+  { name: 'user', kind: oneOf(CONVERSATION_USERS), default: 'off',
+    help: "who answers the agent: off (one-message episodes) or scripted (conversations with the world's scripted τ² user, in training rollouts and held-out evaluations alike; the confirmation rule gates every reward)",
+    cli: { flag: 'user', arg: 'U' }, record: { when: 'changed' }, resume: 'fixed' },
   { name: 'evalEvery', kind: int(0, MAX_STEPS), default: 0, help: 'held-out evaluation every N steps and after the last; 0 = never',
     cli: { flag: 'eval-every', arg: 'N' }, lab: { key: 'evalEvery', default: 50, max: 1000 }, record: { when: 'always' }, resume: 'fixed' },
   { name: 'evalFidelityTokens', kind: int(0, MAX_TOKENS), fallback: (s) => s.maxRehearseTokens,
@@ -242,6 +251,7 @@ export type ObservationGrounding = (typeof OBSERVATION_GROUNDINGS)[number];
 export type ObservationWeighting = (typeof OBSERVATION_WEIGHTINGS)[number];
 export type RehearseDecoding = (typeof REHEARSE_DECODINGS)[number];
 export type BaseEval = (typeof BASE_EVALS)[number];
+export type ConversationUser = (typeof CONVERSATION_USERS)[number];
 
 export const DEFAULT_BASELINE: Baseline = setting('baseline').default;
 export const DEFAULT_AGGREGATION: Aggregation = setting('lossAggregation').default;

@@ -26,6 +26,8 @@ export interface BaseEvalKey {
   rehearsePrompt: GrpoRunConfig['rehearsePrompt'] | null;
   /** The fidelity check's tasks, the first of the evaluation's (absent: all). */
   fidelityTasks?: number;
+  /** Who answered the agent (absent: nobody, one-message episodes). */
+  user?: 'scripted';
 }
 
 export interface BaseEvalRecord {
@@ -50,6 +52,8 @@ export function baseEvalKey(model: string, world: string, evalTasks: readonly Ta
     rehearsePrompt: c.rehearsePrompt ?? null,
     // Only when it measures fewer tasks than the evaluation: keys (and record names) of full checks stay as they were.
     ...(c.evalFidelityTokens && c.evalFidelityTasks && c.evalFidelityTasks < evalTasks.length ? { fidelityTasks: c.evalFidelityTasks } : {}),
+    // Only with a user: one-message keys (and record names) stay as they were.
+    ...(c.user === 'scripted' ? { user: c.user } : {}),
   };
 }
 

@@ -153,6 +153,14 @@ function checkConfig(c: GrpoRunConfig): void {
 
 export { realEpisodesPerStep } from '../method/modes';
 
+/**
+ * The rollouts' conversation option of a run with a user (training and held-out rollouts alike): every sample of a
+ * task meets the same scripted user (user seed 0, as the eval CLI's), so a group's rollouts differ by the policy's
+ * sampling only.
+ */
+const conversationOf = (c: GrpoRunConfig): Pick<RolloutConfig, 'conversation'> =>
+  c.user === 'scripted' ? { conversation: { user: 'scripted' } } : {};
+
 export class GrpoRun {
   private constructor(
     readonly model: Qwen3Model,
@@ -271,6 +279,7 @@ export class GrpoRun {
     h.onPhase?.('rollouts');
     const nReal = rehearses(c.mode) ? (c.realPrompts ?? 0) : tasks.length;
     const common = {
+      ...conversationOf(c),
       k: c.k, limits: c.limits, temperature: c.temperature, topP: c.topP, greedyMember: c.greedyMember,
       rehearsePrompt: c.rehearsePrompt, kvReuse: c.kvReuse, actScript: this.hooks.actScript, signal: this.hooks.signal,
       onProgress: h.onRolloutProgress, onStep: h.onRolloutStep,
@@ -362,6 +371,7 @@ export class GrpoRun {
     await this.hooks.beforeEvaluate?.();
     this.hooks.onPhase?.('held-out evaluation');
     const batch = await runRollouts({ model: this.model, tokenizer: this.tokenizer, adapter: this.actAdapter }, this.domain, this.evalTasks, {
+      ...conversationOf(c),
       mode: 'real', k: 1, seed: c.seed, limits: c.limits, temperature: 0, kvReuse: c.kvReuse, signal: this.hooks.signal,
       onProgress: this.hooks.onRolloutProgress, onStep: this.hooks.onRolloutStep,
     });
