@@ -167,7 +167,7 @@ function rolloutReq() {
     rehearseDecoding: settings.rehearseDecoding,
     temperature: settings.temp,
     maxTurns: settings.maxTurns,
-    user: settings.user,
+    user: settings.stepUser,
   };
 }
 

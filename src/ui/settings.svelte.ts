@@ -15,8 +15,8 @@ export interface PageSettings {
   /** The stepper's mode (a training run's is `mode`). */
   stepMode: 'rehearse' | 'real';
   src: ActSource;
-  /** Who answers the stepper's agent: nobody (one message) or the domain's scripted τ² user (a conversation). */
-  user: StepperUser;
+  /** Who answers the stepper's agent: nobody (one message) or the domain's scripted τ² user (a conversation); a training run's is `user`. */
+  stepUser: StepperUser;
   /** The stepper's sampling temperature. */
   temp: number;
   format: WeightFormat;
@@ -55,7 +55,7 @@ const PAGE: { [K in keyof PageSettings]: PageSetting<K> } = {
   request: { default: '', parse: (v) => v.slice(0, 2000) },
   stepMode: { key: 'mode', default: 'rehearse', parse: (v, d) => oneOf(v, ['rehearse', 'real'] as const, d) },
   src: { default: 'policy', parse: (v, d) => oneOf(v, ['policy', 'expert-act', 'expert'] as const, d) },
-  user: { default: 'off', parse: (v, d) => oneOf(v, STEPPER_USERS, d) },
+  stepUser: { key: 'user', default: 'off', parse: (v, d) => oneOf(v, STEPPER_USERS, d) },
   temp: { default: 1, parse: (v, d) => num(v, 0, 2, d) },
   format: { default: 'f32', parse: (v, d) => oneOf(v, ['f32', 'q8', 'q4'] as const, d) },
   backend: { default: '', parse: (v) => oneOf(v, ['webgpu', 'cpu-fast', 'cpu-ref', ''] as const, '') },

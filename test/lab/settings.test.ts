@@ -18,6 +18,14 @@ describe('lab URL settings', () => {
     expect(settingsQuery(DEFAULTS)).toBe('');
   });
 
+  it("the stepper's user and a run's user are two settings, under user and tuser", () => {
+    expect([DEFAULTS.stepUser, DEFAULTS.user]).toEqual(['off', 'off']);
+    expect(parseSettings('?user=scripted')).toMatchObject({ stepUser: 'scripted', user: 'off' });
+    expect(parseSettings('?tuser=scripted')).toMatchObject({ stepUser: 'off', user: 'scripted' });
+    expect(parseSettings('?tuser=model').user).toBe('off');
+    expect(settingsQuery({ ...DEFAULTS, user: 'scripted' })).toBe('?tuser=scripted');
+  });
+
   it('the world is part of the URL state: mini by default (kept out of the URL), retail when chosen', () => {
     expect(DEFAULTS.world).toBe('mini');
     expect(settingsQuery({ ...DEFAULTS, world: 'retail' })).toBe('?world=retail');
