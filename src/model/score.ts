@@ -15,7 +15,7 @@ export interface ScoredSequence {
  * log p(tokens[i] | tokens[<i]) for i >= start, for many sequences (teacher forcing, temperature 1).
  * Sequences are packed into forwards of at most maxBatchTokens tokens (one slot each).
  */
-export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[], opts: { adapter?: LoraAdapter | null; maxBatchTokens?: number } = {}): Promise<number[][]> {
+export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[], opts: { adapter?: LoraAdapter | null; maxBatchTokens?: number; scale?: number } = {}): Promise<number[][]> {
   const b = model.backend;
   const V = model.config.vocabSize;
   const budget = opts.maxBatchTokens ?? 512;
@@ -55,9 +55,11 @@ export async function logprobs(model: Qwen3Model, seqs: readonly ScoredSequence[
       continue;
     }
     const { logits } = forward(model, cache, { ids: Int32Array.from(ids), slot: Int32Array.from(slot), pos: Int32Array.from(pos) }, { adapter: opts.adapter ?? null, logitRows: Int32Array.from(rows) });
-    const lsm = b.logSoftmax(logits);
+    // `scale` multiplies the logits first (1/T: a sampling temperature's policy, the trainer's scoringScale).
+    const scaled = opts.scale !== undefined && opts.scale !== 1 ? b.scale(logits, opts.scale) : logits;
+    const lsm = b.logSoftmax(scaled);
     const all = (await b.read(lsm)) as Float32Array;
-    for (const t of [logits, lsm]) b.free(t);
+    for (const t of new Set([logits, scaled, lsm])) b.free(t);
     cache.free();
     let r = 0;
     for (const s of group) {

@@ -245,7 +245,8 @@ export class GrpoRun {
         schedule,
         weightDecay: c.weightDecay ?? 0,
         maxGradNorm: c.maxGradNorm ?? 1,
-        loss: { kind: 'grpo', clipEps: c.clipEps ?? 0.2, dualClip: c.dualClip ?? 3, klCoef: c.klCoef ?? 0 },
+        // The rollouts' temperature: the head scores the policy that sampled them (src/train/trainer.ts LossSpec).
+        loss: { kind: 'grpo', clipEps: c.clipEps ?? 0.2, dualClip: c.dualClip ?? 3, klCoef: c.klCoef ?? 0, temperature: c.temperature ?? 1 },
       });
     const trainers = { act: trainer(act), ...(reh ? { rehearse: trainer(reh) } : {}) };
     if (ck) {

@@ -29,13 +29,28 @@ export function lrAt(s: LrSchedule, step: number): number {
   return min + 0.5 * (s.lr - min) * (1 + Math.cos(Math.PI * p));
 }
 
+/**
+ * The factor on the logits that scores a sampling temperature's policy: 1/T, and 1 at T = 1 and for greedy rollouts
+ * (T = 0, whose log-probs src/engine/sampling.ts reports at temperature 1).
+ */
+export function scoringScale(temperature: number | undefined): number {
+  if (temperature === undefined || temperature === 0 || temperature === 1) return 1;
+  if (!(Number.isFinite(temperature) && temperature > 0)) throw new RangeError(`a sampling temperature must be a finite number >= 0, got ${temperature}`);
+  return 1 / temperature;
+}
+
 /** Factor that scales gradients so their global norm is at most maxNorm (1 when already below). */
 export function clipFactor(sumSquares: number, maxNorm: number): number {
   const norm = Math.sqrt(sumSquares);
   return maxNorm > 0 && norm > maxNorm ? maxNorm / (norm + 1e-6) : 1;
 }
 
-export type LossSpec = { kind: 'ce' } | ({ kind: 'grpo' } & GrpoOptions);
+/**
+ * The loss head. GRPO's `temperature` (default 1) is the sampling temperature of the rollouts whose old log-probs
+ * the batch carries (log softmax(logits / T), src/engine/sampling.ts): the head scores the same tempered policy, so
+ * the first epoch's importance ratio is exactly 1 at any temperature (verl divides the logits by it in both places).
+ */
+export type LossSpec = { kind: 'ce' } | ({ kind: 'grpo'; temperature?: number } & GrpoOptions);
 
 export interface TrainerOptions {
   /** 'lora': train `adapter` (base frozen, any format); 'full': every weight of an f32 model. */
@@ -115,12 +130,18 @@ export class Trainer {
     opts: TrainerOptions,
   ) {
     if (opts.mode === 'lora' && !opts.adapter) throw new EngineError('shape', "Trainer: mode 'lora' needs an adapter");
+    if (opts.loss.kind === 'grpo') scoringScale(opts.loss.temperature); // a bad temperature fails here, not mid-step
     this.o = {
       beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1, recompute: false, headChunk: 256,
       ...opts,
       adapter: opts.mode === 'lora' ? opts.adapter! : null,
     };
     this.params = opts.mode === 'lora' ? loraParams(model.backend, opts.adapter!) : fullParams(model);
+  }
+
+  /** The loss this trainer takes steps on. */
+  get loss(): LossSpec {
+    return this.o.loss;
   }
 
   get adapter(): LoraAdapter | null {
@@ -160,7 +181,10 @@ export class Trainer {
       };
       const rowT = b.tensor(at ? idx.map((r) => at[r]) : idx, [n]); // the tokens these rows read
       const h = b.gatherRows(act.normed, rowT); // (n,d)
-      const logits = b.matmul(h, m.weights.lmHead); // (n,V)
+      const raw = b.matmul(h, m.weights.lmHead); // (n,V)
+      // GRPO at a sampling temperature T scores logits / T; d loss / d raw = (1/T) d loss / d (logits / T).
+      const invT = this.o.loss.kind === 'grpo' ? scoringScale(this.o.loss.temperature) : 1;
+      const logits = invT === 1 ? raw : b.scale(raw, invT);
       const tg = pick(batch.targets);
       const wt = pick(batch.weight);
       const side: Tensor[] = [];
@@ -174,12 +198,13 @@ export class Trainer {
         side.push(adv, old, ...(ref ? [ref] : []));
         res = ops.grpo(logits, tg, wt, { advantage: adv, oldLogp: old, refLogp: ref }, this.o.loss);
       }
-      const dh = ops.matmulBackwardInput(res.dLogits, m.weights.lmHead); // (n,d)
-      if (lmGrad) ops.matmulBackwardWeight(res.dLogits, h, lmGrad);
+      const dRaw = invT === 1 ? res.dLogits : b.scale(res.dLogits, invT);
+      const dh = ops.matmulBackwardInput(dRaw, m.weights.lmHead); // (n,d)
+      if (lmGrad) ops.matmulBackwardWeight(dRaw, h, lmGrad);
       ops.scatterAddRows(dNormed, dh, rowT);
       ops.accumulate(sum, res.metrics);
       ops.accumulate(weighted, res.metrics, n);
-      for (const t of [rowT, h, logits, tg, wt, res.dLogits, res.metrics, dh, ...side]) b.free(t);
+      for (const t of new Set([rowT, h, raw, logits, tg, wt, res.dLogits, dRaw, res.metrics, dh, ...side])) b.free(t);
       ops.flush();
     }
     modelBackward(m, this.params, act, dNormed, batch.ids, this.o.adapter);
