@@ -5,7 +5,7 @@
 // and the run then has no starting point. The lab keeps records in the browser, the train CLI in the run folder.
 import type { Task } from '../env/domain';
 import { canonicalJson, hash64 } from '../env/json';
-import type { BaseEval } from '../method/run-config';
+import type { BaseEval, ConversationUser } from '../method/run-config';
 import type { EvalMetrics, GrpoRunConfig } from './run';
 
 /**
@@ -27,7 +27,7 @@ export interface BaseEvalKey {
   /** The fidelity check's tasks, the first of the evaluation's (absent: all). */
   fidelityTasks?: number;
   /** Who answered the agent (absent: nobody, one-message episodes). */
-  user?: 'scripted';
+  user?: Exclude<ConversationUser, 'off'>;
 }
 
 export interface BaseEvalRecord {
@@ -53,7 +53,7 @@ export function baseEvalKey(model: string, world: string, evalTasks: readonly Ta
     // Only when it measures fewer tasks than the evaluation: keys (and record names) of full checks stay as they were.
     ...(c.evalFidelityTokens && c.evalFidelityTasks && c.evalFidelityTasks < evalTasks.length ? { fidelityTasks: c.evalFidelityTasks } : {}),
     // Only with a user: one-message keys (and record names) stay as they were.
-    ...(c.user === 'scripted' ? { user: c.user } : {}),
+    ...(c.user !== undefined && c.user !== 'off' ? { user: c.user } : {}),
   };
 }
 

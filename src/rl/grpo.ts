@@ -10,7 +10,7 @@
 import { logprobs } from '../model/score';
 import type { RolloutBatch } from '../rollout/rollout';
 import { commonPrefix, packBatch, packShared, sortForSharing, type Aggregation, type TrainBatch, type TrainSequence } from '../train/batch';
-import { scoringScale, type StepReport, type Trainer } from '../train/trainer';
+import type { StepReport, Trainer } from '../train/trainer';
 import { computeAdvantages, type Advantages, type Baseline, type GroupMode } from '../method/advantage';
 import { DEFAULT_AGGREGATION, DEFAULT_BASELINE, type ObservationWeighting } from '../method/run-config';
 import { effectiveGroups, hasRehearseAdapter, MODES, type RolloutMode, type UpdateTarget } from '../method/modes';
@@ -182,7 +182,7 @@ export async function grpoUpdate(
       refs = await logprobs(
         trainer.model,
         chosen.map((r) => ({ tokens: [...r.promptTokens, ...r.responseTokens], start: r.promptTokens.length })),
-        { adapter: null, scale: trainer.loss.kind === 'grpo' ? scoringScale(trainer.loss.temperature) : 1 },
+        { adapter: null, scale: trainer.logitScale },
       );
     }
     const seqs = chosen.map((r, i) => {

@@ -124,24 +124,24 @@ export class Trainer {
   /** Completed optimizer steps. */
   step = 0;
   private readonly o: Required<Omit<TrainerOptions, 'adapter'>> & { adapter: LoraAdapter | null };
+  /**
+   * The factor on the logits the loss head scores (scoringScale of GRPO's sampling temperature; 1 for cross-entropy):
+   * the reference log-probs of the KL term must be taken at the same scale (src/rl/grpo.ts).
+   */
+  readonly logitScale: number;
 
   constructor(
     readonly model: Qwen3Model,
     opts: TrainerOptions,
   ) {
     if (opts.mode === 'lora' && !opts.adapter) throw new EngineError('shape', "Trainer: mode 'lora' needs an adapter");
-    if (opts.loss.kind === 'grpo') scoringScale(opts.loss.temperature); // a bad temperature fails here, not mid-step
+    this.logitScale = opts.loss.kind === 'grpo' ? scoringScale(opts.loss.temperature) : 1; // a bad temperature fails here, not mid-step
     this.o = {
       beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, maxGradNorm: 1, recompute: false, headChunk: 256,
       ...opts,
       adapter: opts.mode === 'lora' ? opts.adapter! : null,
     };
     this.params = opts.mode === 'lora' ? loraParams(model.backend, opts.adapter!) : fullParams(model);
-  }
-
-  /** The loss this trainer takes steps on. */
-  get loss(): LossSpec {
-    return this.o.loss;
   }
 
   get adapter(): LoraAdapter | null {
@@ -183,7 +183,7 @@ export class Trainer {
       const h = b.gatherRows(act.normed, rowT); // (n,d)
       const raw = b.matmul(h, m.weights.lmHead); // (n,V)
       // GRPO at a sampling temperature T scores logits / T; d loss / d raw = (1/T) d loss / d (logits / T).
-      const invT = this.o.loss.kind === 'grpo' ? scoringScale(this.o.loss.temperature) : 1;
+      const invT = this.logitScale;
       const logits = invT === 1 ? raw : b.scale(raw, invT);
       const tg = pick(batch.targets);
       const wt = pick(batch.weight);
