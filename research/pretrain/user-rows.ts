@@ -20,7 +20,8 @@
 // each copy with its own swap draw: the identity turns are ~30 % of the user rows, and a stage sees ~5 % of
 // its data, so without it a 1,000-step stage meets only ~200 swapped identity turns.
 import { deriveSeed, Rng } from '../../src/util/rng';
-import type { Domain, Row } from '../../src/env/domain';
+import type { Domain, Row, Turn } from '../../src/env/domain';
+import { formatCall } from '../../src/env/toolcall';
 import { rowsFromConversation, userRowsFromConversation, type UserRow } from '../../src/env/conversation-rows';
 import { runRetailExpertConversation } from '../../src/env/retail/expert-conversation';
 import type { RetailTask } from '../../src/env/retail/intent';
@@ -48,6 +49,30 @@ export interface ConversationDataOptions {
    * appears, the copies right after it, before the swap draws (so each copy is drawn on its own); absent: 1.
    */
   identityRepeat?: number;
+  /**
+   * Times each agent Act row of the write chain appears (writeChainTargets: the proposal a yes answered and the
+   * write call itself), the copies right after it; absent: 1. Conversation stages fail at these rows (the
+   * request named turns back, the order's items, the wait for the yes: research/records/2026-12-06-conversation-8),
+   * and they are about one Act row in ten of a write conversation.
+   */
+  writeChainRepeat?: number;
+}
+
+/**
+ * The write chain of a conversation, as the Act targets that make it: every write call (`isWrite`), and the agent
+ * reply the user answered just before one (the proposal its yes confirmed). Read from the turns, never from a
+ * reply's wording, so a domain's own phrasing needs nothing here.
+ */
+export function writeChainTargets(turns: readonly Turn[], isWrite: (name: string) => boolean): Set<string> {
+  const out = new Set<string>();
+  turns.forEach((t, i) => {
+    if (t.kind !== 'call' || !isWrite(t.call.name)) return;
+    out.add(formatCall(t.call));
+    const user = turns[i - 1]?.kind === 'user' ? i - 1 : -1;
+    const proposal = user > 0 ? turns[user - 1] : undefined;
+    if (proposal?.kind === 'reply') out.add(proposal.text);
+  });
+  return out;
 }
 
 /**
@@ -90,6 +115,8 @@ export function swapUserRow(row: UserRow, swap: (s: string) => string): UserRow 
  */
 export function conversationRows(domain: Domain, o: ConversationDataOptions): { user: UserRow[]; agent: Row[]; tasks: number; swapped: number } {
   if (!domain.userInstructions) throw new Error(`domain ${domain.name} has no user instructions`);
+  const isWrite = domain.confirmation?.isWrite;
+  if ((o.writeChainRepeat ?? 1) > 1 && !isWrite) throw new Error(`domain ${domain.name} names no writes (confirmation.isWrite): no write chain to repeat`);
   const tasks = domain.tasks.generate({ split: o.split, count: o.tasks, seed: o.seed }) as RetailTask[];
   const user: UserRow[] = [];
   const agent: Row[] = [];
@@ -116,7 +143,11 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
       });
     }
     user.push(...rows);
-    agent.push(...rowsFromConversation(task.id, conv.turns));
+    const agentRows = rowsFromConversation(task.id, conv.turns);
+    if ((o.writeChainRepeat ?? 1) > 1) {
+      const chain = writeChainTargets(conv.turns, isWrite!);
+      for (const r of agentRows) agent.push(...Array<Row>(r.role === 'act' && chain.has(r.target) ? o.writeChainRepeat! : 1).fill(r));
+    } else agent.push(...agentRows);
   });
   return { user, agent, tasks: tasks.length, swapped };
 }

@@ -24,7 +24,8 @@ import { deriveSeed } from '../../src/util/rng';
 import { END } from '../../research/pretrain/data';
 import { pretrainCommand } from '../../research/pretrain/cli';
 import { MINI_SPEC, pretrain, QUICK_SPEC } from '../../research/pretrain/pipeline';
-import { conversationAgentExamples } from '../../research/pretrain/user-rows';
+import { conversationAgentExamples, writeChainTargets } from '../../research/pretrain/user-rows';
+import { isExplicitYes } from '../../src/env/confirmation';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
 const mini = loadWorldDomain('mini');
@@ -87,6 +88,34 @@ describe('conversation rows for the agent', () => {
     });
   });
 
+  it('--conversation-write-repeat repeats the proposal a yes answered and the write call, and nothing else', () => {
+    const isWrite = mini.confirmation!.isWrite;
+    const repeated = conversationAgentExamples(mini, { ...o, writeChainRepeat: 3 }, tools);
+    let chains = 0;
+    tasks.forEach((task, i) => {
+      const turns = expertOf(i).turns;
+      const chain = writeChainTargets(turns, isWrite);
+      // Each write call is in the chain, and the reply before its user turn, which is a yes, is the proposal.
+      turns.forEach((t, k) => {
+        if (t.kind !== 'call' || !isWrite(t.call.name)) return;
+        expect(chain.has(formatCall(t.call))).toBe(true);
+        const yes = turns[k - 1];
+        const proposal = turns[k - 2];
+        expect(yes.kind === 'user' && isExplicitYes(yes.text)).toBe(true);
+        expect(proposal.kind === 'reply' && chain.has(proposal.text) && /yes\/no/.test(proposal.text)).toBe(true);
+      });
+      chains += chain.size;
+      const once = examples.filter((e) => e.taskId === task.id);
+      const thrice = repeated.filter((e) => e.taskId === task.id);
+      const inChain = (e: (typeof examples)[number]) => e.role === 'act' && chain.has(e.response.slice(0, -END.length));
+      expect(thrice.length).toBe(once.length + 2 * once.filter(inChain).length);
+      // The copies follow their row; the order of everything else is unchanged.
+      const same = (a: (typeof examples)[number], b: (typeof examples)[number]) => a.prompt === b.prompt && a.response === b.response;
+      expect(thrice.filter((e, k) => k === 0 || !same(e, thrice[k - 1]) || !inChain(e))).toEqual(once);
+    });
+    expect(chains).toBeGreaterThan(10);
+  });
+
   it('the quick pipeline trains on them and counts them apart (--conversation-tasks); the command records the flag', async () => {
     const out = await mkdtemp(join(tmpdir(), 'pretrain-conv-'));
     const b = await createBackend('cpu-fast', { threads: 1 });
@@ -103,8 +132,8 @@ describe('conversation rows for the agent', () => {
       b.dispose();
       await rm(out, { recursive: true, force: true });
     }
-    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, userLossWeight: 2 }, base: MINI_SPEC });
-    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --user-weight 2`);
+    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, conversationWriteRepeat: 3, userLossWeight: 2 }, base: MINI_SPEC });
+    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --conversation-write-repeat 3 --user-weight 2`);
   }, 600_000);
 
   it('--user-weight scales the user-role rows\' loss, and only theirs', async () => {
