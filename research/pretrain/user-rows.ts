@@ -56,6 +56,11 @@ export interface ConversationDataOptions {
    * and they are about one Act row in ten of a write conversation.
    */
   writeChainRepeat?: number;
+  /**
+   * The conversation expert's wrong first proposals (expert-conversation.ts wrongProposalRate): the user's correction
+   * and the expert's right proposal after it become rows, the wrong proposal itself never a target; absent: 0.
+   */
+  wrongProposalRate?: number;
 }
 
 /**
@@ -125,7 +130,7 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
   let swapped = 0;
   tasks.forEach((task, i) => {
     const userSeed = deriveSeed(o.seed, i, 1);
-    const conv = runRetailExpertConversation(task, domain.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed, mistakeRate: o.mistakeRate ?? 0 });
+    const conv = runRetailExpertConversation(task, domain.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed, mistakeRate: o.mistakeRate ?? 0, wrongProposalRate: o.wrongProposalRate ?? 0 });
     let rows = userRowsFromConversation(task.id, conv.turns, domain.userInstructions!(task, { seed: userSeed })!);
     const targets = userIdentityTargets(task, userProfile(task, userSeed).wrongZip);
     if ((o.identityRepeat ?? 1) > 1) {
@@ -143,7 +148,7 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
       });
     }
     user.push(...rows);
-    const agentRows = rowsFromConversation(task.id, conv.turns);
+    const agentRows = rowsFromConversation(task.id, conv.turns, undefined, conv.wrongTurns);
     if ((o.writeChainRepeat ?? 1) > 1) {
       const chain = writeChainTargets(conv.turns, isWrite!);
       for (const r of agentRows) agent.push(...Array<Row>(r.role === 'act' && chain.has(r.target) ? o.writeChainRepeat! : 1).fill(r));

@@ -13,7 +13,11 @@ import { AGENT_GREETING, type ChatMessage, type GroundingExample, type Row, type
 import { canonicalJson } from './json';
 import { formatCall, formatObservation, serializeObservation } from './toolcall';
 
-export function rowsFromConversation(taskId: string, turns: readonly Turn[], maxGrounding = 3): Row[] {
+/**
+ * `notTargets` are turn indices whose Act row is left out (a demonstrator's deliberate wrong proposal): they stay in
+ * the history of the rows after them, so the policy learns to recover from them without learning to write them.
+ */
+export function rowsFromConversation(taskId: string, turns: readonly Turn[], maxGrounding = 3, notTargets: readonly number[] = []): Row[] {
   const rows: Row[] = [];
   const history: ChatMessage[] = [];
   const calls = turns.flatMap((s, i) => (s.kind === 'call' ? [{ s, i }] : []));
@@ -24,7 +28,7 @@ export function rowsFromConversation(taskId: string, turns: readonly Turn[], max
     }
     const messages = history.slice();
     if (turn.kind === 'reply') {
-      if (!(t === 0 && turn.text === AGENT_GREETING)) rows.push({ role: 'act', taskId, messages, target: turn.text });
+      if (!(t === 0 && turn.text === AGENT_GREETING) && !notTargets.includes(t)) rows.push({ role: 'act', taskId, messages, target: turn.text });
       history.push({ role: 'assistant', content: turn.text });
       return;
     }

@@ -56,6 +56,31 @@ describe('the conversation expert against the scripted user', () => {
     expect(solved / tasks.length).toBeGreaterThanOrEqual(0.95);
   });
 
+  it('recovers from a wrong first proposal: the user says no and restates, the right proposal follows, no wrong write (wrongProposalRate 0.5)', () => {
+    for (const w of ['retail', 'mini'] as WorldName[]) {
+      const { domain, tasks, confirm } = worlds[w];
+      let solved = 0;
+      let wrong = 0;
+      for (const t of tasks) {
+        const r = runRetailExpertConversation(t, domain.createEnv(), { seed: 2, wrongProposalRate: 0.5 });
+        for (const k of r.wrongTurns) {
+          wrong++;
+          const [proposal, answer] = [r.turns[k], r.turns[k + 1]];
+          expect(proposal.kind === 'reply' && /(?:^|\n\n)To confirm: I will cancel order #W\d+ with the reason "[a-z ]+"\. Shall I proceed \(yes\/no\)\?$/.test(proposal.text)).toBe(true);
+          // A no with the request restated (or, for a user whose profile changes its mind at the first proposal, the change).
+          expect(answer.kind === 'user' && /^(No,|Actually, wait\.|Hmm, actually I changed my mind\.|Sorry, one change\.)/.test(answer.text)).toBe(true);
+          // The next proposal is made after an apology (or the change's acknowledgement), and no write comes between the wrong one and it.
+          const next = r.turns.findIndex((x, i) => i > k + 1 && x.kind === 'reply');
+          expect(r.turns.slice(k + 1, next).some((x) => x.kind === 'call' && confirm.isWrite(x.call.name))).toBe(false);
+          expect(r.turns[next].kind === 'reply' && /^(I am sorry about that, let me correct it\.|No problem, let me update that\.)/.test((r.turns[next] as { text: string }).text)).toBe(true);
+        }
+        if (realReward(domain.createEnv, t, r.steps).reward === 1 && unconfirmedWrites(r.turns, confirm).length === 0) solved++;
+      }
+      expect(wrong).toBeGreaterThan(30);
+      expect(solved / tasks.length).toBeGreaterThanOrEqual(0.95);
+    }
+  });
+
   it('runs through the Domain contract: domain.user and domain.confirmation', () => {
     const { domain, tasks } = worlds.mini;
     for (const t of tasks.slice(0, 40)) {

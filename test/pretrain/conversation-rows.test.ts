@@ -116,6 +116,26 @@ describe('conversation rows for the agent', () => {
     expect(chains).toBeGreaterThan(10);
   });
 
+  it('--conversation-wrong-proposals: a wrong proposal is in the history of the rows after it, and never a target', () => {
+    const withWrong = conversationAgentExamples(mini, { ...o, wrongProposalRate: 0.6 }, tools);
+    const wrongText = /(?:^|\n\n)To confirm: I will cancel order #W\d+ with the reason "[a-z ]+"\. Shall I proceed \(yes\/no\)\?$/;
+    let inHistory = 0;
+    tasks.forEach((task, i) => {
+      const c = runRetailExpertConversation(task, mini.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed: deriveSeed(o.seed, i, 1), mistakeRate: o.mistakeRate, wrongProposalRate: 0.6 });
+      const acts = withWrong.filter((e) => e.taskId === task.id && e.role === 'act');
+      for (const k of c.wrongTurns) {
+        const text = (c.turns[k] as { text: string }).text;
+        expect(text).toMatch(wrongText);
+        expect(acts.some((e) => e.response === text + END)).toBe(false);
+        inHistory += acts.filter((e) => e.prompt.includes(`<|im_start|>assistant\n${text}<|im_end|>`)).length;
+      }
+      // Every other agent turn after the greeting is a target.
+      const agentTurns = c.turns.filter((t, k) => k > 0 && t.kind !== 'user' && !c.wrongTurns.includes(k)).length;
+      expect(acts.length).toBe(agentTurns);
+    });
+    expect(inHistory).toBeGreaterThan(5);
+  });
+
   it('the quick pipeline trains on them and counts them apart (--conversation-tasks); the command records the flag', async () => {
     const out = await mkdtemp(join(tmpdir(), 'pretrain-conv-'));
     const b = await createBackend('cpu-fast', { threads: 1 });
@@ -132,8 +152,8 @@ describe('conversation rows for the agent', () => {
       b.dispose();
       await rm(out, { recursive: true, force: true });
     }
-    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, conversationWriteRepeat: 3, userLossWeight: 2 }, base: MINI_SPEC });
-    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --conversation-write-repeat 3 --user-weight 2`);
+    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, conversationWriteRepeat: 3, conversationWrongProposals: 0.3, userLossWeight: 2 }, base: MINI_SPEC });
+    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --conversation-write-repeat 3 --conversation-wrong-proposals 0.3 --user-weight 2`);
   }, 600_000);
 
   it('--user-weight scales the user-role rows\' loss, and only theirs', async () => {

@@ -13,6 +13,12 @@
 // mistakeRate adds the recoverable mistakes of the one-message expert that cannot break the confirmation
 // rule: an order id looked up without '#', and a cancel reason passed with the wrong case (after the yes).
 // It never tries a write the policy forbids: that would be a write without a yes.
+//
+// wrongProposalRate adds the mistake a conversation policy makes most (research/records/2026-12-06-write-chain):
+// a first proposal that is not what the user asked (another action on the same order, or a cancellation's other
+// reason). The user says no and restates what it wants; the expert apologises and proposes again, right. The
+// wrong proposal is listed in `wrongTurns`, so training rows can keep it in the history (what the policy must
+// recover from) without ever making it a target.
 
 import { Rng } from '../../util/rng';
 import { pyRound2 } from '../json';
@@ -32,6 +38,8 @@ export interface ConversationOptions extends ExpertOptions {
   userSeed?: number;
   /** User turns before the episode is cut off (τ²'s max_steps counts both sides; 30 user turns is ample here). */
   maxUserTurns?: number;
+  /** Probability, per write request's first proposal, that it proposes the wrong thing first (wrongProposal); default 0. */
+  wrongProposalRate?: number;
 }
 
 export interface ConversationResult {
@@ -41,6 +49,8 @@ export interface ConversationResult {
   /** How the user ended it; null when the turn limit cut it off. */
   stop: UserStopToken | null;
   mistakes: number;
+  /** Indices in `turns` of the wrong proposals (wrongProposalRate): replies no one should learn to write. */
+  wrongTurns: number[];
 }
 
 
@@ -49,6 +59,8 @@ interface Slot {
   request: Request;
   idsGiven: boolean;
   state: 'todo' | 'confirm' | 'done';
+  /** A wrong proposal was made for this request already (at most one per request). */
+  misled?: boolean;
   write?: { name: string; args: Record<string, unknown>; report: (o: Observation) => string };
 }
 
@@ -56,6 +68,7 @@ type Outcome = { text: string; write?: Slot['write']; final?: boolean };
 
 class Agent {
   readonly turns: Turn[] = [{ kind: 'reply', text: AGENT_GREETING }];
+  readonly wrongTurns: number[] = [];
   mistakes = 0;
   private userId: string | null = null;
   private readonly slots: Slot[] = [];
@@ -64,6 +77,7 @@ class Agent {
     private readonly env: Environment,
     private readonly rng: Rng,
     private readonly rate: number,
+    private readonly wrongRate = 0,
   ) {}
 
   private call(name: string, args: Record<string, unknown>): Observation {
@@ -139,6 +153,14 @@ class Agent {
       if (!s.idsGiven && needsOrder(s.request)) return this.reply([...parts, askOrder(s.request)]);
       const out = this.plan(this.userId, s.request);
       if (out.write) {
+        const wrong = !s.misled && this.wrongRate > 0 && this.rng.next() < this.wrongRate ? wrongProposal(s.request) : null;
+        if (wrong) {
+          // The user will say no and restate the request (a 'correct'), which plans this request again.
+          Object.assign(s, { state: 'confirm', misled: true, write: undefined });
+          this.mistakes++;
+          this.wrongTurns.push(this.turns.length);
+          return this.reply([...parts, wrong]);
+        }
         Object.assign(s, { state: 'confirm', write: out.write });
         return this.reply([...parts, out.text]);
       }
@@ -305,6 +327,20 @@ class Agent {
 }
 
 const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
+
+/**
+ * A proposal of the wrong thing for a write request, in the expert's words: a cancellation's other reason, or for
+ * the other order writes a cancellation of the same order (the wrong action). None for a user's address (no order to
+ * misname). The order id is the user's own, so the scripted user reads it as about the request, or as not what it
+ * asked for, and corrects it either way.
+ */
+export function wrongProposal(r: Request): string | null {
+  if (!('orderRef' in r)) return null;
+  const id = r.orderRef.startsWith('#') ? r.orderRef : '#' + r.orderRef;
+  const reason = r.kind === 'cancel' ? CANCEL_REASONS.find((x) => x !== r.reason) : CANCEL_REASONS[0];
+  if (!reason) return null;
+  return `To confirm: I will cancel order ${id} with the reason "${reason}". Shall I proceed (yes/no)?`;
+}
 const needsOrder = (r: Request) => r.kind === 'order_total' || 'orderRef' in r;
 
 function askOrder(r: Request): string {
@@ -322,7 +358,7 @@ function askOrder(r: Request): string {
 
 export function runRetailExpertConversation(task: RetailTask, env: Environment, opts: ConversationOptions = {}): ConversationResult {
   const user = opts.user ?? retailUser(task, { seed: opts.userSeed ?? opts.seed ?? 0 });
-  const agent = new Agent(env, new Rng(mistakeSeed((opts.seed ?? 0) ^ 0x7a1c, task.id)), opts.mistakeRate ?? 0);
+  const agent = new Agent(env, new Rng(mistakeSeed((opts.seed ?? 0) ^ 0x7a1c, task.id)), opts.mistakeRate ?? 0, opts.wrongProposalRate ?? 0);
   const limit = opts.maxUserTurns ?? 30;
   let stop: UserStopToken | null = null;
   for (let k = 0; k < limit; k++) {
@@ -336,5 +372,5 @@ export function runRetailExpertConversation(task: RetailTask, env: Environment, 
     agent.respond(act.meaning);
   }
   const steps = agent.turns.filter((t): t is Step => t.kind !== 'user');
-  return { turns: agent.turns, steps, stop, mistakes: agent.mistakes };
+  return { turns: agent.turns, steps, stop, mistakes: agent.mistakes, wrongTurns: agent.wrongTurns };
 }
