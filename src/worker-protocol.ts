@@ -23,6 +23,7 @@ export type ActSource = 'policy' | 'expert-act' | 'expert';
  * the domain's scripted τ² user (src/rollout/conversation.ts): it answers each reply, confirms or not, and stops.
  */
 export { CONVERSATION_USERS as STEPPER_USERS } from './method/run-config';
+export { CONVERSATION_POLICY } from './env/retail/worlds';
 export type StepperUser = ConversationUser;
 import type { ConversationUser } from './method/run-config';
 /** How rehearsals are decoded (src/rollout/rehearse-prompt.ts RehearseDecoding; the UI may not import src/rollout). */

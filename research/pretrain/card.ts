@@ -102,6 +102,23 @@ export function cardFolder(run: CardInputs['run']): string {
   return `models/${bundledFolder(worldOf(run), run.spec.carelessRate ? 'careless' : undefined)}`;
 }
 
+/** Every card's '## Licence' paragraph. */
+export const CARD_LICENCE = 'MIT, the repository\'s licence (package.json). The training tasks and records are generated from the τ²-bench retail database the lab ships (public/data/tau2-retail, with its own LICENSE-tau2-bench.txt).';
+
+/** The model's table (architecture, sizes, context, weights): a card's and a record's '## Model' section. */
+export function modelTable(run: CardInputs['run']): string[] {
+  const c = run.config;
+  return [
+    '| | |\n|---|---|',
+    `| architecture | Qwen3ForCausalLM (RMSNorm, RoPE θ=${c.ropeTheta}, GQA, q/k-norm, SwiGLU, tied embeddings) |`,
+    `| parameters | ${run.params.toLocaleString('en-US')} |`,
+    `| hidden / layers / heads / kv heads / head dim / MLP | ${c.hiddenSize} / ${c.numLayers} / ${c.numHeads} / ${c.numKvHeads} / ${c.headDim} / ${c.intermediateSize} |`,
+    `| vocabulary | ${c.vocabSize} (our byte-level BPE + Qwen3's 9 chat/tool special tokens) |`,
+    `| context | ${c.maxPositionEmbeddings} tokens |`,
+    `| weights | model.safetensors, F32 (${((run.params * 4) / 2 ** 20).toFixed(1)} MiB) |`,
+  ];
+}
+
 /** The card's title: which of the lab's policies it is. */
 function cardTitle(run: CardInputs['run']): string {
   const which = run.spec.carelessRate ? 'careless lesson' : worldOf(run) === 'mini' ? 'default' : 'retail';
@@ -139,13 +156,7 @@ export function modelCard(i: CardInputs, date: string): string {
     para(`**Careless on purpose.** Its last stage imitated a careless demonstrator: in ${Math.round(run.spec.carelessRate * 100)} % of its replies the scripted expert leaves out what the user was owed (${habits}). That costs it held-out success${b && i.heldOut ? ` (${pct(i.heldOut.result.success)} against ${pct(b.result.success)} for the attentive stage ${b.stage} policy it continued from)` : ''} and leaves GRPO a habit to unlearn: real-environment GRPO wins back what it cost (docs/lesson.md).`);
     out.push('');
   }
-  out.push('## Model', '', '| | |\n|---|---|');
-  out.push(`| architecture | Qwen3ForCausalLM (RMSNorm, RoPE θ=${c.ropeTheta}, GQA, q/k-norm, SwiGLU, tied embeddings) |`);
-  out.push(`| parameters | ${run.params.toLocaleString('en-US')} |`);
-  out.push(`| hidden / layers / heads / kv heads / head dim / MLP | ${c.hiddenSize} / ${c.numLayers} / ${c.numHeads} / ${c.numKvHeads} / ${c.headDim} / ${c.intermediateSize} |`);
-  out.push(`| vocabulary | ${c.vocabSize} (our byte-level BPE + Qwen3's 9 chat/tool special tokens) |`);
-  out.push(`| context | ${c.maxPositionEmbeddings} tokens |`);
-  out.push(`| weights | model.safetensors, F32 (${((run.params * 4) / 2 ** 20).toFixed(1)} MiB) |`);
+  out.push('## Model', '', ...modelTable(run));
   out.push(`| world | ${world}${i.world ? `: ${i.world.summary.users} users, ${i.world.summary.orders} orders, ${i.world.summary.products} products; held-out ${i.world.heldOut}` : ': full τ²-bench retail; held-out users'} |`);
   out.push('');
   out.push('## How it was made', '');
@@ -184,7 +195,7 @@ export function modelCard(i: CardInputs, date: string): string {
   para('The tokenizer is tied to the bundled prompts: a prompt that differs by one byte tokenizes into pieces it has never seen.', '- ');
   out.push('');
   out.push('## Licence', '');
-  para('MIT, the repository\'s licence (package.json). The training tasks and records are generated from the τ²-bench retail database the lab ships (public/data/tau2-retail, with its own LICENSE-tau2-bench.txt).');
+  para(CARD_LICENCE);
   out.push('');
   out.push('## Reproduce', '');
   para('The same seed on the same backend gives the same model.safetensors bytes: rerun each stage\'s command from the record (a stage\'s `--init` is the folder the stage before it wrote).', '- ');
@@ -228,13 +239,7 @@ function fullRecord(i: CardInputs): string {
   }
   out.push('## Model');
   out.push('');
-  out.push('| | |\n|---|---|');
-  out.push(`| architecture | Qwen3ForCausalLM (RMSNorm, RoPE θ=${c.ropeTheta}, GQA, q/k-norm, SwiGLU, tied embeddings) |`);
-  out.push(`| parameters | ${run.params.toLocaleString('en-US')} |`);
-  out.push(`| hidden / layers / heads / kv heads / head dim / MLP | ${c.hiddenSize} / ${c.numLayers} / ${c.numHeads} / ${c.numKvHeads} / ${c.headDim} / ${c.intermediateSize} |`);
-  out.push(`| vocabulary | ${c.vocabSize} (our byte-level BPE + Qwen3's 9 chat/tool special tokens) |`);
-  out.push(`| context | ${c.maxPositionEmbeddings} tokens |`);
-  out.push(`| weights | model.safetensors, F32 (${((run.params * 4) / 2 ** 20).toFixed(1)} MiB) |`);
+  out.push(...modelTable(run));
   out.push('');
   out.push('## Tokenizer');
   out.push('');

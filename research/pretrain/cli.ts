@@ -20,6 +20,7 @@ import { PRE_TOKENIZER_NAMES } from '../../src/model/bpe';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3, readHostWeights } from '../../src/model/weights';
+import { conversationCard, type ConversationCardInputs } from './card-conversation';
 import { modelCard, modelRecord, recordName, type CardInputs } from './card';
 import type { HeldOutRecord } from './card-world';
 import { evaluatePolicy, type EvalReport } from './evaluate';
@@ -294,6 +295,32 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
       };
       const names = await readdir(out).catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(out, 'list', e.code, e.message)));
       const run = (await read('pretrain.json')) as CardInputs['run'];
+      const cardDate = () => {
+        const d = strFlag(v, 'date') ?? new Date().toISOString().slice(0, 10);
+        if (!/^\d{4}-\d\d-\d\d$/.test(d)) throw new ArgError(`--date wants YYYY-MM-DD, got ${JSON.stringify(d)}`);
+        return d;
+      };
+      if (names.includes('conversation.json')) {
+        // A conversation policy: its card names its lineage and its research record; no notebook entry of its own.
+        if (!names.includes('lineage.json')) throw new ArgError(`${out} holds conversation.json but no lineage.json (the earlier stages' commands and records)`);
+        const opt = async <T>(name: string) => (names.includes(name) ? ((await read(name)) as T) : undefined);
+        const card = conversationCard(
+          {
+            run,
+            lineage: (await read('lineage.json')) as ConversationCardInputs['lineage'],
+            greedy: (await read('conversation.json')) as ConversationCardInputs['greedy'],
+            sampled: await opt<ConversationCardInputs['sampled']>('conversation-k4.json'),
+            fidelity: await opt<ConversationCardInputs['fidelity']>('user-fidelity.json'),
+            oneMessage: await opt<ConversationCardInputs['oneMessage']>('onemsg.json'),
+            commit: strFlag(v, 'commit', 'unknown')!,
+            machine: run.machine ?? machineDescription(),
+          },
+          cardDate(),
+        );
+        await write('README.md', card);
+        log(`wrote ${join(out, 'README.md')}`);
+        return;
+      }
       const inputs: CardInputs = {
         run,
         evaluation: names.includes('eval.json') ? ((await read('eval.json')) as EvalReport) : null,
@@ -320,8 +347,7 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
         commit: strFlag(v, 'commit', 'unknown')!,
         machine: run.machine ?? machineDescription(),
       };
-      const date = strFlag(v, 'date') ?? new Date().toISOString().slice(0, 10);
-      if (!/^\d{4}-\d\d-\d\d$/.test(date)) throw new ArgError(`--date wants YYYY-MM-DD, got ${JSON.stringify(date)}`);
+      const date = cardDate();
       await write('README.md', modelCard(inputs, date));
       log(`wrote ${join(out, 'README.md')}`);
       // The full record: a dated entry of the research notebook, linked from the card (for a folder the

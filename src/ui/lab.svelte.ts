@@ -8,6 +8,7 @@ import { addRun } from './runlog.svelte';
 import { pendingRun } from './run-state';
 import { clearWorldOwned } from './world';
 import { settings } from './settings.svelte';
+import { CONVERSATION_POLICY } from '../worker-protocol';
 import { labRequestOf } from '../method/run-config';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
@@ -147,6 +148,11 @@ export async function loadModel(choice: ModelChoice): Promise<void> {
     lab.group = null;
     lab.tried = null;
     lab.budget = await api.budgets().catch(() => null);
+    // The conversation policy was trained to talk with the scripted τ² user: its world is played with that user.
+    if (choice.kind === 'bundled' && choice.policy === CONVERSATION_POLICY) {
+      settings.stepUser = 'scripted';
+      settings.user = 'scripted';
+    }
   } else lab.loadError = lab.error;
 }
 

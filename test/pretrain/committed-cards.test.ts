@@ -35,4 +35,24 @@ describe('committed model cards', () => {
       }
     });
   }
+
+  // A conversation policy's card (research/pretrain/card-conversation.ts) links its research record, not a notebook entry.
+  for (const folder of ['models/conversation']) {
+    it(`${folder}/README.md is what its records generate`, async () => {
+      const committed = readFileSync(join(ROOT, folder, 'README.md'), 'utf8');
+      const commit = /^- Code: commit (\w+)\.$/m.exec(committed)?.[1];
+      const date = / --date (\d{4}-\d\d-\d\d) /.exec(committed)?.[1];
+      expect(commit && date, 'the card names its commit and date').toBeTruthy();
+      expect(committed.split('\n').length).toBeLessThanOrEqual(CARD_LINES);
+      for (const l of proseLines(committed)) expect(l.length, l).toBeLessThanOrEqual(CARD_WIDTH);
+      const dir = mkdtempSync(join(tmpdir(), 'card-'));
+      try {
+        for (const n of readdirSync(join(ROOT, folder)).filter((n) => n.endsWith('.json'))) copyFileSync(join(ROOT, folder, n), join(dir, n));
+        expect(await pretrainCli(['--card', '--out', dir, '--commit', commit!, '--date', date!], captureIo())).toBe(0);
+        expect(readFileSync(join(dir, 'README.md'), 'utf8')).toBe(committed);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });

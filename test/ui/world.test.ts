@@ -31,6 +31,10 @@ describe('switching worlds', () => {
     expect(step3('mini', 'careless')).toContain('leaves out what a lookup found');
     expect(step3('mini', 'careless')).toContain(lessonPolicyNote('careless'));
     expect(step3('mini', 'careless')).not.toContain('the best this recipe makes');
+    // So is the conversation policy, with its story.
+    expect(step3('mini', 'conversation')).toContain(lessonPolicyNote('conversation'));
+    expect(step3('mini', 'conversation')).toContain('scripted τ² user');
+    expect(step3('mini', 'conversation')).not.toContain('leaves out what a lookup found');
     for (const other of ['retail', null] as const) {
       expect(step3(other)).not.toContain('leaves out what a lookup found');
       expect(step3(other)).not.toContain('mini');

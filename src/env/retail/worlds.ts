@@ -36,6 +36,12 @@ export interface WorldSpec {
   lessonPolicies?: Readonly<Record<string, string>>;
 }
 
+/**
+ * The lesson policy trained to hold conversations with the scripted τ² user (issue 47): the lab plays its world with
+ * that user when it is loaded, and its card is a conversation card (research/pretrain/card-conversation.ts).
+ */
+export const CONVERSATION_POLICY = 'conversation';
+
 export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
   mini: {
     name: 'mini',
@@ -47,7 +53,9 @@ export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
     bundledModel: 'default',
     // The policy made careless on purpose (it leaves out what a lookup found): the real-environment lesson, GRPO
     // unlearning a habit it can find in its own samples (docs/lesson.md). Bundled as the default until 2026-12-05.
-    lessonPolicies: { careless: 'careless' },
+    // The conversation policy: the mini line trained on conversations with the scripted τ² user (issue 47; its card
+    // models/conversation/README.md). Loading it steps rollouts with that user.
+    lessonPolicies: { careless: 'careless', [CONVERSATION_POLICY]: 'conversation' },
   },
   retail: {
     name: 'retail',
