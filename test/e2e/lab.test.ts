@@ -128,13 +128,17 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini careless policy \(models\/careless\)/);
     expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('careless mini policy');
     // The conversation policy is one too: loading it plays the world with the scripted τ² user, in the stepper and in training.
+    // With a user and another policy loaded, the stepper offers it.
     expect(await page.inputValue('[data-testid=user-select]')).toBe('off');
-    await page.click('[data-testid=load-conversation]');
+    expect(await page.locator('[data-testid=conversation-hint]').count()).toBe(0);
+    await page.selectOption('[data-testid=user-select]', 'scripted');
+    await page.click('[data-testid=load-conversation-hint]');
     await idle();
     await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini conversation policy \(models\/conversation\)/);
     expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('conversations with the scripted τ² user');
     expect(await page.inputValue('[data-testid=user-select]')).toBe('scripted');
     expect(await page.inputValue('[data-testid=train-user]')).toBe('scripted');
+    expect(await page.locator('[data-testid=conversation-hint]').count()).toBe(0);
     await page.selectOption('[data-testid=user-select]', 'off');
     await page.selectOption('[data-testid=train-user]', 'off');
     await page.click('text=Load the bundled model');
