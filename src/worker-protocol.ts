@@ -23,7 +23,6 @@ export type ActSource = 'policy' | 'expert-act' | 'expert';
  * the domain's scripted τ² user (src/rollout/conversation.ts): it answers each reply, confirms or not, and stops.
  */
 export { CONVERSATION_USERS as STEPPER_USERS } from './method/run-config';
-export { CONVERSATION_POLICY } from './env/retail/worlds';
 export type StepperUser = ConversationUser;
 import type { ConversationUser } from './method/run-config';
 /** How rehearsals are decoded (src/rollout/rehearse-prompt.ts RehearseDecoding; the UI may not import src/rollout). */
@@ -161,6 +160,11 @@ export interface EnvInfo {
   worldDescription: string;
   /** The world's lesson policies, by name (src/env/retail/worlds.ts lessonPolicies): the bundled models a lesson loads on request. */
   lessonPolicies: string[];
+  /**
+   * The lesson policy trained on conversations with the scripted τ² user (src/env/retail/worlds.ts CONVERSATION_POLICY),
+   * when the world bundles one: the page plays the world with that user when it is loaded. null: none.
+   */
+  conversationPolicy: string | null;
   size: { users: number; orders: number; products: number };
   /** The user's task file the tasks come from (null: generated tasks of the world). */
   taskFile: string | null;

@@ -8,7 +8,6 @@ import { addRun } from './runlog.svelte';
 import { pendingRun } from './run-state';
 import { clearWorldOwned } from './world';
 import { settings } from './settings.svelte';
-import { CONVERSATION_POLICY } from '../worker-protocol';
 import { labRequestOf } from '../method/run-config';
 
 const worker = new Worker(new URL('../../workers/policy.worker.ts', import.meta.url), { type: 'module', name: 'policy' });
@@ -142,17 +141,18 @@ export async function loadModel(choice: ModelChoice): Promise<void> {
     api.load({ model: choice, format: choice.kind === 'random' ? 'f32' : settings.format, backend: settings.backend || undefined, loraRank: settings.rank }, onProgress),
   );
   if (info) {
+    // The conversation policy was trained to talk with the scripted τ² user: its world is played with that user (set
+    // with the model, before anything else is awaited, so no reader sees the policy without its user).
+    if (choice.kind === 'bundled' && choice.policy && choice.policy === lab.env?.conversationPolicy) {
+      settings.stepUser = 'scripted';
+      settings.user = 'scripted';
+    }
     lab.model = info;
     lab.choice = choice;
     lab.rollout = null;
     lab.group = null;
     lab.tried = null;
     lab.budget = await api.budgets().catch(() => null);
-    // The conversation policy was trained to talk with the scripted τ² user: its world is played with that user.
-    if (choice.kind === 'bundled' && choice.policy === CONVERSATION_POLICY) {
-      settings.stepUser = 'scripted';
-      settings.user = 'scripted';
-    }
   } else lab.loadError = lab.error;
 }
 

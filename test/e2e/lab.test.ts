@@ -136,8 +136,8 @@ describe.runIf(run)('lab E2E (headless Chromium)', () => {
     await idle();
     await expect.poll(() => page.textContent('[data-testid=load-status]')).toMatch(/Ready: bundled mini conversation policy \(models\/conversation\)/);
     expect(await page.getAttribute('[data-testid=lesson-step][data-step="3"]', 'title')).toContain('conversations with the scripted τ² user');
-    expect(await page.inputValue('[data-testid=user-select]')).toBe('scripted');
-    expect(await page.inputValue('[data-testid=train-user]')).toBe('scripted');
+    await expect.poll(() => page.inputValue('[data-testid=user-select]')).toBe('scripted');
+    await expect.poll(() => page.inputValue('[data-testid=train-user]')).toBe('scripted');
     expect(await page.locator('[data-testid=conversation-hint]').count()).toBe(0);
     await page.selectOption('[data-testid=user-select]', 'off');
     await page.selectOption('[data-testid=train-user]', 'off');

@@ -1,7 +1,7 @@
 // The worker's state and operations behind the comlink API: the environment, the loaded policy, the
 // stepper's rollout (the training loop itself, viewed through ./episode.ts), progress and cancellation.
 import type { Domain, Task } from '../../src/env/domain';
-import { retailBase, WORLDS, worldDomain, worldSummary, worldBase } from '../../src/env/retail';
+import { CONVERSATION_POLICY, retailBase, WORLDS, worldDomain, worldSummary, worldBase } from '../../src/env/retail';
 import type { BaseData } from '../../src/env/store';
 import { loadTaskFile } from '../../src/env/tau2';
 import { tokenBudgets } from '../../src/rollout/budget';
@@ -83,6 +83,7 @@ export class Lab implements PolicyApi {
       world: this.world,
       worldDescription: WORLDS[this.world].description,
       lessonPolicies: Object.keys(WORLDS[this.world].lessonPolicies ?? {}),
+      conversationPolicy: CONVERSATION_POLICY in (WORLDS[this.world].lessonPolicies ?? {}) ? CONVERSATION_POLICY : null,
       size: { users: size.users, orders: size.orders, products: size.products },
       taskFile: this.taskFile,
       domain: this.domain.name,

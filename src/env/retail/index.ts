@@ -23,7 +23,7 @@ export { RETAIL_TOOLS, RETAIL_WRITE_TOOLS } from './tools';
 export { RETAIL_FLOAT_KEYS, retailBase } from './types';
 export type { RetailTask, RetailIntent, Request, Family } from './intent';
 export { intentSplit, userSplit, type HeldOut } from './generator';
-export { isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary, worldUserIds, type WorldName, type WorldSpec } from './worlds';
+export { CONVERSATION_POLICY, isWorldName, WORLD_NAMES, WORLDS, worldBase, worldSummary, worldUserIds, type WorldName, type WorldSpec } from './worlds';
 export { FAMILY_TIER, familyTier, TIERS, type Tier } from './tiers';
 export { retailUser, ScriptedRetailUser, type RetailUserMeaning } from './user';
 export { runRetailExpertConversation, type ConversationOptions, type ConversationResult } from './expert-conversation';
