@@ -46,8 +46,7 @@ export function conversationCard(i: ConversationCardInputs, date: string): strin
   out.push('');
   out.push('## Model', '', ...modelTable(run), '');
   out.push('## How it was made', '');
-  const stages = [...i.lineage.stages.map((s) => s.command), run.command];
-  para(`${stages.length} stages of \`npm run pretrain\`, each continuing from the previous one's weights, from ${i.lineage.start}. The one-message rows stay in every stage's mix beside the conversation expert's Act and Rehearse rows with the scripted user and the user-role rows. The last stage (${run.spec.steps} steps, ${(run.trainSeconds / 60).toFixed(1)} min at ${Math.round(run.tokensPerSecond)} tokens/s on ${i.machine}; ${run.data.tokens.total.toLocaleString('en-US')} tokens encoded, ${(run.data.rows.conversationAct ?? 0).toLocaleString('en-US')} conversation Act rows):`);
+  para(`${i.lineage.stages.length + 1} stages of \`npm run pretrain\`, each continuing from the previous one's weights, from ${i.lineage.start}. The one-message rows stay in every stage's mix beside the conversation expert's Act and Rehearse rows with the scripted user and the user-role rows. The last stage (${run.spec.steps} steps, ${(run.trainSeconds / 60).toFixed(1)} min at ${Math.round(run.tokensPerSecond)} tokens/s on ${i.machine}; ${run.data.tokens.total.toLocaleString('en-US')} tokens encoded, ${(run.data.rows.conversationAct ?? 0).toLocaleString('en-US')} conversation Act rows):`);
   out.push('', '```\n' + run.command + '\n```', '');
   para('The earlier stages, oldest first, each after a comment naming its record (a stage\'s `--init` is the folder the stage before it wrote, as named on the machine that trained it):');
   out.push('', '```\n' + i.lineage.stages.map((s, k) => `# ${k + 1}. ${s.record}${s.note ? ` (${s.note})` : ''}\n${s.command}`).join('\n') + '\n```', '');

@@ -392,7 +392,7 @@ export async function pretrain(
   const userRows = userData ? userData.user.map(userRowToExample) : [];
   if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations${userData!.swapped ? `; identity swapped in ${userData!.swapped} of them` : ''}`);
   // The expert's mistakes in a conversation are the recoverable ones that never break the confirmation rule.
-  const convRows = (spec.conversationTasks ?? 0) > 0 ? conversationAgentExamples(domain, { tasks: spec.conversationTasks!, seed: seed + 5_000_003, mistakeRate: spec.mistakeRate, ...((spec.conversationWriteRepeat ?? 1) > 1 ? { writeChainRepeat: spec.conversationWriteRepeat } : {}), ...((spec.conversationWrongProposals ?? 0) > 0 ? { wrongProposalRate: spec.conversationWrongProposals } : {}) }, tools, rp) : [];
+  const convRows = (spec.conversationTasks ?? 0) > 0 ? conversationAgentExamples(domain, { tasks: spec.conversationTasks!, seed: seed + 5_000_003, mistakeRate: spec.mistakeRate, writeChainRepeat: spec.conversationWriteRepeat, wrongProposalRate: spec.conversationWrongProposals }, tools, rp) : [];
   if (convRows.length) log(`conversation rows: ${convRows.filter((e) => e.role === 'act').length} Act, ${convRows.filter((e) => e.role === 'rehearse').length} Rehearse of ${spec.conversationTasks} more tasks' conversations${(spec.conversationWriteRepeat ?? 1) > 1 ? ` (each write-chain Act row ${spec.conversationWriteRepeat} times)` : ''}${(spec.conversationWrongProposals ?? 0) > 0 ? ` (a wrong first proposal, corrected, for ${spec.conversationWrongProposals} of the write requests)` : ''}`);
   const records = new Map<string, Set<string>>();
   if ((spec.recordCopies ?? 0) > 0) {

@@ -172,7 +172,7 @@ class Agent {
   }
 
   private fetchOrder(ref: string): { id: string; order: Order | null } {
-    const id = ref.startsWith('#') ? ref : '#' + ref;
+    const id = orderId(ref);
     if (id !== ref && this.slip()) this.call('get_order_details', { order_id: ref });
     const o = this.call('get_order_details', { order_id: id });
     return { id, order: o.ok ? (o.result as Order) : null };
@@ -231,7 +231,7 @@ class Agent {
         amounts.push(order.payment_history[0].amount);
       }
       const sum = this.call('calculate', { expression: amounts.join(' + ') });
-      const ids = r.orderRefs.map((x) => (x.startsWith('#') ? x : '#' + x));
+      const ids = r.orderRefs.map(orderId);
       return { text: sum.ok ? `Orders ${ids[0]} and ${ids[1]} together cost ${money(Number(sum.result))}.` : 'I could not add up the totals.' };
     }
     const { id, order } = this.fetchOrder(r.orderRef);
@@ -327,6 +327,8 @@ class Agent {
 }
 
 const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
+/** An order id as the tools take it: the user may leave out the '#'. */
+const orderId = (ref: string) => (ref.startsWith('#') ? ref : '#' + ref);
 
 /**
  * A proposal of the wrong thing for a write request, in the expert's words: a cancellation's other reason, or for
@@ -336,7 +338,7 @@ const cap = (t: string) => t.charAt(0).toUpperCase() + t.slice(1);
  */
 export function wrongProposal(r: Request): string | null {
   if (!('orderRef' in r)) return null;
-  const id = r.orderRef.startsWith('#') ? r.orderRef : '#' + r.orderRef;
+  const id = orderId(r.orderRef);
   const reason = r.kind === 'cancel' ? CANCEL_REASONS.find((x) => x !== r.reason) : CANCEL_REASONS[0];
   if (!reason) return null;
   return `To confirm: I will cancel order ${id} with the reason "${reason}". Shall I proceed (yes/no)?`;
