@@ -369,17 +369,19 @@ function restate(s: { request: Request; idsGiven: boolean }): string {
 }
 const needsOrder = (r: Request) => r.kind === 'order_total' || 'orderRef' in r;
 
+/** How the expert names the order it asks for, by the request's kind (research/scripts/misread-requests.ts reads them too). */
+export const ORDER_QUESTIONS: Partial<Record<Request['kind'], string>> = {
+  status: 'the order you want to check',
+  cancel: 'the order you want to cancel',
+  return: 'the order with the items to return',
+  exchange: 'the order with the items to exchange',
+  modify_items: 'the order you want to modify',
+  order_address: 'the order whose address should change',
+  order_payment: 'the order whose payment should change',
+};
+
 function askOrder(r: Request): string {
-  const what: Partial<Record<Request['kind'], string>> = {
-    status: 'the order you want to check',
-    cancel: 'the order you want to cancel',
-    return: 'the order with the items to return',
-    exchange: 'the order with the items to exchange',
-    modify_items: 'the order you want to modify',
-    order_address: 'the order whose address should change',
-    order_payment: 'the order whose payment should change',
-  };
-  return r.kind === 'order_total' ? 'Could you tell me the order ids of the two orders?' : `Could you tell me the order id of ${what[r.kind] ?? 'that order'}?`;
+  return r.kind === 'order_total' ? 'Could you tell me the order ids of the two orders?' : `Could you tell me the order id of ${ORDER_QUESTIONS[r.kind] ?? 'that order'}?`;
 }
 
 export function runRetailExpertConversation(task: RetailTask, env: Environment, opts: ConversationOptions = {}): ConversationResult {
