@@ -146,7 +146,7 @@ class Agent {
   /** Works through the requests in order until one needs the user (an id or a yes), then replies. */
   private proceed(parts: string[]): void {
     if (this.userId === null) {
-      return this.reply([...parts, `I can help you ${this.slots.map(restate).join(' and ') || 'with that'}. First, could you give me your email address, or your first name, last name and zip code, so I can find your account?`]);
+      return this.reply([...parts, 'I can help with that. First, could you give me your email address, or your first name, last name and zip code, so I can find your account?']);
     }
     for (const s of this.slots) {
       if (s.state === 'done') continue;
@@ -342,30 +342,6 @@ export function wrongProposal(r: Request): string | null {
   const reason = r.kind === 'cancel' ? CANCEL_REASONS.find((x) => x !== r.reason) : CANCEL_REASONS[0];
   if (!reason) return null;
   return `To confirm: I will cancel order ${id} with the reason "${reason}". Shall I proceed (yes/no)?`;
-}
-/**
- * What the agent heard in the opening, in its own words: the request's kind, and its order ids once the user said
- * them. The policy's next moves (which order to ask for, whether to look one up, whom to transfer) are made turns
- * later, after the identity exchange; a restatement right after the opening puts the request in a fixed phrasing
- * beside those moves (research/records/2026-12-06-restated-request: before it, 44 of the retail policy's 66 failed
- * conversations misread the request after identity).
- */
-function restate(s: { request: Request; idsGiven: boolean }): string {
-  const r = s.request;
-  const order = 'orderRef' in r && s.idsGiven ? `order ${orderId(r.orderRef)}` : 'an order';
-  switch (r.kind) {
-    case 'status': return `check the status of ${order}`;
-    case 'cancel': return `cancel ${order}`;
-    case 'return': return `return items from ${order}`;
-    case 'exchange': return `exchange items from ${order}`;
-    case 'modify_items': return `change the items of ${order}`;
-    case 'order_address': return `change the shipping address of ${order}`;
-    case 'order_payment': return `change the payment method of ${order}`;
-    case 'user_address': return 'change the default address on your account';
-    case 'product_price': return 'look up a product\'s price';
-    case 'order_total': return s.idsGiven ? `add up the totals of orders ${r.orderRefs.map(orderId).join(' and ')}` : 'add up the totals of two orders';
-    case 'transfer': return 'reach a human agent';
-  }
 }
 const needsOrder = (r: Request) => r.kind === 'order_total' || 'orderRef' in r;
 
