@@ -21,18 +21,19 @@ export interface LessonState {
   policy?: string;
 }
 
-/** What a lesson policy of the mini world (src/env/retail/worlds.ts lessonPolicies) is, in one paragraph. */
-export function lessonPolicyNote(name: string): string {
+/** What a lesson policy of a world (src/env/retail/worlds.ts lessonPolicies) is, in one paragraph. */
+export function lessonPolicyNote(name: string, world: WorldName = 'mini'): string {
   if (name === 'careless')
     return 'The careless mini policy learned from a demonstrator who, on purpose, often leaves out what a lookup found (an order\'s tracking number, the status that stops a cancellation, the orders on the account); GRPO in the real environment is paid only when the user is told, and the per-family table shows which tasks a run wins back. It was the bundled policy until 2026-12-05; now an opt-in lesson: a habit GRPO can find in its own samples.';
   if (name === 'conversation')
-    return 'The conversation policy is the mini line trained on conversations with the scripted τ² user: it asks who the user is, looks up what the request needs, states a write\'s details and waits for the yes before making it, and it can play the user. Loading it steps rollouts and trains with the scripted user; its card (models/conversation/README.md) gives what it solves that way.';
+    return `The conversation policy is the ${world} line trained on conversations with the scripted τ² user: it asks who the user is, looks up what the request needs, states a write's details and waits for the yes before making it, and it can play the user. Loading it steps rollouts and trains with the scripted user; its model card gives what it solves that way.`;
   return `the ${name} policy`;
 }
 
 /** What step 3 says about the policy that GRPO starts from. */
 export function policyStory(bundled: WorldName | null | undefined, policy?: string): string {
-  if (bundled === 'mini' && (policy === 'careless' || policy === 'conversation')) return lessonPolicyNote(policy);
+  if (bundled === 'mini' && policy === 'careless') return lessonPolicyNote(policy);
+  if (bundled && policy === 'conversation') return lessonPolicyNote(policy, bundled);
   if (bundled === 'mini')
     return 'The bundled mini policy is the best this recipe makes: it imitated an attentive demonstrator, learned to rehearse the world, then grew from 4 to 8 layers (59 % of held-out tasks solved; its rehearsals match the real observation in 84.1 % of held-out calls); GRPO is paid only for a task done right, and the per-family table shows which tasks a run gains or loses.';
   if (bundled === 'retail')

@@ -35,6 +35,10 @@ describe('switching worlds', () => {
     expect(step3('mini', 'conversation')).toContain(lessonPolicyNote('conversation'));
     expect(step3('mini', 'conversation')).toContain('scripted τ² user');
     expect(step3('mini', 'conversation')).not.toContain('leaves out what a lookup found');
+    // The retail world's conversation policy tells the retail line's story.
+    expect(step3('retail', 'conversation')).toContain(lessonPolicyNote('conversation', 'retail'));
+    expect(step3('retail', 'conversation')).toContain('the retail line');
+    expect(step3('retail', 'conversation')).not.toContain('mini');
     for (const other of ['retail', null] as const) {
       expect(step3(other)).not.toContain('leaves out what a lookup found');
       expect(step3(other)).not.toContain('mini');
