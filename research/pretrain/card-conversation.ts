@@ -46,11 +46,11 @@ export function conversationCard(i: ConversationCardInputs, date: string): strin
   out.push('');
   out.push('## Model', '', ...modelTable(run), '');
   out.push('## How it was made', '');
-  para(`${i.lineage.stages.length + 1} stages of \`npm run pretrain\`, each continuing from the previous one's weights, from ${i.lineage.start}. The one-message rows stay in every stage's mix beside the conversation expert's Act and Rehearse rows with the scripted user and the user-role rows. The last stage (${run.spec.steps} steps, ${(run.trainSeconds / 60).toFixed(1)} min at ${Math.round(run.tokensPerSecond)} tokens/s on ${i.machine}; ${run.data.tokens.total.toLocaleString('en-US')} tokens encoded, ${(run.data.rows.conversationAct ?? 0).toLocaleString('en-US')} conversation Act rows):`);
+  para(`${i.lineage.stages.length + 1} stages from ${i.lineage.start}, each continuing from the weights its \`--init\` names: the stage before it, unless its note says otherwise. The one-message rows stay in every stage's mix beside the conversation expert's Act and Rehearse rows with the scripted user and the user-role rows. The last stage (${run.spec.steps} steps, ${(run.trainSeconds / 60).toFixed(1)} min at ${Math.round(run.tokensPerSecond)} tokens/s on ${i.machine}; ${run.data.tokens.total.toLocaleString('en-US')} tokens encoded, ${(run.data.rows.conversationAct ?? 0).toLocaleString('en-US')} conversation Act rows):`);
   out.push('', '```\n' + run.command + '\n```', '');
-  para('The earlier stages, oldest first, each after a comment naming its record (a stage\'s `--init` is the folder the stage before it wrote, as named on the machine that trained it):');
+  para('The earlier stages, oldest first, each after a comment naming its record (an `--init` names a folder as the machine that trained it named it):');
   out.push('', '```\n' + i.lineage.stages.map((s, k) => `# ${k + 1}. ${s.record}${s.note ? ` (${s.note})` : ''}\n${s.command}`).join('\n') + '\n```', '');
-  para(`The search that chose the last stage's recipe, its control runs and every evaluation: [${i.lineage.record}](../../${i.lineage.record}).`, '- ');
+  para(`The search that chose the last stage's recipe, its control runs and every evaluation: [${i.lineage.record.replace(/\/README\.md$/, '')}](../../${i.lineage.record}).`, '- ');
   out.push(`- Code: commit ${i.commit}.`, '');
   out.push('## Figures', '');
   const cmd = (extra: string) => `npm run eval -- --world ${world} ${extra}--tasks test --count ${g.tasks} --threads 1 --model ${folder}`;

@@ -37,7 +37,7 @@ describe('committed model cards', () => {
   }
 
   // A conversation policy's card (research/pretrain/card-conversation.ts) links its research record, not a notebook entry.
-  for (const folder of ['models/conversation']) {
+  for (const folder of ['models/conversation', 'models/conversation-retail']) {
     it(`${folder}/README.md is what its records generate`, async () => {
       const committed = readFileSync(join(ROOT, folder, 'README.md'), 'utf8');
       const commit = /^- Code: commit (\w+)\.$/m.exec(committed)?.[1];

@@ -65,6 +65,9 @@ export const WORLDS: Readonly<Record<WorldName, WorldSpec>> = {
     minOrders: 0,
     heldOut: 'users',
     bundledModel: 'retail',
+    // The retail line trained on conversations with the scripted τ² user, grown to 8 layers (issue 47; its card
+    // models/conversation-retail/README.md). Loading it steps rollouts with that user.
+    lessonPolicies: { [CONVERSATION_POLICY]: 'conversation-retail' },
   },
 };
 
