@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Turn } from '../../src/env/domain';
 import { ORDER_QUESTIONS } from '../../src/env/retail/expert-conversation';
+import { conversationPerTask } from './conversation-eval-file';
 
 interface Transcript {
   taskId: string;
@@ -43,8 +44,7 @@ if (!evalFile || !transcriptFile) {
   console.error('usage: npx tsx research/scripts/misread-requests.ts EVAL.json TRANSCRIPTS.jsonl');
   process.exit(2);
 }
-const perTask = (JSON.parse(readFileSync(evalFile, 'utf8')) as { conversation: { perTask: { taskId: string; family: string | null }[] } }).conversation.perTask;
-const family = new Map(perTask.map((p) => [p.taskId, p.family ?? '?']));
+const family = new Map(conversationPerTask(evalFile).map((p) => [p.taskId, p.family ?? '?']));
 const counts = new Map<string, number>();
 let failed = 0;
 for (const line of readFileSync(transcriptFile, 'utf8').split('\n')) {

@@ -2,21 +2,10 @@
 // success per task (successes / samples), the difference a − b with its paired bootstrap 95 % interval
 // (research/ablation/stats.ts), and the tasks one solved and the other not.
 //   npx tsx research/scripts/paired-evals.ts A.json B.json
-import { readFileSync } from 'node:fs';
 import { pairedBootstrap, type Obs } from '../ablation/stats';
+import { conversationPerTask } from './conversation-eval-file';
 
-interface PerTask {
-  taskId: string;
-  samples: number;
-  successes: number;
-}
-
-function perTask(file: string): Obs[] {
-  const r = JSON.parse(readFileSync(file, 'utf8')) as { conversation?: { perTask?: PerTask[] } };
-  const rows = r.conversation?.perTask;
-  if (!Array.isArray(rows) || rows.length === 0) throw new Error(`${file}: no conversation.perTask (an eval with --user)`);
-  return rows.map((t) => ({ seed: 0, task: t.taskId, value: t.successes / t.samples }));
-}
+const perTask = (file: string): Obs[] => conversationPerTask(file).map((t) => ({ seed: 0, task: t.taskId, value: t.successes / t.samples }));
 
 const [fa, fb] = process.argv.slice(2);
 if (!fa || !fb) {
