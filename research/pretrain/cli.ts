@@ -20,6 +20,7 @@ import { PRE_TOKENIZER_NAMES } from '../../src/model/bpe';
 import { DirSource } from '../../src/model/source-node';
 import { Tokenizer } from '../../src/model/tokenizer';
 import { loadQwen3, readHostWeights } from '../../src/model/weights';
+import { CONFIG_FILE, parseQwen3ConfigText } from '../../src/model/config';
 import { conversationCard, type ConversationCardInputs } from './card-conversation';
 import { modelCard, modelRecord, recordName, type CardInputs } from './card';
 import type { HeldOutRecord } from './card-world';
@@ -80,8 +81,8 @@ export const PRETRAIN_FLAGS: FlagSpec = {
   'review-tasks': { type: 'string', arg: 'N', help: 'tasks replayed for review rows, >= 0', default: `${MINI_SPEC.reviewTasks}` },
   'swap-share': { type: 'string', arg: 'X', help: 'share of tasks with swapped identities, in [0, 1]', default: `${MINI_SPEC.swapShare} (mini), ${FULL_SPEC.swapShare} (retail)` },
   'pre-tokenizer': { type: 'string', arg: 'P', help: 'tokenizer pre-tokenizer: none, long-numbers (every digit of a 4+ digit number alone) values (every span a call copies alone: digits, capitalised words, email parts, id prefixes) or stated-values (long numbers, and every value the world lists as stated in words: cancellation reasons, product names, option values)', default: `${MINI_SPEC.preTokenizer}` },
-  layers: { type: 'string', arg: 'N', help: 'decoder layers, 1..64; more than the --init model has grows it: its layers are kept and the new ones appended as identities (output projections zero), so training starts from the same function', default: `${MINI_SPEC.model.numLayers}` },
-  'width-factor': { type: 'string', arg: 'F', help: 'hidden size, MLP width, heads and KV heads F times the base shape (head_dim kept), 1..8; wider than the --init model widens it: every unit copied F times with split inputs, so training starts from the same function (research/pretrain/grow.ts)', default: '1' },
+  layers: { type: 'string', arg: 'N', help: 'decoder layers, 1..64; more than the --init model has grows it: its layers are kept and the new ones appended as identities (output projections zero), so training starts from the same function', default: `the --init model's, else ${MINI_SPEC.model.numLayers}` },
+  'width-factor': { type: 'string', arg: 'F', help: 'hidden size, MLP width, heads and KV heads F times the base shape (head_dim kept), 1..8; wider than the --init model widens it: every unit copied F times with split inputs, so training starts from the same function (research/pretrain/grow.ts)', default: "the --init model's, else 1" },
   context: { type: 'string', arg: 'N', help: 'context length: the longest training row and the config\'s max_position_embeddings, 64..32768 (a stage may extend its --init model\'s)', default: `${MINI_SPEC.maxLen} (mini), ${FULL_SPEC.maxLen} (retail)` },
   'copy-drills': { type: 'string', arg: 'N', help: 'copy drills added to the data, >= 0', default: `${MINI_SPEC.copyDrills}` },
   'span-steps': { type: 'string', arg: 'N', help: 'span-copy induction warm-up steps before the task rows, >= 0', default: `${MINI_SPEC.spanSteps}` },
@@ -207,6 +208,15 @@ export function pretrainCommand(c: CommandInputs): string {
   return `npm run pretrain -- --world ${c.world} --seed ${c.seed} --steps ${spec.steps} --backend ${c.backend}${rest.join('')}`;
 }
 
+/** The --init folder's layer count and its width as a multiple of the base shape's hidden size (--width-factor). */
+async function initModelShape(dir: string, baseHidden: number): Promise<{ numLayers: number; widthFactor: number }> {
+  const file = join(resolve(dir), CONFIG_FILE);
+  const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => Promise.reject(new IoError(file, 'read', e.code, e.message)));
+  const c = parseQwen3ConfigText(text, file);
+  const f = c.hiddenSize / baseHidden;
+  return { numLayers: c.numLayers, widthFactor: Number.isInteger(f) && f >= 1 && f <= 8 ? f : 1 };
+}
+
 export async function pretrainCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   return runCli(io, PRETRAIN_USAGE, async () => {
     const v = parseFlags(argv, PRETRAIN_FLAGS);
@@ -226,9 +236,15 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     const swapShare = v['swap-share'] === undefined ? base.swapShare : numFlag(v, 'swap-share', base.swapShare, 0, true);
     if (swapShare > 1) throw new ArgError(`--swap-share must be a number in [0,1], got ${JSON.stringify(v['swap-share'])}`);
     const context = intFlag(v, 'context', base.maxLen, 64, 32768);
+    // A stage continues the model it starts from: unnamed, its layers and width are the --init folder's (a
+    // default of 4 layers would refuse an 8-layer start, and only after minutes of encoding).
+    const initShape = strFlag(v, 'init') === undefined ? undefined : await initModelShape(strFlag(v, 'init')!, base.model.hiddenSize);
     const spec = {
       ...base,
-      model: widenShape({ ...base.model, maxPositionEmbeddings: context, numLayers: intFlag(v, 'layers', base.model.numLayers, 1, 64) }, intFlag(v, 'width-factor', 1, 1, 8)),
+      model: widenShape(
+        { ...base.model, maxPositionEmbeddings: context, numLayers: intFlag(v, 'layers', initShape?.numLayers ?? base.model.numLayers, 1, 64) },
+        intFlag(v, 'width-factor', initShape?.widthFactor ?? 1, 1, 8),
+      ),
       maxLen: context,
       steps: intFlag(v, 'steps', base.steps, 1, 1_000_000),
       lr: lr ?? base.lr,

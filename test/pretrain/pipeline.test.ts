@@ -89,6 +89,17 @@ describe('pretrain (quick)', () => {
     expect(Math.abs(wide.r.losses[0].loss - same.r.losses[0].loss)).toBeLessThan(1e-4 * same.r.losses[0].loss);
     const wcfg = JSON.parse(await readFile(join(wide.out, 'config.json'), 'utf8')) as { hidden_size: number; num_attention_heads: number; num_key_value_heads: number; intermediate_size: number };
     expect(wcfg).toMatchObject({ hidden_size: QUICK_SPEC.model.hiddenSize * 2, num_attention_heads: QUICK_SPEC.model.numHeads * 2, num_key_value_heads: QUICK_SPEC.model.numKvHeads * 2, intermediate_size: QUICK_SPEC.model.intermediateSize * 2 });
+    // The CLI's stage keeps its --init model's shape when --layers and --width-factor are not given, and
+    // records them in its command (a default of 4 layers refused an 8-layer start).
+    for (const [init, shape] of [[grown.out, { num_hidden_layers: QUICK_SPEC.model.numLayers + 2, hidden_size: QUICK_SPEC.model.hiddenSize }], [wide.out, { num_hidden_layers: QUICK_SPEC.model.numLayers, hidden_size: QUICK_SPEC.model.hiddenSize * 2 }]] as const) {
+      const out = await mkdtemp(join(tmpdir(), 'pretrain-cli-'));
+      dirs.push(out);
+      const io = captureIo();
+      expect(await pretrainCli(['--quick', '--world', 'retail', '--seed', '5', '--steps', '1', '--eval', '0', '--threads', '2', '--init', init, '--out', out], io), io.stderr()).toBe(0);
+      expect(JSON.parse(await readFile(join(out, 'config.json'), 'utf8'))).toMatchObject(shape);
+      const { command } = JSON.parse(await readFile(join(out, 'pretrain.json'), 'utf8')) as { command: string };
+      expect(command).toContain(init === grown.out ? `--layers ${QUICK_SPEC.model.numLayers + 2}` : '--width-factor 2');
+    }
     // Another grounding budget changes the Rehearse rows, not the tokenizer, so the stage may continue.
     const wider = await quickRun(5, 2, { init: first.out, groundingChars: 6000 });
     expect(await readFile(join(wider.out, 'tokenizer.json'), 'utf8')).toBe(await readFile(join(first.out, 'tokenizer.json'), 'utf8'));
