@@ -153,6 +153,12 @@ export interface PretrainSpec {
    * proposed right (user-rows.ts wrongProposalRate; the wrong proposal is never a target); absent: 0.
    */
   conversationWrongProposals?: number;
+  /**
+   * Share of the --conversation-tasks tasks whose agent rows are identity-swapped, every row of a task with the
+   * same fresh user id, names, zip, email digits and stated order numbers (user-rows.ts agentSwap); a seeded
+   * draw per task; absent or 0: none.
+   */
+  conversationSwapShare?: number;
   /** Loss weight of user-role response tokens (the --user-tasks rows) relative to other responses; absent = 1. */
   userLossWeight?: number;
   /**
@@ -392,8 +398,9 @@ export async function pretrain(
   const userRows = userData ? userData.user.map(userRowToExample) : [];
   if (userRows.length) log(`user-role rows: ${userRows.length} scripted-user turns of ${spec.userTasks} more tasks' conversations${userData!.swapped ? `; identity swapped in ${userData!.swapped} of them` : ''}`);
   // The expert's mistakes in a conversation are the recoverable ones that never break the confirmation rule.
-  const convRows = (spec.conversationTasks ?? 0) > 0 ? conversationAgentExamples(domain, { tasks: spec.conversationTasks!, seed: seed + 5_000_003, mistakeRate: spec.mistakeRate, writeChainRepeat: spec.conversationWriteRepeat, wrongProposalRate: spec.conversationWrongProposals }, tools, rp) : [];
-  if (convRows.length) log(`conversation rows: ${convRows.filter((e) => e.role === 'act').length} Act, ${convRows.filter((e) => e.role === 'rehearse').length} Rehearse of ${spec.conversationTasks} more tasks' conversations${(spec.conversationWriteRepeat ?? 1) > 1 ? ` (each write-chain Act row ${spec.conversationWriteRepeat} times)` : ''}${(spec.conversationWrongProposals ?? 0) > 0 ? ` (a wrong first proposal, corrected, for ${spec.conversationWrongProposals} of the write requests)` : ''}`);
+  const convData = (spec.conversationTasks ?? 0) > 0 ? conversationAgentExamples(domain, { tasks: spec.conversationTasks!, seed: seed + 5_000_003, mistakeRate: spec.mistakeRate, writeChainRepeat: spec.conversationWriteRepeat, wrongProposalRate: spec.conversationWrongProposals, ...((spec.conversationSwapShare ?? 0) > 0 ? { agentSwap: { share: spec.conversationSwapShare!, seed: seed * 7919 + 13 } } : {}) }, tools, rp) : { examples: [], agentSwapped: 0 };
+  const convRows = convData.examples;
+  if (convRows.length) log(`conversation rows: ${convRows.filter((e) => e.role === 'act').length} Act, ${convRows.filter((e) => e.role === 'rehearse').length} Rehearse of ${spec.conversationTasks} more tasks' conversations${(spec.conversationWriteRepeat ?? 1) > 1 ? ` (each write-chain Act row ${spec.conversationWriteRepeat} times)` : ''}${(spec.conversationWrongProposals ?? 0) > 0 ? ` (a wrong first proposal, corrected, for ${spec.conversationWrongProposals} of the write requests)` : ''}${convData.agentSwapped ? `; identity swapped in ${convData.agentSwapped} of the tasks` : ''}`);
   const records = new Map<string, Set<string>>();
   if ((spec.recordCopies ?? 0) > 0) {
     for (const e of extraRehearse) {

@@ -61,6 +61,17 @@ export interface ConversationDataOptions {
    * and the expert's right proposal after it become rows, the wrong proposal itself never a target; absent: 0.
    */
   wrongProposalRate?: number;
+  /**
+   * Identity swap of the agent's rows (--conversation-swap-share): each task's Act and Rehearse rows are swapped
+   * together with probability `share` (one draw per task, in task order, from a generator seeded by `seed`; the
+   * fresh values from the same generator), consistently in every message, call and observation of every row, so
+   * a swapped task's user id, names, zip, email digits and stated order numbers are values no other row holds.
+   * Why: the held-out users of the full world are strings the model never saw, and without the swap every agent
+   * row of a conversation names a train user, whose orders the model can recall instead of comparing the order's
+   * `user_id` with the one the lookup found (research/records/2026-12-06-retail-stage-8b: a held-out user's own
+   * cancellation refused as "not on your account"). Absent or share 0: no draw, the rows as without it.
+   */
+  agentSwap?: { share: number; seed: number };
 }
 
 /**
@@ -114,11 +125,27 @@ export function swapUserRow(row: UserRow, swap: (s: string) => string): UserRow 
   };
 }
 
+/** Every string in a row (message contents, call arguments, grounding examples) rewritten by `swap`; keys kept. */
+export function swapStrings<T>(v: T, swap: (s: string) => string): T {
+  if (typeof v === 'string') return swap(v) as T;
+  if (Array.isArray(v)) return v.map((x) => swapStrings(x, swap)) as T;
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, swapStrings(x, swap)])) as T;
+  return v;
+}
+
+/** The order numbers (the digits after `W`) a conversation's user states. */
+export function statedOrderNumbers(turns: readonly Turn[]): string[] {
+  const out = new Set<string>();
+  for (const t of turns) if (t.kind === 'user') for (const m of t.text.matchAll(/W([0-9]{7})(?![0-9])/g)) out.add(m[1]);
+  return [...out];
+}
+
 /**
  * The conversations' rows: each task's user rows (a share of them identity-swapped with o.userSwap; `swapped`
- * counts them), and the agent's Act and Rehearse rows of the same conversation (never swapped).
+ * counts them), and the agent's Act and Rehearse rows of the same conversation (a share of the tasks swapped
+ * with o.agentSwap; `agentSwapped` counts those tasks).
  */
-export function conversationRows(domain: Domain, o: ConversationDataOptions): { user: UserRow[]; agent: Row[]; tasks: number; swapped: number } {
+export function conversationRows(domain: Domain, o: ConversationDataOptions): { user: UserRow[]; agent: Row[]; tasks: number; swapped: number; agentSwapped: number } {
   if (!domain.userInstructions) throw new Error(`domain ${domain.name} has no user instructions`);
   const isWrite = domain.confirmation?.isWrite;
   if ((o.writeChainRepeat ?? 1) > 1 && !isWrite) throw new Error(`domain ${domain.name} names no writes (confirmation.isWrite): no write chain to repeat`);
@@ -128,6 +155,9 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
   const share = o.userSwap?.share ?? 0;
   const rng = share > 0 ? new Rng(o.userSwap!.seed) : null;
   let swapped = 0;
+  const agentShare = o.agentSwap?.share ?? 0;
+  const agentRng = agentShare > 0 ? new Rng(o.agentSwap!.seed) : null;
+  let agentSwapped = 0;
   tasks.forEach((task, i) => {
     const userSeed = deriveSeed(o.seed, i, 1);
     const conv = runRetailExpertConversation(task, domain.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed, mistakeRate: o.mistakeRate ?? 0, wrongProposalRate: o.wrongProposalRate ?? 0 });
@@ -149,12 +179,14 @@ export function conversationRows(domain: Domain, o: ConversationDataOptions): { 
     }
     user.push(...rows);
     const agentRows = rowsFromConversation(task.id, conv.turns, undefined, conv.wrongTurns);
-    if ((o.writeChainRepeat ?? 1) > 1) {
-      const chain = writeChainTargets(conv.turns, isWrite!);
-      for (const r of agentRows) agent.push(...Array<Row>(r.role === 'act' && chain.has(r.target) ? o.writeChainRepeat! : 1).fill(r));
-    } else agent.push(...agentRows);
+    // The write chain is found on the rows as the conversation said them, before any swap.
+    const chain = (o.writeChainRepeat ?? 1) > 1 ? writeChainTargets(conv.turns, isWrite!) : null;
+    const times = agentRows.map((r) => (chain && r.role === 'act' && chain.has(r.target) ? o.writeChainRepeat! : 1));
+    const swap = agentRng && agentRng.next() < agentShare ? identitySwapper({ names: targets.names, numbers: [...targets.numbers, ...statedOrderNumbers(conv.turns)] }, agentRng) : null;
+    if (swap) agentSwapped++;
+    agentRows.forEach((r, k) => agent.push(...Array<Row>(times[k]).fill(swap ? swapStrings(r, swap) : r)));
   });
-  return { user, agent, tasks: tasks.length, swapped };
+  return { user, agent, tasks: tasks.length, swapped, agentSwapped };
 }
 
 /** A user row as a training pair: the prompt the model user is given at run time, the turn as the response. */
@@ -165,8 +197,10 @@ export function userRowToExample(row: UserRow): Example {
 /**
  * The agent's side of the conversations as training pairs (--conversation-tasks): every Act and Rehearse row
  * of the conversation expert's conversations on `tasks` train tasks, rendered with the rollout prompts
- * (rowToExample), so an Act row's prompt is the bytes a conversation rollout shows the policy at that turn.
+ * (rowToExample), so an Act row's prompt is the bytes a conversation rollout shows the policy at that turn;
+ * `agentSwapped` counts the tasks whose rows o.agentSwap swapped.
  */
-export function conversationAgentExamples(domain: Domain, o: Omit<ConversationDataOptions, 'split'>, tools: readonly ToolDefinition[], rehearsePrompt: RehearsePromptOptions = {}): Example[] {
-  return conversationRows(domain, { ...o, split: 'train' }).agent.map((r) => rowToExample(r, domain.policy, tools, rehearsePrompt));
+export function conversationAgentExamples(domain: Domain, o: Omit<ConversationDataOptions, 'split'>, tools: readonly ToolDefinition[], rehearsePrompt: RehearsePromptOptions = {}): { examples: Example[]; agentSwapped: number } {
+  const { agent, agentSwapped } = conversationRows(domain, { ...o, split: 'train' });
+  return { examples: agent.map((r) => rowToExample(r, domain.policy, tools, rehearsePrompt)), agentSwapped };
 }

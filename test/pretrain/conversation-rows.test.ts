@@ -24,7 +24,8 @@ import { deriveSeed } from '../../src/util/rng';
 import { END } from '../../research/pretrain/data';
 import { pretrainCommand } from '../../research/pretrain/cli';
 import { MINI_SPEC, pretrain, QUICK_SPEC } from '../../research/pretrain/pipeline';
-import { conversationAgentExamples, writeChainTargets } from '../../research/pretrain/user-rows';
+import { conversationAgentExamples, statedOrderNumbers, userIdentityTargets, writeChainTargets } from '../../research/pretrain/user-rows';
+import { userProfile } from '../../src/env/retail/user-profile';
 import { isExplicitYes } from '../../src/env/confirmation';
 import { loadTinyPolicy } from '../fixtures/tiny-model';
 
@@ -32,7 +33,7 @@ const mini = loadWorldDomain('mini');
 const tools = mini.definitions() as unknown as ToolDefinition[];
 const o = { tasks: 30, seed: 13, mistakeRate: 0.5 };
 const tasks = mini.tasks.generate({ split: 'train', count: o.tasks, seed: o.seed }) as RetailTask[];
-const examples = conversationAgentExamples(mini, o, tools);
+const examples = conversationAgentExamples(mini, o, tools).examples;
 /** The expert's conversation of task i, exactly as conversationRows draws it. */
 const expertOf = (i: number) => runRetailExpertConversation(tasks[i], mini.createEnv(), { seed: deriveSeed(o.seed, i, 2), userSeed: deriveSeed(o.seed, i, 1), mistakeRate: o.mistakeRate });
 
@@ -90,7 +91,7 @@ describe('conversation rows for the agent', () => {
 
   it('--conversation-write-repeat repeats the proposal a yes answered and the write call, and nothing else', () => {
     const isWrite = mini.confirmation!.isWrite;
-    const repeated = conversationAgentExamples(mini, { ...o, writeChainRepeat: 3 }, tools);
+    const repeated = conversationAgentExamples(mini, { ...o, writeChainRepeat: 3 }, tools).examples;
     let chains = 0;
     tasks.forEach((task, i) => {
       const turns = expertOf(i).turns;
@@ -117,7 +118,7 @@ describe('conversation rows for the agent', () => {
   });
 
   it('--conversation-wrong-proposals: a wrong proposal is in the history of the rows after it, and never a target', () => {
-    const withWrong = conversationAgentExamples(mini, { ...o, wrongProposalRate: 0.6 }, tools);
+    const withWrong = conversationAgentExamples(mini, { ...o, wrongProposalRate: 0.6 }, tools).examples;
     const wrongText = /(?:^|\n\n)To confirm: I will cancel order #W\d+ with the reason "[a-z ]+"\. Shall I proceed \(yes\/no\)\?$/;
     let inHistory = 0;
     tasks.forEach((task, i) => {
@@ -136,6 +137,38 @@ describe('conversation rows for the agent', () => {
     expect(inHistory).toBeGreaterThan(5);
   });
 
+  it("--conversation-swap-share: a drawn task's rows hold one fresh identity everywhere, the others are as without it", () => {
+    const plain = conversationAgentExamples(mini, { ...o, writeChainRepeat: 2 }, tools);
+    const swapped = conversationAgentExamples(mini, { ...o, writeChainRepeat: 2, agentSwap: { share: 0.5, seed: 7 } }, tools);
+    expect(swapped.examples.length).toBe(plain.examples.length);
+    const cap = (w: string) => w.charAt(0).toUpperCase() + w.slice(1);
+    let drawn = 0;
+    let calls = 0;
+    tasks.forEach((task, i) => {
+      const a = plain.examples.filter((e) => e.taskId === task.id);
+      const b = swapped.examples.filter((e) => e.taskId === task.id);
+      if (a.every((e, k) => e.prompt === b[k].prompt && e.response === b[k].response)) return;
+      drawn++;
+      const turns = expertOf(i).turns;
+      const old = userIdentityTargets(task, userProfile(task, deriveSeed(o.seed, i, 1)).wrongZip);
+      const text = b.map((e) => e.prompt + e.response).join('\n');
+      for (const n of old.names) expect(text).not.toMatch(new RegExp(`\\b${cap(n)}\\b`));
+      for (const d of [...old.numbers, ...statedOrderNumbers(turns)]) expect(text).not.toMatch(new RegExp(`(?<![0-9])${d}(?![0-9])`));
+      // The same fresh values in the user's turns and the calls that copy them.
+      for (const e of b.filter((x) => x.role === 'act' && x.response.includes('find_user_id_by'))) {
+        const values = [...e.response.matchAll(/"(?:first_name|last_name|zip|email)": ?"([^"]+)"/g)].map((m) => m[1]);
+        for (const v of values) expect(e.prompt.toLowerCase()).toContain(v.toLowerCase());
+        calls += values.length;
+      }
+    });
+    expect(swapped.agentSwapped).toBe(drawn);
+    expect(drawn).toBeGreaterThan(5);
+    expect(drawn).toBeLessThan(tasks.length - 5);
+    expect(calls).toBeGreaterThan(5);
+    // Absent or 0: no draw, the rows as without it.
+    expect(conversationAgentExamples(mini, { ...o, agentSwap: { share: 0, seed: 7 } }, tools)).toEqual(conversationAgentExamples(mini, o, tools));
+  });
+
   it('the quick pipeline trains on them and counts them apart (--conversation-tasks); the command records the flag', async () => {
     const out = await mkdtemp(join(tmpdir(), 'pretrain-conv-'));
     const b = await createBackend('cpu-fast', { threads: 1 });
@@ -148,12 +181,17 @@ describe('conversation rows for the agent', () => {
       // The one-message rows are the same with and without: the conversations are added, nothing replaced.
       expect([r.data.rows.act, r.data.rows.rehearse]).toEqual([without.data.rows.act, without.data.rows.rehearse]);
       expect(r.losses.every((x) => Number.isFinite(x.loss))).toBe(true);
+      const lines: string[] = [];
+      const swapped = await pretrain(b, mini, { ...QUICK_SPEC, steps: 2, conversationTasks: 3, conversationSwapShare: 1 }, { seed: 2, out, log: (l) => lines.push(l) });
+      // (Counted after the length cut, which fresh names of other lengths may move by a row.)
+      expect(swapped.data.rows.conversationAct).toBeGreaterThan(3 * 2);
+      expect(lines.join('\n')).toMatch(/conversation rows: .*; identity swapped in 3 of the tasks/);
     } finally {
       b.dispose();
       await rm(out, { recursive: true, force: true });
     }
-    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, conversationWriteRepeat: 3, conversationWrongProposals: 0.3, userLossWeight: 2 }, base: MINI_SPEC });
-    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --conversation-write-repeat 3 --conversation-wrong-proposals 0.3 --user-weight 2`);
+    const cmd = pretrainCommand({ world: 'mini', seed: 0, backend: 'cpu-fast', quick: false, init: undefined, lr: undefined, snapshotEvery: undefined, spec: { ...MINI_SPEC, conversationTasks: 1500, conversationWriteRepeat: 3, conversationWrongProposals: 0.3, conversationSwapShare: 0.5, userLossWeight: 2 }, base: MINI_SPEC });
+    expect(cmd).toBe(`npm run pretrain -- --world mini --seed 0 --steps ${MINI_SPEC.steps} --backend cpu-fast --conversation-tasks 1500 --conversation-write-repeat 3 --conversation-wrong-proposals 0.3 --conversation-swap-share 0.5 --user-weight 2`);
   }, 600_000);
 
   it('--user-weight scales the user-role rows\' loss, and only theirs', async () => {
