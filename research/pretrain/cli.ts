@@ -240,7 +240,8 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     const context = intFlag(v, 'context', base.maxLen, 64, 32768);
     // A stage continues the model it starts from: unnamed, its layers and width are the --init folder's (a
     // default of 4 layers would refuse an 8-layer start, and only after minutes of encoding).
-    const initShape = strFlag(v, 'init') === undefined ? undefined : await initModelShape(strFlag(v, 'init')!, base.model.hiddenSize);
+    const initFlag = strFlag(v, 'init');
+    const initShape = initFlag === undefined ? undefined : await initModelShape(initFlag, base.model.hiddenSize);
     const spec = {
       ...base,
       model: widenShape(
@@ -293,7 +294,6 @@ export async function pretrainCli(argv: readonly string[], io: CliIo = processIo
     if (spec.promptLossWeight > 1) throw new ArgError(`--prompt-loss must be a number in [0, 1], got ${JSON.stringify(v['prompt-loss'])}`);
     const evalTasks = intFlag(v, 'eval', quick ? 0 : 40, 0, 10_000);
     const threads = threadsFlag(v);
-    const initFlag = strFlag(v, 'init');
     const snapshotEvery = v['snapshot-every'] === undefined ? undefined : intFlag(v, 'snapshot-every', 1, 1, 1_000_000);
     // Unnamed, the folder is under runs/ (git-ignored): a first try never replaces the bundled policy or its card.
     const out = resolve(strFlag(v, 'out') ?? runsPath(quick ? 'pretrain-quick' : `pretrain-${world}`));
