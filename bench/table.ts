@@ -120,8 +120,8 @@ function matmulVersionsTable(): string | null {
   const rs = load('matmul').filter((r) => / kernel /.test(r.case));
   if (!rs.length) return null;
   const rows = [
-    '| weights | M | threads | v1 strict | v2 strict | v2 / v1 | v2 relaxed | v2 relaxed / v1 strict | v1 strict, of limit | v2 strict, of limit | v2 relaxed, of limit |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| weights | M | threads | v1 strict | v2 strict | v2 / v1 | v2 relaxed | v2 relaxed / v1 strict | v2 packed relaxed | packed / per call | v1 strict, of limit | v2 strict, of limit | v2 relaxed, of limit | v2 packed relaxed, of limit |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const threads of uniq(rs.map((r) => r.threads)).sort())
     for (const shape of uniq(rs.map((r) => r.shape!)))
@@ -131,7 +131,7 @@ function matmulVersionsTable(): string | null {
         if (!g('v1 strict')) continue;
         const M = /M=?(\d+)/.exec(shape)?.[1] ?? shape;
         const x = (v?: number) => (v === undefined ? '–' : `**${v.toFixed(2)}×**`);
-        rows.push(`| ${kind} | ${M} | ${threads} | ${fmt(g('v1 strict')?.value)} | ${fmt(g('v2 strict')?.value)} | ${x(sp('v2 / v1 strict'))} | ${fmt(g('v2 relaxed')?.value)} | ${x(sp('v2 relaxed / v1 strict'))} | ${ofLimit(g('v1 strict'))} | ${ofLimit(g('v2 strict'))} | ${ofLimit(g('v2 relaxed'))} |`);
+        rows.push(`| ${kind} | ${M} | ${threads} | ${fmt(g('v1 strict')?.value)} | ${fmt(g('v2 strict')?.value)} | ${x(sp('v2 / v1 strict'))} | ${fmt(g('v2 relaxed')?.value)} | ${x(sp('v2 relaxed / v1 strict'))} | ${fmt(g('v2 packed relaxed')?.value)} | ${x(sp('v2 packed relaxed / v2 relaxed'))} | ${ofLimit(g('v1 strict'))} | ${ofLimit(g('v2 strict'))} | ${ofLimit(g('v2 relaxed'))} | ${ofLimit(g('v2 packed relaxed'))} |`);
       }
   return `${rows.join('\n')}\n\n${provenance('matmul', rs)}`;
 }

@@ -61,7 +61,7 @@ export interface MatmulRunner {
   dispose(): void;
 }
 
-function backendRunner(b: Backend, name: 'cpu-fast' | 'cpu-ref', threads: number, dispose: () => void): MatmulRunner {
+function backendRunner(b: Backend, name: 'cpu-fast' | 'cpu-ref', threads: number, dispose: () => void, prepare: (w: Tensor) => void = () => {}): MatmulRunner {
   return {
     backend: name,
     threads,
@@ -69,6 +69,7 @@ function backendRunner(b: Backend, name: 'cpu-fast' | 'cpu-ref', threads: number
       const { x, w, q } = caseData(c);
       const xt = b.tensor(x, [c.M, c.K]);
       const wt: Tensor = q ? b.uploadQuantized(q) : b.tensor(w, [c.N, c.K]);
+      prepare(wt);
       const s = await secondsPerCall(() => b.free(b.matmul(xt, wt)), samples);
       b.free(xt);
       b.free(wt);
@@ -80,7 +81,11 @@ function backendRunner(b: Backend, name: 'cpu-fast' | 'cpu-ref', threads: number
 
 export async function cpuFastRunner(threads: number): Promise<MatmulRunner> {
   const b = await createCpuFastBackend({ threads });
-  return backendRunner(b, 'cpu-fast', threads, () => b.dispose());
+  // The weight as inference holds it: fixed, so frozen (packed once, as quantized weights are; onnxruntime
+  // prepacks its constant weights too).
+  return backendRunner(b, 'cpu-fast', threads, () => b.dispose(), (w) => {
+    if (w.dtype === 'f32') b.freeze(w);
+  });
 }
 
 export function cpuRefRunner(): MatmulRunner {

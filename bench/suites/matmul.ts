@@ -70,27 +70,35 @@ async function webgpuRunner(ctx: BenchContext): Promise<MatmulRunner | null> {
 
 
 /**
- * cpu-fast's kernel versions side by side: matmul v1 (kernels/gemm.ts, gemv.ts) and v2 (gemm2.ts, gemv2.ts), each in
- * the strict build and, where the engine has relaxed SIMD, the relaxed one (kernels/simd.ts), alternating call by
- * call (the order rotating) on the same inputs, so all see the same load. Records: GFLOP/s of each (case
- * `matmul-KIND kernel vV SIMD`, bounded as the main rows) and the median per-round ratios v2 / v1 (strict) and
- * relaxed v2 / strict v1.
+ * cpu-fast's kernel versions side by side: matmul v1 (kernels/gemm.ts, gemv.ts), v2 (gemm2.ts, gemv2.ts) packing
+ * the weight on every call, and v2 reading it packed once (`packed`: the f32 weight frozen, as inference and LoRA
+ * hold it; quantized ones always), each in the strict build and, where the engine has relaxed SIMD, the relaxed
+ * one (kernels/simd.ts), alternating call by call (the order rotating) on the same inputs, so all see the same
+ * load. Records: GFLOP/s of each (case `matmul-KIND kernel vV[ packed] SIMD`, bounded as the main rows) and the
+ * median per-round ratios v2 / v1 (strict), relaxed v2 / strict v1 and relaxed v2 packed / relaxed v2.
  */
 async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: MatmulCase, s: number, best?: number) => Bound | undefined): Promise<void> {
   const builds: CpuFastBackend[] = [await createCpuFastBackend({ threads, simd: 'strict' })];
   if (await relaxedSimdAvailable()) builds.push(await createCpuFastBackend({ threads, simd: 'relaxed' }));
   else ctx.log('relaxed SIMD not available here: strict build only');
-  const variants = builds.flatMap((b) => ([1, 2] as const).map((v) => ({ b, v, name: `v${v} ${b.simd}` })));
+  const variants = builds.flatMap((b) => [
+    { b, v: 1 as const, packed: false, name: `v1 ${b.simd}` },
+    { b, v: 2 as const, packed: false, name: `v2 ${b.simd}` },
+    { b, v: 2 as const, packed: true, name: `v2 packed ${b.simd}` },
+  ]);
+  const at = (name: string) => variants.findIndex((x) => x.name === name);
   try {
     for (const M of MS)
       for (const kind of KINDS) {
         const c: MatmulCase = { M, K, N, kind };
         const { x, w, q } = caseData(c);
         const ts = new Map(builds.map((b) => [b, { x: b.tensor(x, [M, K]), w: (q ? b.uploadQuantized(q) : b.tensor(w, [N, K])) as Tensor }]));
+        for (const [b, t] of ts) if (!q) b.freeze(t.w);
         const calls = Math.max(1, Math.ceil(0.02 / (caseFlops(c) / 20e9)));
         const sample = (i: number) => {
-          const { b, v } = variants[i];
+          const { b, v, packed } = variants[i];
           b.matmulKernel = v;
+          b.packWeights = packed;
           const t = ts.get(b)!;
           const t0 = performance.now();
           for (let j = 0; j < calls; j++) b.free(b.matmul(t.x, t.w));
@@ -108,8 +116,13 @@ async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: Mat
           ctx.record({ case: `${caseName(c)} kernel ${name}`, backend: 'cpu-fast', metric: 'gflops', value: caseFlops(c) / median(times[i]) / 1e9, unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, median(times[i]), Math.min(...times[i])) }),
         );
         const ratio = (a: number, b: number) => median(times[a].map((t, r) => t / times[b][r]));
-        ctx.record({ case: `${caseName(c)} kernel v2 / v1 strict`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 1), unit: 'x', threads, shape: caseShape(c) });
-        if (variants.length === 4) ctx.record({ case: `${caseName(c)} kernel v2 relaxed / v1 strict`, backend: 'cpu-fast', metric: 'speedup', value: ratio(0, 3), unit: 'x', threads, shape: caseShape(c) });
+        // How much faster variant a runs than b (the median per-round time of b over a's), named `label`.
+        const speedup = (a: string, b: string, label = `${a} / ${b}`) => ctx.record({ case: `${caseName(c)} kernel ${label}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(at(b), at(a)), unit: 'x', threads, shape: caseShape(c) });
+        speedup('v2 strict', 'v1 strict', 'v2 / v1 strict');
+        if (builds.length === 2) {
+          speedup('v2 relaxed', 'v1 strict');
+          speedup('v2 packed relaxed', 'v2 relaxed');
+        } else speedup('v2 packed strict', 'v2 strict');
         ctx.log(`${threads}t ${caseName(c)} ${caseShape(c)}: ${variants.map(({ name }, i) => `${name} ${(caseFlops(c) / median(times[i]) / 1e9).toFixed(1)}`).join(', ')} GFLOP/s`);
         for (const [b, t] of ts) {
           b.free(t.x);
@@ -119,6 +132,7 @@ async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: Mat
   } finally {
     for (const b of builds) {
       b.matmulKernel = 2;
+      b.packWeights = true;
       b.dispose();
     }
   }

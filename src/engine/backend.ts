@@ -84,6 +84,14 @@ export interface Backend {
   read(t: Tensor): Promise<Float32Array | Int32Array>;
   /** Overwrite the contents of an f32/i32 tensor (same element count). */
   write(t: Tensor, data: Float32Array | Int32Array): void;
+  /**
+   * Optional: a promise that an f32 weight's values no longer change (an inference model; a frozen base under LoRA),
+   * so the backend may keep a form of it derived once (cpu-fast: the product's packed panels). `unfreeze` takes the
+   * promise back (full-parameter training does before its first step); `write` to a frozen weight stays allowed and
+   * drops the derived form.
+   */
+  freeze?(w: Tensor): void;
+  unfreeze?(w: Tensor): void;
   free(t: Tensor): void;
   /**
    * Same data, new shape with the same element count (f32/i32 only), e.g. (T,H*D) <-> (T,H,D).

@@ -82,7 +82,10 @@ function upload(b: Backend, spec: WeightSpec, w: HostWeight, format: WeightForma
       const q = quantize(w.data, spec.shape[0], spec.shape[1]!, format);
       return { tensor: b.uploadQuantized(q), host: q };
     }
-    return { tensor: b.tensor(w.data, spec.shape), host: w };
+    const t = b.tensor(w.data, spec.shape);
+    // Weights are fixed unless a full-parameter run unfreezes them (src/train/params.ts): a backend may derive once.
+    if (spec.shape.length === 2) b.freeze?.(t);
+    return { tensor: t, host: w };
   }
   return { tensor: b.uploadQuantized(w), host: w };
 }

@@ -41,6 +41,8 @@ export class ParamSet {
 
 function makeParam(b: Backend, name: string, param: Tensor): Param {
   if (param.dtype !== 'f32') throw new EngineError('unsupported', `parameter ${name} is ${param.dtype}; only f32 weights can be trained`);
+  // A model's weights are uploaded frozen (src/model/weights.ts); a trained one changes every step.
+  b.unfreeze?.(param);
   return { name, param, grad: b.zeros(param.shape), m: b.zeros(param.shape), v: b.zeros(param.shape) };
 }
 

@@ -345,6 +345,69 @@ describe('cpu-fast matmul versions', () => {
   });
 });
 
+describe('cpu-fast packed weights', () => {
+  // A quantized or frozen f32 weight is packed once into the product's panels (kernels/gemm2.ts packPanels) and
+  // read from there: the values each call would pack, so the same bits as packing per call.
+  it.each([
+    { label: '2 threads, relaxed', threads: 2, shared: 'auto' as const, simd: 'relaxed' as const },
+    { label: 'plain memory, strict', threads: 1, shared: false as const, simd: 'strict' as const },
+  ])('give the bits of packing per call, and hold their bytes until the weight is freed ($label)', async ({ threads, shared, simd }) => {
+    const fast = await createCpuFastBackend({ threads, shared, simd, parallelMinWork: 0 });
+    try {
+      for (const [M, K, N] of [...SHAPES, [300, 600, 130] as [number, number, number]]) {
+        const r = rng(M * 11 + K * 13 + N * 17);
+        const x = fast.tensor(randn(M * K, r), [M, K]);
+        const w = randn(N * K, r);
+        for (const kind of kinds) {
+          const wt = weight(fast, w, N, K, kind);
+          if (kind === 'f32') fast.freeze(wt);
+          fast.packWeights = false;
+          const per = (await fast.read(fast.matmul(x, wt))) as Float32Array;
+          expect(fast.packedBytes).toBe(0);
+          fast.packWeights = true;
+          const once = (await fast.read(fast.matmul(x, wt))) as Float32Array;
+          const again = (await fast.read(fast.matmul(x, wt))) as Float32Array;
+          expect(fast.packedBytes, `(${M},${K},${N}) ${kind}`).toBe(M >= 4 ? Math.ceil(N / 8) * 8 * K * 4 : 0);
+          for (const got of [once, again]) expect(Buffer.from(got.buffer).equals(Buffer.from(per.buffer)), `(${M},${K},${N}) ${kind}`).toBe(true);
+          fast.free(wt);
+          expect(fast.packedBytes).toBe(0);
+        }
+      }
+    } finally {
+      fast.dispose();
+    }
+  });
+
+  it('packs an f32 weight only when frozen, keeps to the budget, and AdamW refuses a frozen weight', async () => {
+    const [M, K, N] = [16, 64, 40];
+    const fast = await createCpuFastBackend({ threads: 1, packedWeightBytes: 48 * K * 4 });
+    try {
+      const r = rng(5);
+      const x = fast.tensor(randn(M * K, r), [M, K]);
+      const w = fast.tensor(randn(N * K, r), [N, K]);
+      fast.matmul(x, w);
+      expect(fast.packedBytes).toBe(0); // not frozen: the data may change, so it is packed per call
+      fast.freeze(w);
+      fast.matmul(x, w);
+      expect(fast.packedBytes).toBe(40 * K * 4);
+      const q = fast.uploadQuantized(quantize(randn(N * K, r), N, K, 'q8'));
+      const before = (await fast.read(fast.matmul(x, q))) as Float32Array;
+      expect(fast.packedBytes).toBe(40 * K * 4); // a second weight would pass the budget: packed per call
+      fast.free(w);
+      expect((await fast.read(fast.matmul(x, q))) as Float32Array).toEqual(before);
+      expect(fast.packedBytes).toBe(40 * K * 4); // now the quantized one's panels fit
+      const [g, m, v] = [0, 1, 2].map(() => fast.zeros([N, K]));
+      const w2 = fast.tensor(randn(N * K, r), [N, K]);
+      fast.freeze(w2);
+      expect(() => fast.train.adamw(w2, g, m, v, { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, gradScale: 1, step: 1 })).toThrow(EngineError);
+      expect(() => fast.freeze(q)).toThrow(EngineError);
+      await expect(createCpuFastBackend({ threads: 1, packedWeightBytes: -1 })).rejects.toThrow(EngineError);
+    } finally {
+      fast.dispose();
+    }
+  });
+});
+
 describe('cpu-fast wiring', () => {
   it('is built by the registry, has the fast training ops, and refuses work after dispose', async () => {
     const b = (await createBackend('cpu-fast', { threads: 2 })) as CpuFastBackend;

@@ -16,7 +16,7 @@ import { matmul } from './ops/matmul';
 import { rmsnorm } from './ops/norm';
 import { rope } from './ops/rope';
 import { ThreadPool } from './pool';
-import { ATTENTION_VERSIONS, WasmRuntime } from './runtime';
+import { ATTENTION_VERSIONS, PACKED_WEIGHT_BYTES, WasmRuntime } from './runtime';
 import { CpuFastTrainOps } from './train';
 import { WASM_PLAIN, WASM_PLAIN_RELAXED, WASM_SHARED, WASM_SHARED_RELAXED } from './wasm.gen';
 
@@ -30,6 +30,13 @@ export interface CpuFastOptions {
   shared?: 'auto' | boolean;
   /** Work (flops) from which an op uses every thread (default 2^20; 0 threads everything, for tests). */
   parallelMinWork?: number;
+  /**
+   * Bytes of weights packed once as the forward product's panels (f32, 4 bytes a value, whatever the weight's
+   * format): quantized weights and frozen f32 ones (`freeze`) on the product of rows M >= 4, version 2, so a call
+   * no longer repacks the weight (at M = 16 that repacking took a quarter of the product's time). Default 256 MiB;
+   * 0 packs on every call as before. The same bits either way.
+   */
+  packedWeightBytes?: number;
   /**
    * The attention kernels (forward and backward): 3 (default), tiled with little work around the multiply-adds
    * (kernels/attention3.ts); 2, the tiled version before it (kernels/attention2.ts); or 1, the simple per-row
@@ -136,6 +143,33 @@ export class CpuFastBackend extends CpuRefBackend {
     this.rt.matmulKernel = v;
   }
   /** Kernel calls that ran on every thread. */
+  /** Whether forward products read weights packed once (quantized, frozen); false packs per call (benchmarks compare). */
+  get packWeights(): boolean {
+    return this.rt.packWeights;
+  }
+  set packWeights(on: boolean) {
+    this.rt.packWeights = on;
+  }
+
+  /** Bytes of packed weight panels held now. */
+  get packedBytes(): number {
+    return this.rt.packedBytes;
+  }
+
+  /** Promises that an f32 weight no longer changes, so its panels are packed once (WasmRuntime.freeze). */
+  freeze(t: Tensor): void {
+    this.rt.freeze(asCpu(t));
+  }
+
+  unfreeze(t: Tensor): void {
+    this.rt.unfreeze(asCpu(t));
+  }
+
+  override write(t: Tensor, data: Float32Array | Int32Array): void {
+    this.rt.forgetPanels(asCpu(t));
+    super.write(t, data);
+  }
+
   get parallelJobs(): number {
     return this.rt.parallelJobs;
   }
@@ -248,7 +282,9 @@ export async function createCpuFastBackend(opts: CpuFastOptions = {}): Promise<B
   const heap = new WasmHeap(shared);
   const module = await wasmModule(shared, simd === 'relaxed');
   const pool = await ThreadPool.create(heap, module, shared ? threads : 1);
-  const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork, simd));
+  const packed = opts.packedWeightBytes ?? PACKED_WEIGHT_BYTES;
+  if (!(packed >= 0)) throw new EngineError('unsupported', `cpu-fast: packedWeightBytes must be >= 0, got ${String(opts.packedWeightBytes)}`);
+  const backend = new CpuFastBackend(new WasmRuntime(heap, pool, opts.parallelMinWork, simd, packed));
   // Without it, the runtime's default: version 3, measured faster than version 2 in both builds (src/engine/cpu/fast/README.md).
   if (attentionKernel !== undefined) backend.attentionKernel = attentionKernel;
   if (opts.matmulKernel !== undefined) backend.matmulKernel = opts.matmulKernel;

@@ -12,7 +12,7 @@ import { EngineError } from '../../errors';
 import type { WasmHeap } from './heap';
 
 /** Kernel ids, in the order both sides list the exports. */
-export const KERNELS = ['gemm', 'gemv', 'attention1', 'rmsnorm', 'swiglu', 'axpb', 'attentionBackward1', 'softmaxRows', 'swigluBackward', 'adamw', 'rmsnormBackward', 'attention2', 'attentionBackward2', 'gemm2', 'gemv2', 'attention3', 'attentionBackward3'] as const;
+export const KERNELS = ['gemm', 'gemv', 'attention1', 'rmsnorm', 'swiglu', 'axpb', 'attentionBackward1', 'softmaxRows', 'swigluBackward', 'adamw', 'rmsnormBackward', 'attention2', 'attentionBackward2', 'gemm2', 'gemv2', 'attention3', 'attentionBackward3', 'packPanels'] as const;
 export type KernelName = (typeof KERNELS)[number];
 type KernelFn = (args: number, tid: number, nth: number) => void;
 

@@ -13,6 +13,9 @@ import { CpuTensor } from '../tensor';
 import type { WasmHeap } from './heap';
 import type { KernelName, ThreadPool } from './pool';
 
+/** Bytes of packed weight panels a runtime holds at most by default (createCpuFastBackend({ packedWeightBytes })). */
+export const PACKED_WEIGHT_BYTES = 256 * 2 ** 20;
+
 /** Below this much work (flops, or element-ops) a job runs on the calling thread only: waking workers costs ~10-50 us. */
 export const PARALLEL_MIN_WORK = 1 << 20;
 
@@ -25,6 +28,8 @@ export interface WeightOperand {
 }
 
 const COUNTER_SLOT = 31;
+/** The forward pack modes of kernels/gemm.ts by weight format. */
+const PACK_MODE = { f32: 0, q8: 1, q4: 2 } as const;
 
 /** Offsets of the per-op copies made for one kernel call, released when it returns. */
 export type Temps = number[];
@@ -41,6 +46,17 @@ export class WasmRuntime {
   private readonly finalizeBlock: FinalizationRegistry<number>;
   private readonly args: number;
   private disposed = false;
+  /**
+   * Forward weights packed once as the product's panels (kernels/gemm2.ts packPanels), by their data: a quantized
+   * weight (never changed) or a frozen f32 one (freeze). Each holds its block's offset and size.
+   */
+  private readonly panels = new WeakMap<object, { ptr: number; bytes: number }>();
+  private readonly frozen = new WeakSet<ArrayBufferView>();
+  private readonly finalizePanels: FinalizationRegistry<{ ptr: number; bytes: number }>;
+  /** Bytes the panels hold now. */
+  packedBytes = 0;
+  /** Whether the forward product of version 2 reads packed panels (making them on first use); off, it packs per call. */
+  packWeights = true;
   /** Kernel calls that ran on every thread (tests check the threaded path really ran). */
   parallelJobs = 0;
   /** Wall-clock milliseconds inside kernel calls (the rest of a program's time is JS on the calling thread). */
@@ -60,6 +76,8 @@ export class WasmRuntime {
     private readonly parallelMinWork = PARALLEL_MIN_WORK,
     /** The kernels' build (scripts/build-wasm.ts): strict or relaxed multiply-adds. */
     readonly simd: 'strict' | 'relaxed' = 'strict',
+    /** The panels' budget: a weight whose panels would pass it is packed per call, as without them. */
+    readonly packedWeightBytes = PACKED_WEIGHT_BYTES,
   ) {
     this.args = heap.alloc(256);
     this.gemmScratch = pool.global('GEMM_SCRATCH');
@@ -71,6 +89,7 @@ export class WasmRuntime {
     this.finalizeBlock = new FinalizationRegistry((ptr) => {
       if (!this.disposed) heap.release(ptr);
     });
+    this.finalizePanels = new FinalizationRegistry((p) => this.dropPanels(p));
   }
 
   /** Threads a large op runs on. */
@@ -119,6 +138,7 @@ export class WasmRuntime {
 
   /** Gives a tensor's wasm blocks back (no-op for JS-heap data and for a second free). */
   free(c: CpuTensor): void {
+    this.forgetPanels(c);
     const ptr = c.data ? this.resident.get(c.data) : undefined;
     if (ptr !== undefined) {
       this.resident.delete(c.data!);
@@ -132,6 +152,65 @@ export class WasmRuntime {
       this.heap.release(q.data);
       this.heap.release(q.scales);
     }
+  }
+
+  /**
+   * Promises that an f32 weight's values no longer change (a frozen base under LoRA, inference), so its forward
+   * panels may be packed once and kept. The backend's AdamW refuses a frozen tensor; a caller that writes into the
+   * data itself must call unfreeze first (the backend's write drops the panels itself).
+   */
+  freeze(c: CpuTensor): void {
+    assertShape(c.dtype === 'f32' && c.data !== null && c.shape.length === 2, `freeze: an f32 matrix, got ${c.dtype} (${c.shape})`);
+    this.frozen.add(c.data!);
+  }
+
+  /** Takes freeze back: the weight may change again, so its panels go. */
+  unfreeze(c: CpuTensor): void {
+    if (c.data) this.frozen.delete(c.data);
+    this.forgetPanels(c);
+  }
+
+  /** Drops a weight's packed panels (freed, or about to be written), if it has any. */
+  forgetPanels(c: CpuTensor): void {
+    for (const key of [c.quant, c.data]) {
+      const p = key ? this.panels.get(key) : undefined;
+      if (p) {
+        this.panels.delete(key!);
+        this.finalizePanels.unregister(key!);
+        this.dropPanels(p);
+      }
+    }
+  }
+
+  isFrozen(c: CpuTensor): boolean {
+    return c.data !== null && this.frozen.has(c.data);
+  }
+
+  /**
+   * Offset of the forward panels of w (N, K) (placed as W), packed on first use; 0 where w is f32 and not frozen, the
+   * runtime does not pack weights, or the panels would pass the budget (the product then packs per call).
+   */
+  panelsOf(w: CpuTensor, W: WeightOperand, temps: Temps): number {
+    const key: object | null = w.quant ?? (w.data !== null && this.frozen.has(w.data) ? w.data : null);
+    if (!key || !this.packWeights) return 0;
+    const have = this.panels.get(key);
+    if (have) return have.ptr;
+    const [N, K] = w.shape;
+    const bytes = Math.ceil(N / 8) * 8 * K * 4;
+    if (this.packedBytes + bytes > this.packedWeightBytes) return 0;
+    const ptr = this.heap.alloc(bytes);
+    const held = { ptr, bytes };
+    this.packedBytes += bytes;
+    this.panels.set(key, held);
+    this.finalizePanels.register(key, held, key);
+    this.launch('packPanels', [PACK_MODE[W.kind], W.ptr, W.scales, W.stride, N, K, ptr], this.gemmScratch, N * K * 4, temps);
+    return ptr;
+  }
+
+  private dropPanels(p: { ptr: number; bytes: number }): void {
+    if (this.disposed) return;
+    this.heap.release(p.ptr);
+    this.packedBytes -= p.bytes;
   }
 
   isResident(a: ArrayBufferView): boolean {

@@ -4,7 +4,7 @@
 // (args: pointer to an i32 argument block, tid, nth) and computes thread `tid`'s share of the work, so
 // the main thread and the worker threads run the same exports on the same shared memory.
 export { gemm, GEMM_SCRATCH, KC } from './gemm';
-export { gemm2, GEMM2_SCRATCH } from './gemm2';
+export { gemm2, GEMM2_SCRATCH, packPanels } from './gemm2';
 export { gemv } from './gemv';
 export { gemv2 } from './gemv2';
 export { attention1, attentionBackward1 } from './attention1';

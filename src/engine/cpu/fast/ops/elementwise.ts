@@ -1,7 +1,7 @@
 // Elementwise ops and their backward on the wasm kernels: add, scale, swiglu; and AdamW, elementwise over
 // the parameters.
 import type { Tensor } from '../../../backend';
-import { assertShape } from '../../../errors';
+import { assertShape, EngineError } from '../../../errors';
 import { asCpu, CpuTensor } from '../../tensor';
 import type { AdamWStep } from '../../../train';
 import { f32Bits, type Temps, type WasmRuntime } from '../runtime';
@@ -60,6 +60,7 @@ function elementwise(rt: WasmRuntime, kernel: 'swiglu' | 'axpb', shape: readonly
 
 /** One AdamW update of param with grad, in place on param, m and v (all the same size). */
 export function adamw(rt: WasmRuntime, param: Tensor, grad: Tensor, m: Tensor, v: Tensor, hp: AdamWStep): void {
+  if (rt.isFrozen(asCpu(param))) throw new EngineError('unsupported', `adamw: the parameter (${param.shape}) is frozen (backend.freeze): its packed panels would go stale`);
   const [p, g, ms, vs] = [param, grad, m, v].map((t) => asCpu(t).f32);
   assertShape(p.length === g.length && g.length === ms.length && ms.length === vs.length, `adamw: param (${param.shape}), grad (${grad.shape}), m, v differ`);
   const temps: Temps = [];

@@ -6,6 +6,8 @@ import { asCpu, CpuTensor } from '../../tensor';
 import { type Temps, type WasmRuntime } from '../runtime';
 
 const FWD = { f32: 0, q8: 1, q4: 2 } as const;
+/** Pack mode of a weight given as packed panels (kernels/gemm2.ts FWD_PANELS; version 2 only). */
+const FWD_PANELS = 6;
 /** The blocked product's kernel of the runtime's version (kernels/gemm.ts, gemm2.ts: same arguments and bits). */
 const gemmOf = (rt: WasmRuntime) => (rt.matmulKernel === 2 ? 'gemm2' : 'gemm');
 const scratchOf = (rt: WasmRuntime) => (rt.matmulKernel === 2 ? rt.gemm2Scratch : rt.gemmScratch);
@@ -21,11 +23,13 @@ export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
   const temps: Temps = [];
   try {
     const W = rt.weight(wc, temps);
+    const small = M <= 3;
+    // A quantized or frozen weight's panels, packed once (before the allocations below: packing one may grow memory).
+    const panels = !small && rt.matmulKernel === 2 ? rt.panelsOf(wc, W, temps) : 0;
     const X = rt.place(xs, temps);
     const y = rt.output([M, N], temps);
-    const small = M <= 3;
     const scratch = small ? 64 + W.stride * 4 : scratchOf(rt);
-    const slots = [FWD[W.kind], X, 4, K * 4, M, K, N, W.ptr, W.scales, W.stride, y.ptr, N, 0];
+    const slots = panels ? [FWD_PANELS, X, 4, K * 4, M, K, N, panels, 0, 0, y.ptr, N, 0] : [FWD[W.kind], X, 4, K * 4, M, K, N, W.ptr, W.scales, W.stride, y.ptr, N, 0];
     rt.launch(small ? (rt.matmulKernel === 2 ? 'gemv2' : 'gemv') : gemmOf(rt), slots, scratch, 2 * M * K * N, temps);
     return y.finish();
   } finally {
