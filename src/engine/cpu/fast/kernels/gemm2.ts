@@ -2,15 +2,18 @@
 //
 // Blocked matrix product, version 2: the contract, argument block, B packing and threading of version 1
 // (./gemm.ts, which states them), with A packed too: each 4-row block of A (up to MC rows x KC) is copied once
-// per row block as [k][4], so the micro-kernel reads the 4 values of a step with one 16-byte load and spreads
-// each over a register with a lane shuffle (vpshufd), where version 1 broadcasts each from its own row
-// (an address computation per row and step). V8 (TurboFan) hoists a step's loads above its multiply-adds:
+// per row block as [k][4], so the micro-kernel broadcasts the 4 values of a step from consecutive addresses of
+// one pointer (v128.load32_splat: a broadcast load, no shuffle unit), where version 1 broadcasts each from its own
+// row (an address computation per row and step). V8 (TurboFan) hoists a step's loads above its multiply-adds:
 // a 6 x 8 tile (12 accumulators + 6 broadcasts + 2 panel vectors) or a 4-step unrolled loop spill to the stack,
-// and address arithmetic per row costs issue slots; this loop is 3 loads, 4 shuffles, 8 multiply-adds and the
-// loop's own bookkeeping, with the 8 accumulators, 2 panel vectors and the A vector in registers. With fused
-// multiply-adds (the relaxed build, ./simd.ts) that is the kernel's whole gain over version 1. Each output is
-// the same sequence of operations as in version 1 (k in order, one madd per k, the same final adds), so
-// versions 1 and 2 give the same bits in the same build (test/engine/cpu-fast.test.ts).
+// and address arithmetic per row costs issue slots; this loop is 6 loads, 8 multiply-adds and the loop's own
+// bookkeeping, with the 8 accumulators and the loaded vectors in registers. The loop first read the block's
+// step with one 16-byte load and spread its lanes with 4 shuffles (vpshufd): on the 2-core AMD EPYC VM, one
+// thread, relaxed build, in a scratch probe beside the fma peak, that reached 83 % of the peak at M = 16 with
+// packed weights and 83-85 % at M = 256-1024, the broadcast loads 86 % and 85-86 %. With fused multiply-adds (the
+// relaxed build, ./simd.ts) that is the kernel's whole gain over version 1. Each output is the same sequence of
+// operations as in version 1 (k in order, one madd per k, the same final adds), so versions 1 and 2 give the
+// same bits in the same build (test/engine/cpu-fast.test.ts).
 import { FWD_Q4, GEMM_SCRATCH as GEMM1_SCRATCH, KC, packForward, packRows, PANEL, TILE } from './gemm';
 import { chunkCount, claim } from './sched';
 import { madd } from './simd';
@@ -34,14 +37,13 @@ function micro(ap: usize, b: usize, kk: i32, c: usize, ldc: usize, rows: i32, co
   while (b < end) {
     const b0 = v128.load(b);
     const b1 = v128.load(b, 16);
-    const av = v128.load(ap);
-    let x = i32x4.shuffle(av, av, 0, 0, 0, 0);
+    let x = v128.load32_splat(ap);
     c00 = madd(x, b0, c00); c01 = madd(x, b1, c01);
-    x = i32x4.shuffle(av, av, 1, 1, 1, 1);
+    x = v128.load32_splat(ap, 4);
     c10 = madd(x, b0, c10); c11 = madd(x, b1, c11);
-    x = i32x4.shuffle(av, av, 2, 2, 2, 2);
+    x = v128.load32_splat(ap, 8);
     c20 = madd(x, b0, c20); c21 = madd(x, b1, c21);
-    x = i32x4.shuffle(av, av, 3, 3, 3, 3);
+    x = v128.load32_splat(ap, 12);
     c30 = madd(x, b0, c30); c31 = madd(x, b1, c31);
     ap += 16;
     b += 32;
