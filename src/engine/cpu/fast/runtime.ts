@@ -28,8 +28,6 @@ export interface WeightOperand {
 }
 
 const COUNTER_SLOT = 31;
-/** The forward pack modes of kernels/gemm.ts by weight format. */
-const PACK_MODE = { f32: 0, q8: 1, q4: 2 } as const;
 
 /** Offsets of the per-op copies made for one kernel call, released when it returns. */
 export type Temps = number[];
@@ -187,11 +185,12 @@ export class WasmRuntime {
   }
 
   /**
-   * Offset of the forward panels of w (N, K) (placed as W), packed on first use; 0 where w is f32 and not frozen, the
-   * runtime does not pack weights, or the panels would pass the budget (the product then packs per call).
+   * Offset of the forward panels of w (N, K) (placed as W; `mode` its forward pack mode, kernels/gemm.ts), packed on
+   * first use; 0 where w is f32 and not frozen, the runtime does not pack weights, or the panels would pass the
+   * budget (the product then packs per call).
    */
-  panelsOf(w: CpuTensor, W: WeightOperand, temps: Temps): number {
-    const key: object | null = w.quant ?? (w.data !== null && this.frozen.has(w.data) ? w.data : null);
+  panelsOf(w: CpuTensor, W: WeightOperand, mode: number, temps: Temps): number {
+    const key: object | null = w.quant ?? (this.isFrozen(w) ? w.data : null);
     if (!key || !this.packWeights) return 0;
     const have = this.panels.get(key);
     if (have) return have.ptr;
@@ -203,7 +202,7 @@ export class WasmRuntime {
     this.packedBytes += bytes;
     this.panels.set(key, held);
     this.finalizePanels.register(key, held, key);
-    this.launch('packPanels', [PACK_MODE[W.kind], W.ptr, W.scales, W.stride, N, K, ptr], this.gemmScratch, N * K * 4, temps);
+    this.launch('packPanels', [mode, W.ptr, W.scales, W.stride, N, K, ptr], this.gemmScratch, N * K * 4, temps);
     return ptr;
   }
 

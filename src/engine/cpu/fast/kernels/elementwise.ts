@@ -2,7 +2,7 @@
 //
 // Row-wise and elementwise forward ops: once the matmuls are fast these are what a small model's
 // prefill spends its time on. Threads claim chunks of rows (rmsnorm) or of elements (./sched.ts).
-import { chunkCount, claim } from './sched';
+import { chunkCount, chunkStart, claim } from './sched';
 
 // args: 0 x, 1 w, 2 out, 3 R, 4 C, 5 eps (f32 bits). out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
 export function rmsnorm(args: usize, tid: i32, nth: i32): void {
@@ -15,7 +15,7 @@ export function rmsnorm(args: usize, tid: i32, nth: i32): void {
   const rowBytes = <usize>C << 2;
   const chunks = chunkCount(R, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args))
-  for (let r = <i32>((<i64>R * ch) / chunks), r1 = <i32>((<i64>R * (ch + 1)) / chunks); r < r1; r++) {
+  for (let r = chunkStart(R, ch, chunks), r1 = chunkStart(R, ch + 1, chunks); r < r1; r++) {
     const x = X + <usize>r * rowBytes;
     const o = O + <usize>r * rowBytes;
     // f64 sum of squares, like the reference: rows can be long (hidden sizes in the thousands).
@@ -57,8 +57,8 @@ export function swiglu(args: usize, tid: i32, nth: i32): void {
   const blocks = (n + 15) >> 4;
   const chunks = chunkCount(blocks, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
-    for (let i = <i32>((<i64>blocks * ch) / chunks) << 4; i < end; i++) {
+    const end = min(n, chunkStart(blocks, ch + 1, chunks) << 4);
+    for (let i = chunkStart(blocks, ch, chunks) << 4; i < end; i++) {
       const off = <usize>i << 2;
       const g = load<f32>(G + off);
       store<f32>(O + off, (g / (1 + Mathf.exp(-g))) * load<f32>(U + off));
@@ -77,8 +77,8 @@ export function axpb(args: usize, tid: i32, nth: i32): void {
   const blocks = (n + 15) >> 4;
   const chunks = chunkCount(blocks, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
-    axpbRange(A, B, O, <i32>((<i64>blocks * ch) / chunks) << 4, end, s, op);
+    const end = min(n, chunkStart(blocks, ch + 1, chunks) << 4);
+    axpbRange(A, B, O, chunkStart(blocks, ch, chunks) << 4, end, s, op);
   }
 }
 
@@ -118,8 +118,8 @@ export function swigluBackward(args: usize, tid: i32, nth: i32): void {
   const blocks = (n + 15) >> 4;
   const chunks = chunkCount(blocks, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
-    for (let i = <i32>((<i64>blocks * ch) / chunks) << 4; i < end; i++) {
+    const end = min(n, chunkStart(blocks, ch + 1, chunks) << 4);
+    for (let i = chunkStart(blocks, ch, chunks) << 4; i < end; i++) {
       const off = <usize>i << 2;
       const g = load<f32>(G + off);
       const dy = load<f32>(DY + off);
@@ -146,8 +146,8 @@ export function adamw(args: usize, tid: i32, nth: i32): void {
   const blocks = (n + 15) >> 4;
   const chunks = chunkCount(blocks, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const end = min(n, <i32>((<i64>blocks * (ch + 1)) / chunks) << 4);
-    let i = <i32>((<i64>blocks * ch) / chunks) << 4;
+    const end = min(n, chunkStart(blocks, ch + 1, chunks) << 4);
+    let i = chunkStart(blocks, ch, chunks) << 4;
     for (; i + 4 <= end; i += 4) {
       const o = <usize>i << 2;
       const g = f32x4.mul(v128.load(Gr + o), vgs);
@@ -185,8 +185,8 @@ export function rmsnormBackward(args: usize, tid: i32, nth: i32): void {
   const rowBytes = <usize>C << 2;
   const chunks = chunkCount(R, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const r1 = <i32>((<i64>R * (ch + 1)) / chunks);
-    for (let r = <i32>((<i64>R * ch) / chunks); r < r1; r++) {
+    const r1 = chunkStart(R, ch + 1, chunks);
+    for (let r = chunkStart(R, ch, chunks); r < r1; r++) {
       const x = X + <usize>r * rowBytes;
       const g = DY + <usize>r * rowBytes;
       const o = DX + <usize>r * rowBytes;

@@ -9,7 +9,7 @@
 // per-thread scratch buffer so the micro-kernel reads it contiguously from L1; A is read in place.
 // Threads claim chunks of panels (or, for narrow outputs, of rows) from a shared counter (./sched.ts).
 import { dequantQ4Group, dequantQ8Run } from './dequant';
-import { chunkCount, claim } from './sched';
+import { chunkCount, chunkStart, claim } from './sched';
 import { madd } from './simd';
 
 // Inner-dimension block: B panel 8 x KC f32 = 8 KiB and four A rows of KC = 4 KiB stay in L1 (32 KiB).
@@ -227,8 +227,8 @@ export function gemm(args: usize, tid: i32, nth: i32): void {
   const chunks = chunkCount(units, nth);
   const fwd = mode <= FWD_Q4;
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const u0 = <i32>((<i64>units * ch) / chunks);
-    const u1 = <i32>((<i64>units * (ch + 1)) / chunks);
+    const u0 = chunkStart(units, ch, chunks);
+    const u1 = chunkStart(units, ch + 1, chunks);
     const p0 = byPanels ? u0 : 0, p1 = byPanels ? u1 : panels;
     const m0 = byPanels ? 0 : u0, m1 = byPanels ? mblocks : u1;
     for (let k0 = 0; k0 < inner; k0 += KC) {

@@ -15,7 +15,7 @@
 // operations as in version 1 (k in order, one madd per k, the same final adds), so versions 1 and 2 give the
 // same bits in the same build (test/engine/cpu-fast.test.ts).
 import { FWD_Q4, GEMM_SCRATCH as GEMM1_SCRATCH, KC, packForward, packRows, PANEL, TILE } from './gemm';
-import { chunkCount, claim } from './sched';
+import { chunkCount, chunkStart, claim } from './sched';
 import { madd } from './simd';
 
 // Row block: MC rows x KC of A stay in L2 while every panel of the thread passes over them.
@@ -117,8 +117,8 @@ export function packPanels(args: usize, tid: i32, nth: i32): void {
   const panels = (N + 7) >> 3;
   const chunks = chunkCount(panels, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const p1 = <i32>((<i64>panels * (ch + 1)) / chunks);
-    for (let p = <i32>((<i64>panels * ch) / chunks); p < p1; p++)
+    const p1 = chunkStart(panels, ch + 1, chunks);
+    for (let p = chunkStart(panels, ch, chunks); p < p1; p++)
       for (let k0 = 0; k0 < inner; k0 += KC) {
         const kk = min(KC, inner - k0);
         packForward(mode, B, scales, stride, N, p << 3, k0, kk, scratch);
@@ -154,8 +154,8 @@ export function gemm2(args: usize, tid: i32, nth: i32): void {
   const fwd = mode <= FWD_Q4;
   const prepacked = mode == FWD_PANELS;
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const u0 = <i32>((<i64>units * ch) / chunks);
-    const u1 = <i32>((<i64>units * (ch + 1)) / chunks);
+    const u0 = chunkStart(units, ch, chunks);
+    const u1 = chunkStart(units, ch + 1, chunks);
     const p0 = byPanels ? u0 : 0, p1 = byPanels ? u1 : panels;
     const m0 = byPanels ? 0 : u0, m1 = byPanels ? mblocks : u1;
     for (let k0 = 0; k0 < inner; k0 += KC) {

@@ -5,7 +5,7 @@
 // registers. Threads claim chunks of 4-column groups (./sched.ts).
 import { FWD_F32, FWD_Q8 } from './gemm';
 import { q4Hi, q4Lo } from './dequant';
-import { chunkCount, claim } from './sched';
+import { chunkCount, chunkStart, claim } from './sched';
 import { madd } from './simd';
 
 @inline
@@ -124,8 +124,8 @@ export function gemv(args: usize, tid: i32, nth: i32): void {
   const rowBytes: usize = mode == FWD_F32 ? <usize>stride << 2 : mode == FWD_Q8 ? <usize>stride : <usize>stride >> 1;
   const sGroups = stride >> 5;
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const g0 = <i32>((<i64>groups * ch) / chunks);
-    const g1 = <i32>((<i64>groups * (ch + 1)) / chunks);
+    const g0 = chunkStart(groups, ch, chunks);
+    const g1 = chunkStart(groups, ch + 1, chunks);
     for (let m = 0; m < M; m++) {
       const x = X + <usize>m * (<usize>K << 2);
       if (mode != FWD_F32) {

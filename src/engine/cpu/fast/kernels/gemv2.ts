@@ -8,7 +8,7 @@
 // q8 and q4 weights run version 1's dot products.
 import { FWD_F32, FWD_Q8 } from './gemm';
 import { dotQ4, dotQ8, hsum } from './gemv';
-import { chunkCount, claim } from './sched';
+import { chunkCount, chunkStart, claim } from './sched';
 import { madd } from './simd';
 
 // One row x (K f32), 3 W rows -> 3 dot products stored at out[0..2], by version 1's arithmetic (./gemv.ts
@@ -64,8 +64,8 @@ export function gemv2(args: usize, tid: i32, nth: i32): void {
   const rowBytes: usize = f32 ? <usize>stride << 2 : mode == FWD_Q8 ? <usize>stride : <usize>stride >> 1;
   const sGroups = stride >> 5;
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const g0 = <i32>((<i64>groups * ch) / chunks);
-    const g1 = <i32>((<i64>groups * (ch + 1)) / chunks);
+    const g0 = chunkStart(groups, ch, chunks);
+    const g1 = chunkStart(groups, ch + 1, chunks);
     for (let m = 0; m < M; m++) {
       const x = X + <usize>m * (<usize>K << 2);
       if (!f32) {

@@ -21,3 +21,9 @@ export function claim(args: usize): i32 {
 export function chunkCount(units: i32, nth: i32): i32 {
   return nth == 1 ? 1 : min(units, nth * 4);
 }
+
+/** First unit of chunk `ch` of `chunks` over `units` (chunk ch covers [chunkStart(ch), chunkStart(ch + 1))). */
+@inline
+export function chunkStart(units: i32, ch: i32, chunks: i32): i32 {
+  return <i32>((<i64>units * ch) / chunks);
+}

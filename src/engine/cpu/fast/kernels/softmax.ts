@@ -2,7 +2,7 @@
 //
 // The vocabulary-wide part of the loss heads: per row of logits, the softmax p, its log-normalizer and
 // sum_i p_i x_i (for the entropy). The per-row loss rules stay in JS (../train.ts).
-import { chunkCount, claim } from './sched';
+import { chunkCount, chunkStart, claim } from './sched';
 
 // args: 0 x (R,V), 1 weight (R) (rows with weight 0 are skipped and get p = 0), 2 p out (R,V),
 // 3 stats out (R,2) f64: [lse, sum p*x], 4 R, 5 V.
@@ -16,8 +16,8 @@ export function softmaxRows(args: usize, tid: i32, nth: i32): void {
   const rowBytes = <usize>V << 2;
   const chunks = chunkCount(R, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
-    const r1 = <i32>((<i64>R * (ch + 1)) / chunks);
-    for (let r = <i32>((<i64>R * ch) / chunks); r < r1; r++) {
+    const r1 = chunkStart(R, ch + 1, chunks);
+    for (let r = chunkStart(R, ch, chunks); r < r1; r++) {
       const x = X + <usize>r * rowBytes;
       const p = P + <usize>r * rowBytes;
       if (load<f32>(Wt + (<usize>r << 2)) == 0) {

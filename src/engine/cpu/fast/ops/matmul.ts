@@ -25,7 +25,7 @@ export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
     const W = rt.weight(wc, temps);
     const small = M <= 3;
     // A quantized or frozen weight's panels, packed once (before the allocations below: packing one may grow memory).
-    const panels = !small && rt.matmulKernel === 2 ? rt.panelsOf(wc, W, temps) : 0;
+    const panels = !small && rt.matmulKernel === 2 ? rt.panelsOf(wc, W, FWD[W.kind], temps) : 0;
     const X = rt.place(xs, temps);
     const y = rt.output([M, N], temps);
     const scratch = small ? 64 + W.stride * 4 : scratchOf(rt);
