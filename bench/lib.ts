@@ -48,11 +48,19 @@ export interface Bound {
   use: number;
   /** The same rate at the figure's best sample (for fraction_of_best_limit). */
   best?: number;
+  /**
+   * Round by round, the figure's rate and this limit probed in the same round (`BenchContext.probe`, one thread):
+   * fraction_of_limit is then the median of the per-round ratios, each sample against the machine as it was in
+   * that round, instead of the figure's median against probes taken before and after it.
+   */
+  paired?: { use: readonly number[]; limit: readonly number[] };
 }
 
 export interface BenchContext {
   /** Record one measurement; machine, date and commit are filled in. */
   record(r: Omit<BenchRecord, 'machine' | 'date' | 'suite' | 'commit' | 'fraction_of_limit' | 'limit' | 'fraction_of_best_limit' | 'best_limit'> & { bound?: Bound }): void;
+  /** A CPU limit probed now, for one thread (kept with the run's probes), to pair with the samples of a round. */
+  probe(kind: Exclude<LimitKind, 'gpu-copy'>): number;
   /** Quick mode (smaller shapes, fewer repeats) for smoke runs. */
   quick: boolean;
   /** --device-report: the gpu suite prints each adapter's name, features and limits first. */

@@ -163,7 +163,7 @@ export class LimitTracker {
   readonly samples = new Map<LimitKind, number[]>();
 
   constructor(
-    private readonly probe: LimitProbe,
+    private readonly prober: LimitProbe,
     private readonly log: (m: string) => void = () => {},
   ) {}
 
@@ -174,22 +174,27 @@ export class LimitTracker {
 
   /** Probes every CPU limit (and, with gpu, the WebGPU one) once. */
   async start(gpu: boolean): Promise<void> {
-    for (const k of ['fma', 'read', 'read-large', 'copy'] as const) this.last.set(k, this.keep(k, this.probe.measure(k)));
+    for (const k of ['fma', 'read', 'read-large', 'copy'] as const) this.last.set(k, this.keep(k, this.prober.measure(k)));
     if (gpu) this.gpu();
   }
 
   /** Probes the WebGPU copy bandwidth (start and end of a suite that uses WebGPU). */
   gpu(): void {
-    const v = this.probe.measureGpu(this.log);
+    const v = this.prober.measureGpu(this.log);
     if (v !== null) this.keep('gpu-copy', v);
   }
 
   /** A CPU limit beside a figure just measured: the mean of the probe before it and a probe now. */
   beside(kind: Exclude<LimitKind, 'gpu-copy'>): number {
-    const now = this.keep(kind, this.probe.measure(kind));
+    const now = this.keep(kind, this.prober.measure(kind));
     const before = this.last.get(kind) ?? now;
     this.last.set(kind, now);
     return (before + now) / 2;
+  }
+
+  /** A CPU limit probed now (one thread), kept with the suite's probes. */
+  probe(kind: Exclude<LimitKind, 'gpu-copy'>): number {
+    return this.keep(kind, this.prober.measure(kind));
   }
 
   /** The best WebGPU copy bandwidth probed in this suite, if any. */

@@ -4,7 +4,7 @@
 // lists the options. Nothing is written into the checkout unless asked (--write-committed).
 import { pathToFileURL } from 'node:url';
 import { COMMITTED_DIR, DEFAULT_OUT_DIR, formatTable, writeResults, type BenchRecord, type BenchSuite } from './lib';
-import { commitName, machineName } from './lib';
+import { commitName, machineName, median } from './lib';
 import { LIMITS, LimitProbe, LimitTracker, type LimitKind } from './limits';
 
 const SUITES: Record<string, () => Promise<BenchSuite>> = {
@@ -148,14 +148,23 @@ async function runSuites(args: Extract<BenchArgs, { kind: 'run' }>): Promise<num
         quick: args.quick,
         deviceReport: args.deviceReport === true,
         log: (m) => console.error(`[bench] ${name}: ${m}`),
+        probe: (kind) => tracker.probe(kind),
         record: ({ bound, ...r }) => {
           const rec: BenchRecord = { suite: name, ...r, machine, date, commit };
           if (bound?.kind === 'gpu-copy') gpuBound.set(rec, bound.use);
           else if (bound) {
             const threads = PER_THREAD.includes(bound.kind) ? r.threads : 1;
-            const lim = tracker.beside(bound.kind) * threads;
-            rec.fraction_of_limit = bound.use / lim;
-            rec.limit = `${bound.kind}${threads > 1 ? ` x${threads}` : ''} = ${lim.toPrecision(3)} ${LIMITS[bound.kind].unit}`;
+            const x = threads > 1 ? ` x${threads}` : '';
+            if (bound.paired) {
+              const { use, limit } = bound.paired;
+              if (use.length !== limit.length || !use.length) throw new Error(`bench ${name}: ${r.case}: paired rates and limits differ in count`);
+              rec.fraction_of_limit = median(use.map((u, i) => u / (limit[i] * threads)));
+              rec.limit = `${bound.kind}${x} = ${(median(limit) * threads).toPrecision(3)} ${LIMITS[bound.kind].unit} (median of ${limit.length} probes, one a round, each sample against its round's)`;
+            } else {
+              const lim = tracker.beside(bound.kind) * threads;
+              rec.fraction_of_limit = bound.use / lim;
+              rec.limit = `${bound.kind}${x} = ${lim.toPrecision(3)} ${LIMITS[bound.kind].unit}`;
+            }
             if (bound.best !== undefined) bestBound.set(rec, { kind: bound.kind, best: bound.best, threads });
           }
           records.push(rec);

@@ -140,7 +140,7 @@ function matmulVersionsTable(): string | null {
 function peerTable(): string | null {
   const rs = load('peer');
   if (!rs.length) return null;
-  const rows = ['| threads | shape | PyTorch (eager, CPU) | cpu-fast strict | strict / PyTorch | cpu-fast relaxed | relaxed / PyTorch | first-step loss: PyTorch / strict / relaxed |', '|---|---|---|---|---|---|---|---|'];
+  const rows = ['| threads | shape | PyTorch (eager, CPU; of fma: what ours would need) | cpu-fast strict | strict / PyTorch | cpu-fast relaxed | relaxed / PyTorch | first-step loss: PyTorch / strict / relaxed |', '|---|---|---|---|---|---|---|---|'];
   for (const threads of uniq(rs.map((r) => r.threads)).sort()) {
     const tok = (b: string, c: string) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === 'train_tok_s' && r.case.includes(c));
     const loss = (b: string, c: string) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === 'loss_first_step' && r.case.includes(c))?.value;

@@ -106,15 +106,22 @@ async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: Mat
         };
         variants.forEach((_, i) => sample(i));
         const times: number[][] = variants.map(() => []);
-        const reps = ctx.quick ? 2 : 7;
-        for (let r = 0; r < reps; r++)
+        // Each round ends with a probe of the case's limit, so each sample is set against the machine of its round.
+        const limitKind = bound(c, 1)!.kind as 'fma' | 'read';
+        const probes: number[] = [];
+        const reps = ctx.quick ? 2 : 15;
+        for (let r = 0; r < reps; r++) {
           for (let j = 0; j < variants.length; j++) {
             const i = (j + r) % variants.length;
             times[i].push(sample(i));
           }
-        variants.forEach(({ name }, i) =>
-          ctx.record({ case: `${caseName(c)} kernel ${name}`, backend: 'cpu-fast', metric: 'gflops', value: caseFlops(c) / median(times[i]) / 1e9, unit: 'GFLOP/s', threads, shape: caseShape(c), bound: bound(c, median(times[i]), Math.min(...times[i])) }),
-        );
+          probes.push(ctx.probe(limitKind));
+        }
+        variants.forEach(({ name }, i) => {
+          const b = bound(c, median(times[i]), Math.min(...times[i]))!;
+          const paired = { use: times[i].map((t) => bound(c, t)!.use), limit: probes };
+          ctx.record({ case: `${caseName(c)} kernel ${name}`, backend: 'cpu-fast', metric: 'gflops', value: caseFlops(c) / median(times[i]) / 1e9, unit: 'GFLOP/s', threads, shape: caseShape(c), bound: { ...b, paired } });
+        });
         const ratio = (a: number, b: number) => median(times[a].map((t, r) => t / times[b][r]));
         // How much faster variant a runs than b (the median per-round time of b over a's), named `label`.
         const speedup = (a: string, b: string, label = `${a} / ${b}`) => ctx.record({ case: `${caseName(c)} kernel ${label}`, backend: 'cpu-fast', metric: 'speedup', value: ratio(at(b), at(a)), unit: 'x', threads, shape: caseShape(c) });
