@@ -140,19 +140,26 @@ function matmulVersionsTable(): string | null {
 function peerTable(): string | null {
   const rs = load('peer');
   if (!rs.length) return null;
-  const rows = ['| threads | shape | PyTorch (eager, CPU; of fma: what ours would need) | cpu-fast strict | strict / PyTorch | cpu-fast relaxed | relaxed / PyTorch | first-step loss: PyTorch / strict / relaxed |', '|---|---|---|---|---|---|---|---|'];
+  const rows = [
+    '| threads | shape | PyTorch (eager, CPU; of fma: what ours would need) | PyTorch held to 128-bit SIMD | cpu-fast strict | strict / PyTorch | strict / PyTorch 128-bit | cpu-fast relaxed | relaxed / PyTorch | relaxed / PyTorch 128-bit | first-step loss: PyTorch / 128-bit / strict / relaxed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
   for (const threads of uniq(rs.map((r) => r.threads)).sort()) {
-    const tok = (b: string, c: string) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === 'train_tok_s' && r.case.includes(c));
-    const loss = (b: string, c: string) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === 'loss_first_step' && r.case.includes(c))?.value;
-    const sp = (c: string) => rs.find((r) => r.threads === threads && r.metric === 'speedup' && r.case.includes(c))?.value;
-    const pt = tok('pytorch', 'pytorch');
+    const at = (metric: string, b: string, end: RegExp) => rs.find((r) => r.threads === threads && r.backend === b && r.metric === metric && end.test(r.case));
+    const tok = (b: string, end: RegExp) => at('train_tok_s', b, end);
+    const loss = (b: string, end: RegExp) => at('loss_first_step', b, end)?.value;
+    const sp = (end: RegExp) => at('speedup', 'cpu-fast', end)?.value;
+    const [wide, narrow, strict, relaxed] = [/eager$/, /128-bit SIMD$/, /strict$/, /relaxed$/];
+    const pt = tok('pytorch', wide);
     if (!pt) continue;
     const cell = (r?: BenchRecord) => (r ? `${fmt(r.value)} tok/s${r.fraction_of_limit === undefined ? '' : `, ${ofLimit(r)}`}` : '–');
     const x = (v?: number) => (v === undefined ? '–' : `**${v.toFixed(2)}×**`);
     const l = (v?: number) => (v === undefined ? '–' : v.toFixed(6));
-    rows.push(`| ${threads} | ${pt.shape} | ${cell(pt)} | ${cell(tok('cpu-fast', 'strict'))} | ${x(sp('strict / pytorch'))} | ${cell(tok('cpu-fast', 'relaxed'))} | ${x(sp('relaxed / pytorch'))} | ${l(loss('pytorch', 'pytorch'))} / ${l(loss('cpu-fast', 'strict'))} / ${l(loss('cpu-fast', 'relaxed'))} |`);
+    rows.push(
+      `| ${threads} | ${pt.shape} | ${cell(pt)} | ${cell(tok('pytorch', narrow))} | ${cell(tok('cpu-fast', strict))} | ${x(sp(/strict \/ pytorch$/))} | ${x(sp(/strict \/ pytorch 128-bit$/))} | ${cell(tok('cpu-fast', relaxed))} | ${x(sp(/relaxed \/ pytorch$/))} | ${x(sp(/relaxed \/ pytorch 128-bit$/))} | ${l(loss('pytorch', wide))} / ${l(loss('pytorch', narrow))} / ${l(loss('cpu-fast', strict))} / ${l(loss('cpu-fast', relaxed))} |`,
+    );
   }
-  const torch = rs.find((r) => r.backend === 'pytorch')?.case.replace(/^.*, /, '');
+  const torch = rs.find((r) => r.backend === 'pytorch')?.case.replace(/^.*, (pytorch [^,]*).*$/, '$1');
   return `${rows.join('\n')}\n\n${torch ? `PyTorch: ${torch}. ` : ''}${limitsLine(rs)}${provenance('peer', rs)}`;
 }
 

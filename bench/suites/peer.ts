@@ -54,6 +54,14 @@ function torchPython(ctx: BenchContext): string | null {
   return py;
 }
 
+/**
+ * PyTorch held to 128-bit SIMD, the width of wasm's: ATen's own kernels (attention, norms, AdamW) at their
+ * baseline build (SSE), MKL's matrix products on its SSE2 code path (CNR mode COMPATIBLE: on this AMD host MKL
+ * ignores the finer MKL_ENABLE_INSTRUCTIONS / CBWR=SSE4_2 caps), oneDNN at SSE4.1. Beside PyTorch as it runs by
+ * default, it says how much of the gap between the two engines is the width of the vector units.
+ */
+const TORCH_128: Record<string, string> = { ATEN_CPU_CAPABILITY: 'default', MKL_CBWR: 'COMPATIBLE', ONEDNN_MAX_CPU_ISA: 'SSE41' };
+
 /** The PyTorch side: a child process serving steps. */
 class TorchPeer {
   private lines: AsyncIterableIterator<string>;
@@ -62,8 +70,8 @@ class TorchPeer {
   }
   info: Record<string, unknown> = {};
 
-  static async start(py: string, threads: number, tokensPath: string): Promise<TorchPeer> {
-    const env = { ...process.env, OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) };
+  static async start(py: string, threads: number, tokensPath: string, isaEnv: Record<string, string> = {}): Promise<TorchPeer> {
+    const env = { ...process.env, OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads), ...isaEnv };
     const child = spawn(py, [SCRIPT, MODEL_DIR, String(threads), tokensPath], { env });
     let err = '';
     child.stderr.on('data', (d) => (err += String(d)));
@@ -116,6 +124,9 @@ const suite: BenchSuite = {
     for (const threads of [1, 2]) {
       const peer = await TorchPeer.start(py, threads, tokensPath);
       ctx.log(`${threads}t torch: ${JSON.stringify(peer.info)}`);
+      const narrow = await TorchPeer.start(py, threads, tokensPath, TORCH_128);
+      ctx.log(`${threads}t torch, 128-bit SIMD (${Object.entries(TORCH_128).map(([k, v]) => `${k}=${v}`).join(' ')}): ${JSON.stringify(narrow.info)}`);
+      const peers = [{ p: peer, label: '' }, { p: narrow, label: ' 128-bit' }];
       const ours: { b: CpuFastBackend; tr: Trainer; free: () => void; name: string }[] = [];
       try {
         for (const simd of relaxed ? (['strict', 'relaxed'] as const) : (['strict'] as const)) {
@@ -125,9 +136,10 @@ const suite: BenchSuite = {
           ours.push({ b, tr, name: `cpu-fast ${simd}`, free: () => (tr.free(), m.free(), b.dispose()) });
           if (paramCount(m.config) !== peer.info.params) ctx.log(`WARNING: parameter counts differ: ours ${paramCount(m.config)}, torch ${String(peer.info.params)}`);
         }
-        // variant 0 is PyTorch, then ours
+        // variants 0 and 1 are PyTorch (as it runs, then held to 128-bit SIMD), then ours
         const runs: (() => Promise<{ s: number; loss: number }>)[] = [
           () => peer.step(),
+          () => narrow.step(),
           ...ours.map((o) => async () => {
             const t0 = performance.now();
             const r = await o.tr.trainStep([batch]);
@@ -137,7 +149,8 @@ const suite: BenchSuite = {
         ];
         const first: { s: number; loss: number }[] = [];
         for (const run of runs) first.push(await run()); // warm-up, and the first step's loss on the same weights
-        ctx.log(`${threads}t first-step loss: torch ${first[0].loss.toFixed(6)}, ${ours.map((o, i) => `${o.name} ${first[i + 1].loss.toFixed(6)}`).join(', ')}`);
+        const O = peers.length; // ours start here
+        ctx.log(`${threads}t first-step loss: torch ${first[0].loss.toFixed(6)}, torch 128-bit ${first[1].loss.toFixed(6)}, ${ours.map((o, i) => `${o.name} ${first[i + O].loss.toFixed(6)}`).join(', ')}`);
         const times: number[][] = runs.map(() => []);
         const probes: number[] = []; // the wasm multiply-add peak, probed at the end of every round
         const rounds = ctx.quick ? 2 : 7;
@@ -159,14 +172,16 @@ const suite: BenchSuite = {
           ctx.record({ case: `${name}, ${label}`, backend, metric: 'train_tok_s', value: len / s, unit: 'tok/s', threads, shape, model, bound });
           ctx.record({ case: `${name}, ${label}`, backend, metric: 'loss_first_step', value: first[i].loss, unit: 'nats', threads, shape, model });
         };
-        rec(0, 'pytorch', `pytorch ${String(peer.info.torch)} eager`);
-        ours.forEach((o, i) => rec(i + 1, 'cpu-fast', o.name));
-        ours.forEach((o, i) =>
-          ctx.record({ case: `${name}, ${o.name} / pytorch`, backend: 'cpu-fast', metric: 'speedup', value: median(times[0].map((t, k) => t / times[i + 1][k])), unit: 'x', threads, shape, model }),
-        );
-        ctx.log(`${threads}t ${name}: torch ${median(times[0]).toFixed(3)} s, ${ours.map((o, i) => `${o.name} ${median(times[i + 1]).toFixed(3)} s`).join(', ')} a step (median of ${rounds} rotating rounds)`);
+        peers.forEach(({ label }, j) => rec(j, 'pytorch', `pytorch ${String(peer.info.torch)} eager${label ? `,${label} SIMD` : ''}`));
+        ours.forEach((o, i) => rec(i + O, 'cpu-fast', o.name));
+        for (const [j, { label }] of peers.entries())
+          ours.forEach((o, i) =>
+            ctx.record({ case: `${name}, ${o.name} / pytorch${label}`, backend: 'cpu-fast', metric: 'speedup', value: median(times[j].map((t, k) => t / times[i + O][k])), unit: 'x', threads, shape, model }),
+          );
+        ctx.log(`${threads}t ${name}: torch ${median(times[0]).toFixed(3)} s, torch 128-bit ${median(times[1]).toFixed(3)} s, ${ours.map((o, i) => `${o.name} ${median(times[i + O]).toFixed(3)} s`).join(', ')} a step (median of ${rounds} rotating rounds)`);
       } finally {
         peer.close();
+        narrow.close();
         for (const o of ours) o.free();
       }
     }
