@@ -76,21 +76,49 @@ function micro(ap: usize, b: usize, kk: i32, c: usize, ldc: usize, rows: i32, co
 }
 
 // Packs rows m0..mEnd-1 of A, inner k0..k0+kk-1, as 4-row blocks [k][4] (16 bytes a step) at dst; rows past M
-// are zeros (their outputs are never stored).
+// are zeros (their outputs are never stored). Only data moves, so every path gives the same packed bytes. Where a
+// block's 4 rows sit side by side in memory (arow = 4 bytes: A = dy^T of the weight gradient) a step is one 16-byte
+// copy; where each row is contiguous along k (astep = 4: the forward's x, the input gradient's dy) 4 steps are one
+// 4 x 4 transpose through shuffles. With few output columns (the small projections of training) A's packing is a
+// large share of the product: the scalar loop moved a value with a load and a store.
 function packA(A: usize, astep: usize, arow: usize, M: i32, m0: i32, mEnd: i32, k0: i32, kk: i32, dst: usize): void {
   const RB: usize = <usize>R << 2;
   for (let m = m0; m < mEnd; m += R) {
-    const base = A + <usize>k0 * astep;
-    for (let r = 0; r < R; r++) {
-      const row = m + r;
-      let d = dst + (<usize>r << 2);
-      if (row >= M) {
-        for (let k = 0; k < kk; k++, d += RB) store<f32>(d, 0);
-        continue;
+    const base = A + <usize>k0 * astep + <usize>m * arow;
+    if (m + R <= M && arow == 4) {
+      let s = base;
+      let d = dst;
+      for (let k = 0; k < kk; k++, d += RB, s += astep) v128.store(d, v128.load(s));
+    } else if (m + R <= M && astep == 4) {
+      const s0 = base, s1 = base + arow, s2 = base + 2 * arow, s3 = base + 3 * arow;
+      const k4 = kk & ~3;
+      let d = dst;
+      for (let k = 0; k < k4; k += 4, d += RB << 2) {
+        const o = <usize>k << 2;
+        const r0 = v128.load(s0 + o), r1 = v128.load(s1 + o), r2 = v128.load(s2 + o), r3 = v128.load(s3 + o);
+        const t0 = i32x4.shuffle(r0, r1, 0, 4, 1, 5), t1 = i32x4.shuffle(r0, r1, 2, 6, 3, 7);
+        const t2 = i32x4.shuffle(r2, r3, 0, 4, 1, 5), t3 = i32x4.shuffle(r2, r3, 2, 6, 3, 7);
+        v128.store(d, i32x4.shuffle(t0, t2, 0, 1, 4, 5));
+        v128.store(d, i32x4.shuffle(t0, t2, 2, 3, 6, 7), 16);
+        v128.store(d, i32x4.shuffle(t1, t3, 0, 1, 4, 5), 32);
+        v128.store(d, i32x4.shuffle(t1, t3, 2, 3, 6, 7), 48);
       }
-      let s = base + <usize>row * arow;
-      for (let k = 0; k < kk; k++, d += RB, s += astep) store<f32>(d, load<f32>(s));
-    }
+      for (let k = k4; k < kk; k++, d += RB) {
+        const o = <usize>k << 2;
+        store<f32>(d, load<f32>(s0 + o)); store<f32>(d, load<f32>(s1 + o), 4);
+        store<f32>(d, load<f32>(s2 + o), 8); store<f32>(d, load<f32>(s3 + o), 12);
+      }
+    } else
+      for (let r = 0; r < R; r++) {
+        const row = m + r;
+        let d = dst + (<usize>r << 2);
+        if (row >= M) {
+          for (let k = 0; k < kk; k++, d += RB) store<f32>(d, 0);
+          continue;
+        }
+        let s = A + <usize>k0 * astep + <usize>row * arow;
+        for (let k = 0; k < kk; k++, d += RB, s += astep) store<f32>(d, load<f32>(s));
+      }
     dst += <usize>kk * RB;
   }
 }
