@@ -3,6 +3,7 @@
 // Row-wise and elementwise forward ops: once the matmuls are fast these are what a small model's
 // prefill spends its time on. Threads claim chunks of rows (rmsnorm) or of elements (./sched.ts).
 import { chunkCount, chunkStart, claim } from './sched';
+import { vexp } from './simd';
 
 // args: 0 x, 1 w, 2 out, 3 R, 4 C, 5 eps (f32 bits). out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
 export function rmsnorm(args: usize, tid: i32, nth: i32): void {
@@ -58,7 +59,13 @@ export function swiglu(args: usize, tid: i32, nth: i32): void {
   const chunks = chunkCount(blocks, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
     const end = min(n, chunkStart(blocks, ch + 1, chunks) << 4);
-    for (let i = chunkStart(blocks, ch, chunks) << 4; i < end; i++) {
+    let i = chunkStart(blocks, ch, chunks) << 4;
+    for (; i + 4 <= end; i += 4) {
+      const off = <usize>i << 2;
+      const g = v128.load(G + off);
+      v128.store(O + off, f32x4.mul(f32x4.div(g, f32x4.add(f32x4.splat(1), vexp(f32x4.neg(g)))), v128.load(U + off)));
+    }
+    for (; i < end; i++) {
       const off = <usize>i << 2;
       const g = load<f32>(G + off);
       store<f32>(O + off, (g / (1 + Mathf.exp(-g))) * load<f32>(U + off));
@@ -119,7 +126,17 @@ export function swigluBackward(args: usize, tid: i32, nth: i32): void {
   const chunks = chunkCount(blocks, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
     const end = min(n, chunkStart(blocks, ch + 1, chunks) << 4);
-    for (let i = chunkStart(blocks, ch, chunks) << 4; i < end; i++) {
+    let i = chunkStart(blocks, ch, chunks) << 4;
+    const one = f32x4.splat(1);
+    for (; i + 4 <= end; i += 4) {
+      const off = <usize>i << 2;
+      const g = v128.load(G + off);
+      const dy = v128.load(DY + off);
+      const sig = f32x4.div(one, f32x4.add(one, vexp(f32x4.neg(g))));
+      v128.store(DU + off, f32x4.mul(f32x4.mul(dy, g), sig));
+      v128.store(DG + off, f32x4.mul(f32x4.mul(f32x4.mul(dy, v128.load(U + off)), sig), f32x4.add(one, f32x4.mul(g, f32x4.sub(one, sig)))));
+    }
+    for (; i < end; i++) {
       const off = <usize>i << 2;
       const g = load<f32>(G + off);
       const dy = load<f32>(DY + off);
@@ -190,8 +207,18 @@ export function rmsnormBackward(args: usize, tid: i32, nth: i32): void {
       const x = X + <usize>r * rowBytes;
       const g = DY + <usize>r * rowBytes;
       const o = DX + <usize>r * rowBytes;
-      let ss: f64 = 0, dot: f64 = 0;
-      for (let c = 0; c < C; c++) {
+      // two values a step in f64x2 lanes (the scalar loop's f64 arithmetic, summed in two interleaved halves)
+      let vss = f64x2.splat(0), vdot = f64x2.splat(0);
+      const C2 = C & ~1;
+      for (let c = 0; c < C2; c += 2) {
+        const off = <usize>c << 2;
+        const xv = f64x2.promote_low_f32x4(v128.load64_zero(x + off));
+        vss = f64x2.add(vss, f64x2.mul(xv, xv));
+        vdot = f64x2.add(vdot, f64x2.mul(f64x2.mul(f64x2.promote_low_f32x4(v128.load64_zero(W + off)), f64x2.promote_low_f32x4(v128.load64_zero(g + off))), xv));
+      }
+      let ss: f64 = f64x2.extract_lane(vss, 0) + f64x2.extract_lane(vss, 1);
+      let dot: f64 = f64x2.extract_lane(vdot, 0) + f64x2.extract_lane(vdot, 1);
+      for (let c = C2; c < C; c++) {
         const off = <usize>c << 2;
         const xv = <f64>load<f32>(x + off);
         ss += xv * xv;
@@ -199,7 +226,17 @@ export function rmsnormBackward(args: usize, tid: i32, nth: i32): void {
       }
       const inv = 1 / Math.sqrt(ss / <f64>C + <f64>eps);
       const k = (inv * inv * inv * dot) / <f64>C;
-      for (let c = 0; c < C; c++) {
+      const vinv = f64x2.splat(inv), vk = f64x2.splat(k);
+      for (let c = 0; c < C2; c += 2) {
+        const off = <usize>c << 2;
+        const xv = f64x2.promote_low_f32x4(v128.load64_zero(x + off));
+        const gv = f64x2.promote_low_f32x4(v128.load64_zero(g + off));
+        const o2 = f32x4.demote_f64x2_zero(f64x2.sub(f64x2.mul(f64x2.mul(vinv, f64x2.promote_low_f32x4(v128.load64_zero(W + off))), gv), f64x2.mul(vk, xv)));
+        v128.store64_lane(o + off, o2, 0);
+        const d = dw + (<usize>c << 3);
+        v128.store(d, f64x2.add(v128.load(d), f64x2.mul(f64x2.mul(gv, xv), vinv)));
+      }
+      for (let c = C2; c < C; c++) {
         const off = <usize>c << 2;
         const xv = <f64>load<f32>(x + off);
         const gv = <f64>load<f32>(g + off);
