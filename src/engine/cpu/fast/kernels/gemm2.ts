@@ -173,14 +173,25 @@ export function gemm2(args: usize, tid: i32, nth: i32): void {
   const scratch = <usize>load<u32>(args, 52) + <usize>tid * <usize>load<u32>(args, 56);
   const tile = scratch + TILE;
 
-  // Wide outputs: share out the 8-column panels; narrow ones (few panels): the 6-row blocks.
   const panels = (Nout + 7) >> 3;
   const mblocks = (M + R - 1) / R;
-  const byPanels = panels >= nth * 2 || mblocks < nth * 2;
-  const units = byPanels ? panels : mblocks;
-  const chunks = chunkCount(units, nth);
   const fwd = mode <= FWD_Q4;
   const prepacked = mode == FWD_PANELS;
+  // Threads share out the 8-column panels (wide outputs) or the 4-row blocks (few panels). When B is packed here,
+  // whichever packs less: every chunk of panels packs all of A again (M x inner values), every row block of MC
+  // rows, within a chunk of rows, all of B's panels again (Nout x inner). With the training step's shapes (2,048 rows,
+  // 64-384 columns) sharing panels packed A 8 times on two threads and cost the weight gradient much of its second
+  // thread. B packed beforehand keeps sharing panels (each thread then streams only its own). The outputs are the
+  // same either way (each tile the same operations in the same order).
+  let byPanels = panels >= nth * 2 || mblocks < nth * 2;
+  if (nth > 1 && !prepacked && mblocks >= nth * 2 && panels >= nth * 2) {
+    const mcs = <i64>((mblocks + MC_BLOCKS - 1) / MC_BLOCKS);
+    const aVals = <i64>M * <i64>inner;
+    const bVals = <i64>Nout * <i64>inner;
+    byPanels = <i64>chunkCount(panels, nth) * aVals + mcs * bVals <= aVals + (mcs + <i64>chunkCount(mblocks, nth)) * bVals;
+  }
+  const units = byPanels ? panels : mblocks;
+  const chunks = chunkCount(units, nth);
   for (let ch = claim(args); ch < chunks; ch = claim(args)) {
     const u0 = chunkStart(units, ch, chunks);
     const u1 = chunkStart(units, ch + 1, chunks);
