@@ -109,7 +109,7 @@ async function kernelVersions(ctx: BenchContext, threads: number, bound: (c: Mat
         // Each round ends with a probe of the case's limit, so each sample is set against the machine of its round.
         const limitKind = bound(c, 1)!.kind as 'fma' | 'read';
         const probes: number[] = [];
-        const reps = ctx.quick ? 2 : 15;
+        const reps = ctx.quick ? 2 : 31;
         for (let r = 0; r < reps; r++) {
           for (let j = 0; j < variants.length; j++) {
             const i = (j + r) % variants.length;
