@@ -127,9 +127,11 @@ function packA(A: usize, astep: usize, arow: usize, M: i32, m0: i32, mEnd: i32, 
 // once (a frozen or quantized weight, src/engine/cpu/fast/runtime.ts) instead of panel by panel on every call.
 export const FWD_PANELS: i32 = 6;
 
-// Packs a forward weight (pack mode FWD_F32|Q8|Q4 with gemm's B, scales and stride; N rows of `inner` values)
-// into panels at dst, each block exactly as gemm2 packs it on a call (packForward), so a product reading them
-// (FWD_PANELS) gives the same bits. Layout [k block][panel][k in block][8] f32: a product's pass over one k block
+// Packs B (any pack mode of gemm: a forward weight, FWD_F32|Q8|Q4, or B read by rows, ROWS_*; N = the product's
+// output columns, `inner` its inner dimension) into panels at dst, each block exactly as gemm2 packs it on a call
+// (packForward, packRows), so a product reading them (FWD_PANELS) gives the same bits. Used for a weight packed once
+// (src/engine/cpu/fast/runtime.ts panelsOf) and for a B packed once per call when the product would pack it again
+// for every MC rows (ops/matmul.ts). Layout [k block][panel][k in block][8] f32: a product's pass over one k block
 // reads its panels as one sequential stream (laid out panel by panel, each pass jumps by a panel's whole length:
 // M = 16 reached 79-82 % of the fma peak that way against 83 % this way, one thread, in a scratch probe).
 // Arguments: mode, B, scales, stride, N, inner, dst; scratch after.
@@ -149,7 +151,8 @@ export function packPanels(args: usize, tid: i32, nth: i32): void {
     for (let p = chunkStart(panels, ch, chunks); p < p1; p++)
       for (let k0 = 0; k0 < inner; k0 += KC) {
         const kk = min(KC, inner - k0);
-        packForward(mode, B, scales, stride, N, p << 3, k0, kk, scratch);
+        if (mode <= FWD_Q4) packForward(mode, B, scales, stride, N, p << 3, k0, kk, scratch);
+        else packRows(mode, B, scales, stride, N, p << 3, k0, kk, scratch);
         memory.copy(dst + ((<usize>k0 * <usize>panels + <usize>p * <usize>kk) << 5), scratch + PANEL, <usize>kk << 5);
       }
   }
@@ -177,17 +180,17 @@ export function gemm2(args: usize, tid: i32, nth: i32): void {
   const mblocks = (M + R - 1) / R;
   const fwd = mode <= FWD_Q4;
   const prepacked = mode == FWD_PANELS;
-  // Threads share out the 8-column panels (wide outputs) or the 4-row blocks (few panels). When B is packed here,
-  // whichever packs less: every chunk of panels packs all of A again (M x inner values), every row block of MC
-  // rows, within a chunk of rows, all of B's panels again (Nout x inner). With the training step's shapes (2,048 rows,
-  // 64-384 columns) sharing panels packed A 8 times on two threads and cost the weight gradient much of its second
-  // thread. B packed beforehand keeps sharing panels (each thread then streams only its own). The outputs are the
-  // same either way (each tile the same operations in the same order).
+  // Threads share out the 8-column panels (wide outputs) or the 4-row blocks (few panels), and when there are
+  // enough of both, whichever moves less: every chunk of panels packs all of A again (M x inner values, read and
+  // written), every row block of MC rows, within a chunk of rows, passes over all of B's panels again (Nout x inner:
+  // read and written when packed here, read when B came packed). With the training step's shapes (2,048 rows, 64-384
+  // columns) sharing panels packed A 8 times on two threads and cost the weight gradient much of its second thread.
+  // The outputs are the same either way (each tile the same operations in the same order).
   let byPanels = panels >= nth * 2 || mblocks < nth * 2;
-  if (nth > 1 && !prepacked && mblocks >= nth * 2 && panels >= nth * 2) {
+  if (nth > 1 && mblocks >= nth * 2 && panels >= nth * 2) {
     const mcs = <i64>((mblocks + MC_BLOCKS - 1) / MC_BLOCKS);
-    const aVals = <i64>M * <i64>inner;
-    const bVals = <i64>Nout * <i64>inner;
+    const aVals = <i64>2 * <i64>M * <i64>inner;
+    const bVals = <i64>(prepacked ? 1 : 2) * <i64>Nout * <i64>inner;
     byPanels = <i64>chunkCount(panels, nth) * aVals + mcs * bVals <= aVals + (mcs + <i64>chunkCount(mblocks, nth)) * bVals;
   }
   const units = byPanels ? panels : mblocks;

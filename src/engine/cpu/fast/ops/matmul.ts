@@ -12,6 +12,21 @@ const FWD_PANELS = 6;
 const gemmOf = (rt: WasmRuntime) => (rt.matmulKernel === 2 ? 'gemm2' : 'gemm');
 const scratchOf = (rt: WasmRuntime) => (rt.matmulKernel === 2 ? rt.gemm2Scratch : rt.gemmScratch);
 const ROWS = { f32: 3, q8: 4, q4: 5 } as const;
+/** Rows of A a product of version 2 takes per block (kernels/gemm2.ts MC): B's panels are packed again for each. */
+const MC = 128;
+
+/**
+ * B packed into all its panels once for this call (kernels/gemm2.ts packPanels), where version 2 would pack each
+ * panel again for every MC rows of A (a training product of 2,048 rows: 16 times); 0 where it would not (fewer rows,
+ * version 1). Allocated before the caller's outputs (it may grow memory) and freed with its temps.
+ */
+function callPanels(rt: WasmRuntime, mode: number, B: number, scales: number, stride: number, Nout: number, inner: number, rows: number, temps: Temps): number {
+  if (rt.matmulKernel !== 2 || rows <= MC) return 0;
+  const ptr = rt.heap.alloc(Math.ceil(Nout / 8) * 8 * inner * 4);
+  temps.push(ptr);
+  rt.launch('packPanels', [mode, B, scales, stride, Nout, inner, ptr], rt.gemmScratch, Nout * inner * 4, temps);
+  return ptr;
+}
 
 // x (M,K), w (N,K) f32|q8|q4 -> (M,N)
 export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
@@ -24,8 +39,9 @@ export function matmul(rt: WasmRuntime, x: Tensor, w: Tensor): Tensor {
   try {
     const W = rt.weight(wc, temps);
     const small = M <= 3;
-    // A quantized or frozen weight's panels, packed once (before the allocations below: packing one may grow memory).
-    const panels = !small && rt.matmulKernel === 2 ? rt.panelsOf(wc, W, FWD[W.kind], temps) : 0;
+    // A quantized or frozen weight's panels, packed once, else for this call where that saves packing (before the
+    // allocations below: packing may grow memory).
+    const panels = small ? 0 : rt.matmulKernel === 2 ? rt.panelsOf(wc, W, FWD[W.kind], temps) || callPanels(rt, FWD[W.kind], W.ptr, W.scales, W.stride, N, K, M, temps) : 0;
     const X = rt.place(xs, temps);
     const y = rt.output([M, N], temps);
     const scratch = small ? 64 + W.stride * 4 : scratchOf(rt);
@@ -47,9 +63,10 @@ export function matmulBackwardInput(rt: WasmRuntime, dy: Tensor, w: Tensor): Ten
   const temps: Temps = [];
   try {
     const W = rt.weight(wc, temps);
+    const panels = callPanels(rt, ROWS[W.kind], W.ptr, W.scales, W.stride, K, N, M, temps);
     const G = rt.place(g, temps);
     const dx = rt.output([M, K], temps);
-    const slots = [ROWS[W.kind], G, 4, N * 4, M, N, K, W.ptr, W.scales, W.stride, dx.ptr, K, 0];
+    const slots = panels ? [FWD_PANELS, G, 4, N * 4, M, N, K, panels, 0, 0, dx.ptr, K, 0] : [ROWS[W.kind], G, 4, N * 4, M, N, K, W.ptr, W.scales, W.stride, dx.ptr, K, 0];
     rt.launch(gemmOf(rt), slots, scratchOf(rt), 2 * M * K * N, temps);
     return dx.finish();
   } finally {
@@ -70,10 +87,11 @@ export function matmulBackwardWeight(rt: WasmRuntime, dy: Tensor, x: Tensor, dw:
   try {
     const G = rt.place(g, temps);
     const X = rt.place(xs, temps);
+    const panels = callPanels(rt, ROWS.f32, X, 0, K, K, M, N, temps);
     const resident = rt.isResident(d);
     const D = rt.place(d, temps);
     // C = dW (N,K) += A (N,M) . B (M,K) with A = dy^T read in place: step N floats along m, 1 between rows.
-    const slots = [ROWS.f32, G, N * 4, 4, N, M, K, X, 0, K, D, K, 1];
+    const slots = panels ? [FWD_PANELS, G, N * 4, 4, N, M, K, panels, 0, 0, D, K, 1] : [ROWS.f32, G, N * 4, 4, N, M, K, X, 0, K, D, K, 1];
     rt.launch(gemmOf(rt), slots, scratchOf(rt), 2 * M * K * N, temps);
     if (!resident) d.set(rt.heap.f32(D, d.length));
   } finally {
