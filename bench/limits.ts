@@ -186,7 +186,7 @@ export class LimitTracker {
 
   /** A CPU limit beside a figure just measured: the mean of the probe before it and a probe now. */
   beside(kind: Exclude<LimitKind, 'gpu-copy'>): number {
-    const now = this.keep(kind, this.prober.measure(kind));
+    const now = this.probe(kind);
     const before = this.last.get(kind) ?? now;
     this.last.set(kind, now);
     return (before + now) / 2;

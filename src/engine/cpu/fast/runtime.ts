@@ -32,6 +32,9 @@ const COUNTER_SLOT = 31;
 /** Offsets of the per-op copies made for one kernel call, released when it returns. */
 export type Temps = number[];
 
+/** Bytes of B's panels as kernels/gemm2.ts packPanels lays them out: Nout padded to 8 columns, x inner, f32. */
+export const panelBytes = (Nout: number, inner: number): number => Math.ceil(Nout / 8) * 8 * inner * 4;
+
 /** The attention kernels' versions (kernels/attention1.ts, attention2.ts, attention3.ts; the default 3). */
 export const ATTENTION_VERSIONS = [1, 2, 3] as const;
 export type AttentionVersion = (typeof ATTENTION_VERSIONS)[number];
@@ -195,14 +198,28 @@ export class WasmRuntime {
     const have = this.panels.get(key);
     if (have) return have.ptr;
     const [N, K] = w.shape;
-    const bytes = Math.ceil(N / 8) * 8 * K * 4;
+    const bytes = panelBytes(N, K);
     if (this.packedBytes + bytes > this.packedWeightBytes) return 0;
-    const ptr = this.heap.alloc(bytes);
+    const ptr = this.packPanels(mode, W.ptr, W.scales, W.stride, N, K, temps);
     const held = { ptr, bytes };
     this.packedBytes += bytes;
     this.panels.set(key, held);
     this.finalizePanels.register(key, held, key);
-    this.launch('packPanels', [mode, W.ptr, W.scales, W.stride, N, K, ptr], this.gemmScratch, N * K * 4, temps);
+    return ptr;
+  }
+
+  /**
+   * B (Nout output columns, `inner` deep, any pack mode of kernels/gemm.ts with its operands) packed into all its
+   * panels (kernels/gemm2.ts packPanels) at fresh memory of panelBytes(Nout, inner): its offset, the caller's to free.
+   */
+  packPanels(mode: number, B: number, scales: number, stride: number, Nout: number, inner: number, temps: Temps): number {
+    const ptr = this.heap.alloc(panelBytes(Nout, inner));
+    try {
+      this.launch('packPanels', [mode, B, scales, stride, Nout, inner, ptr], this.gemmScratch, Nout * inner * 4, temps);
+    } catch (e) {
+      this.heap.release(ptr);
+      throw e;
+    }
     return ptr;
   }
 

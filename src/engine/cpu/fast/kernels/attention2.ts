@@ -8,7 +8,7 @@
 // block; keys come in blocks of BK. Per key block: K transposed (D x BK) and V copied into scratch once for all
 // the block's rows; scores of 4 rows x 8 keys per register tile (no horizontal sums: the 8 keys lie across
 // lanes); a softmax carried from block to block (running max and sum, the output rescaled when the max grows);
-// exp vectorised (vexp, below); the probability-weighted sum of V rows as 4 rows x 8 values per register tile.
+// exp vectorised (vexp, ./simd.ts); the probability-weighted sum of V rows as 4 rows x 8 values per register tile.
 //
 // The backward recomputes the probabilities (the forward saves nothing): a first pass over the key blocks gets
 // each row's max, sum and D_i = sum_j p_ij dp_ij (dp = dOut . v); a second, key block by key block, forms
@@ -23,7 +23,7 @@
 // `madd` (./simd.ts) is a*b+c: a separate multiply and add in the strict build, f32x4.relaxed_madd (fused or
 // not, depending on the machine) in the relaxed one.
 import { claim } from './sched';
-import { madd } from './simd';
+import { madd, vexp } from './simd';
 
 /** Keys per block (a multiple of 8: the register tiles span 8 keys). */
 const BK: i32 = 32;
@@ -41,28 +41,6 @@ function hsum(v: v128): f32 {
 @inline
 function hmax(v: v128): f32 {
   return max(max(f32x4.extract_lane(v, 0), f32x4.extract_lane(v, 1)), max(f32x4.extract_lane(v, 2), f32x4.extract_lane(v, 3)));
-}
-
-/**
- * exp of 4 lanes (Cephes' expf: range reduction by ln 2 in two parts, a degree-5 polynomial, the exponent added
- * as an integer); about 1 ulp on [-87.3, 88.4]; below -87.3 (and -inf) gives exactly 0.
- */
-@inline
-export function vexp(x: v128): v128 {
-  const keep = f32x4.ge(x, f32x4.splat(-87.33654));
-  x = f32x4.pmin(f32x4.pmax(x, f32x4.splat(-87.33654)), f32x4.splat(88.37626));
-  const fx = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
-  let r = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(0.693359375)));
-  r = f32x4.sub(r, f32x4.mul(fx, f32x4.splat(-2.12194440e-4)));
-  let y = f32x4.splat(1.9875691500e-4);
-  y = madd(y, r, f32x4.splat(1.3981999507e-3));
-  y = madd(y, r, f32x4.splat(8.3334519073e-3));
-  y = madd(y, r, f32x4.splat(4.1665795894e-2));
-  y = madd(y, r, f32x4.splat(1.6666665459e-1));
-  y = madd(y, r, f32x4.splat(5.0000001201e-1));
-  y = madd(y, f32x4.mul(r, r), f32x4.add(r, f32x4.splat(1)));
-  const p2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(fx), i32x4.splat(127)), 23);
-  return v128.and(f32x4.mul(y, p2), keep);
 }
 
 // out (4 x 8, rows os bytes apart) = scale * a (4 rows, `as` bytes apart) . bt (D x 8 of a D x BK block).

@@ -22,9 +22,8 @@ const MC = 128;
  */
 function callPanels(rt: WasmRuntime, mode: number, B: number, scales: number, stride: number, Nout: number, inner: number, rows: number, temps: Temps): number {
   if (rt.matmulKernel !== 2 || rows <= MC) return 0;
-  const ptr = rt.heap.alloc(Math.ceil(Nout / 8) * 8 * inner * 4);
+  const ptr = rt.packPanels(mode, B, scales, stride, Nout, inner, temps);
   temps.push(ptr);
-  rt.launch('packPanels', [mode, B, scales, stride, Nout, inner, ptr], rt.gemmScratch, Nout * inner * 4, temps);
   return ptr;
 }
 
